@@ -1,0 +1,56 @@
+"""The ``nodewatch`` command line. Each subcommand lives in ``nodewatch.commands``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from . import __version__
+
+COMMANDS = {
+    "watch": ("watch", "dashboard on a live cluster (the default command)"),
+    "demo": ("demo", "dashboard on the embedded simulated fleet"),
+    "replay": ("replay", "dashboard replaying a recording or a kubectl watch log"),
+    "status": ("status", "print the fleet once (table or JSON) and exit: 0 all Ready, 1 some not, 2 error"),
+    "record": ("record", "record a live cluster's watch streams to a file, headless"),
+    "sim-server": ("sim_server", "serve the simulated fleet as a Kubernetes API on 127.0.0.1"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nodewatch",
+        description="Is every node of a Kubernetes fleet still alive? Lease renewals against the "
+        "node-monitor grace period, the eviction timer, conditions, taints and kubelet certificates.",
+        epilog="Start with `nodewatch demo`. Without a command, `nodewatch` runs `watch`.",
+    )
+    parser.add_argument("--version", action="version", version=f"nodewatch {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        _module(module).add_arguments(p)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def _module(name: str):
+    return importlib.import_module(f"nodewatch.commands.{name}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        argv = ["watch", *argv]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(_module(args._module).run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Options shared by several commands: controller settings and where the fleet comes from."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..core.settings import Settings
+
+
+def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group(
+        "controller settings (defaults are Kubernetes' own; the values in use are shown on screen)"
+    )
+    g.add_argument("--grace", type=float, metavar="S", dest="grace_seconds",
+                   help="node-monitor grace period (default: 40s, 50s when the API server is v1.32+)")
+    g.add_argument("--toleration", type=float, metavar="S", dest="toleration_seconds",
+                   help="default not-ready/unreachable toleration seconds (default 300)")
+    g.add_argument("--monitor-period", type=float, metavar="S", dest="monitor_period_seconds",
+                   help="node-monitor period (default 5)")
+    g.add_argument("--zone-threshold", type=float, metavar="F", dest="unhealthy_zone_threshold",
+                   help="unhealthy zone threshold (default 0.55)")
+    g.add_argument("--eviction-rate", type=float, metavar="R", dest="eviction_rate",
+                   help="node eviction rate per zone, nodes/s (default 0.1)")
+    g.add_argument("--secondary-eviction-rate", type=float, metavar="R", dest="secondary_eviction_rate",
+                   help="secondary node eviction rate, nodes/s (default 0.01)")
+    g.add_argument("--large-cluster-threshold", type=int, metavar="N", dest="large_cluster_threshold",
+                   help="large cluster size threshold (default 50)")
+
+
+SETTING_NAMES = (
+    "grace_seconds", "toleration_seconds", "monitor_period_seconds", "unhealthy_zone_threshold",
+    "eviction_rate", "secondary_eviction_rate", "large_cluster_threshold",
+)
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    values = {name: getattr(args, name, None) for name in SETTING_NAMES}
+    for name, v in values.items():
+        if v is not None and v < 0:
+            raise SystemExit(f"nodewatch: --{name.replace('_seconds', '').replace('_', '-')} must not be negative")
+    return Settings().override(**values)
+
+
+def add_live_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("live cluster")
+    g.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
+    g.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current context)")
+    g.add_argument("--probe-kubelet-tls", action="store_true",
+                   help="opt-in: TLS handshake to each node's kubelet port to read its serving certificate")
+    g.add_argument("--kubelet-metrics", action="store_true",
+                   help="opt-in: read the kubelet client cert TTL from /metrics via the node proxy (needs nodes/proxy)")
+    g.add_argument("--cert-cache-dir", metavar="DIR", help="where kubelet cert NotAfter dates are remembered")
+
+
+def add_demo_arguments(parser: argparse.ArgumentParser, *, flag_prefix: str = "") -> None:
+    g = parser.add_argument_group("simulated fleet")
+    g.add_argument(f"--{flag_prefix}nodes", dest="nodes", type=int, default=30, metavar="N",
+                   help="number of simulated nodes (default 30)")
+    g.add_argument(f"--{flag_prefix}scenario", dest="scenario", default="incident", metavar="S",
+                   help="scenario, or several joined with + (default: incident)")
+    g.add_argument(f"--{flag_prefix}seed", dest="seed", type=int, default=1, metavar="N", help="random seed (default 1)")
+    g.add_argument("--speed", type=float, default=1.0, metavar="X", help="virtual time speed (default 1)")
+
+
+def fail(message: str) -> int:
+    """One line on stderr, exit code 2: the contract of every command's errors."""
+    print(f"nodewatch: {message}", file=sys.stderr)
+    return 2

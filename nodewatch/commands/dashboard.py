@@ -1,0 +1,33 @@
+"""Running the dashboard on a source, with an optional recording of what it receives."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .common import fail
+
+
+def add_dashboard_arguments(parser: argparse.ArgumentParser, *, record: bool = True) -> None:
+    g = parser.add_argument_group("dashboard")
+    g.add_argument("--wall", action="store_true", help="wall-screen mode: big counts, only nodes that are not Ready")
+    if record:
+        g.add_argument("--record", metavar="FILE", help="also record the watch streams (JSON Lines; .gz compresses)")
+
+
+def make_recorder(args: argparse.Namespace, source_info: dict, settings):
+    path = getattr(args, "record", None)
+    if not path:
+        return None
+    from ..sources.recording import Recorder
+
+    return Recorder(path, source_info, settings)
+
+
+def run_app(source, args: argparse.Namespace) -> int:
+    if not sys.stdout.isatty() and not os.environ.get("NODEWATCH_FORCE_TTY"):
+        return fail("the dashboard needs a terminal; for scripts use `nodewatch status`")
+    from ..ui.app import run_dashboard
+
+    return run_dashboard(source, wall=args.wall)

@@ -1,0 +1,29 @@
+"""``nodewatch demo``: the dashboard on the embedded simulated fleet (no cluster needed)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import add_demo_arguments, add_settings_arguments, settings_from_args
+from .dashboard import add_dashboard_arguments, make_recorder, run_app
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_demo_arguments(parser)
+    add_dashboard_arguments(parser)
+    add_settings_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..sources.demo import DemoSource
+
+    settings = settings_from_args(args)
+    recorder = make_recorder(args, {"kind": "demo", "scenario": args.scenario, "nodes": args.nodes,
+                                    "seed": args.seed}, settings)
+    source = DemoSource(settings=settings, nodes=args.nodes, scenario=args.scenario, seed=args.seed,
+                        speed=args.speed, recorder=recorder)
+    try:
+        return run_app(source, args)
+    finally:
+        if recorder is not None:
+            recorder.close()

@@ -1,0 +1,27 @@
+"""``nodewatch replay FILE``: the dashboard in virtual time over a recording or kubectl watch log."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import add_settings_arguments, fail, settings_from_args
+from .dashboard import add_dashboard_arguments, run_app
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="a nodewatch recording (.jsonl, .jsonl.gz), a kubectl "
+                        "`get -w --output-watch-events -o json` log, or - for stdin")
+    parser.add_argument("--speed", type=float, default=1.0, metavar="X", help="playback speed (default 1)")
+    parser.add_argument("--start", metavar="WHEN", help="RFC 3339 or +SECONDS from the start")
+    add_dashboard_arguments(parser, record=False)
+    add_settings_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..sources.replay import RecordingError, ReplaySource
+
+    try:
+        source = ReplaySource(args.file, settings=settings_from_args(args), speed=args.speed, start_at=args.start)
+    except (RecordingError, OSError, ValueError) as exc:
+        return fail(f"{args.file}: {exc}")
+    return run_app(source, args)

@@ -1,0 +1,123 @@
+"""Why a node is not Ready: the likely cause, read from what the API shows.
+
+NotReady is a statement about the kubelet's reporting, not about the containers. The checklist
+follows the seeds: the lease (is the kubelet still heartbeating?), the kubelet client
+certificate, the kubelet's own Ready=False reason (runtime, network plugin, PLEG), pressure
+conditions, cordoning. Each cause comes with the checks to run on the node.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from .objects import NodeRecord
+from .rules import PRESSURE_CONDITIONS, NodeState
+from .timeutil import format_time
+
+
+class CauseKind(enum.Enum):
+    CERT_EXPIRED = "cert-expired"
+    LEASE_STALE = "lease-stale"
+    LEASE_LATE = "lease-late"
+    RUNTIME = "runtime"
+    NETWORK = "network"
+    PLEG = "pleg"
+    KUBELET_NOT_READY = "kubelet-not-ready"
+    PRESSURE = "pressure"
+    CORDONED = "cordoned"
+    NO_LEASE = "no-lease"
+
+
+@dataclass(frozen=True, slots=True)
+class Cause:
+    kind: CauseKind
+    text: str
+
+
+CHECKS: dict[CauseKind, tuple[str, ...]] = {
+    CauseKind.LEASE_STALE: (
+        "systemctl status kubelet",
+        "journalctl -u kubelet -n 200 --no-pager",
+        "curl -sk https://<api-server>:6443/healthz   # can the node reach the API server?",
+    ),
+    CauseKind.NO_LEASE: ("systemctl status kubelet", "journalctl -u kubelet -n 200 --no-pager"),
+    CauseKind.LEASE_LATE: ("journalctl -u kubelet -n 200 --no-pager   # slow renewals, API latency",),
+    CauseKind.CERT_EXPIRED: (
+        "openssl x509 -in /var/lib/kubelet/pki/kubelet-client-current.pem -noout -enddate",
+        "kubectl get csr   # pending kubelet client CSRs?",
+    ),
+    CauseKind.RUNTIME: ("crictl info", "systemctl status containerd"),
+    CauseKind.NETWORK: ("crictl info   # NetworkReady", "ls /etc/cni/net.d"),
+    CauseKind.PLEG: ("crictl ps -a", "journalctl -u kubelet | grep -i pleg"),
+    CauseKind.KUBELET_NOT_READY: ("journalctl -u kubelet -n 200 --no-pager", "crictl info"),
+    CauseKind.PRESSURE: ("df -h", "free -m", "ps -eLf | wc -l   # PIDs"),
+    CauseKind.CORDONED: ("kubectl describe node <node>   # who cordoned it, and why?",),
+}
+
+
+def _classify_not_ready(reason: str, message: str) -> CauseKind:
+    text = f"{reason} {message}".lower()
+    if "pleg" in text:
+        return CauseKind.PLEG
+    if "network plugin" in text or "cni" in text or "networkready" in text:
+        return CauseKind.NETWORK
+    if "container runtime" in text or "runtime is down" in text or "runtimeready" in text:
+        return CauseKind.RUNTIME
+    return CauseKind.KUBELET_NOT_READY
+
+
+def likely_causes(
+    node: NodeRecord,
+    state: NodeState,
+    *,
+    lease_age: float | None,
+    has_lease: bool,
+    grace: float,
+    cert_not_after: float | None,
+    now: float,
+) -> list[Cause]:
+    """Every cause the API supports for this node, most telling first (empty when Ready)."""
+    if state is NodeState.READY and not node.unschedulable:
+        return []
+    out: list[Cause] = []
+    cert_expired = cert_not_after is not None and cert_not_after <= now
+    if cert_expired:
+        out.append(Cause(CauseKind.CERT_EXPIRED,
+                         f"kubelet client certificate expired ({format_time(cert_not_after)}): "
+                         "the kubelet cannot authenticate to the API server"))
+    ready = node.conditions.get("Ready")
+    if lease_age is not None and lease_age > grace:
+        if not cert_expired:
+            out.append(Cause(CauseKind.LEASE_STALE,
+                             f"lease not renewed within the {grace:g}s grace: kubelet down, or the node "
+                             "cut off from the API server"))
+    elif state is NodeState.LATE and lease_age is not None:
+        out.append(Cause(CauseKind.LEASE_LATE, "lease renewal late (more than two renew intervals): "
+                         "kubelet slow, or API server latency"))
+    elif not has_lease and state is not NodeState.READY and not cert_expired:
+        out.append(Cause(CauseKind.NO_LEASE, "no Lease in kube-node-lease for this node"))
+    if ready is not None and ready.status == "False":
+        kind = _classify_not_ready(ready.reason, ready.message)
+        detail = ready.message or ready.reason or "no message"
+        out.append(Cause(kind, f"kubelet reports NotReady ({ready.reason or 'no reason'}): {detail}"))
+    elif ready is not None and ready.status == "Unknown" and not out:
+        out.append(Cause(CauseKind.LEASE_STALE, f"{ready.reason or 'NodeStatusUnknown'}: "
+                         f"{ready.message or 'Kubelet stopped posting node status.'}"))
+    for ctype in PRESSURE_CONDITIONS:
+        c = node.conditions.get(ctype)
+        if c is not None and c.status == "True":
+            out.append(Cause(CauseKind.PRESSURE, f"{ctype}: {c.message or c.reason or 'True'}"))
+    if node.unschedulable:
+        out.append(Cause(CauseKind.CORDONED, "cordoned (spec.unschedulable)"))
+    return out
+
+
+def checks_for(causes: list[Cause]) -> list[str]:
+    """The commands to run on the node for these causes, without repeats."""
+    seen: list[str] = []
+    for c in causes:
+        for cmd in CHECKS.get(c.kind, ()):
+            if cmd not in seen:
+                seen.append(cmd)
+    return seen

@@ -1,0 +1,685 @@
+"""The fleet state: watch events in, per-node heartbeat views out.
+
+Every source (live cluster, replay, simulation) feeds ``FleetState.apply`` with the same
+``(resource, type, object, received_at)`` tuples; the dashboard and ``status`` read
+``FleetState.evaluate(now)``. The state is thread-safe (one lock): sources apply from their
+threads, the UI reads from its own.
+
+Views are cached per node and re-evaluated only when the node's objects changed or ``now`` crosses
+the next threshold the rules know of (Late, Overdue, eviction deadline), so a tick of a
+65,000-node fleet costs only what changed.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .causes import Cause, likely_causes
+from .objects import (
+    BadObject,
+    CSRRecord,
+    EventRecord,
+    NodeRecord,
+    PodRecord,
+    csr_from_dict,
+    event_from_dict,
+    lease_from_dict,
+    node_from_dict,
+    pod_from_dict,
+)
+from .rules import (
+    KUBELET_CLIENT_SIGNER,
+    NODE_USER_PREFIX,
+    PRESSURE_CONDITIONS,
+    NodeState,
+    Taint,
+    ZoneState,
+    all_zones_full,
+    cert_level,
+    eviction_taints,
+    node_eviction_deadline,
+    node_state,
+    pod_eviction_at,
+    renew_interval,
+    with_default_tolerations,
+    zone_state,
+    zone_taint_rate,
+)
+from .settings import Settings
+
+RESOURCES = ("nodes", "leases", "pods", "events", "certificatesigningrequests")
+EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "SYNCED")
+MAX_EVENTS_PER_NODE = 200
+MAX_TIMELINE = 64
+AT_RISK_STATES = (NodeState.UNKNOWN, NodeState.EVICTING, NodeState.EVICTED)
+
+
+@dataclass(slots=True)
+class LeaseTrack:
+    """One node's Lease as nodewatch saw it arrive."""
+
+    renew_time: float | None
+    observed_at: float | None
+    """Receive time of the event that advanced ``renew_time`` (or ``renew_time`` when unknown)."""
+    skew: float | None
+    """Receive time minus renewTime at the last observed renewal: the node's clock offset plus delay."""
+    duration: float
+    holder: str
+    renewals: int = 0
+
+
+@dataclass(slots=True)
+class WatchHealth:
+    """How one resource's stream is doing. Part of the state so the UI can say when it is blind."""
+
+    resource: str
+    connected: bool = False
+    synced: bool = False
+    last_activity: float | None = None
+    """Receive time of the last event or bookmark."""
+    down_since: float | None = None
+    relists: int = 0
+    last_error: str = ""
+    forbidden: bool = False
+
+
+@dataclass(slots=True)
+class Problem:
+    """Something nodewatch could not use, said where and why."""
+
+    at: float | None
+    where: str
+    message: str
+
+
+@dataclass(slots=True)
+class NodeView:
+    """A node judged by the rules. Absolute times, so one view serves every ``now`` until ``valid_until``."""
+
+    name: str
+    zone: str
+    state: NodeState
+    ready: str | None
+    lease_observed_at: float | None
+    """Ages are ``now - lease_observed_at``; None when unknown or while the dashboard is blind."""
+    lease_duration: float
+    grace: float
+    skew: float | None
+    eviction_at: float | None
+    taints: tuple[Taint, ...]
+    cordoned: bool
+    pressure: tuple[str, ...]
+    network_unavailable: bool
+    cert_not_after: float | None
+    kubelet_version: str
+    causes: tuple[Cause, ...]
+    state_since: float | None
+    """When the current state began, as far as the API shows (Ready transition, taint, lease)."""
+    next_change: float
+    """The next time at which the rules could give a different state (inf: only a new object can)."""
+    sort_deadline: float
+
+    def lease_age(self, now: float) -> float | None:
+        return None if self.lease_observed_at is None else now - self.lease_observed_at
+
+    def grace_remaining(self, now: float) -> float | None:
+        age = self.lease_age(now)
+        return None if age is None else self.grace - age
+
+    def eviction_in(self, now: float) -> float | None:
+        return None if self.eviction_at is None else self.eviction_at - now
+
+    def cert_level(self, now: float) -> str:
+        return cert_level(self.cert_not_after, now)
+
+    @property
+    def cause(self) -> str:
+        return "; ".join(c.text for c in self.causes)
+
+
+@dataclass(slots=True)
+class ZoneView:
+    name: str
+    state: ZoneState
+    nodes: int
+    ready: int
+    not_ready: int
+    taint_rate: float
+
+
+@dataclass(slots=True)
+class PodView:
+    namespace: str
+    name: str
+    owner_kind: str
+    owner_name: str
+    phase: str
+    terminating: bool
+    eviction_at: float | None
+    statefulset_risk: bool
+    disruption_target: bool
+
+
+@dataclass(slots=True)
+class FleetView:
+    at: float
+    settings: Settings
+    nodes: list[NodeView]
+    """Worst first: state rank, then the next deadline, then name."""
+    zones: list[ZoneView]
+    counts: dict[NodeState, int]
+    all_zones_full: bool
+    leases_blind: bool
+    blind_reason: str
+    health: dict[str, WatchHealth]
+    generation: int
+    statefulset_at_risk: int
+    controller_suspect: bool
+    """Nodes stay Overdue past grace + 2 monitor periods with Ready still True: the node controller may be down."""
+
+    def node(self, name: str) -> NodeView | None:
+        for v in self.nodes:
+            if v.name == name:
+                return v
+        return None
+
+
+@dataclass(slots=True)
+class CertInfo:
+    not_after: float
+    source: str
+
+
+class FleetState:
+    """The heart of nodewatch; see the module docstring."""
+
+    def __init__(self, settings: Settings | None = None, *, silence_seconds: float | None = None) -> None:
+        self.settings = settings or Settings()
+        self.lock = threading.RLock()
+        self.nodes: dict[str, NodeRecord] = {}
+        self.leases: dict[str, LeaseTrack] = {}
+        self.pods: dict[tuple[str, str], PodRecord] = {}
+        self.pods_by_node: dict[str, set[tuple[str, str]]] = {}
+        self.events: dict[tuple[str, str], EventRecord] = {}
+        self.events_by_node: dict[str, set[tuple[str, str]]] = {}
+        self.certs: dict[str, CertInfo] = {}
+        self.health: dict[str, WatchHealth] = {}
+        self.problems: deque[Problem] = deque(maxlen=200)
+        self.timelines: dict[str, deque[tuple[float, str]]] = {}
+        self.synced: set[str] = set()
+        self.generation = 0
+        self.last_received: float | None = None
+        self.silence_seconds = silence_seconds
+        """Lease stream silent this long (no event, no bookmark) = the dashboard may be blind.
+        None: 2 x the renew interval."""
+        self._views: dict[str, NodeView] = {}
+        self._dirty: set[str] = set()
+        self._order: list[NodeView] = []
+        self._order_valid = False
+        self._blind_cached: bool | None = None
+
+    # --- feeding --------------------------------------------------------------------------
+
+    def set_settings(self, settings: Settings) -> None:
+        with self.lock:
+            self.settings = settings
+            self._dirty.update(self.nodes)
+            self.generation += 1
+
+    def apply(self, resource: str, etype: str, obj: Any, received_at: float | None = None,
+              listing: bool = False) -> bool:
+        """Apply one watch event. Returns False (and records a Problem) when it cannot be used.
+
+        ``received_at`` is when nodewatch received the event (None: unknown, as in a kubectl
+        log). ``listing`` marks items of an initial list or relist, whose renewals happened at an
+        unknown time before they were received.
+        """
+        with self.lock:
+            try:
+                return self._apply(resource, etype, obj, received_at, listing)
+            except BadObject as exc:
+                self.problem(received_at, f"{resource} {etype}", str(exc))
+                return False
+            except Exception as exc:  # noqa: BLE001 - the cluster must never crash the dashboard
+                self.problem(received_at, f"{resource} {etype}", f"{type(exc).__name__}: {exc}")
+                return False
+
+    def apply_many(self, items: Iterable[tuple[str, str, Any, float | None, bool]]) -> int:
+        ok = 0
+        with self.lock:
+            for resource, etype, obj, received_at, listing in items:
+                ok += self.apply(resource, etype, obj, received_at, listing)
+        return ok
+
+    def problem(self, at: float | None, where: str, message: str) -> None:
+        with self.lock:
+            self.problems.append(Problem(at, where, message[:500]))
+            self.generation += 1
+
+    def update_health(self, resource: str, **changes: Any) -> WatchHealth:
+        with self.lock:
+            h = self.health.get(resource)
+            if h is None:
+                h = self.health[resource] = WatchHealth(resource)
+            for k, v in changes.items():
+                setattr(h, k, v)
+            self.generation += 1
+            if resource == "leases":
+                self._dirty.update(self.nodes)
+            return h
+
+    def _apply(self, resource: str, etype: str, obj: Any, received_at: float | None, listing: bool) -> bool:
+        if received_at is not None:
+            self.last_received = received_at if self.last_received is None else max(self.last_received, received_at)
+            h = self.health.get(resource)
+            if h is not None:
+                h.last_activity = received_at
+        if etype == "SYNCED":
+            self.synced.add(resource)
+            self.generation += 1
+            return True
+        if etype == "BOOKMARK":
+            return True
+        if etype not in ("ADDED", "MODIFIED", "DELETED"):
+            raise BadObject(f"unknown event type {etype!r}")
+        handler = _HANDLERS.get(resource)
+        if handler is None:
+            raise BadObject(f"unknown resource {resource!r}")
+        handler(self, etype, obj, received_at, listing)
+        self.generation += 1
+        return True
+
+    def _timeline(self, node: str, t: float | None, text: str) -> None:
+        if t is None:
+            return
+        tl = self.timelines.get(node)
+        if tl is None:
+            tl = self.timelines[node] = deque(maxlen=MAX_TIMELINE)
+        tl.append((t, text))
+
+    def _on_node(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
+        rec = node_from_dict(obj)
+        name = rec.name
+        if etype == "DELETED":
+            self.nodes.pop(name, None)
+            self._views.pop(name, None)
+            self._order_valid = False
+            self._timeline(name, received_at, "node deleted")
+            return
+        old = self.nodes.get(name)
+        self.nodes[name] = rec
+        self._dirty.add(name)
+        if old is None:
+            self._order_valid = False
+        self._node_timeline(old, rec, received_at)
+
+    def _node_timeline(self, old: NodeRecord | None, new: NodeRecord, received_at: float | None) -> None:
+        r_old = old.conditions.get("Ready") if old else None
+        r_new = new.conditions.get("Ready")
+        if r_new is not None and (r_old is None or r_old.status != r_new.status):
+            when = r_new.last_transition or received_at
+            was = r_old.status if r_old else "?"
+            self._timeline(new.name, when, f"Ready {was} -> {r_new.status} ({r_new.reason or 'no reason'})")
+        old_keys = {(t.key, t.effect) for t in old.taints} if old else set()
+        for t in new.taints:
+            if (t.key, t.effect) not in old_keys:
+                self._timeline(new.name, t.time_added or received_at, f"taint added {t.key}:{t.effect}")
+        new_keys = {(t.key, t.effect) for t in new.taints}
+        for key, effect in old_keys - new_keys:
+            self._timeline(new.name, received_at, f"taint removed {key}:{effect}")
+
+    def _on_lease(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
+        rec = lease_from_dict(obj)
+        if rec.namespace and rec.namespace != "kube-node-lease":
+            return
+        name = rec.name
+        if etype == "DELETED":
+            self.leases.pop(name, None)
+            self._dirty.add(name)
+            return
+        duration = rec.duration_seconds or self.settings.lease_duration_seconds
+        track = self.leases.get(name)
+        advanced = track is None or (
+            rec.renew_time is not None and (track.renew_time is None or rec.renew_time > track.renew_time)
+        )
+        if track is None:
+            track = self.leases[name] = LeaseTrack(rec.renew_time, None, None, duration, rec.holder)
+        track.duration = duration
+        track.holder = rec.holder
+        if advanced and rec.renew_time is not None:
+            known = received_at is not None and not listing and "leases" in self.synced
+            track.renew_time = rec.renew_time
+            track.observed_at = received_at if known else rec.renew_time
+            if received_at is not None:
+                track.skew = received_at - rec.renew_time
+            track.renewals += 1
+        elif rec.renew_time is None:
+            track.renew_time = None
+            track.observed_at = None
+        self._dirty.add(name)
+
+    def _on_pod(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
+        rec = pod_from_dict(obj)
+        key = rec.key
+        old = self.pods.get(key)
+        if old is not None and old.node_name != rec.node_name:
+            self.pods_by_node.get(old.node_name, set()).discard(key)
+        if etype == "DELETED":
+            self.pods.pop(key, None)
+            if old is not None:
+                self.pods_by_node.get(old.node_name, set()).discard(key)
+            return
+        self.pods[key] = rec
+        if rec.node_name:
+            self.pods_by_node.setdefault(rec.node_name, set()).add(key)
+
+    def _on_event(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
+        rec = event_from_dict(obj)
+        key = rec.key
+        if etype == "DELETED":
+            old = self.events.pop(key, None)
+            if old is not None:
+                for node in _event_nodes(old):
+                    self.events_by_node.get(node, set()).discard(key)
+            return
+        self.events[key] = rec
+        for node in _event_nodes(rec):
+            bucket = self.events_by_node.setdefault(node, set())
+            bucket.add(key)
+            if len(bucket) > MAX_EVENTS_PER_NODE:
+                oldest = min(bucket, key=lambda k: self.events[k].time or 0.0 if k in self.events else 0.0)
+                bucket.discard(oldest)
+
+    def _on_csr(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
+        if etype == "DELETED":
+            return  # the CSR cleaner deletes issued CSRs after 1h; the NotAfter we learned stays
+        rec = csr_from_dict(obj)
+        self.learn_cert(rec)
+
+    def learn_cert(self, rec: CSRRecord, source: str | None = None) -> None:
+        """Remember a kubelet client certificate's NotAfter (the newest per node wins)."""
+        if rec.signer != KUBELET_CLIENT_SIGNER or not rec.username.startswith(NODE_USER_PREFIX):
+            return
+        if rec.not_after is None:
+            return
+        node = rec.username[len(NODE_USER_PREFIX):]
+        cur = self.certs.get(node)
+        if cur is None or rec.not_after > cur.not_after:
+            self.certs[node] = CertInfo(rec.not_after, source or f"CSR {rec.name}")
+            self._dirty.add(node)
+
+    def remember_cert(self, node: str, not_after: float, source: str) -> None:
+        """A NotAfter learned elsewhere (the local cache, a TLS probe, kubelet metrics)."""
+        with self.lock:
+            cur = self.certs.get(node)
+            if cur is None or not_after > cur.not_after:
+                self.certs[node] = CertInfo(not_after, source)
+                self._dirty.add(node)
+                self.generation += 1
+
+    # --- judging ---------------------------------------------------------------------------
+
+    def leases_blind(self, now: float) -> tuple[bool, str]:
+        """Is the lease stream down or silent? Then no node may be blamed for its lease's age."""
+        h = self.health.get("leases")
+        if h is None:
+            return False, ""  # no live stream tracked (replay, tests): the data is what it is
+        if h.forbidden:
+            return True, f"no permission to watch leases ({h.last_error})"
+        if not h.connected:
+            since = f" since {_ago(now, h.down_since)}" if h.down_since else ""
+            return True, f"lease stream down{since}: {h.last_error or 'connecting'}"
+        if not h.synced:
+            return True, "lease stream listing"
+        silence = self.silence_seconds
+        if silence is None:
+            silence = 2 * renew_interval(self.settings.lease_duration_seconds)
+        if self.leases and h.last_activity is not None and now - h.last_activity > silence:
+            return True, f"lease stream silent for {now - h.last_activity:.0f}s (no event, no bookmark)"
+        return False, ""
+
+    def _view(self, name: str, now: float, blind: bool) -> NodeView:
+        s = self.settings
+        rec = self.nodes[name]
+        track = self.leases.get(name)
+        ready = rec.ready
+        grace = s.grace
+        duration = track.duration if track else s.lease_duration_seconds
+        observed = None if (blind or track is None) else track.observed_at
+        lease_age = None if observed is None else now - observed
+        ev_taints = eviction_taints(rec.taints)
+        deadline = node_eviction_deadline(rec.taints, s.toleration_seconds)
+        state = node_state(ready=ready, lease_age=lease_age, grace=grace, lease_duration=duration,
+                           eviction_taint=bool(ev_taints), eviction_deadline=deadline, now=now)
+        cert = self.certs.get(name)
+        cert_not_after = cert.not_after if cert else None
+        causes = likely_causes(rec, state, lease_age=lease_age, has_lease=track is not None, grace=grace,
+                               cert_not_after=cert_not_after, now=now)
+        # When could the state change with time alone?
+        nxt = math.inf
+        late_at = overdue_at = None
+        if observed is not None:
+            late_at = observed + 2 * renew_interval(duration)
+            overdue_at = observed + grace
+        if state is NodeState.EVICTING and deadline is not None:
+            nxt = deadline
+        elif state is NodeState.READY and observed is not None:
+            nxt = late_at if now <= late_at else overdue_at  # type: ignore[assignment]
+        elif state is NodeState.LATE and overdue_at is not None:
+            nxt = overdue_at
+        if cert_not_after is not None and cert_not_after > now:
+            nxt = min(nxt, cert_not_after)
+        # When did it start?
+        rc = rec.conditions.get("Ready")
+        since: float | None = None
+        if state in (NodeState.EVICTED, NodeState.EVICTING):
+            since = min((t.time_added for t in ev_taints if t.time_added is not None), default=None)
+        elif state in (NodeState.UNKNOWN, NodeState.NOT_READY):
+            since = rc.last_transition if rc else None
+        elif state is NodeState.OVERDUE:
+            since = overdue_at
+        elif state is NodeState.LATE:
+            since = late_at
+        elif rc is not None:
+            since = rc.last_transition
+        if state is NodeState.READY:
+            sort_deadline = math.inf
+        elif state in (NodeState.EVICTING, NodeState.EVICTED):
+            sort_deadline = deadline if deadline is not None else math.inf
+        elif state in (NodeState.OVERDUE, NodeState.LATE) and overdue_at is not None:
+            sort_deadline = overdue_at
+        else:
+            sort_deadline = since if since is not None else math.inf
+        return NodeView(
+            name=name,
+            zone=rec.zone,
+            state=state,
+            ready=ready,
+            lease_observed_at=observed,
+            lease_duration=duration,
+            grace=grace,
+            skew=track.skew if track else None,
+            eviction_at=deadline,
+            taints=rec.taints,
+            cordoned=rec.unschedulable,
+            pressure=tuple(c for c in PRESSURE_CONDITIONS
+                           if (cc := rec.conditions.get(c)) is not None and cc.status == "True"),
+            network_unavailable=(nu := rec.conditions.get("NetworkUnavailable")) is not None and nu.status == "True",
+            cert_not_after=cert_not_after,
+            kubelet_version=rec.kubelet_version,
+            causes=tuple(causes),
+            state_since=since,
+            next_change=nxt,
+            sort_deadline=sort_deadline,
+        )
+
+    def evaluate(self, now: float) -> FleetView:
+        """The whole fleet at ``now``, worst first."""
+        with self.lock:
+            blind, reason = self.leases_blind(now)
+            if blind != self._blind_cached:
+                self._blind_cached = blind
+                self._dirty.update(self.nodes)
+            changed = False
+            views = self._views
+            todo = set(self._dirty)
+            for name, v in views.items():
+                if v.next_change <= now:
+                    todo.add(name)
+            for name in todo:
+                if name not in self.nodes:
+                    if views.pop(name, None) is not None:
+                        changed = True
+                    continue
+                new = self._view(name, now, blind)
+                old = views.get(name)
+                views[name] = new
+                if old is None or old.state is not new.state or old.sort_deadline != new.sort_deadline:
+                    changed = True
+            self._dirty.clear()
+            if changed or not self._order_valid or len(self._order) != len(views):
+                self._order = sorted(views.values(), key=_sort_key)
+                self._order_valid = True
+            else:
+                # same order; refresh the objects (views are replaced, not mutated)
+                self._order = [views[v.name] for v in self._order]
+            order = self._order
+            counts = {s: 0 for s in NodeState}
+            for v in order:
+                counts[v.state] += 1
+            zones = self._zones(order)
+            controller_suspect = any(
+                v.state is NodeState.OVERDUE and v.lease_observed_at is not None
+                and now - v.lease_observed_at > self.settings.grace + 2 * self.settings.monitor_period_seconds
+                for v in order[: counts[NodeState.EVICTED] + counts[NodeState.EVICTING] + counts[NodeState.UNKNOWN]
+                               + counts[NodeState.NOT_READY] + counts[NodeState.OVERDUE]]
+            )
+            at_risk = 0
+            for v in order:
+                if v.state not in AT_RISK_STATES:
+                    break
+                for key in self.pods_by_node.get(v.name, ()):
+                    p = self.pods.get(key)
+                    if p is not None and p.owner_kind == "StatefulSet":
+                        at_risk += 1
+            return FleetView(
+                at=now,
+                settings=self.settings,
+                nodes=list(order),
+                zones=zones,
+                counts=counts,
+                all_zones_full=all_zones_full(z.state for z in zones),
+                leases_blind=blind,
+                blind_reason=reason,
+                health={k: WatchHealth(**{f: getattr(h, f) for f in h.__slots__}) for k, h in self.health.items()},
+                generation=self.generation,
+                statefulset_at_risk=at_risk,
+                controller_suspect=controller_suspect,
+            )
+
+    def _zones(self, order: list[NodeView]) -> list[ZoneView]:
+        s = self.settings
+        tally: dict[str, list[int]] = {}
+        for v in order:
+            rec = self.nodes.get(v.name)
+            if rec is None or rec.exclude_disruption:
+                continue
+            t = tally.setdefault(v.zone, [0, 0])
+            if v.ready == "True":
+                t[0] += 1
+            else:
+                t[1] += 1
+        states = {z: zone_state(r, nr, s.unhealthy_zone_threshold) for z, (r, nr) in tally.items()}
+        full = all_zones_full(states.values())
+        out = []
+        for z in sorted(tally):
+            r, nr = tally[z]
+            out.append(ZoneView(
+                name=z, state=states[z], nodes=r + nr, ready=r, not_ready=nr,
+                taint_rate=zone_taint_rate(states[z], r + nr, all_full=full, eviction_rate=s.eviction_rate,
+                                           secondary_eviction_rate=s.secondary_eviction_rate,
+                                           large_cluster_threshold=s.large_cluster_threshold),
+            ))
+        return out
+
+    def node_view(self, name: str, now: float) -> NodeView | None:
+        with self.lock:
+            if name not in self.nodes:
+                return None
+            blind, _ = self.leases_blind(now)
+            return self._view(name, now, blind)
+
+    def pods_on(self, node: str, now: float) -> list[PodView]:
+        """The node's pods with their own eviction countdowns and StatefulSet risk."""
+        with self.lock:
+            rec = self.nodes.get(node)
+            view = self.node_view(node, now)
+            taints = rec.taints if rec else ()
+            out = []
+            for key in sorted(self.pods_by_node.get(node, ())):
+                p = self.pods.get(key)
+                if p is None:
+                    continue
+                tolerations = with_default_tolerations(p.tolerations, self.settings.toleration_seconds)
+                at = pod_eviction_at(taints, tolerations)
+                risk = p.owner_kind == "StatefulSet" and view is not None and view.state in AT_RISK_STATES
+                out.append(PodView(p.namespace, p.name, p.owner_kind, p.owner_name, p.phase, p.terminating,
+                                   at, risk, p.disruption_target))
+            out.sort(key=lambda pv: (not pv.statefulset_risk, pv.eviction_at if pv.eviction_at is not None else math.inf,
+                                     pv.namespace, pv.name))
+            return out
+
+    def events_for(self, node: str) -> list[EventRecord]:
+        """Kubelet and controller events about the node, newest first."""
+        with self.lock:
+            evs = [self.events[k] for k in self.events_by_node.get(node, ()) if k in self.events]
+        evs.sort(key=lambda e: e.time or 0.0, reverse=True)
+        return evs
+
+    def timeline_for(self, node: str, now: float) -> list[tuple[float, str]]:
+        """What happened to the node, and what the rules say happens next, in time order."""
+        with self.lock:
+            items = list(self.timelines.get(node, ()))
+            view = self.node_view(node, now)
+            track = self.leases.get(node)
+            if track is not None and track.renew_time is not None:
+                items.append((track.observed_at or track.renew_time, "last lease renewal seen"))
+            if view is not None:
+                if view.lease_observed_at is not None and view.ready == "True":
+                    items.append((view.lease_observed_at + view.grace,
+                                  "grace ends: the controller marks Ready=Unknown at its next pass"))
+                if view.eviction_at is not None:
+                    items.append((view.eviction_at, "eviction due (default toleration ends)"))
+        items.sort(key=lambda x: x[0])
+        return items
+
+
+def _sort_key(v: NodeView) -> tuple:
+    return (v.state.rank, v.sort_deadline, v.name)
+
+
+def _event_nodes(e: EventRecord) -> list[str]:
+    nodes = []
+    if e.object_kind == "Node" and e.object_name:
+        nodes.append(e.object_name)
+    host = e.source.split(", ", 1)[1] if ", " in e.source else ""
+    if host and host not in nodes:
+        nodes.append(host)
+    return nodes
+
+
+def _ago(now: float, t: float) -> str:
+    return f"{max(0, now - t):.0f}s ago"
+
+
+_HANDLERS = {
+    "nodes": FleetState._on_node,
+    "leases": FleetState._on_lease,
+    "pods": FleetState._on_pod,
+    "events": FleetState._on_event,
+    "certificatesigningrequests": FleetState._on_csr,
+}

@@ -1,0 +1,315 @@
+"""Kubernetes objects (plain dicts from JSON) -> the slim records the core keeps.
+
+Like client-go's informer transform, this keeps only the fields nodewatch reads, so a 65,000-node
+fleet stays small in memory. Every reader is defensive: the cluster (or a recording) may send
+objects with missing, null or wrongly typed fields; such fields become "unknown", and an object
+without even a name raises ``BadObject`` with a message saying what is wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .rules import (
+    LABEL_EXCLUDE_DISRUPTION,
+    Taint,
+    Toleration,
+    zone_key,
+)
+from .timeutil import parse_time
+
+
+class BadObject(ValueError):
+    """An object nodewatch cannot use at all (no name, not a mapping)."""
+
+
+def _d(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _l(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
+def _s(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    return {_s(k): _s(v) for k, v in _d(value).items()}
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _meta(obj: Any, kind: str) -> dict:
+    if not isinstance(obj, dict):
+        raise BadObject(f"{kind}: expected a JSON object, got {type(obj).__name__}")
+    meta = _d(obj.get("metadata"))
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise BadObject(f"{kind}: object without metadata.name")
+    return meta
+
+
+@dataclass(slots=True)
+class Condition:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_heartbeat: float | None = None
+    last_transition: float | None = None
+
+
+@dataclass(slots=True)
+class NodeRecord:
+    name: str
+    uid: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    zone: str = ""
+    exclude_disruption: bool = False
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+    conditions: dict[str, Condition] = field(default_factory=dict)
+    kubelet_version: str = ""
+    runtime_version: str = ""
+    kernel_version: str = ""
+    os_image: str = ""
+    addresses: tuple[tuple[str, str], ...] = ()
+    capacity: dict[str, str] = field(default_factory=dict)
+    allocatable: dict[str, str] = field(default_factory=dict)
+    kubelet_port: int | None = None
+    created: float | None = None
+    resource_version: str = ""
+
+    @property
+    def ready(self) -> str | None:
+        c = self.conditions.get("Ready")
+        return c.status if c else None
+
+
+def node_from_dict(obj: Any) -> NodeRecord:
+    meta = _meta(obj, "Node")
+    spec = _d(obj.get("spec"))
+    status = _d(obj.get("status"))
+    labels = _str_map(meta.get("labels"))
+    taints = []
+    for t in _l(spec.get("taints")):
+        t = _d(t)
+        if not t.get("key"):
+            continue
+        taints.append(
+            Taint(key=_s(t.get("key")), effect=_s(t.get("effect")), value=_s(t.get("value")),
+                  time_added=parse_time(t.get("timeAdded")))
+        )
+    conditions = {}
+    for c in _l(status.get("conditions")):
+        c = _d(c)
+        ctype = _s(c.get("type"))
+        if not ctype:
+            continue
+        conditions[ctype] = Condition(
+            type=ctype,
+            status=_s(c.get("status")) or "Unknown",
+            reason=_s(c.get("reason")),
+            message=_s(c.get("message")),
+            last_heartbeat=parse_time(c.get("lastHeartbeatTime")),
+            last_transition=parse_time(c.get("lastTransitionTime")),
+        )
+    info = _d(status.get("nodeInfo"))
+    port = _d(_d(_d(status.get("daemonEndpoints")).get("kubeletEndpoint"))).get("Port")
+    return NodeRecord(
+        name=meta["name"],
+        uid=_s(meta.get("uid")),
+        labels=labels,
+        zone=zone_key(labels),
+        exclude_disruption=LABEL_EXCLUDE_DISRUPTION in labels,
+        unschedulable=spec.get("unschedulable") is True,
+        taints=tuple(taints),
+        conditions=conditions,
+        kubelet_version=_s(info.get("kubeletVersion")),
+        runtime_version=_s(info.get("containerRuntimeVersion")),
+        kernel_version=_s(info.get("kernelVersion")),
+        os_image=_s(info.get("osImage")),
+        addresses=tuple((_s(_d(a).get("type")), _s(_d(a).get("address"))) for a in _l(status.get("addresses"))),
+        capacity=_str_map(status.get("capacity")),
+        allocatable=_str_map(status.get("allocatable")),
+        kubelet_port=int(port) if isinstance(port, int) and not isinstance(port, bool) else None,
+        created=parse_time(meta.get("creationTimestamp")),
+        resource_version=_s(meta.get("resourceVersion")),
+    )
+
+
+@dataclass(slots=True)
+class LeaseRecord:
+    name: str
+    namespace: str
+    holder: str
+    renew_time: float | None
+    duration_seconds: float | None
+    resource_version: str = ""
+
+
+def lease_from_dict(obj: Any) -> LeaseRecord:
+    meta = _meta(obj, "Lease")
+    spec = _d(obj.get("spec"))
+    return LeaseRecord(
+        name=meta["name"],
+        namespace=_s(meta.get("namespace")),
+        holder=_s(spec.get("holderIdentity")),
+        renew_time=parse_time(spec.get("renewTime")),
+        duration_seconds=_num(spec.get("leaseDurationSeconds")),
+        resource_version=_s(meta.get("resourceVersion")),
+    )
+
+
+@dataclass(slots=True)
+class PodRecord:
+    namespace: str
+    name: str
+    node_name: str
+    owner_kind: str = ""
+    owner_name: str = ""
+    phase: str = ""
+    deletion_timestamp: float | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    disruption_target: bool = False
+    uid: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+    @property
+    def terminating(self) -> bool:
+        return self.deletion_timestamp is not None
+
+
+def pod_from_dict(obj: Any) -> PodRecord:
+    meta = _meta(obj, "Pod")
+    spec = _d(obj.get("spec"))
+    status = _d(obj.get("status"))
+    owner_kind = owner_name = ""
+    owners = _l(meta.get("ownerReferences"))
+    chosen = next((o for o in owners if _d(o).get("controller") is True), owners[0] if owners else None)
+    if chosen is not None:
+        owner_kind, owner_name = _s(_d(chosen).get("kind")), _s(_d(chosen).get("name"))
+    tolerations = []
+    for t in _l(spec.get("tolerations")):
+        t = _d(t)
+        tolerations.append(
+            Toleration(key=_s(t.get("key")), operator=_s(t.get("operator")) or "Equal",
+                       value=_s(t.get("value")), effect=_s(t.get("effect")),
+                       seconds=_num(t.get("tolerationSeconds")))
+        )
+    disruption = any(
+        _d(c).get("type") == "DisruptionTarget" and _d(c).get("status") == "True"
+        for c in _l(status.get("conditions"))
+    )
+    return PodRecord(
+        namespace=_s(meta.get("namespace")) or "default",
+        name=meta["name"],
+        node_name=_s(spec.get("nodeName")),
+        owner_kind=owner_kind,
+        owner_name=owner_name,
+        phase=_s(status.get("phase")),
+        deletion_timestamp=parse_time(meta.get("deletionTimestamp")),
+        tolerations=tuple(tolerations),
+        disruption_target=disruption,
+        uid=_s(meta.get("uid")),
+    )
+
+
+@dataclass(slots=True)
+class EventRecord:
+    namespace: str
+    name: str
+    time: float | None
+    reason: str
+    message: str
+    type: str
+    source: str
+    object_kind: str
+    object_name: str
+    object_uid: str
+    count: int = 1
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+
+def event_from_dict(obj: Any) -> EventRecord:
+    meta = _meta(obj, "Event")
+    inv = _d(obj.get("involvedObject") or obj.get("regarding"))
+    src = _d(obj.get("source"))
+    source = _s(src.get("component") or obj.get("reportingComponent") or obj.get("reportingController"))
+    host = _s(src.get("host"))
+    if host and source:
+        source = f"{source}, {host}"
+    t = (
+        parse_time(obj.get("lastTimestamp"))
+        or parse_time(_d(obj.get("series")).get("lastObservedTime"))
+        or parse_time(obj.get("eventTime"))
+        or parse_time(obj.get("firstTimestamp"))
+        or parse_time(meta.get("creationTimestamp"))
+    )
+    count = obj.get("count")
+    return EventRecord(
+        namespace=_s(meta.get("namespace")) or "default",
+        name=meta["name"],
+        time=t,
+        reason=_s(obj.get("reason")),
+        message=_s(obj.get("message") or obj.get("note")),
+        type=_s(obj.get("type")),
+        source=source,
+        object_kind=_s(inv.get("kind")),
+        object_name=_s(inv.get("name")),
+        object_uid=_s(inv.get("uid")),
+        count=count if isinstance(count, int) and not isinstance(count, bool) else 1,
+    )
+
+
+@dataclass(slots=True)
+class CSRRecord:
+    name: str
+    username: str
+    signer: str
+    not_after: float | None
+    issued_at: float | None = None
+
+
+def csr_from_dict(obj: Any) -> CSRRecord:
+    from .certs import certificate_not_after  # cryptography is imported only when a CSR arrives
+
+    meta = _meta(obj, "CertificateSigningRequest")
+    spec = _d(obj.get("spec"))
+    status = _d(obj.get("status"))
+    pem = status.get("certificate")
+    not_after = certificate_not_after(pem) if pem else None
+    issued = None
+    for c in _l(status.get("conditions")):
+        c = _d(c)
+        if c.get("type") == "Approved":
+            issued = parse_time(c.get("lastUpdateTime")) or parse_time(c.get("lastTransitionTime"))
+    return CSRRecord(
+        name=meta["name"],
+        username=_s(spec.get("username")),
+        signer=_s(spec.get("signerName")),
+        not_after=not_after,
+        issued_at=issued,
+    )

@@ -1,0 +1,128 @@
+"""The fleet at one instant as the ``status`` command's JSON contract and as a plain table.
+
+The JSON is read by scripts and tests: times are RFC 3339 UTC, durations numbers of seconds,
+unknowns null. The table is for a person and shows every cluster string as plain text.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .fleet import FleetState, FleetView, NodeView
+from .rules import NodeState
+from .text import plain
+from .timeutil import format_time
+
+
+def _num(x: float | None) -> float | None:
+    if x is None or (isinstance(x, float) and (math.isinf(x) or math.isnan(x))):
+        return None
+    return round(x, 3)
+
+
+def node_json(v: NodeView, now: float) -> dict[str, Any]:
+    return {
+        "name": v.name,
+        "zone": v.zone,
+        "state": v.state.word,
+        "ready": v.ready,
+        "lease_age_seconds": _num(v.lease_age(now)),
+        "grace_remaining_seconds": _num(v.grace_remaining(now)),
+        "eviction_in_seconds": _num(v.eviction_in(now)),
+        "taints": [{"key": t.key, "effect": t.effect, "time_added": format_time(t.time_added)} for t in v.taints],
+        "cert_not_after": format_time(v.cert_not_after),
+        "cordoned": v.cordoned,
+        "cause": v.cause or None,
+    }
+
+
+def fleet_json(state: FleetState, view: FleetView, node: str | None = None) -> dict[str, Any]:
+    now = view.at
+    out: dict[str, Any] = {
+        "at": format_time(now),
+        "settings": {
+            "grace_seconds": view.settings.grace,
+            "toleration_seconds": view.settings.toleration_seconds,
+        },
+        "nodes": [node_json(v, now) for v in view.nodes if node is None or v.name == node],
+        "zones": [{"name": z.name, "state": z.state.value, "nodes": z.nodes, "not_ready": z.not_ready}
+                  for z in view.zones],
+    }
+    if node is not None:
+        out["pods"] = [
+            {
+                "namespace": p.namespace, "name": p.name, "owner_kind": p.owner_kind or None,
+                "owner_name": p.owner_name or None, "phase": p.phase or None, "terminating": p.terminating,
+                "eviction_in_seconds": _num(None if p.eviction_at is None else p.eviction_at - now),
+                "statefulset_risk": p.statefulset_risk,
+            }
+            for p in state.pods_on(node, now)
+        ]
+        out["events"] = [
+            {"time": format_time(e.time), "reason": e.reason, "message": e.message, "source": e.source,
+             "object": f"{e.object_kind}/{e.object_name}" if e.object_kind else e.object_name}
+            for e in state.events_for(node)
+        ]
+    return out
+
+
+def _dur(x: float | None) -> str:
+    if x is None:
+        return "-"
+    neg = x < 0
+    s = int(abs(x))
+    if s < 120:
+        txt = f"{s}s"
+    elif s < 7200:
+        txt = f"{s // 60}m{s % 60:02d}s"
+    elif s < 172800:
+        txt = f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    else:
+        txt = f"{s // 86400}d"
+    return f"-{txt}" if neg else txt
+
+
+def fleet_table(state: FleetState, view: FleetView, node: str | None = None) -> str:
+    now = view.at
+    lines = [
+        f"at {format_time(now)}  {view.settings.summary()}",
+        "  ".join(f"{s.word} {view.counts[s]}" for s in NodeState if view.counts[s]) or "no nodes",
+    ]
+    if view.leases_blind:
+        lines.append(f"WARNING: {view.blind_reason}; lease ages unknown")
+    if view.all_zones_full:
+        lines.append("ALL ZONES IN FULL DISRUPTION: the node controller stops all evictions")
+    for z in view.zones:
+        lines.append(f"zone {plain(z.name or '(no zone)', 60)}: {z.state.value} {z.ready}/{z.nodes} ready, "
+                     f"taint rate {z.taint_rate:g}/s")
+    rows = [("NODE", "ZONE", "STATE", "LEASE AGE", "GRACE LEFT", "EVICTION IN", "TAINTS", "CERT", "CAUSE")]
+    for v in view.nodes:
+        if node is not None and v.name != node:
+            continue
+        cert = "-" if v.cert_not_after is None else _dur(v.cert_not_after - now)
+        rows.append((
+            plain(v.name, 63), plain(v.zone, 40) or "-", f"{v.state.symbol} {v.state.word}",
+            _dur(v.lease_age(now)), _dur(v.grace_remaining(now)), _dur(v.eviction_in(now)),
+            plain(",".join(f"{t.key.removeprefix('node.kubernetes.io/')}:{t.effect}" for t in v.taints), 60) or "-",
+            cert, plain(v.cause, 120) or "-",
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1])
+    if node is not None:
+        lines.append("")
+        lines.append("PODS")
+        for p in state.pods_on(node, now):
+            risk = "  AT RISK: do not force-delete without fencing" if p.statefulset_risk else ""
+            ev = "-" if p.eviction_at is None else _dur(p.eviction_at - now)
+            lines.append(f"  {plain(p.namespace, 63)}/{plain(p.name, 120)}  {plain(p.owner_kind, 30)}/"
+                         f"{plain(p.owner_name, 63)}  {plain(p.phase, 20)}"
+                         f"{'  Terminating' if p.terminating else ''}  eviction {ev}{risk}")
+        lines.append("EVENTS")
+        for e in state.events_for(node)[:50]:
+            lines.append(f"  {format_time(e.time)}  {plain(e.reason, 60)}  {plain(e.message, 200)}"
+                         f"  ({plain(e.source, 80)})")
+    for p in list(state.problems)[-10:]:
+        lines.append(f"problem: {plain(p.where, 80)}: {plain(p.message, 300)}")
+    return "\n".join(lines)

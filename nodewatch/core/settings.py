@@ -1,0 +1,109 @@
+"""The controller settings nodewatch judges nodes by.
+
+Every number here is a default of a real Kubernetes component (see
+``shared/reference/kubernetes-node-lifecycle.md``); each can be overridden on the command line, and
+the dashboard and ``status`` show the values in use with where each came from.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields, replace
+
+GRACE_BEFORE_1_32 = 40.0
+GRACE_SINCE_1_32 = 50.0
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    grace_seconds: float | None = None
+    """KCM --node-monitor-grace-period. ``None``: decided by the API server version (40s / 50s)."""
+    toleration_seconds: float = 300.0
+    """kube-apiserver --default-not-ready/unreachable-toleration-seconds."""
+    monitor_period_seconds: float = 5.0
+    """KCM --node-monitor-period: how often the controller looks at each node."""
+    startup_grace_seconds: float = 60.0
+    """KCM --node-startup-grace-period: grace for a node that never posted Ready."""
+    unhealthy_zone_threshold: float = 0.55
+    """KCM --unhealthy-zone-threshold (with more than 2 not-ready nodes)."""
+    eviction_rate: float = 0.1
+    """KCM --node-eviction-rate, nodes/s per zone."""
+    secondary_eviction_rate: float = 0.01
+    """KCM --secondary-node-eviction-rate, nodes/s in a partially disrupted large zone."""
+    large_cluster_threshold: int = 50
+    """KCM --large-cluster-size-threshold: zones above it keep the secondary rate."""
+    lease_duration_seconds: float = 40.0
+    """kubelet nodeLeaseDurationSeconds, used when a Lease does not say."""
+    server_version: str | None = None
+    """The API server's gitVersion, when known; picks the default grace."""
+    overridden: frozenset[str] = field(default_factory=frozenset)
+    """Names of the settings the user set explicitly."""
+
+    @property
+    def grace(self) -> float:
+        """The grace period in force."""
+        if self.grace_seconds is not None:
+            return self.grace_seconds
+        return default_grace_for_version(self.server_version)
+
+    def origin(self, name: str) -> str:
+        """Where a setting's value came from, for the screen: 'flag', 'server vX.Y' or 'default'."""
+        if name in self.overridden:
+            return "flag"
+        if name == "grace_seconds" and self.server_version:
+            return f"server {self.server_version}"
+        return "default"
+
+    def with_server_version(self, version: str | None) -> "Settings":
+        return replace(self, server_version=version)
+
+    def override(self, **values: float | None) -> "Settings":
+        """A copy with the given settings set by the user; ``None`` values are ignored."""
+        chosen = {k: v for k, v in values.items() if v is not None}
+        names = {f.name for f in fields(self)}
+        unknown = set(chosen) - names
+        if unknown:
+            raise ValueError(f"unknown settings: {sorted(unknown)}")
+        return replace(self, overridden=self.overridden | frozenset(chosen), **chosen)
+
+    def as_dict(self) -> dict[str, float | int | str | None]:
+        return {
+            "grace_seconds": self.grace,
+            "toleration_seconds": self.toleration_seconds,
+            "monitor_period_seconds": self.monitor_period_seconds,
+            "startup_grace_seconds": self.startup_grace_seconds,
+            "unhealthy_zone_threshold": self.unhealthy_zone_threshold,
+            "eviction_rate": self.eviction_rate,
+            "secondary_eviction_rate": self.secondary_eviction_rate,
+            "large_cluster_threshold": self.large_cluster_threshold,
+            "server_version": self.server_version,
+        }
+
+    def summary(self) -> str:
+        """One line for a header: ``grace 50s (server v1.33.1) · toleration 300s (default)``."""
+        return (
+            f"grace {self.grace:g}s ({self.origin('grace_seconds')}) · "
+            f"toleration {self.toleration_seconds:g}s ({self.origin('toleration_seconds')}) · "
+            f"monitor {self.monitor_period_seconds:g}s · zone threshold {self.unhealthy_zone_threshold:g}"
+        )
+
+
+_VERSION = re.compile(r"v?(\d+)\.(\d+)")
+
+
+def parse_minor(version: str | None) -> tuple[int, int] | None:
+    """(major, minor) from a gitVersion such as ``v1.32.3-eks-1234``."""
+    if not version:
+        return None
+    m = _VERSION.match(version.strip())
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2))
+
+
+def default_grace_for_version(version: str | None) -> float:
+    """40s up to v1.31, 50s from v1.32 (kubernetes PR #126287). Unknown version: 40s."""
+    mm = parse_minor(version)
+    if mm is not None and mm >= (1, 32):
+        return GRACE_SINCE_1_32
+    return GRACE_BEFORE_1_32

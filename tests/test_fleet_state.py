@@ -1,0 +1,292 @@
+"""FleetState: watch events in, node views out, at chosen ``now`` values."""
+
+from __future__ import annotations
+
+import pytest
+
+from factories import T0, csr, event, lease, node, pod, taint
+from nodewatch.core.causes import CauseKind, checks_for
+from nodewatch.core.fleet import FleetState
+from nodewatch.core.rules import TAINT_NOT_READY, TAINT_UNREACHABLE, NodeState, ZoneState
+from nodewatch.core.settings import Settings
+
+
+def fleet(*objs, settings: Settings | None = None, received: float = T0) -> FleetState:
+    s = FleetState(settings or Settings())
+    for resource, obj in objs:
+        assert s.apply(resource, "ADDED", obj, received, listing=True)
+    for r in ("nodes", "leases", "pods", "events", "certificatesigningrequests"):
+        s.apply(r, "SYNCED", None, received)
+    return s
+
+
+def state_of(s: FleetState, name: str, now: float) -> NodeState:
+    v = s.evaluate(now).node(name)
+    assert v is not None
+    return v.state
+
+
+def test_lease_age_uses_receive_time_of_the_renewal_not_renew_time():
+    # the node's clock is 30s behind: renewTime says T0-30, but we received it at T0
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0 - 100)))
+    s.apply("leases", "MODIFIED", lease("a", T0 - 30), received_at=T0)
+    v = s.evaluate(T0 + 5).node("a")
+    assert v.lease_age(T0 + 5) == pytest.approx(5.0)
+    assert v.skew == pytest.approx(30.0)
+    assert v.state is NodeState.READY  # now - renewTime would be 35s: Late. It is not.
+
+
+def test_first_list_uses_renew_time():
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0 - 15)), received=T0)
+    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(15.0)
+
+
+def test_lease_without_receive_time_uses_renew_time():
+    s = FleetState()
+    s.apply("nodes", "ADDED", node("a"), None)
+    s.apply("leases", "ADDED", lease("a", T0 - 12), None)
+    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(12.0)
+
+
+def test_an_older_renew_time_does_not_move_the_lease_back():
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0)))
+    s.apply("leases", "MODIFIED", lease("a", T0 - 50), received_at=T0 + 10)
+    assert s.evaluate(T0 + 10).node("a").lease_age(T0 + 10) == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize("offset, expected", [
+    (0, NodeState.READY), (20, NodeState.READY), (20.5, NodeState.LATE), (40, NodeState.LATE),
+    (40.5, NodeState.OVERDUE), (500, NodeState.OVERDUE),
+])
+def test_states_advance_with_time_alone(offset, expected):
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0)))
+    assert state_of(s, "a", T0 + offset) is expected
+
+
+def test_the_grace_period_follows_the_setting():
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0)), settings=Settings().with_server_version("v1.33.0"))
+    assert state_of(s, "a", T0 + 45) is NodeState.LATE      # grace 50 since v1.32
+    assert state_of(s, "a", T0 + 50.5) is NodeState.OVERDUE
+    s.set_settings(Settings().override(grace_seconds=44.0))
+    assert state_of(s, "a", T0 + 45) is NodeState.OVERDUE
+
+
+def test_cached_views_move_forward_and_back_in_time():
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0)))
+    assert state_of(s, "a", T0 + 100) is NodeState.OVERDUE
+    s.apply("leases", "MODIFIED", lease("a", T0 + 101), received_at=T0 + 101)
+    assert state_of(s, "a", T0 + 102) is NodeState.READY
+
+
+def test_eviction_countdown_and_evicted_at_deadline():
+    added = T0 - 100
+    n = node("a", "Unknown", taints=[taint(TAINT_UNREACHABLE, "NoSchedule", added),
+                                     taint(TAINT_UNREACHABLE, "NoExecute", added)])
+    s = fleet(("nodes", n), ("leases", lease("a", T0 - 150)))
+    v = s.evaluate(T0).node("a")
+    assert v.state is NodeState.EVICTING
+    assert v.eviction_in(T0) == pytest.approx(200.0)
+    assert state_of(s, "a", added + 300 - 0.001) is NodeState.EVICTING
+    assert state_of(s, "a", added + 300) is NodeState.EVICTED
+    custom = fleet(("nodes", n), settings=Settings().override(toleration_seconds=60.0))
+    assert state_of(custom, "a", added + 60) is NodeState.EVICTED
+
+
+def test_not_ready_with_fresh_lease_is_the_kubelets_own_report():
+    n = node("a", "False", reason="KubeletNotReady",
+             message="container runtime is down, PLEG is not healthy: pleg was last seen active 3m0s ago")
+    s = fleet(("nodes", n), ("leases", lease("a", T0 - 2)))
+    v = s.evaluate(T0).node("a")
+    assert v.state is NodeState.NOT_READY
+    assert v.causes[0].kind is CauseKind.PLEG
+    assert "container runtime is down" in v.cause
+    assert "crictl ps -a" in checks_for(list(v.causes))
+
+
+def test_network_plugin_cause():
+    n = node("a", "False", reason="KubeletNotReady",
+             message="container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
+                     "message:Network plugin returns error: cni plugin not initialized")
+    v = fleet(("nodes", n), ("leases", lease("a", T0))).evaluate(T0).node("a")
+    assert v.causes[0].kind is CauseKind.NETWORK
+
+
+def test_overdue_cause_is_the_stale_lease():
+    v = fleet(("nodes", node("a")), ("leases", lease("a", T0 - 60))).evaluate(T0).node("a")
+    assert v.state is NodeState.OVERDUE
+    assert v.causes[0].kind is CauseKind.LEASE_STALE
+
+
+def test_expired_client_certificate_is_the_cause():
+    s = fleet(("nodes", node("a", "Unknown")), ("leases", lease("a", T0 - 600)),
+              ("certificatesigningrequests", csr("csr-1", "a", T0 - 86400)))
+    v = s.evaluate(T0).node("a")
+    assert v.cert_not_after == pytest.approx(T0 - 86400, abs=1)
+    assert v.cert_level(T0) == "expired"
+    assert v.causes[0].kind is CauseKind.CERT_EXPIRED
+
+
+def test_newest_csr_not_after_wins_and_survives_csr_deletion():
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0)),
+              ("certificatesigningrequests", csr("old", "a", T0 + 10 * 86400)),
+              ("certificatesigningrequests", csr("new", "a", T0 + 300 * 86400)),
+              ("certificatesigningrequests", csr("older", "a", T0 + 5 * 86400)))
+    assert s.certs["a"].not_after == pytest.approx(T0 + 300 * 86400, abs=1)
+    s.apply("certificatesigningrequests", "DELETED", csr("new", "a", T0 + 300 * 86400), T0)
+    assert s.evaluate(T0).node("a").cert_level(T0) == "ok"
+
+
+def test_csrs_of_other_signers_or_users_are_ignored():
+    s = fleet(("nodes", node("a")),
+              ("certificatesigningrequests", csr("x", "a", T0 + 86400, signer="kubernetes.io/kubelet-serving")),
+              ("certificatesigningrequests", {"metadata": {"name": "y"}, "spec": {
+                  "signerName": "kubernetes.io/kube-apiserver-client-kubelet", "username": "alice"}}))
+    assert s.certs == {}
+
+
+def test_zone_states_and_rates():
+    objs = [("nodes", node(f"a{i}", "True", zone="a")) for i in range(2)]
+    objs += [("nodes", node(f"a{i}", "Unknown", zone="a")) for i in range(2, 5)]  # 3/5 not ready
+    objs += [("nodes", node(f"b{i}", "Unknown", zone="b")) for i in range(2)]     # no ready node
+    objs += [("nodes", node("c0", None, zone="c"))]                                # no Ready condition
+    objs += [("nodes", node("c1", "True", zone="c"))]
+    view = fleet(*objs).evaluate(T0)
+    zones = {z.name: z for z in view.zones}
+    assert zones["r1/a"].state is ZoneState.PARTIAL and zones["r1/a"].taint_rate == 0.0
+    assert zones["r1/b"].state is ZoneState.FULL and zones["r1/b"].taint_rate == 0.1
+    assert zones["r1/c"].state is ZoneState.NORMAL and zones["r1/c"].not_ready == 1
+    assert not view.all_zones_full
+
+
+def test_every_zone_down_stops_evictions():
+    view = fleet(("nodes", node("a", "Unknown", zone="a")), ("nodes", node("b", "Unknown", zone="b"))).evaluate(T0)
+    assert view.all_zones_full
+    assert all(z.taint_rate == 0.0 for z in view.zones)
+
+
+def test_excluded_nodes_do_not_count_in_zones():
+    view = fleet(("nodes", node("a", "True")),
+                 ("nodes", node("x", "Unknown", labels={"node.kubernetes.io/exclude-disruption": ""}))).evaluate(T0)
+    assert view.zones[0].nodes == 1
+
+
+def test_statefulset_pods_at_risk_and_per_pod_countdowns():
+    added = T0 - 100
+    n = node("a", "Unknown", taints=[taint(TAINT_UNREACHABLE, "NoExecute", added)])
+    ds_tol = [{"key": TAINT_UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}]
+    short = [{"key": TAINT_UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}]
+    s = fleet(("nodes", n), ("nodes", node("b")),
+              ("pods", pod("db-0", "a", owner_kind="StatefulSet", owner_name="db", deleting=T0 - 10)),
+              ("pods", pod("web-1", "a")),
+              ("pods", pod("agent-x", "a", owner_kind="DaemonSet", owner_name="agent", tolerations=ds_tol)),
+              ("pods", pod("fast", "a", tolerations=short)),
+              ("pods", pod("db-1", "b", owner_kind="StatefulSet", owner_name="db")))
+    pods = {p.name: p for p in s.pods_on("a", T0)}
+    assert pods["db-0"].statefulset_risk and pods["db-0"].terminating
+    assert not pods["web-1"].statefulset_risk
+    assert pods["web-1"].eviction_at == pytest.approx(added + 300)
+    assert pods["agent-x"].eviction_at is None
+    assert pods["fast"].eviction_at == pytest.approx(added + 30)
+    assert not s.pods_on("b", T0)[0].statefulset_risk
+    assert s.evaluate(T0).statefulset_at_risk == 1
+
+
+def test_pod_moves_between_nodes_and_is_deleted():
+    s = fleet(("nodes", node("a")), ("nodes", node("b")), ("pods", pod("p", "a")))
+    s.apply("pods", "MODIFIED", pod("p", "b"), T0)
+    assert [p.name for p in s.pods_on("b", T0)] == ["p"] and s.pods_on("a", T0) == []
+    s.apply("pods", "DELETED", pod("p", "b"), T0)
+    assert s.pods_on("b", T0) == []
+
+
+def test_events_by_node_newest_first_and_deleted():
+    s = fleet(("nodes", node("a")),
+              ("events", event("e1", "a", "NodeNotReady", "Node a status is now: NodeNotReady", T0 - 10,
+                               component="node-controller")),
+              ("events", event("e2", "a", "Starting", "Starting kubelet.", T0 - 5)))
+    assert [e.reason for e in s.events_for("a")] == ["Starting", "NodeNotReady"]
+    s.apply("events", "DELETED", event("e2", "a", "Starting", "", T0), T0)
+    assert [e.reason for e in s.events_for("a")] == ["NodeNotReady"]
+
+
+def test_deleted_node_disappears():
+    s = fleet(("nodes", node("a")), ("nodes", node("b")))
+    s.apply("nodes", "DELETED", node("a"), T0)
+    assert [v.name for v in s.evaluate(T0).nodes] == ["b"]
+
+
+def test_worst_first_then_deadline():
+    objs = [("nodes", node("ok")), ("leases", lease("ok", T0)),
+            ("nodes", node("late", )), ("leases", lease("late", T0 - 25)),
+            ("nodes", node("ev2", "Unknown", taints=[taint(TAINT_UNREACHABLE, "NoExecute", T0 - 10)])),
+            ("nodes", node("ev1", "Unknown", taints=[taint(TAINT_UNREACHABLE, "NoExecute", T0 - 50)])),
+            ("nodes", node("nr", "False"))]
+    assert [v.name for v in fleet(*objs).evaluate(T0).nodes] == ["ev1", "ev2", "nr", "late", "ok"]
+
+
+@pytest.mark.parametrize("bad", [
+    None, 42, "node", [], {}, {"metadata": None}, {"metadata": {"name": ""}}, {"metadata": {"name": 5}},
+])
+def test_unusable_objects_are_reported_not_raised(bad):
+    s = FleetState()
+    assert s.apply("nodes", "ADDED", bad, T0) is False
+    assert s.problems and "nodes" in s.problems[-1].where
+
+
+def test_odd_fields_are_tolerated():
+    weird = {"metadata": {"name": "w", "labels": {"a": None, 1: 2}}, "spec": {"taints": [None, {"key": "k"}, "x"]},
+             "status": {"conditions": [None, {"type": "Ready"}, {"status": "True"}, {"type": "DiskPressure",
+                        "status": "True", "lastTransitionTime": "not a time"}], "nodeInfo": "nope",
+                        "daemonEndpoints": {"kubeletEndpoint": {"Port": "x"}}}}
+    s = FleetState()
+    assert s.apply("nodes", "ADDED", weird, T0)
+    assert s.apply("leases", "ADDED", {"metadata": {"name": "w", "namespace": "kube-node-lease"},
+                                       "spec": {"renewTime": 12, "leaseDurationSeconds": "forty"}}, T0)
+    v = s.evaluate(T0).node("w")
+    assert v.ready == "Unknown" and v.pressure == ("DiskPressure",)
+
+
+def test_unknown_resource_and_type_are_problems():
+    s = FleetState()
+    assert not s.apply("secrets", "ADDED", {"metadata": {"name": "x"}}, T0)
+    assert not s.apply("nodes", "EXPLODED", node("a"), T0)
+    assert len(s.problems) == 2
+
+
+def test_blind_lease_stream_never_blames_nodes():
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0)))
+    s.update_health("leases", connected=True, synced=True, last_activity=T0)
+    assert state_of(s, "a", T0 + 15) is NodeState.READY
+    s.update_health("leases", connected=False, down_since=T0 + 15, last_error="connection refused")
+    view = s.evaluate(T0 + 100)
+    assert view.leases_blind and "connection refused" in view.blind_reason
+    assert view.node("a").state is NodeState.READY and view.node("a").lease_age(T0 + 100) is None
+    s.update_health("leases", connected=True)
+    s.apply("leases", "MODIFIED", lease("a", T0 + 101), received_at=T0 + 101)
+    assert not s.evaluate(T0 + 102).leases_blind
+
+
+def test_silent_lease_stream_is_blindness_until_a_bookmark_proves_it_alive():
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0)))
+    s.update_health("leases", connected=True, synced=True, last_activity=T0)
+    view = s.evaluate(T0 + 30)
+    assert view.leases_blind and "silent" in view.blind_reason
+    s.apply("leases", "BOOKMARK", {"metadata": {"resourceVersion": "9"}}, received_at=T0 + 30)
+    assert state_of(s, "a", T0 + 31) is NodeState.LATE
+
+
+def test_timeline_has_transitions_and_what_comes_next():
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0)))
+    n = node("a", "Unknown", taints=[taint(TAINT_UNREACHABLE, "NoExecute", T0 + 50)], transition=T0 + 45)
+    s.apply("nodes", "MODIFIED", n, T0 + 50)
+    texts = [t for _, t in s.timeline_for("a", T0 + 60)]
+    assert any("Ready True -> Unknown" in t for t in texts)
+    assert any(TAINT_UNREACHABLE in t for t in texts)
+    assert any("eviction due" in t for t in texts)
+
+
+def test_not_ready_taint_swap_keeps_deadline_from_earliest():
+    n = node("a", "Unknown", taints=[taint(TAINT_NOT_READY, "NoExecute", T0 - 200),
+                                     taint(TAINT_UNREACHABLE, "NoExecute", T0 - 10)])
+    v = fleet(("nodes", n)).evaluate(T0).node("a")
+    assert v.eviction_at == pytest.approx(T0 + 100)
