@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 _RFC3339 = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|z|[+-]\d{2}:?\d{2})?$"
 )
-_cache: dict[str, float | None] = {}
+_fromiso = datetime.fromisoformat
 
 
 def parse_time(value: object) -> float | None:
@@ -27,14 +27,15 @@ def parse_time(value: object) -> float | None:
         return float(value)
     if not isinstance(value, str) or len(value) > 40:
         return None
-    hit = _cache.get(value, _cache)
-    if hit is not _cache:
-        return hit  # type: ignore[return-value]
-    result = _parse(value)
-    if len(_cache) > 100_000:
-        _cache.clear()
-    _cache[value] = result
-    return result
+    try:
+        dt = _fromiso(value)
+    except ValueError:
+        return _parse(value)
+    if dt.tzinfo is None:
+        return None  # RFC 3339 requires an offset; a naive time would be read in the local zone
+    if len(value) < 20 or value[4] != "-" or value[10] not in "Tt ":
+        return _parse(value)  # fromisoformat also takes ISO forms RFC 3339 does not
+    return dt.timestamp()
 
 
 def _parse(value: str) -> float | None:
