@@ -318,6 +318,8 @@ class FleetState:
         self._node_timeline(old, rec, received_at)
 
     def _node_timeline(self, old: NodeRecord | None, new: NodeRecord, received_at: float | None) -> None:
+        if old is None:
+            return  # what a node looked like when first seen is in its record; the timeline keeps changes
         r_old = old.conditions.get("Ready") if old else None
         r_new = new.conditions.get("Ready")
         if r_new is not None and (r_old is None or r_old.status != r_new.status):
@@ -644,6 +646,15 @@ class FleetState:
         """What happened to the node, and what the rules say happens next, in time order."""
         with self.lock:
             items = list(self.timelines.get(node, ()))
+            rec = self.nodes.get(node)
+            if rec is not None:
+                known = {text for _, text in items}
+                rc = rec.conditions.get("Ready")
+                if rc is not None and rc.last_transition is not None and not any("Ready" in k for k in known):
+                    items.append((rc.last_transition, f"Ready is {rc.status} ({rc.reason or 'no reason'}) since"))
+                for t in rec.taints:
+                    if t.time_added is not None and not any(t.key in k for k in known):
+                        items.append((t.time_added, f"taint {t.key}:{t.effect} added"))
             view = self.node_view(node, now)
             track = self.leases.get(node)
             if track is not None and track.renew_time is not None:

@@ -9,6 +9,7 @@ without even a name raises ``BadObject`` with a message saying what is wrong.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any
 
 from .rules import (
@@ -38,8 +39,15 @@ def _s(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
+def _i(value: Any) -> str:
+    """An interned string: label keys and values, reasons and versions repeat on every node,
+    and one shared copy keeps a 65,000-node fleet small."""
+    s = _s(value)
+    return intern(s) if len(s) <= 256 else s
+
+
 def _str_map(value: Any) -> dict[str, str]:
-    return {_s(k): _s(v) for k, v in _d(value).items()}
+    return {_i(k): _i(v) for k, v in _d(value).items()}
 
 
 def _num(value: Any) -> float | None:
@@ -53,6 +61,23 @@ def _num(value: Any) -> float | None:
         except ValueError:
             return None
     return None
+
+
+_shared_maps: dict[tuple, dict[str, str]] = {}
+
+
+def _shared_map(value: Any) -> dict[str, str]:
+    """A string map that many nodes share (capacity, allocatable of one instance type), held once.
+
+    Callers must not mutate the result."""
+    m = _str_map(value)
+    key = tuple(m.items())
+    hit = _shared_maps.get(key)
+    if hit is not None:
+        return hit
+    if len(_shared_maps) < 10_000:
+        _shared_maps[key] = m
+    return m
 
 
 def _meta(obj: Any, kind: str) -> dict:
@@ -123,10 +148,10 @@ def node_from_dict(obj: Any) -> NodeRecord:
         if not ctype:
             continue
         conditions[ctype] = Condition(
-            type=ctype,
-            status=_s(c.get("status")) or "Unknown",
-            reason=_s(c.get("reason")),
-            message=_s(c.get("message")),
+            type=_i(ctype),
+            status=_i(c.get("status")) or "Unknown",
+            reason=_i(c.get("reason")),
+            message=_i(c.get("message")),
             last_heartbeat=parse_time(c.get("lastHeartbeatTime")),
             last_transition=parse_time(c.get("lastTransitionTime")),
         )
@@ -136,18 +161,18 @@ def node_from_dict(obj: Any) -> NodeRecord:
         name=meta["name"],
         uid=_s(meta.get("uid")),
         labels=labels,
-        zone=zone_key(labels),
+        zone=intern(zone_key(labels)),
         exclude_disruption=LABEL_EXCLUDE_DISRUPTION in labels,
         unschedulable=spec.get("unschedulable") is True,
         taints=tuple(taints),
         conditions=conditions,
-        kubelet_version=_s(info.get("kubeletVersion")),
-        runtime_version=_s(info.get("containerRuntimeVersion")),
-        kernel_version=_s(info.get("kernelVersion")),
-        os_image=_s(info.get("osImage")),
-        addresses=tuple((_s(_d(a).get("type")), _s(_d(a).get("address"))) for a in _l(status.get("addresses"))),
-        capacity=_str_map(status.get("capacity")),
-        allocatable=_str_map(status.get("allocatable")),
+        kubelet_version=_i(info.get("kubeletVersion")),
+        runtime_version=_i(info.get("containerRuntimeVersion")),
+        kernel_version=_i(info.get("kernelVersion")),
+        os_image=_i(info.get("osImage")),
+        addresses=tuple((_i(_d(a).get("type")), _s(_d(a).get("address"))) for a in _l(status.get("addresses"))),
+        capacity=_shared_map(status.get("capacity")),
+        allocatable=_shared_map(status.get("allocatable")),
         kubelet_port=int(port) if isinstance(port, int) and not isinstance(port, bool) else None,
         created=parse_time(meta.get("creationTimestamp")),
         resource_version=_s(meta.get("resourceVersion")),

@@ -1,0 +1,1 @@
+"""nodewatch benchmarks: each figure is printed beside a reference measured in the same run."""

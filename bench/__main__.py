@@ -1,0 +1,54 @@
+"""Run every benchmark and print each figure beside its reference: ``make bench``.
+
+``python -m bench --quick`` runs smaller sizes (used by the smoke test); ``--only NAME`` one group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+
+from .harness import Figure, print_table
+
+GROUPS = ["core_ingest", "memory", "frame", "start", "live_path", "replay_seek", "terminal"]
+QUICK = {
+    "core_ingest": {"nodes": 500, "events": 20_000},
+    "memory": {"nodes": 2_000},
+    "frame": {"sizes": (1_000, 5_000)},
+    "start": {"nodes": 2_000},
+    "live_path": {"nodes": 2_000, "seconds": 2.0},
+    "replay_seek": {"nodes": 200, "minutes": 5},
+    "terminal": {"nodes": 2_000, "seconds": 3},
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    p.add_argument("--quick", action="store_true", help="small sizes: a smoke run, not the figures")
+    p.add_argument("--only", action="append", choices=GROUPS, help="run only these groups")
+    args = p.parse_args(argv)
+    figures: list[Figure] = []
+    failed = False
+    for name in args.only or GROUPS:
+        try:
+            mod = importlib.import_module(f"bench.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"bench.{name}":
+                figures.append(Figure(name, "not written yet", "-", "-", None))
+                continue
+            raise
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        try:
+            figures.extend(mod.run(**(QUICK.get(name, {}) if args.quick else {})))
+        except Exception:  # noqa: BLE001 - one broken benchmark must not hide the others
+            failed = True
+            traceback.print_exc()
+            figures.append(Figure(name, "ERROR", "-", "-", False))
+    print_table(figures)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
