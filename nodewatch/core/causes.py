@@ -78,9 +78,16 @@ def likely_causes(
     now: float,
 ) -> list[Cause]:
     """Every cause the API supports for this node, most telling first (empty when Ready)."""
-    if state is NodeState.READY and not node.unschedulable:
-        return []
     out: list[Cause] = []
+    if state is NodeState.READY:
+        # Ready, but worth saying: pressure (the kubelet may be evicting pods itself) and cordoning.
+        for ctype in PRESSURE_CONDITIONS:
+            c = node.conditions.get(ctype)
+            if c is not None and c.status == "True":
+                out.append(Cause(CauseKind.PRESSURE, f"{ctype}: {c.message or c.reason or 'True'}"))
+        if node.unschedulable:
+            out.append(Cause(CauseKind.CORDONED, "cordoned (spec.unschedulable)"))
+        return out
     cert_expired = cert_not_after is not None and cert_not_after <= now
     if cert_expired:
         out.append(Cause(CauseKind.CERT_EXPIRED,

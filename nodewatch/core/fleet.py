@@ -12,11 +12,14 @@ the next threshold the rules know of (Late, Overdue, eviction deadline), so a ti
 
 from __future__ import annotations
 
+import heapq
 import math
 import threading
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable
+
+from sortedcontainers import SortedKeyList
 
 from .causes import Cause, likely_causes
 from .objects import (
@@ -122,6 +125,8 @@ class NodeView:
     next_change: float
     """The next time at which the rules could give a different state (inf: only a new object can)."""
     sort_deadline: float
+    excluded: bool = False
+    """Labelled node.kubernetes.io/exclude-disruption: not counted in its zone."""
 
     def lease_age(self, now: float) -> float | None:
         return None if self.lease_observed_at is None else now - self.lease_observed_at
@@ -218,8 +223,12 @@ class FleetState:
         None: 2 x the renew interval."""
         self._views: dict[str, NodeView] = {}
         self._dirty: set[str] = set()
-        self._order: list[NodeView] = []
-        self._order_valid = False
+        self._order: SortedKeyList = SortedKeyList(key=_sort_key)
+        """Worst first. A sorted list of sublists: moving a node costs O(log n), not a memmove of
+        the whole fleet (which made a 20,000-node zone outage cost seconds)."""
+        self._counts: dict[NodeState, int] = {st: 0 for st in NodeState}
+        self._tally: dict[str, list[int]] = {}
+        self._due: list[tuple[float, str]] = []
         self._blind_cached: bool | None = None
 
     # --- feeding --------------------------------------------------------------------------
@@ -306,15 +315,12 @@ class FleetState:
         name = rec.name
         if etype == "DELETED":
             self.nodes.pop(name, None)
-            self._views.pop(name, None)
-            self._order_valid = False
+            self._dirty.add(name)
             self._timeline(name, received_at, "node deleted")
             return
         old = self.nodes.get(name)
         self.nodes[name] = rec
         self._dirty.add(name)
-        if old is None:
-            self._order_valid = False
         self._node_timeline(old, rec, received_at)
 
     def _node_timeline(self, old: NodeRecord | None, new: NodeRecord, received_at: float | None) -> None:
@@ -359,10 +365,29 @@ class FleetState:
             if received_at is not None:
                 track.skew = received_at - rec.renew_time
             track.renewals += 1
+            if self._renewed_on_time(name, track):
+                return
         elif rec.renew_time is None:
             track.renew_time = None
             track.observed_at = None
         self._dirty.add(name)
+
+    def _renewed_on_time(self, name: str, track: LeaseTrack) -> bool:
+        """The hot path: a Ready node renewed its lease. Only the lease fields of its view move;
+        its state, place in the order and zone tally stay as they are."""
+        v = self._views.get(name)
+        if (v is None or v.state is not NodeState.READY or v.lease_observed_at is None
+                or self._blind_cached or name in self._dirty or track.observed_at is None):
+            return False
+        v.lease_observed_at = track.observed_at
+        v.skew = track.skew
+        v.lease_duration = track.duration
+        nxt = track.observed_at + 2 * renew_interval(track.duration)
+        if v.cert_not_after is not None and v.cert_not_after > track.observed_at:
+            nxt = min(nxt, v.cert_not_after)
+        v.next_change = nxt
+        heapq.heappush(self._due, (nxt, name))
+        return True
 
     def _on_pod(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
         rec = pod_from_dict(obj)
@@ -444,12 +469,11 @@ class FleetState:
             return True, f"lease stream silent for {now - h.last_activity:.0f}s (no event, no bookmark)"
         return False, ""
 
-    def _view(self, name: str, now: float, blind: bool) -> NodeView:
+    def _view(self, name: str, now: float, blind: bool, grace: float) -> NodeView:
         s = self.settings
         rec = self.nodes[name]
         track = self.leases.get(name)
         ready = rec.ready
-        grace = s.grace
         duration = track.duration if track else s.lease_duration_seconds
         observed = None if (blind or track is None) else track.observed_at
         lease_age = None if observed is None else now - observed
@@ -517,48 +541,44 @@ class FleetState:
             state_since=since,
             next_change=nxt,
             sort_deadline=sort_deadline,
+            excluded=rec.exclude_disruption,
         )
 
     def evaluate(self, now: float) -> FleetView:
-        """The whole fleet at ``now``, worst first."""
+        """The whole fleet at ``now``, worst first.
+
+        Only views whose node changed, or whose next rule threshold has passed, are recomputed;
+        the worst-first order, the state counts and the zone tallies are kept up to date
+        incrementally, so a tick of a 65,000-node fleet costs what changed, not the fleet's size.
+        Views are updated in place: a FleetView reflects the state of its own ``evaluate`` call
+        until the next one.
+        """
         with self.lock:
             blind, reason = self.leases_blind(now)
             if blind != self._blind_cached:
                 self._blind_cached = blind
                 self._dirty.update(self.nodes)
-            changed = False
+                self._dirty.update(self._views)
+            grace = self.settings.grace
+            todo = self._dirty
+            self._dirty = set()
+            due = self._due
             views = self._views
-            todo = set(self._dirty)
-            for name, v in views.items():
-                if v.next_change <= now:
+            while due and due[0][0] <= now:
+                t, name = heapq.heappop(due)
+                v = views.get(name)
+                if v is not None and v.next_change == t:
                     todo.add(name)
             for name in todo:
-                if name not in self.nodes:
-                    if views.pop(name, None) is not None:
-                        changed = True
-                    continue
-                new = self._view(name, now, blind)
-                old = views.get(name)
-                views[name] = new
-                if old is None or old.state is not new.state or old.sort_deadline != new.sort_deadline:
-                    changed = True
-            self._dirty.clear()
-            if changed or not self._order_valid or len(self._order) != len(views):
-                self._order = sorted(views.values(), key=_sort_key)
-                self._order_valid = True
-            else:
-                # same order; refresh the objects (views are replaced, not mutated)
-                self._order = [views[v.name] for v in self._order]
+                self._refresh(name, now, blind, grace)
             order = self._order
-            counts = {s: 0 for s in NodeState}
-            for v in order:
-                counts[v.state] += 1
-            zones = self._zones(order)
+            counts = dict(self._counts)
+            zones = self._zone_views()
+            bad = len(order) - counts[NodeState.READY] - counts[NodeState.LATE]
+            limit = self.settings.grace + 2 * self.settings.monitor_period_seconds
             controller_suspect = any(
-                v.state is NodeState.OVERDUE and v.lease_observed_at is not None
-                and now - v.lease_observed_at > self.settings.grace + 2 * self.settings.monitor_period_seconds
-                for v in order[: counts[NodeState.EVICTED] + counts[NodeState.EVICTING] + counts[NodeState.UNKNOWN]
-                               + counts[NodeState.NOT_READY] + counts[NodeState.OVERDUE]]
+                v.state is NodeState.OVERDUE and v.lease_observed_at is not None and now - v.lease_observed_at > limit
+                for v in order[:bad]
             )
             at_risk = 0
             for v in order:
@@ -583,23 +603,63 @@ class FleetState:
                 controller_suspect=controller_suspect,
             )
 
-    def _zones(self, order: list[NodeView]) -> list[ZoneView]:
+    def _refresh(self, name: str, now: float, blind: bool, grace: float) -> None:
+        """Recompute one node's view and move it within the order, counts and zone tallies."""
+        views = self._views
+        old = views.get(name)
+        if name not in self.nodes:
+            if old is not None:
+                self._unplace(old)
+                del views[name]
+            return
+        new = self._view(name, now, blind, grace)
+        if old is None:
+            views[name] = new
+            self._place(new)
+            cur = new
+        elif _sort_key(old) == _sort_key(new):
+            # Same place in the order (and so the same state): only the zone tally may move.
+            self._tally_add(old, -1)
+            for f in _VIEW_FIELDS:
+                setattr(old, f, getattr(new, f))
+            self._tally_add(old, 1)
+            cur = old
+        else:
+            self._unplace(old)
+            for f in _VIEW_FIELDS:
+                setattr(old, f, getattr(new, f))
+            self._place(old)
+            cur = old
+        if cur.next_change != math.inf:
+            heapq.heappush(self._due, (cur.next_change, name))
+
+    def _place(self, v: NodeView) -> None:
+        self._order.add(v)
+        self._counts[v.state] += 1
+        self._tally_add(v, 1)
+
+    def _unplace(self, v: NodeView) -> None:
+        self._order.remove(v)
+        self._counts[v.state] -= 1
+        self._tally_add(v, -1)
+
+    def _tally_add(self, v: NodeView, n: int) -> None:
+        if v.excluded:
+            return
+        t = self._tally.get(v.zone)
+        if t is None:
+            t = self._tally[v.zone] = [0, 0]
+        t[0 if v.ready == "True" else 1] += n
+        if t[0] == 0 and t[1] == 0:
+            del self._tally[v.zone]
+
+    def _zone_views(self) -> list[ZoneView]:
         s = self.settings
-        tally: dict[str, list[int]] = {}
-        for v in order:
-            rec = self.nodes.get(v.name)
-            if rec is None or rec.exclude_disruption:
-                continue
-            t = tally.setdefault(v.zone, [0, 0])
-            if v.ready == "True":
-                t[0] += 1
-            else:
-                t[1] += 1
-        states = {z: zone_state(r, nr, s.unhealthy_zone_threshold) for z, (r, nr) in tally.items()}
+        states = {z: zone_state(r, nr, s.unhealthy_zone_threshold) for z, (r, nr) in self._tally.items()}
         full = all_zones_full(states.values())
         out = []
-        for z in sorted(tally):
-            r, nr = tally[z]
+        for z in sorted(self._tally):
+            r, nr = self._tally[z]
             out.append(ZoneView(
                 name=z, state=states[z], nodes=r + nr, ready=r, not_ready=nr,
                 taint_rate=zone_taint_rate(states[z], r + nr, all_full=full, eviction_rate=s.eviction_rate,
@@ -613,7 +673,7 @@ class FleetState:
             if name not in self.nodes:
                 return None
             blind, _ = self.leases_blind(now)
-            return self._view(name, now, blind)
+            return self._view(name, now, blind, self.settings.grace)
 
     def pods_on(self, node: str, now: float) -> list[PodView]:
         """The node's pods with their own eviction countdowns and StatefulSet risk."""
@@ -667,6 +727,9 @@ class FleetState:
                     items.append((view.eviction_at, "eviction due (default toleration ends)"))
         items.sort(key=lambda x: x[0])
         return items
+
+
+_VIEW_FIELDS = tuple(NodeView.__slots__)
 
 
 def _sort_key(v: NodeView) -> tuple:

@@ -1,0 +1,1 @@
+"""The Textual dashboard. Only this package may import textual or rich."""

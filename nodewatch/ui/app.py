@@ -1,0 +1,391 @@
+"""NodewatchApp: the dashboard. It reads a Source's state; it never knows what kind of source.
+
+Every ``refresh_seconds`` the app asks the state for the fleet at the source clock's ``now``
+(``FleetState.evaluate`` is incremental) and hands the pieces to the widgets, which repaint only
+what is visible. The app does not start or stop the source: ``run_dashboard`` does, so tests can
+build the app around a source they drive themselves. Replay controls appear only when
+``source.replay`` is not None.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.widgets import Footer, Input
+
+from ..core.clock import SystemClock
+from ..core.fleet import FleetView
+from ..core.rules import NodeState
+from ..sources.base import Source
+from .commands import NodewatchCommands
+from .drilldown import DrillDown
+from .fleet_table import COLUMN_KEYS, NOT_READY, FleetTable, LabelMatcher, RowContext, RowQuery, _state_slice, select_rows
+from .format import safe
+from .header import Banner, FleetHeader, banner_text, header_text
+from .help import HelpScreen
+from .messages import NodeChosen
+from .replay_bar import ReplayBar, next_speed
+from .theme import Palette, palette_from_variables
+from .wall import WallView
+from .zone_strip import IncidentSummary, ZoneStrip, summary_text, zone_text
+
+THREADED_EVALUATE_NODES = 5000
+"""From this many nodes the periodic evaluate runs in a worker thread, off the event loop."""
+STATE_FILTERS: tuple[str | NodeState | None, ...] = (None, NOT_READY) + tuple(sorted(NodeState, key=lambda s: s.rank))
+MAIN_ONLY_ACTIONS = {"sort_next", "sort_reverse", "filter_state", "filter_zone", "search"}
+REPLAY_ACTIONS = {"replay_toggle", "replay_faster", "replay_slower", "replay_step", "replay_seek", "replay_next_change"}
+
+
+def filter_label(f: str | NodeState | None) -> str:
+    if f is None:
+        return "all"
+    if f == NOT_READY:
+        return "not Ready"
+    assert isinstance(f, NodeState)
+    return f.word
+
+
+class NodewatchApp(App):
+    """The dashboard. See the module docstring."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "nodewatch"
+    COMMANDS = App.COMMANDS | {NodewatchCommands}
+    ENABLE_COMMAND_PALETTE = True
+    AUTO_FOCUS = None
+
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("slash", "search", "Search", id="app.search"),
+        Binding("escape", "clear", "Clear", show=False, id="app.clear"),
+        Binding("s", "sort_next", "Sort", id="app.sort_next"),
+        Binding("r", "sort_reverse", "Reverse", show=False, id="app.sort_reverse"),
+        Binding("f", "filter_state", "State filter", id="app.filter_state"),
+        Binding("z", "filter_zone", "Zone filter", show=False, id="app.filter_zone"),
+        Binding("w", "toggle_wall", "Wall", id="app.wall"),
+        Binding("T", "toggle_theme", "Light/dark", show=False, id="app.theme"),
+        Binding("space", "replay_toggle", "Play/pause", id="replay.toggle"),
+        Binding("plus,equals_sign", "replay_faster", "Faster", id="replay.faster"),
+        Binding("minus", "replay_slower", "Slower", show=False, id="replay.slower"),
+        Binding("full_stop", "replay_step(1)", "Step +1s", show=False, id="replay.step"),
+        Binding("comma", "replay_step(-1)", "Step -1s", show=False, id="replay.step_back"),
+        Binding("left_square_bracket", "replay_seek(-10)", "-10s", show=False, id="replay.back_10s"),
+        Binding("right_square_bracket", "replay_seek(10)", "+10s", show=False, id="replay.forward_10s"),
+        Binding("left_curly_bracket", "replay_seek(-60)", "-1m", show=False, id="replay.back_1m"),
+        Binding("right_curly_bracket", "replay_seek(60)", "+1m", show=False, id="replay.forward_1m"),
+        Binding("n", "replay_next_change", "Next change", id="replay.next_change"),
+    ]
+
+    def __init__(self, source: Source, *, wall: bool = False, focus: str | None = None,
+                 refresh_seconds: float = 1.0) -> None:
+        super().__init__()
+        self.source = source
+        self.wall = wall
+        self.initial_focus = focus
+        self.refresh_seconds = refresh_seconds
+        self.query_rows = RowQuery()
+        self.matcher = LabelMatcher()
+        self.view: FleetView | None = None
+        self.now: float = 0.0
+        self.palette: Palette = palette_from_variables({})
+        self.last_tick_seconds = 0.0
+        """Wall time the last tick took (evaluate + row selection + widget updates)."""
+        self.ticks = 0
+        self._tick_seq = 0
+
+    # --- layout ------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield FleetHeader(Text(""), id="header")
+        yield Banner(Text(""), id="banner")
+        with Vertical(id="main"):
+            yield ZoneStrip(Text(""), id="zones")
+            yield IncidentSummary(Text(""), id="summary")
+            yield Input(placeholder="search node names and labels (Enter: keep, Escape: clear)", id="search",
+                        disabled=True)
+            yield FleetTable(id="table")
+        yield WallView(id="wall")
+        if self.source.replay is not None:
+            yield ReplayBar(self.source.replay, id="replay")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, self._on_theme_changed)
+        self.palette = palette_from_variables(self.get_css_variables())
+        self._apply_wall()
+        self.tick()
+        self.set_interval(self.refresh_seconds, self._scheduled_tick, name="tick")
+        if self.initial_focus:
+            self.open_node(self.initial_focus)
+
+    def _on_theme_changed(self, _theme: object) -> None:
+        self.palette = palette_from_variables(self.get_css_variables())
+        self.tick()
+
+    def _apply_wall(self) -> None:
+        self.set_class(self.wall, "-wall")
+        self.query_one("#main").display = not self.wall
+        self.query_one("#wall").display = self.wall
+        # The wall table has no cursor but takes the focus, so that no hidden widget keeps it.
+        self.query_one("#wall-table" if self.wall else "#table", FleetTable).focus()
+
+    # --- the tick ----------------------------------------------------------------------------
+
+    def _scheduled_tick(self) -> None:
+        """The interval's tick. A big fleet is evaluated in a thread so keys stay responsive."""
+        if len(self.source.state.nodes) >= THREADED_EVALUATE_NODES:
+            self.run_worker(self._evaluate_in_thread, thread=True, exclusive=True, group="evaluate",
+                            exit_on_error=False)
+        else:
+            self.tick()
+
+    def _evaluate_in_thread(self) -> None:
+        seq = self._tick_seq
+        started = time.perf_counter()
+        now = self.source.clock.now()
+        view = self.source.state.evaluate(now)
+        self.call_from_thread(self._show_if_current, seq, view, now, started)
+
+    def _show_if_current(self, seq: int, view: FleetView, now: float, started: float) -> None:
+        if seq == self._tick_seq:  # no key press re-evaluated meanwhile (a seek, a filter...)
+            self._show(view, now, started)
+
+    def tick(self) -> None:
+        """Evaluate the fleet at the source's ``now`` and repaint what is on screen."""
+        self._tick_seq += 1
+        started = time.perf_counter()
+        now = self.source.clock.now()
+        self._show(self.source.state.evaluate(now), now, started)
+
+    def _show(self, view: FleetView, now: float, started: float) -> None:
+        state = self.source.state
+        self.view, self.now = view, now
+        p = self.palette
+        blind_since = None
+        if view.leases_blind:
+            h = view.health.get("leases")
+            if h is not None:
+                blind_since = h.down_since if h.down_since is not None else h.last_activity
+            blind_since = blind_since if blind_since is not None else now
+        ctx = RowContext(now, p, blind_since)
+        virtual = not isinstance(self.source.clock, SystemClock)
+        self.query_one("#header", FleetHeader).show(
+            header_text(self.source.name, view, now, p, virtual=virtual, problems=len(state.problems)))
+        self.query_one("#banner", Banner).show(banner_text(view, now, p))
+        if self.wall:
+            wall = self.query_one("#wall", WallView)
+            wall.show_counts(view, p)
+            wall.query_one("#wall-zones", ZoneStrip).show(zone_text(view, p, compact=True))
+            table = wall.query_one("#wall-table", FleetTable)
+            table.empty_message = "every node is Ready"
+            table.set_rows(_state_slice(view, NOT_READY), ctx)
+        else:
+            self.query_one("#zones", ZoneStrip).show(zone_text(view, p, compact=self.size.width < 120))
+            self.query_one("#summary", IncidentSummary).show(summary_text(view, p))
+            q = self.query_rows
+            table = self.query_one("#table", FleetTable)
+            table.empty_message = "no node matches the filters" if (q.states or q.zone or q.search) else "no nodes"
+            table.set_rows(select_rows(view, q, state, self.matcher), ctx, sort=q.sort, reverse=q.reverse)
+        self._update_subtitle()
+        if self.source.replay is not None:
+            bar = self.query_one("#replay", ReplayBar)
+            bar.palette = p
+            bar.next_change = self.source.replay.next_change()
+            bar.refresh()
+        if isinstance(self.screen, DrillDown):
+            self.screen.show(state, now, p)
+        self.ticks += 1
+        self.last_tick_seconds = time.perf_counter() - started
+
+    def _update_subtitle(self) -> None:
+        q = self.query_rows
+        parts = [f"sort {q.sort}{' reversed' if q.reverse else ''}", f"state {filter_label(q.states)}"]
+        if q.zone is not None:
+            parts.append(f"zone {safe(q.zone, 40) or '(no zone)'}")
+        if q.search:
+            parts.append(f"search {safe(q.search, 40)!r}")
+        self.sub_title = " · ".join(parts)
+
+    # --- rows: sort, filter, search -------------------------------------------------------------
+
+    def _set_query(self, **changes: object) -> None:
+        values = {**self.query_rows.__dict__, **changes}
+        self.query_rows = RowQuery(**values)  # type: ignore[arg-type]
+        self.tick()
+
+    def set_sort(self, column: str) -> None:
+        self._set_query(sort=column)
+        self.notify(f"sorted by {column}", timeout=2)
+
+    def set_state_filter(self, f: str | NodeState | None) -> None:
+        self._set_query(states=f)
+        self.notify(f"state filter: {filter_label(f)}", timeout=2)
+
+    def set_zone_filter(self, zone: str | None) -> None:
+        self._set_query(zone=zone)
+        self.notify(f"zone filter: {'all' if zone is None else (safe(zone, 40) or '(no zone)')}", timeout=2,
+                    markup=False)
+
+    def action_sort_next(self) -> None:
+        i = COLUMN_KEYS.index(self.query_rows.sort) if self.query_rows.sort in COLUMN_KEYS else -1
+        self.set_sort(COLUMN_KEYS[(i + 1) % len(COLUMN_KEYS)])
+
+    def action_sort_reverse(self) -> None:
+        self._set_query(reverse=not self.query_rows.reverse)
+
+    def action_filter_state(self) -> None:
+        i = STATE_FILTERS.index(self.query_rows.states)
+        self.set_state_filter(STATE_FILTERS[(i + 1) % len(STATE_FILTERS)])
+
+    def action_filter_zone(self) -> None:
+        zones: list[str | None] = [None] + [z.name for z in (self.view.zones if self.view else [])]
+        try:
+            i = zones.index(self.query_rows.zone)
+        except ValueError:
+            i = 0
+        self.set_zone_filter(zones[(i + 1) % len(zones)])
+
+    def action_search(self) -> None:
+        if self.wall:
+            return
+        box = self.query_one("#search", Input)
+        box.disabled = False
+        box.add_class("-on")
+        box.focus()
+
+    @on(Input.Changed, "#search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        self._set_query(search=event.value.strip())
+
+    @on(Input.Submitted, "#search")
+    def _search_done(self, event: Input.Submitted) -> None:
+        box = self.query_one("#search", Input)
+        if not event.value.strip():
+            box.remove_class("-on")
+            box.disabled = True
+        self.query_one("#table", FleetTable).focus()
+
+    def action_clear(self) -> None:
+        """Escape: close the search box and clear search and filters."""
+        box = self.query_one("#search", Input)
+        box.value = ""
+        box.remove_class("-on")
+        box.disabled = True
+        self.query_rows = RowQuery(sort=self.query_rows.sort, reverse=self.query_rows.reverse)
+        if not self.wall:
+            self.query_one("#table", FleetTable).focus()
+        self.tick()
+
+    # --- panes --------------------------------------------------------------------------------
+
+    def action_toggle_wall(self) -> None:
+        self.wall = not self.wall
+        self._apply_wall()
+        self.tick()
+
+    def action_toggle_theme(self) -> None:
+        self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
+
+    def _binding_groups(self) -> list[tuple[str, list[Binding]]]:
+        app_keys = [b for b in self.BINDINGS if isinstance(b, Binding) and not (b.id or "").startswith("replay.")]
+        groups = [("Dashboard", app_keys), ("Fleet table", list(FleetTable.BINDINGS)),
+                  ("Drill-down", list(DrillDown.BINDINGS))]
+        if self.source.replay is not None:
+            groups.append(("Replay", [b for b in self.BINDINGS if isinstance(b, Binding) and (b.id or "").startswith("replay.")]))
+        groups.append(("Everywhere", [Binding("ctrl+p", "command_palette", "Command palette", id="app.palette"),
+                                      Binding("ctrl+q", "quit", "Quit", id="app.ctrl_quit")]))
+        return groups
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self._binding_groups()))
+
+    @on(NodeChosen)
+    def _node_chosen(self, event: NodeChosen) -> None:
+        self.open_node(event.name)
+
+    def open_node(self, name: str) -> None:
+        """The drill-down of ``name``; the source is asked for its pods and events."""
+        if isinstance(self.screen, DrillDown):
+            self.pop_screen()
+        self.source.focus_node(name)
+        screen = DrillDown(name)
+        self.push_screen(screen, callback=self._drilldown_closed)
+        self.call_after_refresh(self.tick)
+
+    def _drilldown_closed(self, _result: object) -> None:
+        self.source.focus_node(None)
+        self.tick()
+
+    # --- replay -------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in REPLAY_ACTIONS:
+            return self.source.replay is not None
+        if action in MAIN_ONLY_ACTIONS and (self.wall or not self._on_main_screen()):
+            return False
+        if action == "toggle_wall" and not self._on_main_screen():
+            return False
+        return True
+
+    def _on_main_screen(self) -> bool:
+        return not isinstance(self.screen, (DrillDown, HelpScreen))
+
+    def action_replay_toggle(self) -> None:
+        r = self.source.replay
+        if r is None:
+            return
+        r.pause() if r.playing else r.play()
+        self.tick()
+
+    def action_replay_faster(self) -> None:
+        r = self.source.replay
+        if r is not None:
+            r.set_speed(next_speed(r.speed, up=True))
+            self.tick()
+
+    def action_replay_slower(self) -> None:
+        r = self.source.replay
+        if r is not None:
+            r.set_speed(next_speed(r.speed, up=False))
+            self.tick()
+
+    def action_replay_step(self, seconds: float) -> None:
+        r = self.source.replay
+        if r is not None:
+            r.step(float(seconds))
+            self.tick()
+
+    def action_replay_seek(self, seconds: float) -> None:
+        r = self.source.replay
+        if r is not None:
+            r.seek(min(max(r.position() + float(seconds), r.start), r.end))
+            self.tick()
+
+    def action_replay_next_change(self) -> None:
+        r = self.source.replay
+        if r is None:
+            return
+        t = r.next_change()
+        if t is None:
+            self.notify("no further state change in the recording", timeout=3)
+            return
+        r.seek(t)
+        self.tick()
+
+
+def run_dashboard(source: Source, *, wall: bool = False) -> int:
+    """Start the source, run the dashboard until the user quits, stop the source."""
+    source.start()
+    try:
+        app = NodewatchApp(source, wall=wall)
+        app.run()
+        return app.return_code or 0
+    finally:
+        source.stop()

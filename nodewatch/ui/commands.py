@@ -1,0 +1,70 @@
+"""The command palette (ctrl+p): every dashboard action by name, plus "open node ..."."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Callable
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.markup import escape
+
+from ..core.rules import NodeState
+from .fleet_table import COLUMNS, NOT_READY
+from .format import safe
+
+if TYPE_CHECKING:
+    from .app import NodewatchApp
+
+MAX_NODE_COMMANDS = 500
+"""Only the worst nodes get an "open node" command: the palette is not a 65,000-row search."""
+
+
+class NodewatchCommands(Provider):
+    def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
+        app: NodewatchApp = self.app  # type: ignore[assignment]
+        cmds: list[tuple[str, Callable[[], object], str]] = [
+            ("Toggle wall mode", app.action_toggle_wall, "big counts and only the nodes not Ready"),
+            ("Show keys (help)", app.action_help, "every key binding"),
+            ("Search nodes", app.action_search, "names and labels"),
+            ("Clear filters and search", app.action_clear, "show the whole fleet, worst first"),
+            ("Reverse sort order", app.action_sort_reverse, ""),
+            ("Toggle light/dark theme", app.action_toggle_theme, ""),
+        ]
+        for col in COLUMNS:
+            cmds.append((f"Sort by {col.title.lower()}", partial(app.set_sort, col.key), ""))
+        cmds.append(("Filter: all nodes", partial(app.set_state_filter, None), ""))
+        cmds.append(("Filter: not Ready", partial(app.set_state_filter, NOT_READY), ""))
+        for s in sorted(NodeState, key=lambda s: s.rank):
+            cmds.append((f"Filter: {s.word} only", partial(app.set_state_filter, s), ""))
+        cmds.append(("Zone: all zones", partial(app.set_zone_filter, None), ""))
+        if app.view is not None:
+            for z in app.view.zones:
+                label = safe(z.name, 40) or "(no zone)"
+                cmds.append((f"Zone: {label}", partial(app.set_zone_filter, z.name), z.state.value))
+        if app.source.replay is not None:
+            cmds += [
+                ("Replay: play/pause", app.action_replay_toggle, ""),
+                ("Replay: faster", app.action_replay_faster, ""),
+                ("Replay: slower", app.action_replay_slower, ""),
+                ("Replay: jump to next state change", app.action_replay_next_change, ""),
+                ("Replay: back 1 minute", partial(app.action_replay_seek, -60.0), ""),
+                ("Replay: forward 1 minute", partial(app.action_replay_seek, 60.0), ""),
+            ]
+        if app.view is not None:
+            for v in app.view.nodes[:MAX_NODE_COMMANDS]:
+                cmds.append((f"Open node {safe(v.name, 80)}", partial(app.open_node, v.name),
+                             f"{v.state.symbol} {v.state.word}"))
+        return cmds
+
+    async def discover(self) -> Hits:
+        for title, cb, help_text in self._commands():
+            if not title.startswith("Open node"):
+                yield DiscoveryHit(title, cb, help=help_text or None)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, cb, help_text in self._commands():
+            score = matcher.match(title)
+            if score > 0:
+                # highlight() parses markup: escape first, a node name is untrusted text
+                yield Hit(score, matcher.highlight(escape(title)), cb, text=title, help=help_text or None)

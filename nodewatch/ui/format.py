@@ -1,0 +1,257 @@
+"""Plain-text formatting for the dashboard: untrusted strings, durations, countdowns, bars.
+
+Everything here returns ``str`` and knows nothing of Rich or Textual, so it is cheap to test and
+to fuzz. The one rule that matters most: every string that came from the cluster (or from a
+recording) goes through :func:`safe` before it is shown. ``safe`` makes it inert (no terminal
+escape, no control character, no bidi override, no zero-width trick) and short enough for the
+layout; the widgets then wrap it in ``rich.text.Text`` so it is never read as markup.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from datetime import datetime, timezone
+from functools import lru_cache
+
+from ..core.rules import Taint
+
+ELLIPSIS = "…"
+MAX_COMBINING = 2
+"""Combining marks allowed after one base character (beyond that: "zalgo" text that bleeds rows)."""
+
+# ESC-introduced sequences: CSI (ESC [ ... final), OSC / DCS / SOS / PM / APC (ESC ] ... BEL or
+# ST), and two-character escapes. Their C1 single-byte forms (0x9b CSI, 0x9d OSC, ...) too.
+_ESCAPES = re.compile(
+    r"""
+    (?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?      # CSI, e.g. \x1b[2J, \x1b[31m
+  | (?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]).*?(?:\x07|\x1b\\|\x9c|$)  # OSC 52, DCS ... up to BEL/ST
+  | \x1b[\x20-\x2f]*[\x30-\x7e]?                               # other escapes (ESC c, ESC ( B)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+_SPACES = {"\t", "\n", "\r", "\v", "\f", "\u2028", "\u2029", "\x85"}
+# Categories never shown as themselves: controls, format characters (bidi overrides and isolates,
+# zero-width space/joiners, BOM, soft hyphen), lone surrogates (cannot be encoded) and unassigned
+# code points (their width is unknown to the terminal).
+_ESCAPE_CATEGORIES = {"Cc", "Cf", "Cs", "Cn"}
+
+
+def _escape_char(ch: str) -> str:
+    cp = ord(ch)
+    if cp <= 0xFF:
+        return f"\\x{cp:02x}"
+    if cp <= 0xFFFF:
+        return f"\\u{cp:04x}"
+    return f"\\U{cp:08x}"
+
+
+def safe(s: object, max_len: int = 200) -> str:
+    """An untrusted string made inert and at most ``max_len`` characters long.
+
+    - Terminal escape sequences (CSI such as ``\\x1b[2J``, OSC such as the OSC 52 clipboard write,
+      DCS, ...) are shown escaped as text: ``\\x1b[2J`` reads literally and does nothing.
+    - Line breaks and tabs become spaces (a cell is one line).
+    - Other control, format (bidi overrides, zero-width characters), surrogate and unassigned code
+      points are shown as ``\\xNN`` / ``\\uNNNN``.
+    - Runs of combining marks are cut to :data:`MAX_COMBINING`.
+    - Longer than ``max_len``: cut, ending in ``…``.
+
+    Rich markup needs no escaping here: callers wrap the result in ``Text``, never in markup.
+    """
+    if s is None or max_len <= 0:
+        return ""
+    return _safe(s if isinstance(s, str) else str(s), max_len)
+
+
+@lru_cache(maxsize=65536)
+def _safe(text: str, max_len: int) -> str:
+    # Work on a bounded prefix: a 10 MB annotation must not cost 10 MB of work per frame.
+    if len(text) > 4 * max_len + 64:
+        text = text[: 4 * max_len + 64]
+        truncated = True
+    else:
+        truncated = False
+    if text.isascii() and text.isprintable():
+        out = text
+    else:
+        text = _ESCAPES.sub(lambda m: "".join(_escape_char(c) if not c.isprintable() else c for c in m.group(0)), text)
+        parts: list[str] = []
+        combining = 0
+        for ch in text:
+            if ch in _SPACES:
+                parts.append(" ")
+                combining = 0
+                continue
+            cat = unicodedata.category(ch)
+            if cat in _ESCAPE_CATEGORIES:
+                parts.append(_escape_char(ch))
+                combining = 0
+            elif cat in ("Mn", "Me", "Mc"):
+                combining += 1
+                if combining <= MAX_COMBINING and parts:
+                    parts.append(ch)
+            else:
+                combining = 0
+                parts.append(ch)
+        out = "".join(parts)
+    if truncated or len(out) > max_len:
+        out = out[: max_len - 1] + ELLIPSIS
+    return out
+
+
+# --- time ---------------------------------------------------------------------------------------
+
+
+def duration(seconds: float | None) -> str:
+    """A short human duration: ``12s``, ``3m05s``, ``2h05m``, ``4d03h``; ``?`` when unknown."""
+    if seconds is None or math.isnan(seconds):
+        return "?"
+    if math.isinf(seconds):
+        return "∞"
+    s = int(abs(seconds))
+    sign = "-" if seconds < 0 and s > 0 else ""
+    if s < 60:
+        return f"{sign}{s}s"
+    m, sec = divmod(s, 60)
+    if m < 60:
+        return f"{sign}{m}m{sec:02d}s" if m < 10 else f"{sign}{m}m"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{sign}{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{sign}{d}d{h:02d}h" if d < 100 else f"{sign}{d}d"
+
+
+def short_duration(seconds: float | None) -> str:
+    """One unit only, for tight cells: ``45s``, ``2m``, ``3h``, ``4d``."""
+    if seconds is None or math.isnan(seconds) or math.isinf(seconds):
+        return "?"
+    s = int(abs(seconds))
+    sign = "-" if seconds < 0 and s > 0 else ""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            return f"{sign}{s // size}{unit}"
+    return f"{sign}{s}s"
+
+
+def clock_time(t: float | None, *, date: bool = False) -> str:
+    """``HH:MM:SSZ`` (UTC), with the date when asked; ``?`` when unknown."""
+    if t is None or not math.isfinite(t):
+        return "?"
+    try:
+        dt = datetime.fromtimestamp(t, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return "?"
+    return dt.strftime("%Y-%m-%d %H:%M:%SZ" if date else "%H:%M:%SZ")
+
+
+def ago(t: float | None, now: float) -> str:
+    """``3m05s ago`` or ``in 12s``."""
+    if t is None:
+        return "?"
+    d = now - t
+    return f"{duration(d)} ago" if d >= 0 else f"in {duration(-d)}"
+
+
+def bar(fraction: float | None, width: int) -> str:
+    """A bar of ``width`` cells, ``fraction`` of it full (eighths for smoothness); unknown: ``?``s."""
+    if width <= 0:
+        return ""
+    if fraction is None or math.isnan(fraction):
+        return "·" * width
+    f = min(max(fraction, 0.0), 1.0)
+    eighths = int(round(f * width * 8))
+    full, part = divmod(eighths, 8)
+    partial = " ▏▎▍▌▋▊▉"[part] if full < width and part else ""
+    return ("█" * full + partial).ljust(width, "░" if full < width else "█")[:width]
+
+
+def grace_text(state_word: str, ready: str | None, grace_remaining: float | None, since: float | None,
+               now: float) -> str:
+    """The grace countdown column.
+
+    Ready as far as the API knows: ``NotReady in 12s`` (when ``kubectl get nodes`` will show
+    NotReady, give or take a monitor period), or ``grace over 5s ago`` once the grace has run out
+    but the controller has not acted yet. Otherwise how long the node has been down:
+    ``Unknown for 3m`` / ``NotReady for 40s``.
+    """
+    if ready == "Unknown" or ready is None and state_word not in ("Ready", "Late", "Overdue"):
+        return f"Unknown for {duration(now - since)}" if since is not None else "Unknown"
+    if ready == "False":
+        return f"NotReady for {duration(now - since)}" if since is not None else "NotReady"
+    if grace_remaining is None:
+        return "lease age unknown"
+    if grace_remaining > 0:
+        return f"NotReady in {duration(grace_remaining)}"
+    return f"grace over {duration(-grace_remaining)}"
+
+
+def eviction_text(eviction_in: float | None) -> str:
+    """``evict in 4m32s`` / ``evicting 12s over`` / empty when no eviction is pending."""
+    if eviction_in is None:
+        return ""
+    if eviction_in > 0:
+        return f"evict in {duration(eviction_in)}"
+    return f"evicted {duration(-eviction_in)} ago"
+
+
+def cert_text(not_after: float | None, now: float) -> str:
+    """Days left on the kubelet client certificate: ``123d``, ``6d``, ``5h``, ``EXPIRED``, ``?``."""
+    if not_after is None:
+        return "?"
+    left = not_after - now
+    if left <= 0:
+        return "EXPIRED"
+    if left < 86400:
+        return f"{int(left // 3600)}h"
+    return f"{int(left // 86400)}d"
+
+
+def zone_short(zone_key: str) -> str:
+    """The zone part of a ``region/zone`` key (``eu-west-1a``): the region is usually in it."""
+    return zone_key.rsplit("/", 1)[-1]
+
+
+# --- conditions and taints ------------------------------------------------------------------
+
+READY_MARK = {"True": "R", "False": "✗", "Unknown": "?", None: "-"}
+
+
+def conditions_text(ready: str | None, pressure: tuple[str, ...], network_unavailable: bool) -> str:
+    """``R · · · ·``: Ready (R, ✗ False, ? Unknown, - absent), then M D P N when that flag is set."""
+    flags = [
+        READY_MARK.get(ready, "?"),
+        "M" if "MemoryPressure" in pressure else "·",
+        "D" if "DiskPressure" in pressure else "·",
+        "P" if "PIDPressure" in pressure else "·",
+        "N" if network_unavailable else "·",
+    ]
+    return " ".join(flags)
+
+
+_TAINT_PREFIX = "node.kubernetes.io/"
+_EFFECTS = {"NoExecute": "NoExec", "NoSchedule": "NoSched", "PreferNoSchedule": "PrefNoSched"}
+
+
+def taint_short(t: Taint, now: float, max_len: int = 40) -> str:
+    """``unreachable:NoExec 3m``: the well-known prefix dropped, the age when known."""
+    key = t.key[len(_TAINT_PREFIX):] if t.key.startswith(_TAINT_PREFIX) else t.key
+    effect = _EFFECTS.get(t.effect, t.effect)
+    age = f" {short_duration(now - t.time_added)}" if t.time_added is not None else ""
+    return safe(f"{key}:{effect}{age}", max_len)
+
+
+def taints_text(taints: tuple[Taint, ...], now: float, max_len: int = 40) -> str:
+    """The most telling taint (NoExecute first), ``+N`` for the rest."""
+    if not taints:
+        return ""
+    first = sorted(taints, key=lambda t: (t.effect != "NoExecute", t.key))[0]
+    more = f" +{len(taints) - 1}" if len(taints) > 1 else ""
+    return taint_short(first, now, max(1, max_len - len(more))) + more
+
+
+def version_key(v: str) -> tuple:
+    """``v1.33.10`` sorts after ``v1.33.9``."""
+    return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.\-+]", v.lstrip("v"))[:3])

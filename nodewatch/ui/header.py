@@ -1,0 +1,95 @@
+"""The header: where the data comes from, the settings in force, counts per state, watch health.
+
+Plus the banner that says, loudly, when the dashboard itself cannot see: a blind lease stream means
+no node can be judged by its lease age, and the screen must not let anyone think otherwise.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ..core.fleet import FleetView
+from ..core.rules import NodeState
+from .format import clock_time, duration, safe
+from .theme import Palette
+
+STATES_BY_RANK = tuple(sorted(NodeState, key=lambda s: s.rank))
+
+
+def header_text(source_name: str, view: FleetView, now: float, palette: Palette, *, virtual: bool,
+                problems: int = 0) -> Text:
+    """Two lines: source, settings and clock; then the counts per state and each stream's health."""
+    t = Text(no_wrap=True, overflow="ellipsis")
+    s = view.settings
+    t.append(" nodewatch ", palette.accent)
+    t.append(clock_time(now, date=True), "bold")
+    if virtual:
+        t.append(" (virtual)", palette.muted)
+    t.append(" │ ", palette.muted)
+    t.append(safe(source_name, 80))
+    t.append(" │ ", palette.muted)
+    t.append(safe(f"grace {s.grace:g}s ({s.origin('grace_seconds')}) · toleration {s.toleration_seconds:g}s "
+                  f"({s.origin('toleration_seconds')}) · monitor {s.monitor_period_seconds:g}s "
+                  f"({s.origin('monitor_period_seconds')})", 160))
+    t.append("\n ")
+    total = len(view.nodes)
+    for s in STATES_BY_RANK:
+        n = view.counts.get(s, 0)
+        t.append(f"{s.symbol} {s.word} {n}", palette.state(s) if n else palette.muted)
+        t.append("  ")
+    t.append(f"│ {total} nodes ", palette.muted)
+    for res in sorted(view.health):
+        h = view.health[res]
+        if h.forbidden:
+            t.append(f" {res}:forbidden", palette.bad)
+        elif not h.connected:
+            since = f" {duration(now - h.down_since)}" if h.down_since is not None else ""
+            t.append(f" {res}:down{since}", palette.bad)
+        elif not h.synced:
+            t.append(f" {res}:listing", palette.warn)
+        else:
+            t.append(f" {res}:ok", palette.muted)
+    if problems:
+        t.append(f"  {problems} unusable objects", palette.warn)
+    return t
+
+
+def banner_text(view: FleetView, now: float, palette: Palette) -> Text | None:
+    """The "dashboard blind" banner, or None when the dashboard can see."""
+    if not view.leases_blind:
+        return None
+    h = view.health.get("leases")
+    since = None
+    if h is not None:
+        since = h.down_since if h.down_since is not None else h.last_activity
+    t = Text(no_wrap=False)
+    t.append(" ⚠ dashboard blind: ", palette.banner)
+    t.append(safe(view.blind_reason, 200), palette.banner)
+    when = f" since {clock_time(since)}" if since is not None else ""
+    t.append(f" · lease ages unknown{when}; no node is judged by its lease until the stream is back ", palette.banner)
+    return t
+
+
+class FleetHeader(Static):
+    """Two lines at the top. The app calls ``show`` every tick."""
+
+    DEFAULT_CSS = """
+    FleetHeader { height: 2; background: $panel; text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+
+    def show(self, text: Text) -> None:
+        self.update(text)
+
+
+class Banner(Static):
+    """Hidden unless the dashboard is blind."""
+
+    DEFAULT_CSS = """
+    Banner { height: auto; display: none; }
+    Banner.-on { display: block; }
+    """
+
+    def show(self, text: Text | None) -> None:
+        self.set_class(text is not None, "-on")
+        self.update(text if text is not None else Text(""))

@@ -1,0 +1,23 @@
+"""Messages the dashboard's widgets send up to the app ("attributes down, messages up")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+
+@dataclass
+class NodeChosen(Message):
+    """The user asked for the drill-down of this node (Enter or double click on a row)."""
+
+    name: str
+
+
+@dataclass
+class SearchChanged(Message):
+    """The search box text changed (``/``); empty clears the search."""
+
+    text: str
+    done: bool = False
+    """True when the user pressed Enter or Escape: the table takes the focus back."""

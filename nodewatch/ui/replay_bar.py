@@ -1,0 +1,67 @@
+"""Replay controls: where in the recording we are, how fast we go, and the keys to move.
+
+Shown only when the source has ``replay`` controls; the dashboard does not otherwise know it is
+replaying. The app owns the key bindings (so they work on every screen); this widget only draws.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widget import Widget
+
+from ..sources.base import ReplayControls
+from .format import clock_time, duration
+from .theme import DEFAULT_PALETTE, Palette
+
+SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+
+
+def next_speed(speed: float, up: bool) -> float:
+    """The next speed in :data:`SPEEDS` above (or below) ``speed``."""
+    if up:
+        return next((s for s in SPEEDS if s > speed + 1e-9), SPEEDS[-1])
+    return next((s for s in reversed(SPEEDS) if s < speed - 1e-9), SPEEDS[0])
+
+
+def replay_text(r: ReplayControls, width: int, palette: Palette = DEFAULT_PALETTE,
+                next_change: float | None = None) -> Text:
+    """Two lines: status and position; then the timeline bar of the position in [start, end]."""
+    pos = r.position()
+    start, end = r.start, r.end
+    span = max(end - start, 1e-9)
+    t = Text(no_wrap=True, overflow="crop")
+    t.append(" ▶ playing " if r.playing else " ■ paused ", palette.accent)
+    t.append(f"×{r.speed:g} ", "bold")
+    t.append("│ ", palette.muted)
+    t.append(clock_time(pos, date=True), "bold")
+    t.append(f"  {duration(pos - start)} of {duration(end - start)}", palette.muted)
+    if next_change is not None:
+        t.append(f"  │ next state change in {duration(next_change - pos)}", palette.warn)
+    t.append("\n ")
+    label_l, label_r = clock_time(start), clock_time(end)
+    inner = max(4, width - len(label_l) - len(label_r) - 5)
+    frac = min(max((pos - start) / span, 0.0), 1.0)
+    at = min(inner - 1, int(frac * inner))
+    t.append(label_l + " ", palette.muted)
+    t.append("━" * at, palette.accent)
+    t.append("●", "bold")
+    t.append("─" * (inner - at - 1), palette.muted)
+    t.append(" " + label_r, palette.muted)
+    return t
+
+
+class ReplayBar(Widget):
+    """Two lines above the footer."""
+
+    DEFAULT_CSS = """
+    ReplayBar { height: 2; background: $panel; }
+    """
+
+    def __init__(self, replay: ReplayControls, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.replay = replay
+        self.palette: Palette = DEFAULT_PALETTE
+        self.next_change: float | None = None
+
+    def render(self) -> Text:
+        return replay_text(self.replay, self.size.width, self.palette, self.next_change)

@@ -1,0 +1,73 @@
+"""Wall mode: for a screen across the room. Big counts, the zones, and only the nodes not Ready.
+
+No cursor and nothing to click: it is read, not driven. Every count has its state's symbol and
+word next to it, so it reads on a monochrome screen and with ``NO_COLOR=1``.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Digits, Static
+
+from ..core.fleet import FleetView
+from ..core.rules import NodeState
+from .fleet_table import WALL_COLUMNS, FleetTable
+from .theme import Palette
+from .zone_strip import ZoneStrip
+
+STATES_BY_RANK = tuple(sorted(NodeState, key=lambda s: s.rank))
+
+
+class CountBox(Vertical):
+    """One state: its symbol and word, and its count in big digits."""
+
+    DEFAULT_CSS = """
+    CountBox { width: 1fr; height: 6; min-width: 12; border: round $foreground 30%; padding: 0 1; }
+    CountBox.-bad { border: heavy $error; }
+    CountBox.-warn { border: round $warning; }
+    CountBox > Static { height: 1; text-style: bold; }
+    CountBox > Digits { height: 3; }
+    """
+
+    def __init__(self, state: NodeState) -> None:
+        super().__init__(id=f"count-{state.name.lower()}")
+        self.state = state
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f"{self.state.symbol} {self.state.word}"), classes="label")
+        yield Digits("0")
+
+    def show(self, n: int, palette: Palette) -> None:
+        self.query_one(Static).update(Text(f"{self.state.symbol} {self.state.word}", palette.state(self.state)))
+        self.query_one(Digits).update(str(n))
+        bad = self.state.rank <= NodeState.NOT_READY.rank and n > 0
+        self.set_class(bad, "-bad")
+        self.set_class(not bad and self.state is not NodeState.READY and n > 0, "-warn")
+        self.display = n > 0 or self.state is NodeState.READY
+
+
+class WallView(Vertical):
+    DEFAULT_CSS = """
+    WallView { height: 1fr; }
+    WallView > Horizontal { height: 6; }
+    WallView > #wall-title { height: 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(""), id="wall-title")
+        with Horizontal(id="wall-counts"):
+            for s in STATES_BY_RANK:
+                yield CountBox(s)
+        yield ZoneStrip(id="wall-zones")
+        yield FleetTable(columns=WALL_COLUMNS, show_cursor=False, id="wall-table")
+
+    def show_counts(self, view: FleetView, palette: Palette) -> None:
+        for box in self.query(CountBox):
+            box.show(view.counts.get(box.state, 0), palette)
+        not_ready = len(view.nodes) - view.counts.get(NodeState.READY, 0)
+        title = Text()
+        title.append(f" {not_ready} of {len(view.nodes)} nodes not Ready ",
+                     palette.bad if not_ready else palette.good)
+        self.query_one("#wall-title", Static).update(title)

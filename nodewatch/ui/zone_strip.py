@@ -1,0 +1,99 @@
+"""The zone strip and the fleet incident summary.
+
+Zones matter because the node lifecycle controller judges them together: a zone in
+FullDisruption is evicted at the normal rate, a large one in PartialDisruption at the secondary
+rate, a small one not at all, and when *every* zone is down the controller assumes its own
+connectivity is broken and stops evicting. The strip shows the state and current taint rate of
+each zone; the summary says what an SRE must know first.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from ..core.fleet import FleetView
+from ..core.rules import ZoneState
+from .format import safe, zone_short
+from .theme import Palette
+
+ZONE_SYMBOL = {ZoneState.NORMAL: "●", ZoneState.PARTIAL: "◐", ZoneState.FULL: "○"}
+
+
+def rate_text(rate: float) -> str:
+    """Taint rate in nodes per second, as the controller's flags say it."""
+    if rate <= 0:
+        return "0/s (stopped)"
+    return f"{rate:g}/s"
+
+
+def zone_text(view: FleetView, palette: Palette, *, compact: bool = False) -> Text:
+    """``zones (ready/total · taint rate)  eu-west-1a ● Normal 4/5 · 0.1/s │ ...``.
+
+    Zone names are shown without their region when the zone name is unique (``eu-west-1a``);
+    ``compact`` drops the taint rates.
+    """
+    t = Text(no_wrap=False, overflow="fold")
+    if view.all_zones_full:
+        t.append(" ALL ZONES DOWN: evictions stopped (the controller assumes its own connectivity is broken) ",
+                 palette.banner)
+        t.append("\n")
+    t.append(" zones", palette.header)
+    t.append(" (ready/total" + ("" if compact else " · taint rate") + ") ", palette.muted)
+    if not view.zones:
+        t.append(" (no nodes)", palette.muted)
+    shorts = [zone_short(z.name) for z in view.zones]
+    unique = len(set(shorts)) == len(shorts)
+    for i, z in enumerate(view.zones):
+        if i:
+            t.append(" │", palette.muted)
+        t.append(" ")
+        label = shorts[i] if unique else z.name
+        t.append(safe(label, 40) if label else "(no zone)", "bold")
+        style = palette.zones.get(z.state)
+        t.append(f" {ZONE_SYMBOL[z.state]} {z.state.value}", style)
+        t.append(f" {z.ready}/{z.nodes}")
+        if not compact:
+            t.append(f" · {rate_text(z.taint_rate)}", palette.muted)
+    return t
+
+
+def summary_text(view: FleetView, palette: Palette) -> Text:
+    """The incident in one line: StatefulSet pods at risk, zones in disruption, controller down?"""
+    t = Text(no_wrap=False)
+    parts = 0
+    if view.statefulset_at_risk:
+        t.append(f" ⚠ StatefulSet pods at risk: {view.statefulset_at_risk} ", palette.bad)
+        t.append("(not replaced until their node is fenced) ", palette.muted)
+        parts += 1
+    disrupted = [z for z in view.zones if z.state is not ZoneState.NORMAL]
+    if disrupted:
+        t.append(" zones in disruption: ", palette.warn)
+        t.append(", ".join(f"{safe(z.name, 40) or '(no zone)'} ({z.state.value})" for z in disrupted))
+        t.append(" ")
+        parts += 1
+    if view.controller_suspect:
+        t.append(" ⚠ node controller may be down: ", palette.bad)
+        t.append("nodes stay Overdue past grace + 2 monitor periods with Ready still True ")
+        parts += 1
+    if not parts:
+        t.append(" no incident: no StatefulSet pod at risk, no zone in disruption", palette.muted)
+    return t
+
+
+class ZoneStrip(Static):
+    DEFAULT_CSS = """
+    ZoneStrip { height: auto; max-height: 6; }
+    """
+
+    def show(self, text: Text) -> None:
+        self.update(text)
+
+
+class IncidentSummary(Static):
+    DEFAULT_CSS = """
+    IncidentSummary { height: auto; max-height: 2; }
+    """
+
+    def show(self, text: Text) -> None:
+        self.update(text)

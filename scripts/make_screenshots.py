@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Render the README screenshots into ``screenshots/`` (SVG, and PNG when rsvg-convert exists).
+
+    .venv/bin/python scripts/make_screenshots.py [--out screenshots] [--size 150x42]
+
+Four pictures of the simulated fleet's "incident" scenario (30 nodes, seed 1), 90 s in:
+
+- ``main.svg``: the main screen during the incident;
+- ``drilldown.svg``: the drill-down of an unreachable node with a StatefulSet pod at risk;
+- ``wall.svg``: wall mode;
+- ``replay.svg``: the same incident replayed from a recording, with the replay controls.
+
+The clock is frozen for each capture, so the pictures are the same on every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from nodewatch.core.fleet import AT_RISK_STATES  # noqa: E402
+from nodewatch.ui.app import NodewatchApp  # noqa: E402
+
+SCENARIO = dict(nodes=30, scenario="incident", seed=1)
+AT = 90.0
+"""Seconds into the scenario."""
+
+
+def demo_source():
+    """The demo fleet stepped to ``AT`` seconds, its clock paused (a still picture)."""
+    from nodewatch.sources.demo import DemoSource
+
+    src = DemoSource(**SCENARIO)
+    start = src.clock.now()
+    src.advance_to(start + AT)
+    src.clock.pause()
+    src.clock.seek(start + AT)
+    return src
+
+
+def replay_source(workdir: str):
+    """The same scenario recorded for 5 minutes, then replayed and paused at ``AT``."""
+    from nodewatch.sources.demo import DemoSource
+    from nodewatch.sources.recording import Recorder
+    from nodewatch.sources.replay import ReplaySource
+
+    path = os.path.join(workdir, "incident.nwrec")
+    probe = DemoSource(**SCENARIO)
+    with Recorder(path, {"name": "demo incident"}, probe.state.settings) as rec:
+        src = DemoSource(**SCENARIO, recorder=rec)
+        start = src.clock.now()
+        src.advance_to(start + 300)
+    replay = ReplaySource(path)
+    replay.replay.pause()
+    replay.replay.seek(start + AT)
+    replay.replay.set_speed(4.0)
+    return replay
+
+
+def unreachable_with_statefulset(src) -> str | None:
+    """A node that stopped reporting (Ready Unknown) and hosts a StatefulSet pod now at risk."""
+    now = src.clock.now()
+    view = src.state.evaluate(now)
+    fallback = None
+    for v in view.nodes:
+        if v.state not in AT_RISK_STATES:
+            break
+        if any(p.statefulset_risk for p in src.state.pods_on(v.name, now)):
+            if v.ready == "Unknown":
+                return v.name
+            fallback = fallback or v.name
+    return fallback or (view.nodes[0].name if view.nodes else None)
+
+
+async def capture(app: NodewatchApp, size: tuple[int, int], path: Path, keys: tuple[str, ...] = ()) -> None:
+    app.animation_level = "none"
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        for k in keys:
+            await pilot.press(k)
+        await pilot.pause()
+        app.tick()
+        await pilot.pause()
+        path.write_text(app.export_screenshot(title="nodewatch"), encoding="utf-8")
+    print(f"wrote {path}")
+
+
+def to_png(svg: Path) -> None:
+    exe = shutil.which("rsvg-convert")
+    if exe is None:
+        return
+    png = svg.with_suffix(".png")
+    subprocess.run([exe, str(svg), "-o", str(png)], check=True)
+    print(f"wrote {png}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(ROOT / "screenshots"))
+    ap.add_argument("--size", default="150x42", help="terminal size COLSxROWS (wall mode uses 100x30)")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cols, rows = (int(x) for x in args.size.lower().split("x"))
+    size = (cols, rows)
+    os.environ.setdefault("TZ", "UTC")
+
+    shots: list[Path] = []
+    src = demo_source()
+    asyncio.run(capture(NodewatchApp(src, refresh_seconds=3600), size, out / "main.svg"))
+    shots.append(out / "main.svg")
+
+    src = demo_source()
+    node = unreachable_with_statefulset(src)
+    asyncio.run(capture(NodewatchApp(src, focus=node, refresh_seconds=3600), size, out / "drilldown.svg"))
+    shots.append(out / "drilldown.svg")
+
+    src = demo_source()
+    asyncio.run(capture(NodewatchApp(src, wall=True, refresh_seconds=3600), (100, 30), out / "wall.svg"))
+    shots.append(out / "wall.svg")
+
+    with tempfile.TemporaryDirectory(prefix="nodewatch-shots-") as tmp:
+        try:
+            rsrc = replay_source(tmp)
+        except Exception as exc:  # noqa: BLE001 - the other pictures are still worth having
+            print(f"replay screenshot skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
+        else:
+            try:
+                asyncio.run(capture(NodewatchApp(rsrc, refresh_seconds=3600), size, out / "replay.svg"))
+                shots.append(out / "replay.svg")
+            finally:
+                rsrc.stop()
+    for svg in shots:
+        to_png(svg)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
