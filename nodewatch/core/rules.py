@@ -53,7 +53,7 @@ class NodeState(enum.Enum):
     """A node's state, worst first. ``rank`` orders the fleet table; ``word`` reads without color."""
 
     EVICTED = ("Evicted", 0, "✖")
-    EVICTING = ("Evicting", 1, "⧗")
+    EVICTING = ("Evicting", 1, "»")
     UNKNOWN = ("Unknown", 2, "?")
     NOT_READY = ("NotReady", 3, "✗")
     OVERDUE = ("Overdue", 4, "!")
