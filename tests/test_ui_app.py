@@ -52,7 +52,7 @@ async def test_main_screen_shows_header_zones_summary_and_worst_first():
         assert "fake: incident, 12 nodes" in header
         assert "grace 50s (server v1.33.2)" in header and "toleration 300s (default)" in header
         assert "2027-01-15 08:00:00Z" in header and "virtual" in header
-        assert "✖ Evicted 1" in header and "⧗ Evicting 3" in header and "✓ Ready 6" in header
+        assert "✖ Evicted 1" in header and "» Evicting 3" in header and "✓ Ready 6" in header
         zones = static_text(app.query_one("#zones"))
         assert "eu-1b ○ FullDisruption 0/3 · 0.1/s" in zones and "eu-1a ● Normal 4/4" in zones
         summary = static_text(app.query_one("#summary"))
@@ -326,7 +326,7 @@ async def test_theme_toggle_keeps_the_table_readable():
         await pilot.pause()
         assert not app.current_theme.dark
         assert app.palette is not dark and app.palette.bad.color != dark.bad.color
-        assert "⧗ Evicting" in table_lines(app)[2]
+        assert "» Evicting" in table_lines(app)[2]
 
 
 async def test_command_palette_provider_offers_the_actions():

@@ -111,7 +111,7 @@ def test_rows_read_like_the_issue_says():
     cols = layout_columns(300)
     ctx = RowContext(T0)
     texts = {v.name: render_row(v, ctx, cols, 300).text for v in view.nodes}
-    assert "⧗ Evicting" in texts["worker-b-0"]
+    assert "» Evicting" in texts["worker-b-0"]
     assert "Unknown for 2m00s" in texts["worker-b-0"]
     assert "evict in 3m00s" in texts["worker-b-0"]
     assert "unreachable:NoExec 2m +1" in texts["worker-b-0"]
