@@ -290,3 +290,8 @@ def test_not_ready_taint_swap_keeps_deadline_from_earliest():
                                      taint(TAINT_UNREACHABLE, "NoExecute", T0 - 10)])
     v = fleet(("nodes", n)).evaluate(T0).node("a")
     assert v.eviction_at == pytest.approx(T0 + 100)
+
+
+def test_listed_lease_from_a_node_clock_ahead_is_never_in_the_future():
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0 + 30)), received=T0)  # node clock 30s ahead
+    assert s.evaluate(T0 + 1).node("a").lease_age(T0 + 1) == pytest.approx(1.0)

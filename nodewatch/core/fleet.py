@@ -361,7 +361,14 @@ class FleetState:
         if advanced and rec.renew_time is not None:
             known = received_at is not None and not listing and "leases" in self.synced
             track.renew_time = rec.renew_time
-            track.observed_at = received_at if known else rec.renew_time
+            if known:
+                track.observed_at = received_at
+            elif received_at is not None:
+                # Listed: renewed at some unknown time before we received it. renewTime is on the
+                # node's clock, so it may even be "in the future"; never later than the receipt.
+                track.observed_at = min(rec.renew_time, received_at)
+            else:
+                track.observed_at = rec.renew_time
             if received_at is not None:
                 track.skew = received_at - rec.renew_time
             track.renewals += 1
