@@ -12,11 +12,12 @@ the next threshold the rules know of (Late, Overdue, eviction deadline), so a ti
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 import threading
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from sortedcontainers import SortedKeyList
@@ -454,6 +455,71 @@ class FleetState:
                 self.certs[node] = CertInfo(not_after, source)
                 self._dirty.add(node)
                 self.generation += 1
+
+    # --- keyframes (replay) ----------------------------------------------------------------
+
+    def snapshot(self, prev: dict | None = None) -> dict:
+        """A copy of everything ``FleetState.apply`` builds, sharing the immutable-by-convention records.
+
+        Records (NodeRecord, PodRecord, EventRecord, CertInfo) are replaced, never mutated, by the core,
+        so sharing them is safe; LeaseTrack, WatchHealth, sets and deques are mutated and are copied.
+        ``prev`` (the previous keyframe) lets unchanged timelines share their tuples.
+        """
+        with self.lock:
+            prev_tl = prev["timelines"] if prev else {}
+            timelines = {}
+            for name, dq in self.timelines.items():
+                old = prev_tl.get(name)
+                if old is not None and len(old) == len(dq) and (not dq or old[-1] is dq[-1]):
+                    timelines[name] = old
+                else:
+                    timelines[name] = tuple(dq)
+            return {
+                "nodes": dict(self.nodes),
+                "leases": {k: copy.copy(v) for k, v in self.leases.items()},
+                "pods": dict(self.pods),
+                "pods_by_node": {k: frozenset(v) for k, v in self.pods_by_node.items()},
+                "events": dict(self.events),
+                "events_by_node": {k: frozenset(v) for k, v in self.events_by_node.items()},
+                "certs": dict(self.certs),
+                "health": {k: copy.copy(h) for k, h in self.health.items()},
+                "problems": tuple(self.problems),
+                "timelines": timelines,
+                "synced": frozenset(self.synced),
+                "last_received": self.last_received,
+            }
+
+
+    def restore(self, snap: dict | None) -> None:
+        """Make ``s`` hold exactly the snapshot (None: empty), in place so its readers keep their reference."""
+        with self.lock:
+            if snap is None:
+                self.nodes, self.leases, self.pods, self.pods_by_node = {}, {}, {}, {}
+                self.events, self.events_by_node, self.certs, self.health = {}, {}, {}, {}
+                self.problems.clear()
+                self.timelines, self.synced, self.last_received = {}, set(), None
+            else:
+                self.nodes = dict(snap["nodes"])
+                self.leases = {k: copy.copy(v) for k, v in snap["leases"].items()}
+                self.pods = dict(snap["pods"])
+                self.pods_by_node = {k: set(v) for k, v in snap["pods_by_node"].items()}
+                self.events = dict(snap["events"])
+                self.events_by_node = {k: set(v) for k, v in snap["events_by_node"].items()}
+                self.certs = dict(snap["certs"])
+                self.health = {k: copy.copy(h) for k, h in snap["health"].items()}
+                self.problems.clear()
+                self.problems.extend(snap["problems"])
+                self.timelines = {k: deque(v, maxlen=MAX_TIMELINE) for k, v in snap["timelines"].items()}
+                self.synced = set(snap["synced"])
+                self.last_received = snap["last_received"]
+            # Every private attribute is a cache derived from the data above (views, order, counts...):
+            # take them from a fresh state, whatever they are, and mark every node for re-evaluation.
+            fresh = FleetState(self.settings, silence_seconds=self.silence_seconds)
+            for name, value in vars(fresh).items():
+                if name.startswith("_"):
+                    setattr(self, name, value)
+            self._dirty = set(self.nodes)
+            self.generation += 1
 
     # --- judging ---------------------------------------------------------------------------
 

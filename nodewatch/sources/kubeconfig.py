@@ -1,0 +1,294 @@
+"""Finding and loading the cluster connection the way kubectl does, and a GET-only HTTP connection.
+
+Why through the official client: it already implements kubeconfig merging (``KUBECONFIG`` with
+several files), contexts, exec credential plugins (refreshed when their ``expirationTimestamp``
+passes), client certificates, ``tokenFile``, ``insecure-skip-tls-verify`` and in-cluster config.
+nodewatch adds what it lacks: a clear error for the user, a reload of the credentials on ``401``
+(a rotated token file, an exec plugin without an expiry), and a connection that can only send GET
+(nodewatch is strictly read-only; the object offers no other verb).
+
+Credentials never leave this module: error messages name files, contexts and servers, never a
+token, a key or certificate data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import urllib3
+
+USER_AGENT = "nodewatch/0.1 (read-only)"
+RELOAD_MIN_INTERVAL = 2.0
+
+
+class KubeconfigError(Exception):
+    """The cluster connection cannot be set up; the message is for the user."""
+
+
+class ApiError(Exception):
+    """A non-2xx answer from the API server (or no answer: status 0)."""
+
+    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
+        super().__init__(f"HTTP {status}: {message}" if status else message)
+        self.status = status
+        self.message = message
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Target:
+    """Which cluster: for the header, the recording's source and the cert cache's key."""
+
+    context: str
+    server: str
+    cluster: str
+    in_cluster: bool = False
+
+    @property
+    def cluster_id(self) -> str:
+        """A stable, file-name-safe key for this cluster (the server URL and cluster name)."""
+        return hashlib.sha256(f"{self.cluster}\0{self.server}".encode()).hexdigest()[:16]
+
+    @property
+    def display(self) -> str:
+        if self.in_cluster:
+            return f"in-cluster @ {self.server}"
+        return f"context {self.context} @ {self.server}"
+
+
+def kubeconfig_paths(kubeconfig: str | None) -> list[str]:
+    """The files kubectl would read: ``--kubeconfig``, else every ``KUBECONFIG`` entry, else ~/.kube/config."""
+    if kubeconfig:
+        path = os.path.expanduser(kubeconfig)
+        if not os.path.isfile(path):
+            raise KubeconfigError(f"kubeconfig {kubeconfig}: no such file")
+        return [path]
+    env = os.environ.get("KUBECONFIG")
+    if env:
+        paths = [os.path.expanduser(p) for p in env.split(os.pathsep) if p]
+        return [p for p in paths if os.path.isfile(p)]
+    default = os.path.expanduser("~/.kube/config")
+    return [default] if os.path.isfile(default) else []
+
+
+def _new_configuration() -> Any:
+    from kubernetes.client import Configuration
+
+    cfg = Configuration()
+    cfg.retries = False  # nodewatch's reflector does its own backoff; no hidden retries
+    cfg.connection_pool_maxsize = 256  # nodes, leases, CSRs + up to 100 node-scoped streams
+    return cfg
+
+
+def load_configuration(kubeconfig: str | None, context: str | None) -> tuple[Any, Target]:
+    """(kubernetes.client.Configuration, Target). Raises KubeconfigError with a message for the user."""
+    from kubernetes.config.config_exception import ConfigException
+
+    paths = kubeconfig_paths(kubeconfig)
+    if not paths:
+        if os.environ.get("KUBERNETES_SERVICE_HOST") and not kubeconfig and context is None:
+            return _in_cluster()
+        looked = "KUBECONFIG=" + os.environ["KUBECONFIG"] if os.environ.get("KUBECONFIG") else "~/.kube/config"
+        raise KubeconfigError(
+            f"no kubeconfig found (looked at {looked}). Use --kubeconfig FILE or set KUBECONFIG, "
+            "or run `nodewatch demo` to see a simulated fleet."
+        )
+    from kubernetes import config as kconfig
+
+    joined = os.pathsep.join(paths)
+    try:
+        contexts, current = kconfig.list_kube_config_contexts(config_file=joined)
+    except ConfigException as exc:
+        raise KubeconfigError(f"kubeconfig {joined}: {_clean(exc)}") from None
+    except Exception as exc:  # noqa: BLE001 - unreadable YAML and the like
+        raise KubeconfigError(f"kubeconfig {joined}: cannot read it ({type(exc).__name__})") from None
+    names = [c.get("name") for c in contexts or []]
+    chosen = context or (current or {}).get("name")
+    if not chosen:
+        raise KubeconfigError(f"kubeconfig {joined}: no current-context; choose one with --context "
+                              f"({', '.join(map(str, names)) or 'none defined'})")
+    entry = next((c for c in contexts or [] if c.get("name") == chosen), None)
+    if entry is None:
+        raise KubeconfigError(f"context {chosen!r} not found in {joined}; available: "
+                              f"{', '.join(map(str, names)) or 'none'}")
+    cfg = _new_configuration()
+    try:
+        kconfig.load_kube_config(config_file=joined, context=chosen, client_configuration=cfg,
+                                 persist_config=False)
+    except ConfigException as exc:
+        raise KubeconfigError(f"context {chosen!r}: {_clean(exc)}") from None
+    except Exception as exc:  # noqa: BLE001 - an exec plugin that fails, a bad file path...
+        raise KubeconfigError(f"context {chosen!r}: cannot load credentials ({type(exc).__name__}: "
+                              f"{_clean(exc)})") from None
+    cluster = str((entry.get("context") or {}).get("cluster", ""))
+    return cfg, Target(context=str(chosen), server=str(cfg.host), cluster=cluster)
+
+
+def _in_cluster() -> tuple[Any, Target]:
+    from kubernetes import config as kconfig
+    from kubernetes.config.config_exception import ConfigException
+
+    cfg = _new_configuration()
+    try:
+        kconfig.load_incluster_config(client_configuration=cfg, try_refresh_token=True)
+    except ConfigException as exc:
+        raise KubeconfigError(f"in-cluster config: {_clean(exc)}") from None
+    return cfg, Target(context="in-cluster", server=str(cfg.host), cluster="in-cluster", in_cluster=True)
+
+
+def _clean(exc: BaseException) -> str:
+    """An exception's text without anything that could be a credential."""
+    text = str(exc).replace("\n", " ")[:300]
+    for marker in ("token", "Bearer", "BEGIN", "client-key", "password"):
+        if marker.lower() in text.lower():
+            return f"{type(exc).__name__} (details withheld: they may contain credentials)"
+    return text
+
+
+class Connection:
+    """GET requests to the API server, with credential reload on 401. There is no other verb."""
+
+    def __init__(self, kubeconfig: str | None = None, context: str | None = None) -> None:
+        self._kubeconfig = kubeconfig
+        self._context = context
+        cfg, self.target = load_configuration(kubeconfig, context)
+        self._lock = threading.Lock()
+        self._client = self._make_client(cfg)
+        self._last_reload = 0.0
+        self.reloads = 0
+
+    @staticmethod
+    def _make_client(cfg: Any) -> Any:
+        from kubernetes.client import ApiClient
+
+        if not cfg.verify_ssl:
+            # the kubeconfig asked for it; say it once on the state, not on every request to the terminal
+            import warnings
+
+            warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
+        client = ApiClient(configuration=cfg)
+        client.user_agent = USER_AGENT
+        return client
+
+    @property
+    def verify_tls(self) -> bool:
+        return bool(self._client.configuration.verify_ssl)
+
+    def reload_credentials(self) -> bool:
+        """Re-read the kubeconfig (rotated token file, exec plugin run again). Rate-limited."""
+        with self._lock:
+            if time.monotonic() - self._last_reload < RELOAD_MIN_INTERVAL:
+                return False
+            self._last_reload = time.monotonic()
+            try:
+                if self.target.in_cluster:
+                    cfg, _ = _in_cluster()
+                else:
+                    cfg, _ = load_configuration(self._kubeconfig, self._context)
+            except KubeconfigError:
+                return False
+            old = self._client
+            self._client = self._make_client(cfg)
+            self.reloads += 1
+        try:
+            old.close()
+        except Exception:  # noqa: BLE001
+            pass
+        return True
+
+    def get(self, path: str, query: dict[str, Any] | None = None, *,
+            timeout: tuple[float, float] = (10.0, 60.0)) -> urllib3.BaseHTTPResponse:
+        """GET ``path``; the body is not read (stream it). Raises ApiError for non-2xx or no answer."""
+        client = self._client
+        params = [(k, _q(v)) for k, v in (query or {}).items() if v is not None]
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        try:
+            _method, url, hdrs, _body, _post = client.param_serialize(
+                "GET", path, header_params=headers, auth_settings=["BearerToken"])
+            if params:
+                url = f"{url}?{urlencode(params)}"
+            resp = client.rest_client.pool_manager.request(
+                "GET", url, headers=hdrs, preload_content=False, retries=False,
+                timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]))
+        except urllib3.exceptions.HTTPError as exc:
+            raise ApiError(0, _net_error(exc)) from None
+        except OSError as exc:
+            raise ApiError(0, f"{type(exc).__name__}: {exc.strerror or exc}") from None
+        if not 200 <= resp.status <= 299:
+            raise _api_error(resp)
+        return resp
+
+    def get_json(self, path: str, query: dict[str, Any] | None = None, *,
+                 timeout: tuple[float, float] = (10.0, 60.0)) -> Any:
+        import orjson
+
+        resp = self.get(path, query, timeout=timeout)
+        try:
+            data = resp.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise ApiError(0, _net_error(exc)) from None
+        finally:
+            resp.release_conn()
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise ApiError(0, f"GET {path}: the answer is not JSON ({len(data)} bytes)") from None
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _q(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _net_error(exc: BaseException) -> str:
+    reason = getattr(exc, "reason", None)
+    if reason is not None and reason is not exc:
+        return _net_error(reason) if isinstance(reason, BaseException) else str(reason)[:200]
+    name = type(exc).__name__
+    text = str(exc)
+    if "Connection refused" in text:
+        return "connection refused"
+    if "timed out" in text.lower():
+        return f"{name}: timed out"
+    return f"{name}: {text[:200]}"
+
+
+def _api_error(resp: Any) -> ApiError:
+    import orjson
+
+    try:
+        body = resp.read(64 * 1024)
+    except Exception:  # noqa: BLE001
+        body = b""
+    finally:
+        resp.release_conn()
+    message = ""
+    try:
+        status = orjson.loads(body)
+        if isinstance(status, dict):
+            message = str(status.get("message") or status.get("reason") or "")[:300]
+    except orjson.JSONDecodeError:
+        message = ""
+    if not message:
+        message = resp.reason or "error"
+    retry_after = None
+    ra = resp.headers.get("Retry-After")
+    if ra:
+        try:
+            retry_after = float(ra)
+        except ValueError:
+            retry_after = None
+    return ApiError(resp.status, message, retry_after)

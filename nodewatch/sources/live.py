@@ -1,0 +1,296 @@
+"""The live cluster as a Source: reflectors for nodes, leases and CSRs, plus node-scoped pods/events.
+
+Cost stays bounded at 65,000 nodes and a million pods (see ``docs/live-design.md``): nodes and
+leases are watched cluster-wide (they are what the dashboard is about), CSRs too (few, and their
+certificates are remembered in a local cache because the API deletes them after an hour), but pods
+and events are watched only for the drill-down node and for nodes that are not Ready, with
+server-side field selectors, at most ``MAX_SCOPED_NODES`` nodes at a time.
+
+Every request is a GET (the connection object has no other verb). Watch health goes into the
+state, so the dashboard never blames nodes for its own blindness.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from ..core.clock import SystemClock
+from ..core.fleet import FleetState
+from ..core.settings import Settings
+from .certcache import CertCache
+from .kubeconfig import ApiError, Connection, KubeconfigError
+from .recording import Recorder
+from .reflector import CSRS, LEASES, NODES, Batch, Reflector, ResourceSpec, events_of, pods_on
+
+MAX_SCOPED_NODES = 50
+"""At most this many nodes get pod and event watches (2 streams each)."""
+HOUSEKEEPING_INTERVAL = 1.0
+CERT_SAVE_INTERVAL = 30.0
+PROBE_INTERVAL = 3600.0
+
+__all__ = ["KubeconfigError", "LiveSource", "MAX_SCOPED_NODES"]
+
+
+class LiveSource:
+    """See the module docstring."""
+
+    def __init__(self, settings: Settings, kubeconfig: str | None = None, context: str | None = None,
+                 recorder: Recorder | None = None, probe_kubelet_tls: bool = False,
+                 kubelet_metrics: bool = False, cert_cache_dir: str | None = None,
+                 watch_timeout: float = 300.0, stall_timeout: float = 60.0) -> None:
+        self.conn = Connection(kubeconfig, context)
+        self.target = self.conn.target
+        self.name = self.target.display
+        self.settings = settings
+        self.state = FleetState(settings)
+        self.clock = SystemClock()
+        self.replay = None
+        self.recorder = recorder
+        self.probe_kubelet_tls = probe_kubelet_tls
+        self.kubelet_metrics = kubelet_metrics
+        self.watch_timeout = watch_timeout
+        self.stall_timeout = stall_timeout
+        self.cert_cache = CertCache(self.target.cluster_id, cert_cache_dir)
+        self.server_version: str | None = None
+        self._lock = threading.Lock()
+        self._main: list[Reflector] = []
+        self._scoped: dict[str, tuple[Reflector, Reflector]] = {}
+        self._scoped_health: dict[Reflector, dict[str, Any]] = {}
+        self._focus: str | None = None
+        self._over_limit_reported = 0
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._house: threading.Thread | None = None
+        self._probed: dict[str, float] = {}
+        self._started = False
+
+    # --- Source -----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        for node, (not_after, source) in self.cert_cache.load().items():
+            self.state.remember_cert(node, not_after, f"{source} (cached)" if "cached" not in source else source)
+        if not self.conn.verify_tls:
+            self.state.problem(time.time(), "kubeconfig", "TLS verification is off (insecure-skip-tls-verify "
+                                                          "in the kubeconfig)")
+        if self.cert_cache.error:
+            self.state.problem(time.time(), "cert cache", self.cert_cache.error)
+        for spec in (NODES, LEASES, CSRS):
+            self.state.update_health(spec.resource, connected=False, synced=False, down_since=None,
+                                     last_error="connecting")
+            r = self._reflector(spec)
+            self._main.append(r)
+            r.start()
+        self._house = threading.Thread(target=self._housekeeping, name="live-housekeeping", daemon=True)
+        self._house.start()
+
+    def stop(self) -> None:
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._wake.set()
+        with self._lock:
+            everything = list(self._main) + [r for pair in self._scoped.values() for r in pair]
+        for r in everything:
+            r.stop(join=False)
+        for r in everything:
+            r.stop(join=True)
+        if self._house is not None:
+            self._house.join(timeout=5)
+        self._save_certs()
+        self.conn.close()
+
+    def focus_node(self, node: str | None) -> None:
+        self._focus = node
+        self._wake.set()
+
+    def wait_synced(self, timeout: float) -> bool:
+        """True once nodes and leases have been listed (for ``nodewatch status``)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.state.lock:
+                if {"nodes", "leases"} <= self.state.synced:
+                    return True
+            time.sleep(0.02)
+        return False
+
+    # --- plumbing ---------------------------------------------------------------------------------
+
+    def _reflector(self, spec: ResourceSpec) -> Reflector:
+        return Reflector(self.conn, spec, self._sink, self._on_health, self._on_problem,
+                         watch_timeout=self.watch_timeout, stall_timeout=self.stall_timeout)
+
+    def _sink(self, batch: Batch) -> None:
+        st = self.state
+        with st.lock:
+            for resource, etype, obj, t, listing in batch:
+                st.apply(resource, etype, obj, t, listing)
+        rec = self.recorder
+        if rec is not None:
+            for resource, etype, obj, t, listing in batch:
+                rec.write(resource, etype, obj, t, listing)
+
+    def _on_problem(self, where: str, message: str) -> None:
+        self.state.problem(time.time(), where, message)
+
+    def _on_health(self, reflector: Reflector, **changes: Any) -> None:
+        resource = reflector.spec.resource
+        if reflector in self._main:
+            self.state.update_health(resource, **changes)
+            self._record_health(resource, changes)
+            return
+        with self._lock:
+            mine = self._scoped_health.setdefault(reflector, {})
+            mine.update(changes)
+            if reflector.stopped:
+                self._scoped_health.pop(reflector, None)
+            agg = self._aggregate(resource)
+        self.state.update_health(resource, **agg)
+        self._record_health(resource, agg)
+
+    def _aggregate(self, resource: str) -> dict[str, Any]:
+        hs = [(r, h) for r, h in self._scoped_health.items() if r.spec.resource == resource]
+        if not hs:
+            return {"connected": True, "synced": True, "last_error": "", "forbidden": False, "down_since": None}
+        down = [h for _, h in hs if not h.get("connected", False)]
+        errs = [f"{r.spec.what}: {h['last_error']}" for r, h in hs if h.get("last_error")]
+        return {
+            "connected": not down,
+            "synced": all(h.get("synced", False) for _, h in hs),
+            "forbidden": any(h.get("forbidden", False) for _, h in hs),
+            "last_error": errs[0] if errs else "",
+            "down_since": min((h["down_since"] for h in down if h.get("down_since")), default=None),
+        }
+
+    def _record_health(self, resource: str, changes: dict[str, Any]) -> None:
+        if self.recorder is not None:
+            self.recorder.write_health(resource, time.time(), **changes)
+
+    # --- housekeeping: server version, node-scoped watches, cert cache, probes ---------------------
+
+    def _housekeeping(self) -> None:
+        self._fetch_version()
+        last_save = time.monotonic()
+        while not self._stop.is_set():
+            try:
+                self._update_scoped()
+                if time.monotonic() - last_save >= CERT_SAVE_INTERVAL:
+                    self._save_certs()
+                    last_save = time.monotonic()
+                if self.probe_kubelet_tls or self.kubelet_metrics:
+                    self._probe_some()
+            except Exception as exc:  # noqa: BLE001 - housekeeping must not die
+                self._on_problem("live source", f"{type(exc).__name__}: {str(exc)[:200]}")
+            self._wake.wait(HOUSEKEEPING_INTERVAL)
+            self._wake.clear()
+
+    def _fetch_version(self) -> None:
+        for attempt in range(5):
+            if self._stop.is_set():
+                return
+            try:
+                info = self.conn.get_json("/version", timeout=(5.0, 10.0))
+            except ApiError as exc:
+                if attempt == 4:
+                    self._on_problem("/version", f"API server version unknown ({exc}); grace "
+                                                 f"{self.settings.grace:g}s assumed")
+                self._stop.wait(min(5.0, 0.5 * 2 ** attempt))
+                continue
+            version = info.get("gitVersion") if isinstance(info, dict) else None
+            if isinstance(version, str) and version:
+                self.server_version = version[:64]
+                self.settings = self.settings.with_server_version(self.server_version)
+                self.state.set_settings(self.settings)
+                if self.recorder is not None:
+                    self.recorder.write_settings(time.time(), self.settings)
+            return
+
+    def wanted_scoped(self) -> list[str]:
+        """Nodes whose pods and events are watched: the focus first, then nodes not Ready."""
+        with self.state.lock:
+            not_ready = sorted(n for n, rec in self.state.nodes.items() if rec.ready != "True")
+        wanted: list[str] = []
+        if self._focus:
+            wanted.append(self._focus)
+        wanted += [n for n in not_ready if n != self._focus]
+        return wanted
+
+    def _update_scoped(self) -> None:
+        wanted_all = self.wanted_scoped()
+        wanted = wanted_all[:MAX_SCOPED_NODES]
+        over = len(wanted_all) - len(wanted)
+        if over != self._over_limit_reported:
+            self._over_limit_reported = over
+            if over > 0:
+                self._on_problem("pods/events", f"{len(wanted_all)} nodes need pod and event watches; only "
+                                                 f"{MAX_SCOPED_NODES} are watched (the focused node first)")
+        wanted_set = set(wanted)
+        with self._lock:
+            drop = [n for n in self._scoped if n not in wanted_set]
+            add = [n for n in wanted if n not in self._scoped]
+        for node in drop:
+            with self._lock:
+                pair = self._scoped.pop(node)
+            for r in pair:
+                r.stop(join=True)
+                with self._lock:
+                    self._scoped_health.pop(r, None)
+                # the pods and events of this node are no longer kept up to date: forget them
+                now = time.time()
+                gone: Batch = [(r.spec.resource, "DELETED", {"metadata": _meta(k)}, now, False) for k in r.known]
+                if gone:
+                    self._sink(gone)
+            with self._lock:
+                for res in ("pods", "events"):
+                    agg = self._aggregate(res)
+                    self.state.update_health(res, **agg)
+        for node in add:
+            if self._stop.is_set():
+                return
+            pair = (self._reflector(pods_on(node)), self._reflector(events_of(node)))
+            with self._lock:
+                self._scoped[node] = pair
+            for r in pair:
+                r.start()
+
+    def scoped_nodes(self) -> list[str]:
+        with self._lock:
+            return sorted(self._scoped)
+
+    def _save_certs(self) -> None:
+        with self.state.lock:
+            certs = dict(self.state.certs)
+        self.cert_cache.save(certs)
+
+    def _probe_some(self) -> None:
+        from .probes import kubelet_client_not_after, kubelet_serving_not_after, node_address
+
+        now = time.time()
+        with self.state.lock:
+            nodes = [(n, rec) for n, rec in self.state.nodes.items()
+                     if now - self._probed.get(n, 0.0) >= PROBE_INTERVAL]
+        for name, rec in nodes[:20]:  # a few per pass; the rest on the next passes
+            if self._stop.is_set():
+                return
+            self._probed[name] = now
+            if self.probe_kubelet_tls:
+                host = node_address(rec)
+                if host:
+                    t = kubelet_serving_not_after(host, rec.kubelet_port or 10250)
+                    if t is not None:
+                        self.state.remember_cert(name, t, "kubelet serving cert (TLS probe)")
+            if self.kubelet_metrics:
+                t = kubelet_client_not_after(self.conn, name, now)
+                if t is not None:
+                    self.state.remember_cert(name, t, "kubelet /metrics (client cert TTL)")
+
+
+def _meta(key: tuple[str, str]) -> dict:
+    m = {"name": key[1]}
+    if key[0]:
+        m["namespace"] = key[0]
+    return m

@@ -1,0 +1,371 @@
+"""Recording format v1: the watch events nodewatch received, one JSON object per line.
+
+Why a plain JSON Lines file: it can be read with ``zcat | jq``, a crash loses at most the last
+flushed second (no index or footer to write at the end), and replay needs nothing but this file.
+
+::
+
+    {"nodewatch_recording": 1, "started_at": "2026-...Z", "source": {...}, "settings": {...}}
+    {"t": 1764410000.123, "resource": "leases", "type": "MODIFIED", "object": {...}}
+    {"t": 1764410000.200, "resource": "nodes", "type": "ADDED", "object": {...}, "list": true}
+    {"t": 1764410003.000, "health": {"resource": "leases", "connected": false, "last_error": "..."}}
+
+``"list": true`` marks items of an initial list or relist (their renewals happened at an unknown
+earlier time). ``health`` lines record when a watch stream went down or came back, so a replay can
+show when the dashboard was blind. A ``settings`` line (``{"t": ..., "settings": {...}}``) carries
+settings learned after the header was written (the API server version). Readers ignore fields they do not know.
+
+What is never written: container ``env`` values, ``args`` and ``command``, the
+``last-applied-configuration`` annotation and ``managedFields`` (they can hold secrets and are
+large). nodewatch never reads Secrets, and credentials never reach this module.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import time
+import zlib
+from collections import deque
+from dataclasses import dataclass
+from typing import IO, Any, Iterator
+
+import orjson
+
+from ..core.fleet import EVENT_TYPES, RESOURCES
+from ..core.settings import Settings
+from ..core.timeutil import format_time
+
+FORMAT_VERSION = 1
+HEADER_KEY = "nodewatch_recording"
+FLUSH_INTERVAL = 0.5
+"""Seconds between flushes; the contract is "at least once a second"."""
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""A longer line is refused (reported and skipped), so a corrupt file cannot exhaust memory."""
+HEALTH_FIELDS = ("connected", "synced", "last_activity", "down_since", "relists", "last_error", "forbidden")
+
+
+class RecordingError(Exception):
+    """A recording nodewatch cannot replay at all (missing file, wrong version...): for the user."""
+
+
+# --- sanitizing -----------------------------------------------------------------------------------
+
+_CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
+_LAST_APPLIED = "last-applied-configuration"
+
+
+def sanitize(obj: Any) -> Any:
+    """A copy of ``obj`` without secrets-prone fields; the parts left unchanged are shared, not copied."""
+    if not isinstance(obj, dict):
+        return obj
+    out = dict(obj)
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        m = dict(meta)
+        m.pop("managedFields", None)
+        ann = m.get("annotations")
+        if isinstance(ann, dict) and any(_LAST_APPLIED in str(k) for k in ann):
+            m["annotations"] = {k: v for k, v in ann.items() if _LAST_APPLIED not in str(k)}
+        out["metadata"] = m
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and any(isinstance(spec.get(k), list) for k in _CONTAINER_LISTS):
+        s = dict(spec)
+        for key in _CONTAINER_LISTS:
+            containers = s.get(key)
+            if isinstance(containers, list):
+                s[key] = [_sanitize_container(c) for c in containers]
+        out["spec"] = s
+    return out
+
+
+def _sanitize_container(c: Any) -> Any:
+    if not isinstance(c, dict):
+        return c
+    c = dict(c)
+    c.pop("args", None)
+    c.pop("command", None)
+    env = c.get("env")
+    if isinstance(env, list):
+        c["env"] = [{"name": e.get("name")} if isinstance(e, dict) else None for e in env]
+    return c
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+class Recorder:
+    """Appends received events to a v1 recording; thread-safe; flushed at least once a second."""
+
+    def __init__(self, path: str, source: dict, settings: Settings) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._closed = False
+        self.lines = 0
+        raw = open(path, "wb")  # noqa: SIM115 - closed in close()
+        self._raw = raw
+        self._gz: gzip.GzipFile | None = None
+        self._out: IO[bytes] = raw
+        if path.endswith(".gz"):
+            self._gz = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6)
+            self._out = self._gz
+        header = {
+            HEADER_KEY: FORMAT_VERSION,
+            "started_at": format_time(time.time(), micro=True),
+            "source": source,
+            "settings": {**settings.as_dict(), "overridden": sorted(settings.overridden)},
+        }
+        self._out.write(orjson.dumps(header, default=str) + b"\n")
+        self._flush_locked()
+        self._last_flush = time.monotonic()
+        self._stop = threading.Event()
+        self._flusher = threading.Thread(target=self._flush_loop, name="recorder-flush", daemon=True)
+        self._flusher.start()
+
+    def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False) -> None:
+        entry: dict[str, Any] = {"t": t, "resource": resource, "type": etype, "object": sanitize(obj)}
+        if listing:
+            entry["list"] = True
+        self._write_line(orjson.dumps(entry, default=str))
+
+    def write_health(self, resource: str, t: float, **health: Any) -> None:
+        """A watch-health change (stream down/up, relist, forbidden) so a replay can show blindness."""
+        h = {"resource": resource}
+        h.update({k: v for k, v in health.items() if k in HEALTH_FIELDS})
+        self._write_line(orjson.dumps({"t": t, "health": h}, default=str))
+
+    def write_settings(self, t: float, settings: Settings) -> None:
+        """Settings learned after the header was written (the API server version arrives later)."""
+        payload = {**settings.as_dict(), "overridden": sorted(settings.overridden)}
+        self._write_line(orjson.dumps({"t": t, "settings": payload}, default=str))
+
+    def _write_line(self, data: bytes) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._out.write(data + b"\n")
+            self.lines += 1
+            if time.monotonic() - self._last_flush >= FLUSH_INTERVAL:
+                self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if self._gz is not None:
+            self._gz.flush(zlib.Z_SYNC_FLUSH)  # a sync point: readable up to here after a crash
+        self._raw.flush()
+        self._last_flush = time.monotonic()
+
+    def flush(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._flush_locked()
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(FLUSH_INTERVAL):
+            self.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._stop.set()
+            try:
+                if self._gz is not None:
+                    self._gz.close()
+                self._raw.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> "Recorder":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Entry:
+    """One usable line of a recording."""
+
+    line: int
+    t: float | None
+    resource: str
+    etype: str
+    obj: Any
+    listing: bool = False
+    health: dict | None = None
+
+
+def open_binary(path: str) -> IO[bytes]:
+    """The file (``-``: stdin), transparently gunzipped. Raises RecordingError when it cannot be opened."""
+    if path == "-":
+        import sys
+
+        raw: IO[bytes] = sys.stdin.buffer
+    else:
+        try:
+            raw = open(path, "rb")  # noqa: SIM115
+        except FileNotFoundError:
+            raise RecordingError(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise RecordingError(f"{path}: is a directory, not a recording") from None
+        except OSError as exc:
+            raise RecordingError(f"{path}: cannot open ({exc.strerror or exc})") from None
+    head = _peek(raw, 2)
+    if head == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    return raw
+
+
+def _peek(raw: Any, n: int) -> bytes:
+    if hasattr(raw, "peek"):
+        return raw.peek(n)[:n]
+    return b""
+
+
+def iter_lines(stream: IO[bytes], problems: list[str]) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) for each line; a truncated gzip ends the iteration with a problem."""
+    n = 0
+    try:
+        while True:
+            line = stream.readline(MAX_LINE_BYTES + 1)
+            if not line:
+                return
+            n += 1
+            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                problems.append(f"line {n}: longer than {MAX_LINE_BYTES} bytes, skipped")
+                while line and not line.endswith(b"\n"):  # skip the rest of the giant line
+                    line = stream.readline(MAX_LINE_BYTES)
+                continue
+            yield n, line
+    except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
+        problems.append(f"after line {n}: the file ends abruptly ({_short(exc)}); replaying what was read")
+
+
+def parse_header(line: bytes) -> dict:
+    """The header dict; RecordingError when the line is not a v1 header."""
+    try:
+        header = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        raise RecordingError("line 1: not a nodewatch recording header (not JSON)") from None
+    if not isinstance(header, dict) or HEADER_KEY not in header:
+        raise RecordingError(f"line 1: not a nodewatch recording header (no {HEADER_KEY!r} field)")
+    version = header.get(HEADER_KEY)
+    if version != FORMAT_VERSION:
+        raise RecordingError(
+            f"recording format version {version!r} is not supported (this nodewatch reads version {FORMAT_VERSION})"
+        )
+    return header
+
+
+def parse_line(n: int, line: bytes, problems: list[str]) -> Entry | None:
+    """One event or health line; None (with a problem) when it is unusable."""
+    stripped = line.strip()
+    if not stripped:
+        return None
+    try:
+        d = orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        cut = stripped[:1] == b"{" and stripped[-1:] != b"}"
+        what = "truncated JSON" if cut or not line.endswith(b"\n") else "malformed JSON"
+        problems.append(f"line {n}: {what}, skipped")
+        return None
+    if not isinstance(d, dict):
+        problems.append(f"line {n}: not a JSON object, skipped")
+        return None
+    t = d.get("t")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or t != t or t in (float("inf"), float("-inf")):
+        problems.append(f"line {n}: no valid time \"t\", skipped")
+        return None
+    late_settings = d.get("settings")
+    if isinstance(late_settings, dict):
+        return Entry(n, float(t), "", "SETTINGS", None, False, late_settings)
+    health = d.get("health")
+    if isinstance(health, dict):
+        resource = health.get("resource")
+        if resource not in RESOURCES:
+            problems.append(f"line {n}: health of unknown resource {str(resource)[:40]!r}, skipped")
+            return None
+        fields = {k: v for k, v in health.items() if k in HEALTH_FIELDS}
+        return Entry(n, float(t), resource, "HEALTH", None, False, fields)
+    resource, etype = d.get("resource"), d.get("type")
+    if resource not in RESOURCES:
+        problems.append(f"line {n}: unknown resource {str(resource)[:40]!r}, skipped")
+        return None
+    if etype not in EVENT_TYPES:
+        problems.append(f"line {n}: unknown event type {str(etype)[:40]!r}, skipped")
+        return None
+    obj = d.get("object")
+    if etype in ("ADDED", "MODIFIED", "DELETED") and not isinstance(obj, dict):
+        problems.append(f"line {n}: {etype} without an object, skipped")
+        return None
+    return Entry(n, float(t), resource, etype, obj, d.get("list") is True)
+
+
+def read_recording(path: str) -> tuple[dict, list[Entry], list[str]]:
+    """Header, usable entries and problems of a whole v1 recording (small files, tests, tools)."""
+    problems: list[str] = []
+    stream = open_binary(path)
+    try:
+        lines = iter_lines(stream, problems)
+        first = next(lines, None)
+        if first is None:
+            raise RecordingError(f"{path}: empty file")
+        header = parse_header(first[1])
+        entries = [e for n, line in lines if (e := parse_line(n, line, problems)) is not None]
+    finally:
+        if stream is not _stdin():
+            stream.close()
+    return header, entries, problems
+
+
+def _stdin() -> Any:
+    import sys
+
+    return sys.stdin.buffer
+
+
+def _short(exc: BaseException) -> str:
+    return (str(exc) or type(exc).__name__)[:120]
+
+
+def recent_duplicates(window: int = 2048) -> "DuplicateFilter":
+    return DuplicateFilter(window)
+
+
+class DuplicateFilter:
+    """Spots a line repeated within the last ``window`` lines (a duplicated write or a bad concat)."""
+
+    def __init__(self, window: int) -> None:
+        self._seen: dict[bytes, int] = {}
+        self._order: deque[bytes] = deque()
+        self._window = window
+
+    def seen(self, line: bytes, n: int) -> int | None:
+        key = line.rstrip(b"\r\n")
+        prev = self._seen.get(key)
+        if prev is not None:
+            return prev
+        self._seen[key] = n
+        self._order.append(key)
+        if len(self._order) > self._window:
+            old = self._order.popleft()
+            if self._seen.get(old) is not None:
+                del self._seen[old]
+        return None
+
+
+__all__ = [
+    "Entry",
+    "FORMAT_VERSION",
+    "Recorder",
+    "RecordingError",
+    "open_binary",
+    "parse_header",
+    "parse_line",
+    "read_recording",
+    "sanitize",
+]

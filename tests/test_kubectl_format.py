@@ -1,0 +1,201 @@
+"""Replaying what `kubectl get -w --output-watch-events -o json` writes (real kubectl output)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nodewatch.core.rules import NodeState
+from nodewatch.core.timeutil import parse_time
+from nodewatch.sources.kubectl_format import iter_entries, looks_like_kubectl, object_time
+from nodewatch.sources.recording import RecordingError
+from nodewatch.sources.replay import ReplaySource
+
+DATA = Path(__file__).parent / "data"
+LEASES = DATA / "kubectl-watch-leases.json"  # compact lines, as kubectl 1.3x writes them
+NODES = DATA / "kubectl-watch-nodes-pretty.json"  # pretty-printed documents, as older kubectl writes them
+
+
+def states(src: ReplaySource, t: float) -> dict[str, NodeState]:
+    return {v.name: v.state for v in src.state.evaluate(t).nodes}
+
+
+@pytest.fixture
+def concatenated(tmp_path) -> Path:
+    path = tmp_path / "both.json"
+    path.write_bytes(NODES.read_bytes() + LEASES.read_bytes())
+    return path
+
+
+def test_a_concatenated_kubectl_log_replays(concatenated):
+    src = ReplaySource(str(concatenated))
+    assert src.format == "kubectl"
+    assert src.problems == []
+    assert src.event_count() == 4 + 18
+    end = src.t_end
+    assert end == parse_time("2026-11-29T10:01:00Z")  # the newest renewTime
+    src.seek(end)
+    got = states(src, end)
+    assert got == {"node-000": NodeState.READY, "node-001": NodeState.UNKNOWN, "node-002": NodeState.READY}
+    # no receive times: lease ages are measured from renewTime
+    track = src.state.leases["node-002"]
+    assert track.observed_at == track.renew_time == parse_time("2026-11-29T10:00:58Z")
+    # before node-001's Node turned Unknown, its lease was still being renewed
+    src.seek(parse_time("2026-11-29T09:59:45Z"))
+    assert states(src, parse_time("2026-11-29T09:59:45Z"))["node-001"] is NodeState.READY
+    src.stop()
+
+
+def test_leases_alone_go_late_and_overdue_from_object_times():
+    src = ReplaySource(str(LEASES), settings=None)
+    # node-001's last renewal is 10:00:29; at 10:01:00 it is 31s old: Late (grace 40s, unknown version)
+    t = parse_time("2026-11-29T10:01:00Z")
+    src.seek(t)
+    assert src.state.leases["node-001"].renew_time == parse_time("2026-11-29T10:00:29Z")
+    src.stop()
+
+
+def test_stdin_is_read(monkeypatch):
+    class Stdin:
+        buffer = io.BufferedReader(io.BytesIO(LEASES.read_bytes()))
+
+    monkeypatch.setattr(sys, "stdin", Stdin)
+    src = ReplaySource("-")
+    assert src.event_count() == 18
+    assert src.name == "replay stdin"
+    src.stop()
+
+
+def test_text_between_documents_is_reported(tmp_path):
+    path = tmp_path / "noise.json"
+    path.write_text(LEASES.read_text()[:0] + "Error from server: oops\n" + LEASES.read_text())
+    problems: list[str] = []
+    with open(path, "rb") as f:
+        entries = list(iter_entries(enumerate(f, 1), problems))
+    assert problems == ["line 1: text outside a JSON document, skipped"]
+    assert len(entries) == 18
+
+
+def test_broken_documents_are_reported_and_skipped(tmp_path):
+    pretty = NODES.read_text().splitlines(keepends=True)
+    cut = pretty[:20]  # a document cut off in the middle
+    text = "".join(cut) + "not json at all\n" + LEASES.read_text() + '{"type": "ADDED", "object": {"kind": "Lea'
+    path = tmp_path / "broken.json"
+    path.write_text(text)
+    src = ReplaySource(str(path))
+    joined = "\n".join(src.problems)
+    # the garbage line falls inside the open document, which the next document shows was cut off
+    assert "line 1: truncated JSON document (lines 1-21)" in joined
+    assert "line 40: truncated JSON document at the end of the input" in joined
+    assert len(src.problems) == 2
+    assert src.event_count() == 18  # every lease event still replays
+    src.stop()
+
+
+def test_lists_plain_objects_error_events_and_unknown_kinds():
+    lines = [
+        json.dumps({"kind": "NodeList", "apiVersion": "v1", "items": [
+            {"metadata": {"name": "a"}, "status": {"conditions": [
+                {"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-01-01T00:00:00Z"}]}}]}),
+        json.dumps({"kind": "Lease", "metadata": {"name": "a", "namespace": "kube-node-lease"},
+                    "spec": {"renewTime": "2026-01-01T00:00:05.000000Z"}}),
+        json.dumps({"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old resource version"}}),
+        json.dumps({"type": "ADDED", "object": {"kind": "ConfigMap", "metadata": {"name": "x"}}}),
+        json.dumps({"type": "ADDED", "object": {"kind": "ConfigMap", "metadata": {"name": "y"}}}),
+        json.dumps({"type": "BOOKMARK", "object": {"kind": "Lease", "metadata": {"resourceVersion": "9"}}}),
+    ]
+    problems: list[str] = []
+    entries = list(iter_entries(((i + 1, (x + "\n").encode()) for i, x in enumerate(lines)), problems))
+    assert [(e.resource, e.etype, e.listing) for e in entries] == [("nodes", "ADDED", True), ("leases", "ADDED", False)]
+    assert entries[0].obj["kind"] == "Node"
+    assert entries[1].t == parse_time("2026-01-01T00:00:05Z")
+    assert any("too old resource version" in p for p in problems)
+    assert sum("ConfigMap" in p for p in problems) == 1  # reported once
+
+
+def test_object_time_sources():
+    node = {"metadata": {"creationTimestamp": "2020-01-01T00:00:00Z"},
+            "spec": {"taints": [{"key": "k", "effect": "NoExecute", "timeAdded": "2026-01-01T00:10:00Z"}]},
+            "status": {"conditions": [{"type": "Ready", "lastHeartbeatTime": "2026-01-01T00:05:00Z",
+                                       "lastTransitionTime": "2026-01-01T00:01:00Z"}]}}
+    assert object_time("nodes", "MODIFIED", node) == parse_time("2026-01-01T00:10:00Z")
+    deleted = {"metadata": {"deletionTimestamp": "2026-01-01T01:00:00Z"}}
+    assert object_time("pods", "DELETED", deleted) == parse_time("2026-01-01T01:00:00Z")
+    ev = {"metadata": {}, "eventTime": "2026-01-01T00:00:01.500000Z"}
+    assert object_time("events", "ADDED", ev) == parse_time("2026-01-01T00:00:01.5Z")
+    assert object_time("leases", "ADDED", {"metadata": {}, "spec": {}}) is None
+
+
+def test_format_detection():
+    assert looks_like_kubectl(b"{\n")
+    assert looks_like_kubectl(LEASES.read_bytes().splitlines()[0])
+    assert not looks_like_kubectl(b'{"nodewatch_recording": 1, "started_at": "x"}\n')
+    assert not looks_like_kubectl(b"hello\n")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzz_the_kubectl_reader(tmp_path_factory, data):
+    base = NODES.read_bytes()[:6000] + LEASES.read_bytes()[:3000]
+    b = bytearray(base)
+    for _ in range(data.draw(st.integers(0, 10))):
+        i = data.draw(st.integers(0, len(b) - 1))
+        b[i] = data.draw(st.sampled_from(list(b'{}[]":,\n x0\x00\xff')))
+    if data.draw(st.booleans()):
+        start = data.draw(st.integers(0, len(b) - 1))
+        del b[start:start + data.draw(st.integers(1, 400))]
+    path = tmp_path_factory.mktemp("kfz") / "k.json"
+    path.write_bytes(b"{\n" + bytes(b) if data.draw(st.booleans()) else bytes(b))
+    try:
+        src = ReplaySource(str(path))
+    except RecordingError:
+        return
+    src.seek(src.t_end)
+    src.state.evaluate(src.t_end)
+    src.next_change()
+    src.stop()
+
+
+@pytest.mark.kubectl
+def test_real_kubectl_output_replays(tmp_path):
+    """The real kubectl, watching the simulated API server; its output replays."""
+    from simserver import START, TinyFleet, kubectl_path, running_server
+
+    kubectl = kubectl_path()
+    if kubectl is None:
+        pytest.skip("kubectl not installed")
+    fleet = TinyFleet(nodes=2, start=START)
+    out = tmp_path / "watch.json"
+    with running_server(tmp_path, fleet=fleet) as srv:
+        env = dict(os.environ, KUBECONFIG=str(srv.kubeconfig_path))
+        with open(out, "w") as f:
+            proc = subprocess.Popen([kubectl, "get", "leases", "-n", "kube-node-lease", "--watch",
+                                     "--output-watch-events", "-o", "json"], stdout=f, env=env)
+            try:
+                deadline = time.monotonic() + 20
+                while out.stat().st_size == 0 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                fleet.step_to(START + 30)
+                deadline = time.monotonic() + 20
+                while out.read_text().count("MODIFIED") < 6 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            finally:
+                proc.terminate()
+                proc.wait(10)
+    src = ReplaySource(str(out))
+    assert src.problems == []
+    assert src.event_count() >= 8
+    src.seek(src.t_end)
+    assert set(states(src, src.t_end)) == set()  # leases only: no Node objects, so no node rows
+    assert set(src.state.leases) == {"node-000", "node-001"}
+    assert src.t_end >= START + 20
+    src.stop()
