@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from factories import make_cert_pem
 from nodewatch.core.certs import certificate_not_after
-from nodewatch.core.text import plain
+from nodewatch.core.text import safe
 from nodewatch.core.timeutil import format_time, parse_time, parse_when
 
 
@@ -59,13 +59,13 @@ def test_parse_time_never_raises(s):
     ("line\nbreak", "line break"),
     ("\x9b31m", "\\x9b31m"),
 ])
-def test_plain_makes_escapes_visible(raw, shown):
-    assert plain(raw) == shown
+def test_safe_makes_escapes_visible(raw, shown):
+    assert safe(raw) == shown
 
 
 @given(st.text())
-def test_plain_output_has_no_control_characters(s):
-    out = plain(s, 80)
+def test_safe_output_has_no_control_characters(s):
+    out = safe(s, 80)
     assert len(out) <= 80
     assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in out)
     assert "\u202e" not in out and "\u200b" not in out

@@ -11,7 +11,7 @@ from typing import Any
 
 from .fleet import FleetState, FleetView, NodeView
 from .rules import NodeState
-from .text import plain
+from .text import duration, safe
 from .timeutil import format_time
 
 
@@ -68,19 +68,7 @@ def fleet_json(state: FleetState, view: FleetView, node: str | None = None) -> d
 
 
 def _dur(x: float | None) -> str:
-    if x is None:
-        return "-"
-    neg = x < 0
-    s = int(abs(x))
-    if s < 120:
-        txt = f"{s}s"
-    elif s < 7200:
-        txt = f"{s // 60}m{s % 60:02d}s"
-    elif s < 172800:
-        txt = f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    else:
-        txt = f"{s // 86400}d"
-    return f"-{txt}" if neg else txt
+    return "-" if x is None else duration(x)
 
 
 def fleet_table(state: FleetState, view: FleetView, node: str | None = None) -> str:
@@ -94,7 +82,7 @@ def fleet_table(state: FleetState, view: FleetView, node: str | None = None) -> 
     if view.all_zones_full:
         lines.append("ALL ZONES IN FULL DISRUPTION: the node controller stops all evictions")
     for z in view.zones:
-        lines.append(f"zone {plain(z.name or '(no zone)', 60)}: {z.state.value} {z.ready}/{z.nodes} ready, "
+        lines.append(f"zone {safe(z.name or '(no zone)', 60)}: {z.state.value} {z.ready}/{z.nodes} ready, "
                      f"taint rate {z.taint_rate:g}/s")
     rows = [("NODE", "ZONE", "STATE", "LEASE AGE", "GRACE LEFT", "EVICTION IN", "TAINTS", "CERT", "CAUSE")]
     for v in view.nodes:
@@ -102,10 +90,10 @@ def fleet_table(state: FleetState, view: FleetView, node: str | None = None) -> 
             continue
         cert = "-" if v.cert_not_after is None else _dur(v.cert_not_after - now)
         rows.append((
-            plain(v.name, 63), plain(v.zone, 40) or "-", f"{v.state.symbol} {v.state.word}",
+            safe(v.name, 63), safe(v.zone, 40) or "-", f"{v.state.symbol} {v.state.word}",
             _dur(v.lease_age(now)), _dur(v.grace_remaining(now)), _dur(v.eviction_in(now)),
-            plain(",".join(f"{t.key.removeprefix('node.kubernetes.io/')}:{t.effect}" for t in v.taints), 60) or "-",
-            cert, plain(v.cause, 120) or "-",
+            safe(",".join(f"{t.key.removeprefix('node.kubernetes.io/')}:{t.effect}" for t in v.taints), 60) or "-",
+            cert, safe(v.cause, 120) or "-",
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for r in rows:
@@ -116,13 +104,13 @@ def fleet_table(state: FleetState, view: FleetView, node: str | None = None) -> 
         for p in state.pods_on(node, now):
             risk = "  AT RISK: do not force-delete without fencing" if p.statefulset_risk else ""
             ev = "-" if p.eviction_at is None else _dur(p.eviction_at - now)
-            lines.append(f"  {plain(p.namespace, 63)}/{plain(p.name, 120)}  {plain(p.owner_kind, 30)}/"
-                         f"{plain(p.owner_name, 63)}  {plain(p.phase, 20)}"
+            lines.append(f"  {safe(p.namespace, 63)}/{safe(p.name, 120)}  {safe(p.owner_kind, 30)}/"
+                         f"{safe(p.owner_name, 63)}  {safe(p.phase, 20)}"
                          f"{'  Terminating' if p.terminating else ''}  eviction {ev}{risk}")
         lines.append("EVENTS")
         for e in state.events_for(node)[:50]:
-            lines.append(f"  {format_time(e.time)}  {plain(e.reason, 60)}  {plain(e.message, 200)}"
-                         f"  ({plain(e.source, 80)})")
+            lines.append(f"  {format_time(e.time)}  {safe(e.reason, 60)}  {safe(e.message, 200)}"
+                         f"  ({safe(e.source, 80)})")
     for p in list(state.problems)[-10:]:
-        lines.append(f"problem: {plain(p.where, 80)}: {plain(p.message, 300)}")
+        lines.append(f"problem: {safe(p.where, 80)}: {safe(p.message, 300)}")
     return "\n".join(lines)
