@@ -3,12 +3,13 @@
 
     .venv/bin/python scripts/make_screenshots.py [--out screenshots] [--size 150x42]
 
-Four pictures of the simulated fleet's "incident" scenario (30 nodes, seed 1), 90 s in:
+Four pictures rendered from the committed recording ``tests/data/incident-30.jsonl.gz`` (the
+simulated fleet's "incident" scenario, 30 nodes, seed 1), 90 s in:
 
 - ``main.svg``: the main screen during the incident;
 - ``drilldown.svg``: the drill-down of an unreachable node with a StatefulSet pod at risk;
 - ``wall.svg``: wall mode;
-- ``replay.svg``: the same incident replayed from a recording, with the replay controls.
+- ``replay.svg``: the same moment with the replay controls, as ``nodewatch replay`` shows it.
 
 The clock is frozen for each capture, so the pictures are the same on every run.
 """
@@ -21,7 +22,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,40 +30,40 @@ sys.path.insert(0, str(ROOT))
 from nodewatch.core.fleet import AT_RISK_STATES  # noqa: E402
 from nodewatch.ui.app import NodewatchApp  # noqa: E402
 
-SCENARIO = dict(nodes=30, scenario="incident", seed=1)
+RECORDING = ROOT / "tests" / "data" / "incident-30.jsonl.gz"
+"""The committed recording of the demo incident (scripts/make_recording.py makes it)."""
 AT = 90.0
-"""Seconds into the scenario."""
+"""Seconds into the recording."""
+
+
+def replay_source():
+    """The committed recording, replayed and paused ``AT`` seconds in (speed x4 shown)."""
+    from nodewatch.sources.replay import ReplaySource
+
+    replay = ReplaySource(str(RECORDING))
+    replay.replay.pause()
+    replay.replay.seek(replay.replay.start + AT)
+    replay.replay.set_speed(4.0)
+    return replay
+
+
+class Still:
+    """The recording's state at one instant, as the live dashboard showed it then (no replay bar)."""
+
+    replay = None
+
+    def __init__(self, replay) -> None:
+        self.state = replay.state
+        self.clock = replay.clock
+        self.name = "demo: incident, 30 nodes (recorded)"
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def focus_node(self, node) -> None: ...
 
 
 def demo_source():
-    """The demo fleet stepped to ``AT`` seconds, its clock paused (a still picture)."""
-    from nodewatch.sources.demo import DemoSource
-
-    src = DemoSource(**SCENARIO)
-    start = src.clock.now()
-    src.advance_to(start + AT)
-    src.clock.pause()
-    src.clock.seek(start + AT)
-    return src
-
-
-def replay_source(workdir: str):
-    """The same scenario recorded for 5 minutes, then replayed and paused at ``AT``."""
-    from nodewatch.sources.demo import DemoSource
-    from nodewatch.sources.recording import Recorder
-    from nodewatch.sources.replay import ReplaySource
-
-    path = os.path.join(workdir, "incident.nwrec")
-    probe = DemoSource(**SCENARIO)
-    with Recorder(path, {"name": "demo incident"}, probe.state.settings) as rec:
-        src = DemoSource(**SCENARIO, recorder=rec)
-        start = src.clock.now()
-        src.advance_to(start + 300)
-    replay = ReplaySource(path)
-    replay.replay.pause()
-    replay.replay.seek(start + AT)
-    replay.replay.set_speed(4.0)
-    return replay
+    return Still(replay_source())
 
 
 def unreachable_with_statefulset(src) -> str | None:
@@ -128,17 +128,12 @@ def main() -> int:
     asyncio.run(capture(NodewatchApp(src, wall=True, refresh_seconds=3600), (100, 30), out / "wall.svg"))
     shots.append(out / "wall.svg")
 
-    with tempfile.TemporaryDirectory(prefix="nodewatch-shots-") as tmp:
-        try:
-            rsrc = replay_source(tmp)
-        except Exception as exc:  # noqa: BLE001 - the other pictures are still worth having
-            print(f"replay screenshot skipped: {type(exc).__name__}: {exc}", file=sys.stderr)
-        else:
-            try:
-                asyncio.run(capture(NodewatchApp(rsrc, refresh_seconds=3600), size, out / "replay.svg"))
-                shots.append(out / "replay.svg")
-            finally:
-                rsrc.stop()
+    rsrc = replay_source()
+    try:
+        asyncio.run(capture(NodewatchApp(rsrc, refresh_seconds=3600), size, out / "replay.svg"))
+        shots.append(out / "replay.svg")
+    finally:
+        rsrc.stop()
     for svg in shots:
         to_png(svg)
     return 0

@@ -370,7 +370,7 @@ class FleetState:
                 track.observed_at = min(rec.renew_time, received_at)
             else:
                 track.observed_at = rec.renew_time
-            if received_at is not None:
+            if known:  # a listed lease was renewed at some unknown earlier time: no skew to learn
                 track.skew = received_at - rec.renew_time
             track.renewals += 1
             if self._renewed_on_time(name, track):

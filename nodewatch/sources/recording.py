@@ -97,7 +97,9 @@ def _sanitize_container(c: Any) -> Any:
 class Recorder:
     """Appends received events to a v1 recording; thread-safe; flushed at least once a second."""
 
-    def __init__(self, path: str, source: dict, settings: Settings) -> None:
+    def __init__(self, path: str, source: dict, settings: Settings, started_at: float | None = None) -> None:
+        """``started_at``: when the recorded time begins (virtual time for the demo); None: the time
+        of the first line written, so a recording in virtual time gets a virtual header."""
         self.path = path
         self._lock = threading.Lock()
         self._closed = False
@@ -107,42 +109,52 @@ class Recorder:
         self._gz: gzip.GzipFile | None = None
         self._out: IO[bytes] = raw
         if path.endswith(".gz"):
-            self._gz = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6)
+            self._gz = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0)
             self._out = self._gz
-        header = {
+        self._header = {
             HEADER_KEY: FORMAT_VERSION,
-            "started_at": format_time(time.time(), micro=True),
+            "started_at": None,
             "source": source,
             "settings": {**settings.as_dict(), "overridden": sorted(settings.overridden)},
         }
-        self._out.write(orjson.dumps(header, default=str) + b"\n")
-        self._flush_locked()
         self._last_flush = time.monotonic()
+        if started_at is not None:
+            self._write_header(started_at)
         self._stop = threading.Event()
         self._flusher = threading.Thread(target=self._flush_loop, name="recorder-flush", daemon=True)
         self._flusher.start()
+
+    def _write_header(self, t: float) -> None:
+        if self._header is None:
+            return
+        self._header["started_at"] = format_time(t, micro=True)
+        self._out.write(orjson.dumps(self._header, default=str) + b"\n")
+        self._header = None
+        self._flush_locked()
 
     def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False) -> None:
         entry: dict[str, Any] = {"t": t, "resource": resource, "type": etype, "object": sanitize(obj)}
         if listing:
             entry["list"] = True
-        self._write_line(orjson.dumps(entry, default=str))
+        self._write_line(orjson.dumps(entry, default=str), t)
 
     def write_health(self, resource: str, t: float, **health: Any) -> None:
         """A watch-health change (stream down/up, relist, forbidden) so a replay can show blindness."""
         h = {"resource": resource}
         h.update({k: v for k, v in health.items() if k in HEALTH_FIELDS})
-        self._write_line(orjson.dumps({"t": t, "health": h}, default=str))
+        self._write_line(orjson.dumps({"t": t, "health": h}, default=str), t)
 
     def write_settings(self, t: float, settings: Settings) -> None:
         """Settings learned after the header was written (the API server version arrives later)."""
         payload = {**settings.as_dict(), "overridden": sorted(settings.overridden)}
-        self._write_line(orjson.dumps({"t": t, "settings": payload}, default=str))
+        self._write_line(orjson.dumps({"t": t, "settings": payload}, default=str), t)
 
-    def _write_line(self, data: bytes) -> None:
+    def _write_line(self, data: bytes, t: float) -> None:
         with self._lock:
             if self._closed:
                 return
+            if self._header is not None:
+                self._write_header(t)
             self._out.write(data + b"\n")
             self.lines += 1
             if time.monotonic() - self._last_flush >= FLUSH_INTERVAL:
@@ -167,6 +179,8 @@ class Recorder:
         with self._lock:
             if self._closed:
                 return
+            if self._header is not None:
+                self._write_header(time.time())
             self._closed = True
             self._stop.set()
             try:
