@@ -280,3 +280,20 @@ def test_fuzz_the_v1_reader(tmp_path_factory, data):
     src.state.evaluate(src.t_end)
     src.next_change()
     src.stop()
+
+
+def test_certificates_learned_outside_the_streams_are_recorded_and_replayed(tmp_path):
+    from nodewatch.core.settings import Settings
+    from nodewatch.sources.recording import Recorder
+    from nodewatch.sources.replay import ReplaySource
+
+    path = str(tmp_path / "certs.jsonl")
+    with Recorder(path, {"kind": "test"}, Settings(), started_at=1000.0) as rec:
+        rec.write("nodes", "ADDED", {"metadata": {"name": "a"}}, 1000.0, listing=True)
+        rec.write("nodes", "SYNCED", None, 1000.0, listing=True)
+        rec.write_cert("a", 5000.0, "local cache", 1000.5)
+        rec.write("nodes", "MODIFIED", {"metadata": {"name": "a"}}, 1010.0)
+    src = ReplaySource(path)
+    src.seek(1010.0)
+    assert src.state.certs["a"].not_after == 5000.0
+    assert "recorded" in src.state.certs["a"].source

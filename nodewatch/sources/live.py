@@ -66,6 +66,12 @@ class LiveSource:
         self._probed: dict[str, float] = {}
         self._started = False
 
+    def _remember_cert(self, node: str, not_after: float, source: str) -> None:
+        """A NotAfter learned outside the watch streams: into the state, and into the recording."""
+        self.state.remember_cert(node, not_after, source)
+        if self.recorder is not None:
+            self.recorder.write_cert(node, not_after, source, time.time())
+
     # --- Source -----------------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -73,7 +79,7 @@ class LiveSource:
             return
         self._started = True
         for node, (not_after, source) in self.cert_cache.load().items():
-            self.state.remember_cert(node, not_after, f"{source} (cached)" if "cached" not in source else source)
+            self._remember_cert(node, not_after, f"{source} (cached)" if "cached" not in source else source)
         if not self.conn.verify_tls:
             self.state.problem(time.time(), "kubeconfig", "TLS verification is off (insecure-skip-tls-verify "
                                                           "in the kubeconfig)")
@@ -282,11 +288,11 @@ class LiveSource:
                 if host:
                     t = kubelet_serving_not_after(host, rec.kubelet_port or 10250)
                     if t is not None:
-                        self.state.remember_cert(name, t, "kubelet serving cert (TLS probe)")
+                        self._remember_cert(name, t, "kubelet serving cert (TLS probe)")
             if self.kubelet_metrics:
                 t = kubelet_client_not_after(self.conn, name, now)
                 if t is not None:
-                    self.state.remember_cert(name, t, "kubelet /metrics (client cert TTL)")
+                    self._remember_cert(name, t, "kubelet /metrics (client cert TTL)")
 
 
 def _meta(key: tuple[str, str]) -> dict:

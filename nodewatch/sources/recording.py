@@ -144,6 +144,12 @@ class Recorder:
         h.update({k: v for k, v in health.items() if k in HEALTH_FIELDS})
         self._write_line(orjson.dumps({"t": t, "health": h}, default=str), t)
 
+    def write_cert(self, node: str, not_after: float, source: str, t: float) -> None:
+        """A kubelet certificate NotAfter learned outside the watch streams (the local cache, a TLS
+        probe, kubelet metrics), so a replay knows it too."""
+        self._write_line(orjson.dumps({"t": t, "cert": {"node": node, "not_after": not_after,
+                                                          "source": source}}, default=str), t)
+
     def write_settings(self, t: float, settings: Settings) -> None:
         """Settings learned after the header was written (the API server version arrives later)."""
         payload = {**settings.as_dict(), "overridden": sorted(settings.overridden)}
@@ -297,6 +303,14 @@ def parse_line(n: int, line: bytes, problems: list[str]) -> Entry | None:
     late_settings = d.get("settings")
     if isinstance(late_settings, dict):
         return Entry(n, float(t), "", "SETTINGS", None, False, late_settings)
+    cert = d.get("cert")
+    if isinstance(cert, dict):
+        node, not_after = cert.get("node"), cert.get("not_after")
+        if not isinstance(node, str) or isinstance(not_after, bool) or not isinstance(not_after, (int, float)):
+            problems.append(f"line {n}: certificate line without node and not_after, skipped")
+            return None
+        return Entry(n, float(t), "", "CERT", None, False,
+                     {"node": node, "not_after": float(not_after), "source": str(cert.get("source") or "recorded")})
     health = d.get("health")
     if isinstance(health, dict):
         resource = health.get("resource")

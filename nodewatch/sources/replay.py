@@ -506,6 +506,10 @@ class ReplayControlsImpl:
 def _apply_entry(state: FleetState, e: Entry, received_known: bool) -> None:
     if e.etype == "SETTINGS":
         return
+    if e.etype == "CERT":
+        c = e.health or {}
+        state.remember_cert(c["node"], c["not_after"], f"{c['source']} (recorded)")
+        return
     if e.etype == "HEALTH":
         fields = {k: v for k, v in (e.health or {}).items() if k in WatchHealth.__slots__ and k != "resource"}
         try:
