@@ -29,3 +29,21 @@ def test_snapshot_drilldown_statefulset_at_risk(snap_compare):
 
 def test_snapshot_wall_mode_small_terminal(snap_compare):
     assert snap_compare(_app(wall=True), terminal_size=(80, 24))
+
+
+def _recorded_incident():
+    """The committed recording of the demo incident, replayed and paused 90 s in (a frozen clock)."""
+    from pathlib import Path
+
+    from nodewatch.sources.replay import ReplaySource
+
+    src = ReplaySource(str(Path(__file__).parent / "data" / "incident-30.jsonl.gz"))
+    src.replay.pause()
+    src.replay.seek(src.replay.start + 90)
+    return src
+
+
+def test_snapshot_replay_of_the_committed_recording(snap_compare):
+    app = NodewatchApp(_recorded_incident(), refresh_seconds=3600)
+    app.animation_level = "none"
+    assert snap_compare(app, terminal_size=SIZE)
