@@ -1,0 +1,601 @@
+"""The simulated fleet's shape: nodes, workloads and pods, and how each renders as Kubernetes JSON.
+
+The simulation keeps compact records (``SimNode``, ``SimPod``, ``Workload``) and renders a full,
+realistic API object only when someone needs it (a sink, or ``SimFleet.objects``). Rendering is
+deterministic, and every call returns a fresh dict, so consumers may keep what they get.
+
+Pods per node: about 8 by default (three DaemonSets plus workload pods). Above
+``LARGE_FLEET_NODES`` nodes the default drops to 2 (one DaemonSet pod and one workload pod), so a
+65,000-node fleet stays at ~130,000 pods in memory; ``pods_per_node`` overrides it.
+"""
+
+from __future__ import annotations
+
+import calendar
+import hashlib
+import math
+import random
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from ..core import rules
+
+LARGE_FLEET_NODES = 5000
+DEFAULT_START = float(calendar.timegm((2026, 11, 29, 10, 0, 0, 0, 0, 0)))
+DAY = 86400.0
+
+# --- time formatting (hot path: every lease renewal) ----------------------------------------------
+
+_day_cache: dict[int, str] = {}
+
+
+def fmt_time(t: float) -> str:
+    """metav1.Time: RFC 3339 UTC, whole seconds (truncated, as Go does)."""
+    sec = math.floor(t)
+    day, rem = divmod(sec, 86400)
+    date = _day_cache.get(day)
+    if date is None:
+        g = time.gmtime(day * 86400)
+        date = _day_cache[day] = f"{g.tm_year:04d}-{g.tm_mon:02d}-{g.tm_mday:02d}T"
+    h, rem = divmod(rem, 3600)
+    m, se = divmod(rem, 60)
+    return f"{date}{h:02d}:{m:02d}:{se:02d}Z"
+
+
+def fmt_micro(t: float) -> str:
+    """metav1.MicroTime (Lease renewTime): microseconds."""
+    sec = math.floor(t)
+    us = int((t - sec) * 1e6)
+    return f"{fmt_time(sec)[:-1]}.{us:06d}Z"
+
+
+# --- identity -------------------------------------------------------------------------------------
+
+
+def make_uid(rng: random.Random) -> str:
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+_ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # the alphabet of k8s.io/apimachinery/pkg/util/rand
+
+
+def rand_suffix(rng: random.Random, n: int = 5) -> str:
+    return "".join(rng.choice(_ALNUM) for _ in range(n))
+
+
+def stable_hash(*parts: object, n: int = 10) -> str:
+    h = hashlib.sha1("/".join(str(p) for p in parts).encode()).digest()
+    out = []
+    for b in h:
+        out.append(_ALNUM[b % len(_ALNUM)])
+        if len(out) == n:
+            break
+    return "".join(out)
+
+
+# --- the catalogue the fleet is built from --------------------------------------------------------
+
+REGIONS = (
+    ("eu-west-1", ("eu-west-1a", "eu-west-1b", "eu-west-1c")),
+    ("us-east-1", ("us-east-1a", "us-east-1b", "us-east-1c")),
+    ("ap-southeast-1", ("ap-southeast-1a", "ap-southeast-1b", "ap-southeast-1c")),
+)
+
+
+@dataclass(frozen=True)
+class Pool:
+    name: str
+    instance_type: str
+    cpu: int
+    memory_gi: int
+    kernel: str
+    os_image: str
+    runtime: str
+
+
+POOLS = (
+    Pool("general", "m6i.2xlarge", 8, 32, "6.1.112-124.190.amzn2023.x86_64", "Amazon Linux 2023.6.20241010",
+         "containerd://1.7.22"),
+    Pool("compute", "c6i.4xlarge", 16, 32, "6.1.112-124.190.amzn2023.x86_64", "Amazon Linux 2023.6.20241010",
+         "containerd://1.7.22"),
+    Pool("memory", "r6i.2xlarge", 8, 64, "6.8.0-1017-aws", "Ubuntu 24.04.1 LTS", "containerd://1.7.24"),
+)
+
+DEPLOYMENTS = (
+    ("shop", "frontend", "ghcr.io/acme/shop-frontend:4.12.1"),
+    ("shop", "cart", "ghcr.io/acme/cart:2.3.0"),
+    ("shop", "checkout", "ghcr.io/acme/checkout:2.8.4"),
+    ("payments", "payments-api", "ghcr.io/acme/payments-api:7.1.0"),
+    ("payments", "ledger-worker", "ghcr.io/acme/ledger-worker:7.1.0"),
+    ("search", "query", "ghcr.io/acme/search-query:1.19.2"),
+    ("monitoring", "grafana", "docker.io/grafana/grafana:11.3.0"),
+    ("kube-system", "coredns", "registry.k8s.io/coredns/coredns:v1.11.3"),
+    ("ingress-nginx", "ingress-nginx-controller", "registry.k8s.io/ingress-nginx/controller:v1.11.3"),
+    ("shop", "recommendations", "ghcr.io/acme/recommendations:0.9.7"),
+)
+STATEFULSETS = (
+    ("data", "postgres", "docker.io/library/postgres:16.4"),
+    ("data", "kafka", "docker.io/bitnami/kafka:3.8.0"),
+    ("data", "redis", "docker.io/library/redis:7.4.1"),
+    ("monitoring", "prometheus", "quay.io/prometheus/prometheus:v2.55.0"),
+    ("search", "elasticsearch", "docker.elastic.co/elasticsearch/elasticsearch:8.15.3"),
+)
+DAEMONSETS = (
+    ("kube-system", "kube-proxy", "registry.k8s.io/kube-proxy:{version}"),
+    ("kube-system", "cilium", "quay.io/cilium/cilium:v1.16.3"),
+    ("monitoring", "node-exporter", "quay.io/prometheus/node-exporter:v1.8.2"),
+)
+
+# Custom tolerations some teams set (the rest get the admission plugin's 300s defaults).
+CUSTOM_TOLERATION_SECONDS = {"checkout": 30, "kafka": 600}
+
+
+def default_tolerations(seconds: float) -> list[dict]:
+    """What the DefaultTolerationSeconds admission plugin adds to a pod without its own."""
+    return [
+        {"key": rules.TAINT_NOT_READY, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": int(seconds)},
+        {"key": rules.TAINT_UNREACHABLE, "operator": "Exists", "effect": "NoExecute",
+         "tolerationSeconds": int(seconds)},
+    ]
+
+
+def daemonset_tolerations() -> list[dict]:
+    """The tolerations the DaemonSet controller adds to every daemon pod (no tolerationSeconds)."""
+    out = [
+        {"key": rules.TAINT_NOT_READY, "operator": "Exists", "effect": "NoExecute"},
+        {"key": rules.TAINT_UNREACHABLE, "operator": "Exists", "effect": "NoExecute"},
+    ]
+    for key in (rules.TAINT_DISK_PRESSURE, rules.TAINT_MEMORY_PRESSURE, rules.TAINT_PID_PRESSURE,
+                rules.TAINT_UNSCHEDULABLE, rules.TAINT_NETWORK_UNAVAILABLE):
+        out.append({"key": key, "operator": "Exists", "effect": "NoSchedule"})
+    return out
+
+
+# --- records ----------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Workload:
+    kind: str  # Deployment | StatefulSet | DaemonSet
+    namespace: str
+    name: str
+    uid: str
+    image: str
+    replicas: int
+    tolerations: list[dict]
+    created: float
+    rs_name: str = ""
+    rs_uid: str = ""
+    revision: str = ""
+    grace_seconds: int = 30
+    cpu: str = "250m"
+    memory: str = "256Mi"
+    pods: set = field(default_factory=set)
+    """Names of its current pods."""
+
+    @property
+    def owner_kind(self) -> str:
+        return "ReplicaSet" if self.kind == "Deployment" else self.kind
+
+    @property
+    def owner_name(self) -> str:
+        return self.rs_name if self.kind == "Deployment" else self.name
+
+    @property
+    def owner_uid(self) -> str:
+        return self.rs_uid if self.kind == "Deployment" else self.uid
+
+    def tolerates_noschedule(self, key: str) -> bool:
+        return any(t.get("operator") == "Exists" and t.get("key") == key and t.get("effect") == "NoSchedule"
+                   for t in self.tolerations)
+
+
+@dataclass(slots=True)
+class Cond:
+    type: str
+    status: str
+    reason: str
+    message: str
+    heartbeat: float
+    transition: float
+
+
+@dataclass(slots=True)
+class SimTaint:
+    key: str
+    effect: str
+    time_added: float | None = None
+    value: str = ""
+
+
+@dataclass(slots=True)
+class SimNode:
+    index: int
+    name: str
+    uid: str
+    region: str
+    zone: str
+    pool: Pool
+    kubelet_version: str
+    created: float
+    labels: dict[str, str]
+    ip: str
+    provider_id: str
+    machine_id: str
+    system_uuid: str
+    boot_id: str
+    pod_cidr: str
+    conditions: dict[str, Cond] = field(default_factory=dict)
+    taints: list[SimTaint] = field(default_factory=list)
+    unschedulable: bool = False
+    pods: set = field(default_factory=set)
+    """(namespace, name) of the pods bound to it."""
+    deleted: bool = False
+    # kubelet ---------------------------------------------------------------------------------
+    kubelet_up: bool = True
+    connected: bool = True
+    clock_offset: float = 0.0
+    runtime_down: bool = False
+    cni_down: bool = False
+    pressure: set = field(default_factory=set)
+    cert_not_before: float = 0.0
+    cert_not_after: float = math.inf
+    rotation_at: float = math.inf
+    slow_lease: bool = False
+    lease_uid: str = ""
+    lease_created: float = 0.0
+    renew_time: float | None = None
+    """Last renewTime written, on the node's clock."""
+    lease_token: int = 0
+    """Bumped to cancel a scheduled renewal."""
+    status_token: int = 0
+    last_report: float = 0.0
+    sync_pending: bool = False
+    ever_ready: bool = True
+    # node lifecycle controller --------------------------------------------------------------------
+    last_change: float = 0.0
+    """Time the API server got the last lease renewal or Ready heartbeat change."""
+    armed: bool = False
+    pod_seq: int = 0
+
+    @property
+    def zone_key(self) -> str:
+        return rules.zone_key(self.labels)
+
+    def ready(self) -> str | None:
+        c = self.conditions.get("Ready")
+        return c.status if c else None
+
+    def node_clock(self, t: float) -> float:
+        return t + self.clock_offset
+
+    def can_talk(self, t: float) -> bool:
+        """Can the kubelet reach and authenticate to the API server at ``t``?"""
+        return self.kubelet_up and self.connected and t < self.cert_not_after and not self.deleted
+
+    def has_taint(self, key: str, effect: str) -> bool:
+        return any(x.key == key and x.effect == effect for x in self.taints)
+
+
+@dataclass(slots=True)
+class SimPod:
+    wl: Workload
+    name: str
+    uid: str
+    node: str
+    created: float
+    ip: str
+    phase: str = "Running"
+    ready: bool = True
+    start_time: float = 0.0
+    ready_since: float = 0.0
+    deletion_at: float | None = None
+    """When the delete request came (deletionTimestamp is this plus the grace)."""
+    disruption_at: float | None = None
+    evict_created: float | None = None
+    evict_due: float | None = None
+    evict_token: int = 0
+    not_ready_since: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.wl.namespace, self.name)
+
+
+# --- building the fleet ------------------------------------------------------------------------------
+
+
+def zones_for(n_nodes: int) -> list[tuple[str, str]]:
+    """(region, zone) pairs: six zones in two regions, nine zones in three above 1,000 nodes."""
+    regions = REGIONS if n_nodes > 1000 else REGIONS[:2]
+    return [(r, z) for r, zs in regions for z in zs]
+
+
+def default_pods_per_node(n_nodes: int) -> int:
+    return 8 if n_nodes <= LARGE_FLEET_NODES else 2
+
+
+def node_name(pool: Pool, zone: str, index: int, width: int) -> str:
+    code = zone.replace("-west-", "w").replace("-east-", "e").replace("-southeast-", "se")
+    return f"{pool.name}-{code}-{index:0{width}d}"
+
+
+def make_node(rng: random.Random, index: int, width: int, region: str, zone: str, pool: Pool,
+              kubelet_version: str, created: float) -> SimNode:
+    name = node_name(pool, zone, index, width)
+    labels = {
+        "beta.kubernetes.io/arch": "amd64",
+        "beta.kubernetes.io/instance-type": pool.instance_type,
+        "beta.kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "node.kubernetes.io/instance-type": pool.instance_type,
+        "node-role.kubernetes.io/worker": "",
+        "nodewatch.dev/pool": pool.name,
+        rules.LABEL_REGION: region,
+        rules.LABEL_ZONE: zone,
+    }
+    ip = f"172.{16 + (index >> 16)}.{(index >> 8) & 255}.{index & 255}"
+    instance = f"i-0{rng.getrandbits(64):016x}"
+    return SimNode(
+        index=index, name=name, uid=make_uid(rng), region=region, zone=zone, pool=pool,
+        kubelet_version=kubelet_version, created=created, labels=labels, ip=ip,
+        provider_id=f"aws:///{zone}/{instance}", machine_id=f"{rng.getrandbits(128):032x}",
+        system_uuid=str(uuid.UUID(int=rng.getrandbits(128))), boot_id=make_uid(rng),
+        pod_cidr=f"10.{(index >> 8) & 255}.{index & 255}.0/24", lease_uid=make_uid(rng),
+        lease_created=created,
+    )
+
+
+def healthy_conditions(t_node: float, since: float) -> dict[str, Cond]:
+    """The conditions of a healthy node (heartbeat ``t_node`` on its clock)."""
+    return {
+        "NetworkUnavailable": Cond("NetworkUnavailable", "False", "CiliumIsUp", "Cilium is running on this node",
+                                   since, since),
+        "MemoryPressure": Cond("MemoryPressure", "False", "KubeletHasSufficientMemory",
+                               "kubelet has sufficient memory available", t_node, since),
+        "DiskPressure": Cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure",
+                             t_node, since),
+        "PIDPressure": Cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available",
+                            t_node, since),
+        "Ready": Cond("Ready", "True", "KubeletReady", "kubelet is posting ready status", t_node, since),
+    }
+
+
+def build_workloads(rng: random.Random, n_nodes: int, pods_per_node: int, start: float, version: str,
+                    toleration_seconds: float) -> list[Workload]:
+    """DaemonSets, Deployments and StatefulSets sized so the fleet has about ``pods_per_node`` pods a node."""
+    n_ds = 3 if pods_per_node >= 6 else (1 if pods_per_node >= 2 else 0)
+    per_node = max(0, pods_per_node - n_ds)
+    total = n_nodes * per_node
+    sts_total = total // 5
+    dep_total = total - sts_total
+    out: list[Workload] = []
+    for ns, name, image in DAEMONSETS[:n_ds]:
+        out.append(Workload("DaemonSet", ns, name, make_uid(rng), image.format(version=version), n_nodes,
+                            daemonset_tolerations(), start - 200 * DAY, revision=stable_hash(name, n=10),
+                            cpu="100m", memory="128Mi"))
+
+    def spread(kind: str, catalogue: tuple, count: int) -> None:
+        if count <= 0:
+            return
+        n_wl = max(1, min(count // 3, len(catalogue) * max(1, count // (len(catalogue) * 60))))
+        base, extra = divmod(count, n_wl)
+        for i in range(n_wl):
+            ns, name, image = catalogue[i % len(catalogue)]
+            if i >= len(catalogue):
+                name = f"{name}-{i // len(catalogue)}"
+            custom = CUSTOM_TOLERATION_SECONDS.get(name)
+            tol = default_tolerations(custom if custom is not None else toleration_seconds)
+            wl = Workload(kind, ns, name, make_uid(rng), image, base + (1 if i < extra else 0), tol,
+                          start - rng.uniform(30, 300) * DAY, grace_seconds=60 if kind == "StatefulSet" else 30)
+            if kind == "Deployment":
+                wl.revision = stable_hash(ns, name, image, n=10)
+                wl.rs_name = f"{name}-{wl.revision}"
+                wl.rs_uid = make_uid(rng)
+            else:
+                wl.revision = f"{name}-{stable_hash(ns, name, image, n=10)}"
+            out.append(wl)
+
+    spread("Deployment", DEPLOYMENTS, dep_total)
+    spread("StatefulSet", STATEFULSETS, sts_total)
+    return out
+
+
+def container_name(wl: Workload) -> str:
+    return wl.name
+
+
+def pod_ip(node: SimNode, seq: int) -> str:
+    return f"10.{(node.index >> 8) & 255}.{node.index & 255}.{2 + seq % 250}"
+
+
+def new_pod_name(rng: random.Random, wl: Workload, ordinal: int | None = None) -> str:
+    if wl.kind == "StatefulSet":
+        return f"{wl.name}-{ordinal}"
+    if wl.kind == "DaemonSet":
+        return f"{wl.name}-{rand_suffix(rng)}"
+    return f"{wl.rs_name}-{rand_suffix(rng)}"
+
+
+# --- rendering -----------------------------------------------------------------------------------------
+
+
+def _cond_dict(c: Cond) -> dict:
+    return {"type": c.type, "status": c.status, "lastHeartbeatTime": fmt_time(c.heartbeat),
+            "lastTransitionTime": fmt_time(c.transition), "reason": c.reason, "message": c.message}
+
+
+def _quantity_ki(gi: float) -> str:
+    return f"{int(gi * 1024 * 1024)}Ki"
+
+
+def node_object(n: SimNode) -> dict:
+    p = n.pool
+    spec: dict = {"podCIDR": n.pod_cidr, "podCIDRs": [n.pod_cidr], "providerID": n.provider_id}
+    if n.unschedulable:
+        spec["unschedulable"] = True
+    if n.taints:
+        taints = []
+        for t in n.taints:
+            d = {"key": t.key, "effect": t.effect}
+            if t.value:
+                d["value"] = t.value
+            if t.time_added is not None:
+                d["timeAdded"] = fmt_time(t.time_added)
+            taints.append(d)
+        spec["taints"] = taints
+    mem_ki = p.memory_gi * 1024 * 1024 - 380_000
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": n.name,
+            "uid": n.uid,
+            "creationTimestamp": fmt_time(n.created),
+            "labels": dict(n.labels),
+            "annotations": {
+                "node.alpha.kubernetes.io/ttl": "0",
+                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+            },
+        },
+        "spec": spec,
+        "status": {
+            "capacity": {"cpu": str(p.cpu), "ephemeral-storage": "104845292Ki", "hugepages-1Gi": "0",
+                         "hugepages-2Mi": "0", "memory": f"{mem_ki}Ki", "pods": "110"},
+            "allocatable": {"cpu": f"{p.cpu * 1000 - 90}m", "ephemeral-storage": "95551679740",
+                            "hugepages-1Gi": "0", "hugepages-2Mi": "0", "memory": f"{mem_ki - 1_000_000}Ki",
+                            "pods": "110"},
+            "conditions": [_cond_dict(c) for c in n.conditions.values()],
+            "addresses": [
+                {"type": "InternalIP", "address": n.ip},
+                {"type": "InternalDNS", "address": f"ip-{n.ip.replace('.', '-')}.{n.region}.compute.internal"},
+                {"type": "Hostname", "address": n.name},
+            ],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {
+                "machineID": n.machine_id,
+                "systemUUID": n.system_uuid,
+                "bootID": n.boot_id,
+                "kernelVersion": p.kernel,
+                "osImage": p.os_image,
+                "containerRuntimeVersion": p.runtime,
+                "kubeletVersion": n.kubelet_version,
+                "kubeProxyVersion": "",
+                "operatingSystem": "linux",
+                "architecture": "amd64",
+            },
+            "images": [
+                {"names": [f"registry.k8s.io/kube-proxy:{n.kubelet_version}"], "sizeBytes": 30_461_329},
+                {"names": ["quay.io/cilium/cilium:v1.16.3"], "sizeBytes": 196_502_114},
+                {"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 320_368},
+            ],
+        },
+    }
+
+
+def lease_object(n: SimNode) -> dict:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": n.name,
+            "namespace": "kube-node-lease",
+            "uid": n.lease_uid,
+            "creationTimestamp": fmt_time(n.lease_created),
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": n.name, "uid": n.uid}],
+        },
+        "spec": {
+            "holderIdentity": n.name,
+            "leaseDurationSeconds": 40,
+            "renewTime": fmt_micro(n.renew_time) if n.renew_time is not None else None,
+        },
+    }
+
+
+def pod_object(p: SimPod, node: SimNode | None) -> dict:
+    wl = p.wl
+    labels = {"app.kubernetes.io/name": wl.name}
+    meta: dict = {"name": p.name, "namespace": wl.namespace, "uid": p.uid, "creationTimestamp": fmt_time(p.created)}
+    if wl.kind == "Deployment":
+        labels["pod-template-hash"] = wl.revision
+        meta["generateName"] = f"{wl.rs_name}-"
+    elif wl.kind == "StatefulSet":
+        labels["controller-revision-hash"] = wl.revision
+        labels["statefulset.kubernetes.io/pod-name"] = p.name
+        labels["apps.kubernetes.io/pod-index"] = p.name.rsplit("-", 1)[-1]
+        meta["generateName"] = f"{wl.name}-"
+    else:
+        labels["controller-revision-hash"] = wl.revision
+        labels["pod-template-generation"] = "1"
+        meta["generateName"] = f"{wl.name}-"
+    meta["labels"] = labels
+    meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": wl.owner_kind, "name": wl.owner_name,
+                                "uid": wl.owner_uid, "controller": True, "blockOwnerDeletion": True}]
+    if p.deletion_at is not None:
+        meta["deletionTimestamp"] = fmt_time(p.deletion_at + wl.grace_seconds)
+        meta["deletionGracePeriodSeconds"] = wl.grace_seconds
+    container = container_name(wl)
+    spec: dict = {
+        "containers": [{
+            "name": container,
+            "image": wl.image,
+            "imagePullPolicy": "IfNotPresent",
+            "resources": {"requests": {"cpu": wl.cpu, "memory": wl.memory}, "limits": {"memory": wl.memory}},
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File",
+        }],
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": wl.grace_seconds,
+        "dnsPolicy": "ClusterFirst",
+        "serviceAccountName": "default",
+        "schedulerName": "default-scheduler",
+        "enableServiceLinks": True,
+        "priority": 2000001000 if wl.kind == "DaemonSet" and wl.namespace == "kube-system" else 0,
+        "preemptionPolicy": "PreemptLowerPriority",
+        "tolerations": [dict(t) for t in wl.tolerations],
+    }
+    if p.node:
+        spec["nodeName"] = p.node
+    if wl.kind == "StatefulSet":
+        spec["hostname"] = p.name
+        spec["subdomain"] = wl.name
+    if wl.kind == "DaemonSet":
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": [p.node]}]}]}}}
+    running = p.phase == "Running"
+    ready_s = "True" if (p.ready and running) else "False"
+    t_ready = p.ready_since if p.ready else (p.not_ready_since or p.start_time)
+    conds = [
+        {"type": "PodReadyToStartContainers", "status": "True" if running else "False",
+         "lastTransitionTime": fmt_time(p.start_time)},
+        {"type": "Initialized", "status": "True", "lastTransitionTime": fmt_time(p.start_time)},
+        {"type": "Ready", "status": ready_s, "lastTransitionTime": fmt_time(t_ready)},
+        {"type": "ContainersReady", "status": ready_s, "lastTransitionTime": fmt_time(t_ready)},
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": fmt_time(p.created)},
+    ]
+    if p.disruption_at is not None:
+        conds.insert(0, {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager",
+                         "message": "Taint manager: deleting due to NoExecute taint",
+                         "lastTransitionTime": fmt_time(p.disruption_at)})
+    status: dict = {"phase": p.phase, "conditions": conds, "qosClass": "Burstable"}
+    if node is not None and p.node:
+        status["hostIP"] = node.ip
+        status["hostIPs"] = [{"ip": node.ip}]
+    if running or p.phase in ("Succeeded", "Failed"):
+        status["podIP"] = p.ip
+        status["podIPs"] = [{"ip": p.ip}]
+        status["startTime"] = fmt_time(p.start_time)
+        state = ({"running": {"startedAt": fmt_time(p.start_time)}} if running else
+                 {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": fmt_time(p.start_time),
+                                 "finishedAt": fmt_time(p.deletion_at or p.start_time)}})
+        status["containerStatuses"] = [{
+            "name": container, "image": wl.image, "imageID": f"{wl.image.split(':')[0]}@sha256:"
+            + hashlib.sha256(wl.image.encode()).hexdigest(),
+            "containerID": "containerd://" + hashlib.sha256(p.uid.encode()).hexdigest(),
+            "ready": ready_s == "True", "started": running, "restartCount": 0, "state": state,
+        }]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}

@@ -1,0 +1,99 @@
+"""``nodewatch status``: the JSON contract, exit codes, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from nodewatch.cli import main
+
+NODE_KEYS = {"name", "zone", "state", "ready", "lease_age_seconds", "grace_remaining_seconds",
+             "eviction_in_seconds", "taints", "cert_not_after", "cordoned", "cause"}
+STATES = {"Evicted", "Evicting", "Unknown", "NotReady", "Overdue", "Late", "Ready"}
+
+
+def run_status(capsys, *args: str) -> tuple[int, str, str]:
+    rc = main(["status", *args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+@pytest.fixture(scope="module")
+def demo_json():
+    r = subprocess.run([sys.executable, "-m", "nodewatch", "status", "--demo", "--at", "+90", "--format", "json"],
+                       capture_output=True, text=True, timeout=300)
+    return r.returncode, json.loads(r.stdout)
+
+
+def test_demo_json_contract(demo_json):
+    rc, doc = demo_json
+    assert rc == 1  # the incident scenario has nodes that are not Ready
+    assert set(doc) == {"at", "settings", "nodes", "zones"}
+    assert doc["at"].endswith("Z")
+    assert doc["settings"] == {"grace_seconds": 50.0, "toleration_seconds": 300.0}  # demo server is v1.33
+    for n in doc["nodes"]:
+        assert set(n) == NODE_KEYS
+        assert n["state"] in STATES
+        for t in n["taints"]:
+            assert set(t) == {"key", "effect", "time_added"}
+    for z in doc["zones"]:
+        assert set(z) == {"name", "state", "nodes", "not_ready"}
+        assert z["state"] in {"Normal", "PartialDisruption", "FullDisruption"}
+    evicting = [n for n in doc["nodes"] if n["state"] == "Evicting"]
+    assert evicting and all(n["eviction_in_seconds"] > 0 for n in evicting)
+    ready = [n for n in doc["nodes"] if n["state"] == "Ready"]
+    assert ready and all(0 <= n["lease_age_seconds"] <= 20 for n in ready)
+
+
+def test_node_detail_has_pods_and_events(capsys, demo_json):
+    _, doc = demo_json
+    name = next(n["name"] for n in doc["nodes"] if n["state"] in ("Evicting", "Evicted"))
+    rc, out, _ = run_status(capsys, "--demo", "--at", "+90", "--format", "json", "--node", name)
+    detail = json.loads(out)
+    assert rc == 1
+    assert [n["name"] for n in detail["nodes"]] == [name]
+    assert detail["pods"], "an evicting node has pods in the demo"
+    assert set(detail["pods"][0]) == {"namespace", "name", "owner_kind", "owner_name", "phase", "terminating",
+                                      "eviction_in_seconds", "statefulset_risk"}
+    assert set(detail["events"][0]) == {"time", "reason", "message", "source", "object"}
+
+
+def test_table_output(capsys):
+    rc, out, _ = run_status(capsys, "--demo", "--at", "+90")
+    assert rc == 1
+    assert "grace 50s (server v1.33.2)" in out and "NODE" in out and "Evicting" in out
+
+
+def test_settings_flags_are_used_and_shown(capsys):
+    rc, out, _ = run_status(capsys, "--demo", "--format", "json", "--grace", "45", "--toleration", "120")
+    assert json.loads(out)["settings"] == {"grace_seconds": 45.0, "toleration_seconds": 120.0}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--demo", "--at", "tomorrow"], "RFC 3339"),
+    (["--replay", "/nonexistent/recording.jsonl"], "recording.jsonl"),
+    (["--demo", "--node", "no-such-node"], "no-such-node"),
+    (["--at", "+5"], "--at needs"),
+    (["--demo", "--replay", "x"], "choose one"),
+])
+def test_errors_are_one_line_and_exit_2(capsys, args, message):
+    rc, out, err = run_status(capsys, *args)
+    assert rc == 2
+    assert message in err and err.count("\n") == 1 and err.startswith("nodewatch: ")
+
+
+def test_no_kubeconfig_names_the_demo(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    rc, _, err = run_status(capsys, "--wait", "2")
+    assert rc == 2 and "nodewatch demo" in err
+
+
+def test_help_lists_the_commands():
+    r = subprocess.run([sys.executable, "-m", "nodewatch", "--help"], capture_output=True, text=True, timeout=60)
+    for cmd in ("watch", "demo", "replay", "status", "record", "sim-server"):
+        assert cmd in r.stdout
