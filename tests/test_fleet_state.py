@@ -295,3 +295,10 @@ def test_not_ready_taint_swap_keeps_deadline_from_earliest():
 def test_listed_lease_from_a_node_clock_ahead_is_never_in_the_future():
     s = fleet(("nodes", node("a")), ("leases", lease("a", T0 + 30)), received=T0)  # node clock 30s ahead
     assert s.evaluate(T0 + 1).node("a").lease_age(T0 + 1) == pytest.approx(1.0)
+
+
+def test_a_listed_lease_teaches_no_skew_but_a_watched_renewal_does():
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0 - 170)), received=T0)
+    assert s.leases["a"].skew is None
+    s.apply("leases", "MODIFIED", lease("a", T0 - 160), received_at=T0 + 10.5)  # node clock 170.5s behind
+    assert s.leases["a"].skew == pytest.approx(170.5)
