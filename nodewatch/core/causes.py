@@ -81,13 +81,7 @@ def likely_causes(
     out: list[Cause] = []
     if state is NodeState.READY:
         # Ready, but worth saying: pressure (the kubelet may be evicting pods itself) and cordoning.
-        for ctype in PRESSURE_CONDITIONS:
-            c = node.conditions.get(ctype)
-            if c is not None and c.status == "True":
-                out.append(Cause(CauseKind.PRESSURE, f"{ctype}: {c.message or c.reason or 'True'}"))
-        if node.unschedulable:
-            out.append(Cause(CauseKind.CORDONED, "cordoned (spec.unschedulable)"))
-        return out
+        return _pressure_and_cordon(node)
     cert_expired = cert_not_after is not None and cert_not_after <= now
     if cert_expired:
         out.append(Cause(CauseKind.CERT_EXPIRED,
@@ -111,6 +105,11 @@ def likely_causes(
     elif ready is not None and ready.status == "Unknown" and not out:
         out.append(Cause(CauseKind.LEASE_STALE, f"{ready.reason or 'NodeStatusUnknown'}: "
                          f"{ready.message or 'Kubelet stopped posting node status.'}"))
+    return out + _pressure_and_cordon(node)
+
+
+def _pressure_and_cordon(node: NodeRecord) -> list[Cause]:
+    out = []
     for ctype in PRESSURE_CONDITIONS:
         c = node.conditions.get(ctype)
         if c is not None and c.status == "True":

@@ -176,9 +176,8 @@ class NodeLifecycleController:
         node.last_change = self.fleet.now
         self._arm(node)
 
-    def node_deleted(self, node: SimNode) -> None:
-        self.count(node, node.ready(), -1)
-        self.attention.discard(node.name)
+    def _dequeue(self, node: SimNode) -> None:
+        """Forget the node in its zone's NoExecute tainting queue."""
         z = self.zones.get(node.zone_key)
         if z is not None and node.name in z.queued:
             z.queued.discard(node.name)
@@ -186,6 +185,11 @@ class NodeLifecycleController:
                 z.queue.remove(node.name)
             except ValueError:
                 pass
+
+    def node_deleted(self, node: SimNode) -> None:
+        self.count(node, node.ready(), -1)
+        self.attention.discard(node.name)
+        self._dequeue(node)
 
     # the monitor pass -------------------------------------------------------------------------------
 
@@ -269,13 +273,7 @@ class NodeLifecycleController:
 
     def mark_reachable(self, node: SimNode) -> None:
         """Remove the NoExecute not-ready/unreachable taints and forget the node in its zone queue."""
-        z = self.zones.get(node.zone_key)
-        if z is not None and node.name in z.queued:
-            z.queued.discard(node.name)
-            try:
-                z.queue.remove(node.name)
-            except ValueError:
-                pass
+        self._dequeue(node)
         before = len(node.taints)
         node.taints = [t for t in node.taints if not (t.effect == "NoExecute" and t.key in rules.EVICTION_TAINTS)]
         if len(node.taints) != before:
