@@ -1,0 +1,278 @@
+"""Live path: Lease events per second from the simulated API server, over the real HTTPS watch
+(``LiveSource`` and its reflectors, urllib3 + TLS), into the core.
+
+The simulated API server runs in a child process (``python -m bench.live_path serve``) so that it
+has its own core and its own GIL: what is measured is nodewatch's side. The child loads ``nodes``
+Nodes and Leases into a store-only ``SimServer``; on ``emit E`` it stores ``E`` Lease renewals as
+fast as it can (objects pre-built, so generation is not the bottleneck; it reports its own rate)
+and every watcher receives them.
+
+Reference in the same run: ``kubectl get leases -A -w -o json`` (the real kubectl from the venv)
+on the same server and the same kind of stream, counting the events it prints per second.
+
+The child is shared with ``bench.start`` (``realistic=True``: 10 KB production-shaped Nodes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+from .harness import Figure
+
+EMIT_BATCH = 5_000
+TARGET = 20_000
+
+
+# --- the server child ------------------------------------------------------------------------
+
+
+def kubectl_path() -> Path:
+    return Path(sys.executable).parent / "kubectl"
+
+
+def _serve(argv: list[str]) -> int:
+    from nodewatch.core.timeutil import format_time
+    from nodewatch.sim.server import SimServer
+    from nodewatch.sim.store import ObjectStore
+
+    from .objects import raw_lease, raw_node
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, required=True)
+    ap.add_argument("--kubeconfig", required=True)
+    ap.add_argument("--realistic", action="store_true", help="10 KB production-shaped Nodes")
+    ap.add_argument("--history", type=int, default=1_000_000)
+    args = ap.parse_args(argv)
+    now = time.time()
+    store = ObjectStore(history_limit=args.history)
+    leases = []
+    for a in range(0, args.nodes, EMIT_BATCH):
+        batch = []
+        for i in range(a, min(args.nodes, a + EMIT_BATCH)):
+            if args.realistic:
+                node = raw_node(i)
+            else:
+                name = f"node-{i:05d}"
+                node = {"kind": "Node", "apiVersion": "v1",
+                        "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": f"zone-{i % 3}"}},
+                        "status": {"conditions": [{"type": "Ready", "status": "True",
+                                                   "lastTransitionTime": format_time(now - 3600)}]}}
+            lease = raw_lease(node["metadata"]["name"], now - (i % 10))
+            leases.append(lease)
+            batch.append(("nodes", "ADDED", node, None))
+            batch.append(("leases", "ADDED", lease, None))
+        store.emit_many(batch)
+    server = SimServer(None, run_fleet=False, store=store, kubeconfig_out=args.kubeconfig, bookmark_interval=5.0)
+    server.start()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        if cmd[0] == "emit":
+            count = int(cmd[1])
+            t = time.time()
+            stamps = [format_time(t + k * 1e-5, micro=True) for k in range(count)]  # always advancing
+            objs = []
+            for k in range(count):  # pre-built: the store's own serialization is all that remains
+                o = leases[k % len(leases)]
+                objs.append({"kind": o["kind"], "apiVersion": o["apiVersion"], "metadata": o["metadata"],
+                             "spec": {"holderIdentity": o["spec"]["holderIdentity"], "leaseDurationSeconds": 40,
+                                      "renewTime": stamps[k]}})
+            started = time.perf_counter()
+            for a in range(0, count, EMIT_BATCH):
+                store.emit_many(("leases", "MODIFIED", o, None) for o in objs[a:a + EMIT_BATCH])
+            took = time.perf_counter() - started
+            print(f"emitted {count} {took:.6f}", flush=True)
+        elif cmd[0] == "quit":
+            break
+    server.stop()
+    return 0
+
+
+class ServerChild:
+    """The simulated API server in a child process, driven over its stdin/stdout."""
+
+    def __init__(self, nodes: int, realistic: bool = False, history: int = 1_000_000) -> None:
+        self.dir = tempfile.TemporaryDirectory(prefix="nodewatch-bench-")
+        self.kubeconfig = os.path.join(self.dir.name, "kubeconfig")
+        self._err = open(os.path.join(self.dir.name, "server.log"), "wb")  # noqa: SIM115
+        cmd = [sys.executable, "-m", "bench.live_path", "serve", "--nodes", str(nodes),
+               "--kubeconfig", self.kubeconfig, "--history", str(history)]
+        if realistic:
+            cmd.append("--realistic")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err,
+                                     cwd=str(Path(__file__).resolve().parent.parent))
+        line = self._readline(timeout=600)
+        if line != "ready":
+            raise RuntimeError(f"simulated API server did not start: {line!r} (see {self._err.name})")
+
+    def _readline(self, timeout: float) -> str:
+        out: list[str] = []
+        stdout: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
+        t = threading.Thread(target=lambda: out.append(stdout.readline().decode().strip()), daemon=True)
+        t.start()
+        t.join(timeout)
+        return out[0] if out else "(timeout)"
+
+    def emit(self, count: int) -> None:
+        """Start emitting ``count`` renewals (returns at once; see ``emitted``)."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"emit {count}\n".encode())
+        self.proc.stdin.flush()
+
+    def emitted(self, timeout: float = 600) -> float:
+        """Seconds the child took to store the last ``emit``."""
+        line = self._readline(timeout)
+        parts = line.split()
+        if len(parts) != 3 or parts[0] != "emitted":
+            raise RuntimeError(f"unexpected answer from the server child: {line!r}")
+        return float(parts[2])
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "KUBECONFIG": self.kubeconfig}
+
+    def close(self) -> None:
+        try:
+            if self.proc.stdin:
+                self.proc.stdin.write(b"quit\n")
+                self.proc.stdin.close()
+            self.proc.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait(5)
+        self._err.close()
+        self.dir.cleanup()
+
+    def __enter__(self) -> "ServerChild":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --- measuring -------------------------------------------------------------------------------
+
+
+def measure_nodewatch(server: ServerChild, nodes: int, events: int, timeout: float = 300) -> tuple[float, float]:
+    """(events/s through LiveSource into the core, the server's own emit rate)."""
+    from nodewatch.core.settings import Settings
+    from nodewatch.sources.live import LiveSource
+
+    src = LiveSource(Settings(), kubeconfig=server.kubeconfig)
+    lock = threading.Lock()
+    seen = {"n": 0, "first": 0.0, "last": 0.0}
+    done = threading.Event()
+    real_sink = src._sink
+
+    def counting_sink(batch: list) -> None:
+        real_sink(batch)
+        k = sum(1 for r, e, _o, _t, listing in batch if r == "leases" and e == "MODIFIED" and not listing)
+        if k:
+            t = time.perf_counter()
+            with lock:
+                if seen["n"] == 0:
+                    seen["first"] = t
+                seen["n"] += k
+                seen["last"] = t
+                if seen["n"] >= events:
+                    done.set()
+
+    src._sink = counting_sink  # type: ignore[method-assign]  # reflectors are built in start()
+    src.start()
+    try:
+        if not src.wait_synced(120):
+            raise RuntimeError("LiveSource did not sync with the simulated API server")
+        if len(src.state.leases) != nodes:
+            raise RuntimeError(f"LiveSource listed {len(src.state.leases)} leases, expected {nodes}")
+        go = time.perf_counter()
+        server.emit(events)
+        emit_s = server.emitted()
+        if not done.wait(timeout):
+            raise RuntimeError(f"only {seen['n']} of {events} events arrived in {timeout}s")
+        took = seen["last"] - go
+        # every renewal landed in the state
+        renewals = sum(t.renewals for t in src.state.leases.values())
+        if renewals < events:
+            raise RuntimeError(f"the state counted {renewals} renewals for {events} events")
+        return events / took, events / emit_s
+    finally:
+        src.stop()
+
+
+def measure_kubectl(server: ServerChild, nodes: int, events: int, window: float = 20.0) -> float:
+    """Events per second ``kubectl get leases -A -w -o json`` prints, over at most ``window`` seconds."""
+    # --chunk-size=0: kubectl 1.37 prints nothing after a paged (>500 items) initial list when
+    # watching this server; one unpaged list avoids that (see README)
+    proc = subprocess.Popen([str(kubectl_path()), "get", "leases", "-A", "-w", "-o", "json", "--chunk-size=0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=server.env())
+    count = {"n": 0, "t": 0.0}
+    listed = threading.Event()
+    lock = threading.Lock()
+
+    def reader() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # each object is pretty-printed; its last line is "}" alone
+            if line == b"}\n":
+                with lock:
+                    count["n"] += 1
+                    count["t"] = time.perf_counter()
+                    if count["n"] >= nodes:
+                        listed.set()
+
+    th = threading.Thread(target=reader, daemon=True)
+    th.start()
+    try:
+        if not listed.wait(120):
+            raise RuntimeError(f"kubectl printed {count['n']} of the {nodes} listed leases")
+        time.sleep(0.5)
+        with lock:
+            base = count["n"]
+        go = time.perf_counter()
+        server.emit(events)
+        deadline = go + window
+        while time.perf_counter() < deadline:
+            with lock:
+                if count["n"] - base >= events:
+                    break
+            time.sleep(0.05)
+        with lock:
+            got, last = count["n"] - base, count["t"]
+        server.emitted()
+        if got == 0:
+            return 0.0
+        return got / (last - go)
+    finally:
+        proc.kill()
+        proc.wait(5)
+
+
+def run(nodes: int = 65_000, seconds: float = 10.0) -> list[Figure]:
+    """``seconds``: the stream is ``seconds`` x 30,000 renewals (1.5x the target's rate)."""
+    events = max(1_000, int(seconds * 30_000))
+    print(f"  live path: starting the simulated API server ({nodes:,} nodes)", file=sys.stderr, flush=True)
+    with ServerChild(nodes, history=2 * events + 10) as server:
+        print(f"  live path: LiveSource, {events:,} lease events", file=sys.stderr, flush=True)
+        rate, server_rate = measure_nodewatch(server, nodes, events)
+        print("  live path: kubectl get leases -A -w -o json", file=sys.stderr, flush=True)
+        ref = measure_kubectl(server, nodes, events, window=max(5.0, seconds * 2))
+    return [Figure("live path: lease events/s, sim server -> HTTPS watch -> core", f"{rate:,.0f}/s",
+                   f">= {TARGET:,}/s", f"kubectl get -w -o json {ref:,.0f}/s", rate >= TARGET,
+                   f"{nodes:,} nodes, {events:,} renewals; the server child stored them at "
+                   f"{server_rate:,.0f}/s (if close to the measured rate, the server was the limit)")]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "serve":
+        sys.exit(_serve(sys.argv[2:]))
+    from .harness import print_table
+
+    print_table(run(nodes=2_000, seconds=2.0))
