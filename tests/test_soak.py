@@ -72,10 +72,13 @@ def test_timeline_entries_are_capped_per_node(samples: list[Sample]) -> None:
         assert z["timeline_items"] <= 64 * max(z["timelines"], 1)
 
 
-@pytest.mark.xfail(strict=True, reason="core/fleet.py keeps pods_by_node / events_by_node / timelines / "
-                                       "certs entries of deleted nodes forever (reported to the lead)")
 def test_per_node_maps_forget_deleted_nodes(samples: list[Sample]) -> None:
     warm, later = warm_and_later(samples)
     for s in later:
-        for name in ("stale_pods_by_node", "stale_events_by_node", "stale_timelines", "stale_certs"):
+        for name in ("stale_pods_by_node", "stale_timelines", "stale_certs"):
             assert s.sizes[name] <= warm.sizes[name] + 3, (s.minute, name, s.sizes[name], warm.sizes[name])
+    # Events about a deleted node still exist in the API until their TTL (10 minutes here) expires
+    # them, so their index plateaus one TTL after the churn began instead of growing with time.
+    settled = [s for s in samples if s.minute >= 10]
+    for s in settled[1:]:
+        assert s.sizes["stale_events_by_node"] <= settled[0].sizes["stale_events_by_node"] + 3, (s.minute, s.sizes)

@@ -315,9 +315,13 @@ class FleetState:
         rec = node_from_dict(obj)
         name = rec.name
         if etype == "DELETED":
+            # A deleted node is forgotten entirely (its timeline and certificate date too): a node
+            # registering later under the same name is a new machine with a new kubelet. Its pods
+            # and events leave with their own DELETED events.
             self.nodes.pop(name, None)
+            self.timelines.pop(name, None)
+            self.certs.pop(name, None)
             self._dirty.add(name)
-            self._timeline(name, received_at, "node deleted")
             return
         old = self.nodes.get(name)
         self.nodes[name] = rec
@@ -401,12 +405,10 @@ class FleetState:
         rec = pod_from_dict(obj)
         key = rec.key
         old = self.pods.get(key)
-        if old is not None and old.node_name != rec.node_name:
-            self.pods_by_node.get(old.node_name, set()).discard(key)
+        if old is not None and (etype == "DELETED" or old.node_name != rec.node_name):
+            _unindex(self.pods_by_node, old.node_name, key)
         if etype == "DELETED":
             self.pods.pop(key, None)
-            if old is not None:
-                self.pods_by_node.get(old.node_name, set()).discard(key)
             return
         self.pods[key] = rec
         if rec.node_name:
@@ -419,7 +421,7 @@ class FleetState:
             old = self.events.pop(key, None)
             if old is not None:
                 for node in _event_nodes(old):
-                    self.events_by_node.get(node, set()).discard(key)
+                    _unindex(self.events_by_node, node, key)
             return
         self.events[key] = rec
         for node in _event_nodes(rec):
@@ -807,6 +809,15 @@ _VIEW_FIELDS = tuple(NodeView.__slots__)
 
 def _sort_key(v: NodeView) -> tuple:
     return (v.state.rank, v.sort_deadline, v.name)
+
+
+def _unindex(index: dict[str, set], node: str, key: tuple[str, str]) -> None:
+    """Drop ``key`` from a per-node index, and the node's entry once it is empty."""
+    bucket = index.get(node)
+    if bucket is not None:
+        bucket.discard(key)
+        if not bucket:
+            del index[node]
 
 
 def _event_nodes(e: EventRecord) -> list[str]:
