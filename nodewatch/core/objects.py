@@ -47,7 +47,12 @@ def _i(value: Any) -> str:
 
 
 def _str_map(value: Any) -> dict[str, str]:
-    return {_i(k): _i(v) for k, v in _d(value).items()}
+    if not isinstance(value, dict):
+        return {}
+    try:
+        return {intern(k): intern(v) if len(v) <= 256 else v for k, v in value.items()}
+    except TypeError:  # a key or value that is not a string: the slow, forgiving way
+        return {_i(k): _i(v) for k, v in value.items()}
 
 
 def _num(value: Any) -> float | None:
@@ -70,11 +75,16 @@ def _shared_map(value: Any) -> dict[str, str]:
     """A string map that many nodes share (capacity, allocatable of one instance type), held once.
 
     Callers must not mutate the result."""
-    m = _str_map(value)
-    key = tuple(m.items())
-    hit = _shared_maps.get(key)
+    if not isinstance(value, dict):
+        return {}
+    try:
+        key = tuple(value.items())
+        hit = _shared_maps.get(key)
+    except TypeError:  # unhashable values
+        return _str_map(value)
     if hit is not None:
         return hit
+    m = _str_map(value)
     if len(_shared_maps) < 10_000:
         _shared_maps[key] = m
     return m
