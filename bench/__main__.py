@@ -12,13 +12,14 @@ import traceback
 
 from .harness import Figure, print_table
 
-GROUPS = ["core_ingest", "memory", "frame", "start", "live_path", "replay_seek", "terminal"]
+GROUPS = ["core_ingest", "memory", "frame", "start", "live_path", "sim_realtime", "replay_seek", "terminal"]
 QUICK = {
     "core_ingest": {"nodes": 500, "events": 20_000},
     "memory": {"nodes": 2_000},
     "frame": {"sizes": (1_000, 5_000)},
     "start": {"nodes": 2_000},
     "live_path": {"nodes": 2_000, "seconds": 2.0},
+    "sim_realtime": {"nodes": 300, "seconds": 3.0},
     "replay_seek": {"nodes": 200, "minutes": 5},
     "terminal": {"nodes": 2_000, "seconds": 3},
 }
