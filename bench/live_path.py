@@ -210,8 +210,8 @@ def measure_nodewatch(server: ServerChild, nodes: int, events: int, timeout: flo
 
 def measure_kubectl(server: ServerChild, nodes: int, events: int, window: float = 20.0) -> float:
     """Events per second ``kubectl get leases -A -w -o json`` prints, over at most ``window`` seconds."""
-    # --chunk-size=0: kubectl 1.37 prints nothing after a paged (>500 items) initial list when
-    # watching this server; one unpaged list avoids that (see README)
+    # --chunk-size=0: with a paged initial list kubectl prints each page as one List document, so
+    # counting top-level objects would count pages, not leases; one unpaged list prints each item
     proc = subprocess.Popen([str(kubectl_path()), "get", "leases", "-A", "-w", "-o", "json", "--chunk-size=0"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=server.env())
     count = {"n": 0, "t": 0.0}

@@ -6,6 +6,7 @@ stepped only by the tests, in virtual time).
 
 from __future__ import annotations
 
+import json
 import queue
 import subprocess
 import threading
@@ -220,3 +221,128 @@ def test_kubectl_cannot_write(env):
     assert "not allow" in result.stderr or "MethodNotAllowed" in result.stderr
     assert "x" not in (ApiClient(srv).get_json(f"/api/v1/nodes/{name}")[1]["metadata"]["labels"])
     assert not any(r.method != "GET" and r.status != 405 for r in srv.request_log)
+
+
+# --- more than one page (kubectl's default --chunk-size is 500) -------------------------------------
+
+PAGED_NODES = 600
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    fleet = make_fleet(nodes=PAGED_NODES, scenario="steady", seed=5)
+    with running_server(tmp_path_factory.mktemp("kubectl-paged"), fleet=fleet) as srv:
+        yield srv, fleet
+
+
+class JsonDocs:
+    """The pretty-printed JSON documents a running ``kubectl ... -o json`` writes, one by one."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.q: queue.Queue[dict] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        decoder = json.JSONDecoder()
+        buf = ""
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            buf += line
+            if line.rstrip("\n") != "}":  # a document ends with "}" alone on its line
+                continue
+            doc, end = decoder.raw_decode(buf.strip())
+            assert not buf.strip()[end:].strip()
+            self.q.put(doc)
+            buf = ""
+
+    def take(self, timeout: float = 20.0) -> dict:
+        try:
+            return self.q.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"kubectl printed no more JSON within {timeout}s") from None
+
+
+def _paged_lists(srv, path_prefix: str) -> list[str]:
+    return [r.target for r in srv.request_log if r.target.startswith(path_prefix) and "watch" not in r.target]
+
+
+def test_paged_leases_watch_json_lists_then_watches(big):
+    srv, fleet = big
+    leases = api_items(srv, "/apis/coordination.k8s.io/v1/leases")
+    assert len(leases) > 500
+    names = {lease["metadata"]["name"] for lease in leases}
+    proc = subprocess.Popen([kubectl_path(), "--kubeconfig", str(srv.kubeconfig_path),
+                             "get", "leases", "-A", "-w", "-o", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    docs = JsonDocs(proc)
+    try:
+        # kubectl prints each page it got as its own LeaseList (what it does with any API server),
+        # all of them before it opens the watch
+        listed: dict[str, str] = {}
+        pages = []
+        while len(listed) < len(names):
+            doc = docs.take()
+            assert doc["kind"] == "LeaseList", doc.get("kind")
+            pages.append(doc)
+            for item in doc["items"]:
+                listed[item["metadata"]["name"]] = item["metadata"]["resourceVersion"]
+        assert set(listed) == names
+        assert len(pages) == 2, "600 leases are two pages of 500"
+        first, last = pages[0]["metadata"], pages[-1]["metadata"]
+        assert first["continue"] and first["remainingItemCount"] == len(names) - 500
+        assert "continue" not in last and "remainingItemCount" not in last
+        assert {p["metadata"]["resourceVersion"] for p in pages} == {first["resourceVersion"]}, \
+            "every page carries the snapshot's resourceVersion (kubectl watches from it)"
+        list_rv = int(first["resourceVersion"])
+        assert max(int(rv) for rv in listed.values()) <= list_rv
+        targets = _paged_lists(srv, "/apis/coordination.k8s.io/v1/leases?")
+        assert any("limit=500" in t and "continue=" in t for t in targets), targets
+        # then the watch: a renewal after the list arrives as a single Lease object
+        fleet.step_to(fleet.now + 11)  # every kubelet renews within 10s (+4% jitter)
+        event = docs.take()
+        assert event["kind"] == "Lease"
+        assert event["metadata"]["name"] in names
+        assert int(event["metadata"]["resourceVersion"]) > list_rv
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_paged_get_nodes(big):
+    srv, _ = big
+    result = kubectl(srv, "get", "nodes")
+    assert result.returncode == 0, result.stderr
+    printed = {r[0] for r in rows(result.stdout)}
+    assert printed == {n["metadata"]["name"] for n in api_items(srv, "/api/v1/nodes")}
+    assert len(printed) == PAGED_NODES
+    assert any("continue=" in t for t in _paged_lists(srv, "/api/v1/nodes?"))
+
+
+def test_paged_get_pods_all_namespaces(big):
+    srv, _ = big
+    result = kubectl(srv, "get", "pods", "-A")
+    assert result.returncode == 0, result.stderr
+    expected = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in api_items(srv, "/api/v1/pods")}
+    assert len(expected) > 1000
+    table = rows(result.stdout)
+    assert len(table) == len(expected)
+    assert {(r[0], r[1]) for r in table} == expected
+    assert sum("continue=" in t for t in _paged_lists(srv, "/api/v1/pods?")) >= 2
+
+
+def test_paged_leases_watch_table(big):
+    srv, fleet = big
+    names = {lease["metadata"]["name"]
+             for lease in api_items(srv, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")}
+    assert len(names) > 500
+    proc, lines = watch_proc(srv, "get", "leases", "-n", "kube-node-lease", "-w")
+    try:
+        first = lines.take(len(names) + 1)
+        assert first[0].split() == ["NAME", "HOLDER", "AGE"]
+        assert {line.split()[0] for line in first[1:]} == names
+        fleet.step_to(fleet.now + 11)
+        name, holder, _ = lines.take(1)[0].split()
+        assert name == holder and name in names
+    finally:
+        proc.kill()
+        proc.wait()
