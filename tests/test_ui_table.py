@@ -2,31 +2,41 @@
 
 from __future__ import annotations
 
+import re
 import time
 import unicodedata
 
 import pytest
+from factories import T0, event, lease, node, taint
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
+from rich.console import Console
+from rich.segment import Segment
+from rich.style import Style
+from textual._compositor import ChopsUpdate, CompositorUpdate
+from textual.app import App
+from textual.strip import Strip
+from ui_support import big_state, feed, incident_state
 
-from factories import T0, event, lease, node, taint
 from nodewatch.core.fleet import FleetState
 from nodewatch.core.rules import TAINT_UNREACHABLE, NodeState
 from nodewatch.core.settings import Settings
+from nodewatch.ui import partial_update
 from nodewatch.ui.fleet_table import (
     COLUMNS,
     NOT_READY,
     WALL_COLUMNS,
+    FleetTable,
     LabelMatcher,
     RowContext,
     RowQuery,
+    changed_cells,
     layout_columns,
     render_header,
     render_row,
     select_rows,
 )
-from ui_support import big_state, feed, incident_state
 
 BAD = {"Cc", "Cf", "Cs", "Cn", "Zl", "Zp"}
 
@@ -199,3 +209,181 @@ def test_frame_cost_does_not_grow_with_the_fleet():
         timings[n] = (time.perf_counter() - started) / 5
     assert timings[20_000] < 0.05  # one frame of 60 lines, generously
     assert timings[20_000] < 4 * timings[2_000] + 0.005
+
+
+# --- incremental repaint: what a terminal receives ------------------------------------------------
+
+_TOKEN = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\r|\n|[^\x1b\r\n]")
+
+
+class VirtualTerminal:
+    """Just enough of a terminal to replay Textual's output: cursor moves, text, newlines (styles
+    are ignored; a wide character takes two cells)."""
+
+    def __init__(self, width: int, height: int) -> None:
+        self.width, self.height = width, height
+        self.grid = [[" "] * width for _ in range(height)]
+        self.bytes = 0
+
+    def feed(self, data: str) -> None:
+        self.bytes += len(data.encode())
+        x = y = 0
+        for m in _TOKEN.finditer(data):
+            tok = m.group(0)
+            if m.group(2):
+                if m.group(2) == "H":
+                    row, _, col = m.group(1).partition(";")
+                    y, x = int(row or 1) - 1, int(col or 1) - 1
+            elif tok.startswith("\x1b"):
+                continue
+            elif tok == "\r":
+                x = 0
+            elif tok == "\n":
+                y += 1
+            else:
+                w = cell_len(tok)
+                if 0 <= y < self.height and 0 <= x < self.width:
+                    self.grid[y][x] = tok
+                    if w == 2 and x + 1 < self.width:
+                        self.grid[y][x + 1] = ""
+                x += w
+
+    def line(self, y: int, width: int) -> str:
+        return "".join(self.grid[y][:width])
+
+
+def test_partial_update_writes_only_the_dirty_span_and_reaches_the_same_screen():
+    console = Console(color_system="truecolor", force_terminal=True, width=40, legacy_windows=False)
+    red, blue = Style(color="red", bgcolor="black"), Style(color="blue", bgcolor="black", bold=True)
+    new = [
+        Strip([Segment("name-0001 ", red), Segment("Unknown for 1m44s", blue), Segment(" zone", red)]),
+        Strip([Segment("漢字漢字  ", red), Segment("evict in 2m05s", blue), Segment("      end", red)]),
+    ]
+    old = ["name-0001 Unknown for 1m43s zone", "漢字漢字  evict in 2m04s      end"]
+    spans = [(0, 25, 27), (1, 3, 24)]  # line 1's span starts inside a wide character's segment
+    chops = [{0: s} for s in new]
+    ends = [[s.cell_length] for s in new]
+    written = {}
+    for patched in (False, True):
+        partial_update.install() if patched else partial_update.uninstall()
+        try:
+            term = VirtualTerminal(40, 2)
+            for y, text in enumerate(old):
+                term.feed(f"\x1b[{y + 1};1H{text}")
+            term.bytes = 0
+            term.feed(ChopsUpdate(chops, spans, ends).render_segments(console))
+            assert [term.line(y, s.cell_length) for y, s in enumerate(new)] == [s.text for s in new]
+            written[patched] = term.bytes
+        finally:
+            partial_update.install()
+    assert written[True] < written[False]
+    # line 0 is cut inside the one-cell segment: "44s" -> only from the changed cell on
+    out = ChopsUpdate(chops, [(0, 25, 27)], ends).render_segments(console)
+    assert "Unknown" not in out and "name" not in out and "4s" in out
+    # line 1's span starts in the segment of wide characters: written from its start, never split there
+    out = ChopsUpdate(chops, [(1, 3, 8)], ends).render_segments(console)
+    assert out.startswith("\x1b[2;1H") and "漢字漢字" in out
+
+
+def test_changed_cells_narrow_a_countdown_to_the_characters_that_moved():
+    s = Style(color="red")
+    assert changed_cells(("Unknown for 1m43s", s), ("Unknown for 1m44s", s), 18) == (15, 16)
+    assert changed_cells(("evict in 59s", s), ("evict in 1m00s", s), 18) == (9, 14)
+    assert changed_cells(("x", s), ("x", Style(color="blue")), 18) == (0, 18)  # a style change: the column
+    assert changed_cells(("漢字", s), ("漢子", s), 18) == (0, 18)  # wide characters: the column
+    bar_a = ("███▌", s, "─────", s, "   4s", s)
+    bar_b = ("███▋", s, "─────", s, "   5s", s)
+    assert changed_cells(bar_a, bar_b, 16) == (3, 13)
+
+
+class _Host(App):
+    def __init__(self, table: FleetTable) -> None:
+        super().__init__()
+        self.table = table
+        self.updates: list[CompositorUpdate] = []
+
+    def compose(self):
+        yield self.table
+
+    def _display(self, screen, renderable) -> None:
+        if isinstance(renderable, CompositorUpdate):
+            self.updates.append(renderable)
+        super()._display(screen, renderable)
+
+
+async def test_ticks_repaint_only_changed_cells_and_the_terminal_matches_a_full_render():
+    """Drive the table through ticks, renewals, cursor moves, a page down and a sort change; replay
+    every update Textual produced into a virtual terminal: it shows what a full render shows,
+    and a plain tick costs a small fraction of the first screen."""
+    width, height = 200, 30
+    state = big_state(400)
+    table = FleetTable(id="t")
+    app = _Host(table)
+    term = VirtualTerminal(width, height)
+    console = Console(color_system="truecolor", force_terminal=True, width=width, legacy_windows=False)
+
+    async with app.run_test(size=(width, height)) as pilot:
+        now = T0
+
+        def show(at: float, sort: str = "state") -> None:
+            view = state.evaluate(at)
+            table.set_rows(select_rows(view, RowQuery(sort=sort)), RowContext(at), sort=sort)
+
+        async def settle() -> int:
+            await pilot.pause()
+            before = term.bytes
+            for u in app.updates:
+                term.feed(u.render_segments(console))
+            app.updates.clear()
+            return term.bytes - before
+
+        def check() -> None:
+            w = table.scrollable_content_region.width
+            cols = layout_columns(w, table.column_keys, table._name_width)
+            expect = [render_header(cols, table.ctx, w, table.sort, table.reverse).text]
+            top = int(table.scroll_y)
+            for i in range(top, top + height - 1):
+                expect.append(render_row(table.rows[i], table.ctx, cols, w, i == table.cursor).text)
+            assert [term.line(y, w) for y in range(height)] == expect
+
+        show(now)
+        first = await settle()
+        check()
+        tick_bytes = []
+        for k in range(1, 6):
+            now += 1
+            show(now)
+            tick_bytes.append(await settle())
+            check()
+        # (the first tick repaints every line: the scrollbar appeared and the table lost a column)
+        assert max(tick_bytes[1:]) < first / 8, (tick_bytes, first)
+        # no plain tick repaints a whole row: every dirty region is narrower than the table
+        regions: list = []
+        original = table.refresh
+        table.refresh = lambda *r, **kw: (regions.extend(r) or original(*r, **kw))  # type: ignore[method-assign]
+        now += 1
+        show(now)
+        assert regions and all(r.width < width // 4 for r in regions if r.y > 0)
+        table.refresh = original  # type: ignore[method-assign]
+        await settle()
+        check()
+        # renewals move nodes; the cursor moves; a page down scrolls; a new sort reorders
+        for i in range(0, 400, 37):
+            state.apply("leases", "MODIFIED", lease(f"node-{i:05d}", now), now)
+        now += 1
+        show(now)
+        await settle()
+        check()
+        table.action_cursor_down()
+        table.action_cursor_down()
+        await settle()
+        check()
+        table.action_page_down()
+        now += 1
+        show(now)
+        await settle()
+        check()
+        now += 1
+        show(now, sort="name")
+        await settle()
+        check()

@@ -9,6 +9,7 @@ build the app around a source they drive themselves. Replay controls appear only
 
 from __future__ import annotations
 
+import gc
 import time
 
 from rich.text import Text
@@ -24,7 +25,16 @@ from ..core.rules import NodeState
 from ..sources.base import Source
 from .commands import NodewatchCommands
 from .drilldown import DrillDown
-from .fleet_table import COLUMN_KEYS, NOT_READY, FleetTable, LabelMatcher, RowContext, RowQuery, _state_slice, select_rows
+from .fleet_table import (
+    COLUMN_KEYS,
+    NOT_READY,
+    FleetTable,
+    LabelMatcher,
+    RowContext,
+    RowQuery,
+    _state_slice,
+    select_rows,
+)
 from .format import safe
 from .header import Banner, FleetHeader, banner_text, header_text
 from .help import HelpScreen
@@ -150,6 +160,9 @@ class NodewatchApp(App):
         started = time.perf_counter()
         now = self.source.clock.now()
         view = self.source.state.evaluate(now)
+        # Collect the evaluation's young garbage here, in the worker, rather than letting the
+        # collector fire in the middle of the next paint on the event loop (~2 ms at 65k nodes).
+        gc.collect(0)
         self.call_from_thread(self._show_if_current, seq, view, now, started)
 
     def _show_if_current(self, seq: int, view: FleetView, now: float, started: float) -> None:

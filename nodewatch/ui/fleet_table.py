@@ -20,14 +20,14 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding
-from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ..core.fleet import FleetState, FleetView, NodeView
 from ..core.rules import NodeState, renew_interval
+from . import partial_update
 from .format import (
     bar,
     cert_text,
@@ -42,6 +42,7 @@ from .format import (
     zone_short,
 )
 from .messages import NodeChosen
+from .partial_update import single_width
 from .theme import DEFAULT_PALETTE, Palette
 
 INF = math.inf
@@ -83,6 +84,8 @@ COLUMNS: tuple[Column, ...] = (
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 WALL_COLUMNS = ("state", "name", "zone", "grace", "evict", "cause")
 NAME_MAX = 34
+NAME_SCAN_TICKS = 16
+"""How often (in ticks) the name column's width is fitted to the first 2,000 rows again."""
 SEP = " "
 
 
@@ -226,13 +229,24 @@ def _cell(text: str, width: int, style: Style) -> Segment:
 Cell = tuple[str, Style] | list[tuple[str, Style]]
 """A cell is one styled text, or a few (the renew bar: filled part, empty part, age)."""
 
+CellKey = tuple
+"""A cell as one flat tuple ``(text, style, text, style...)``: one styled text (two items) or a few
+parts. Hashable and one object, so a tick that rebuilds the time columns allocates little."""
 
-def _cell_segments(cell: Cell, width: int, base: Style) -> list[Segment]:
-    if isinstance(cell, tuple):
+STATIC_KEYS = ("state", "name", "zone", "cond", "kubelet", "cause")
+"""Columns that depend only on the node's view fields (state, zone, conditions, version, causes), not
+on ``now``. The core updates views in place, so the widget caches them by those fields' values."""
+TIME_KEYS = ("renew", "grace", "evict", "taints", "cert")
+"""Columns that move with the clock: ages, countdowns, the taint's age, the certificate's days."""
+
+
+def _cell_segments(cell: CellKey, width: int, base: Style) -> list[Segment]:
+    if len(cell) == 2:
         return [_cell(cell[0], width, base + cell[1])]
     out: list[Segment] = []
     left = width
-    for text, style in cell:
+    for k in range(0, len(cell), 2):
+        text, style = cell[k], cell[k + 1]
         if left <= 0:
             break
         w = cell_len(text)
@@ -245,12 +259,103 @@ def _cell_segments(cell: Cell, width: int, base: Style) -> list[Segment]:
     return out
 
 
-def row_cells(v: NodeView, ctx: RowContext) -> dict[str, Cell]:
-    """Every column's text and style for one node. Cluster strings pass through ``safe``."""
+_VISIBLE_ON_BLANK = ("reverse", "underline", "underline2", "overline", "strike", "blink", "blink2", "conceal",
+                     "frame", "encircle", "link")
+_blank_cache: dict[tuple[Style, Style], bool] = {}
+
+
+def _blank_like_base(style: Style | None, base: Style) -> bool:
+    """A space drawn in ``style`` looks exactly like one drawn in ``base`` (same background, no
+    attribute that shows on a blank): the separator may then join the cell's own segment."""
+    if style is None:
+        return False
+    key = (style, base)
+    hit = _blank_cache.get(key)
+    if hit is None:
+        if len(_blank_cache) > 1024:
+            _blank_cache.clear()
+        hit = style.bgcolor == base.bgcolor and not any(getattr(style, a) for a in _VISIBLE_ON_BLANK)
+        _blank_cache[key] = hit
+    return hit
+
+
+def _cell_and_separator(cell: CellKey, width: int, base: Style, sep: bool) -> list[Segment]:
+    """A cell's segments, followed by the column separator when ``sep``: joined to the cell's last
+    segment when that looks the same (one escape sequence less per column on the terminal)."""
+    segs = _cell_segments(cell, width, base)
+    if sep:
+        last = segs[-1]
+        if _blank_like_base(last.style, base):
+            segs[-1] = Segment(last.text + SEP, last.style)
+        else:
+            segs.append(Segment(SEP, base))
+    return segs
+
+
+def _padded_text(cell: CellKey, width: int) -> str | None:
+    """The cell's text as drawn in ``width`` cells, or None unless every character is one cell wide."""
+    text = cell[0] if len(cell) == 2 else "".join(cell[0::2])
+    if not single_width(text) or len(text) > width:
+        return None
+    return text.ljust(width)
+
+
+def _same_shape(old: CellKey, new: CellKey) -> bool:
+    """Same styles and part lengths: the two drawings can be compared character by character.
+    (No tuple is built: this runs for every changed cell of every tick.)"""
+    n = len(old)
+    if n != len(new):
+        return False
+    if n == 2:
+        return old[1] == new[1]
+    for k in range(0, n, 2):
+        if len(old[k]) != len(new[k]) or old[k + 1] != new[k + 1]:
+            return False
+    return True
+
+
+def changed_cells(old: CellKey, new: CellKey, width: int) -> tuple[int, int]:
+    """The cells ``[start, end)`` of a ``width``-cell column that differ between two drawings of it.
+
+    The whole column unless both texts are plain one-cell characters with the same styling, in
+    which case only from the first to the last character that differs (a countdown moving one
+    second is usually one character)."""
+    if not _same_shape(old, new):
+        return 0, width
+    a, b = _padded_text(old, width), _padded_text(new, width)
+    if a is None or b is None:
+        return 0, width
+    n, i = width, 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    if i == n:
+        return 0, width  # same text, different style
+    j = n
+    while j > i and a[j - 1] == b[j - 1]:
+        j -= 1
+    return i, j
+
+
+def static_cells(v: NodeView, p: Palette) -> dict[str, CellKey]:
+    """The columns that do not move with the clock. Cluster strings pass through ``safe``."""
+    flags = _cond_flags(v)
+    return {
+        "state": (f"{v.state.symbol} {v.state.word}", p.state(v.state)),
+        "name": (safe(v.name, 80), Style(bold=v.state is not NodeState.READY)),
+        "zone": (safe(zone_short(v.zone), 40), p.muted),
+        "cond": (conditions_text(v.ready, v.pressure, v.network_unavailable),
+                 p.bad if flags >= 4 else p.warn if flags else p.muted),
+        "kubelet": (safe(v.kubelet_version, 20), p.muted),
+        "cause": (safe(v.cause, 300), Style()),
+    }
+
+
+def time_cells(v: NodeView, ctx: RowContext) -> dict[str, CellKey]:
+    """The columns that move with ``ctx.now``."""
     p = ctx.palette
     now = ctx.now
-    st = p.state(v.state)
     age = v.lease_age(now)
+    renew: CellKey
     if age is None:
         if ctx.blind_since is not None:
             renew = (f"? since {clock_time(ctx.blind_since).rstrip('Z')}", p.warn)
@@ -261,39 +366,36 @@ def row_cells(v: NodeView, ctx: RowContext) -> dict[str, Cell]:
         style = p.bad if age > v.grace else p.warn if age > late else p.good
         b = bar(age / v.grace if v.grace else 1.0, 9)
         filled = b.rstrip("░")
-        renew = [(filled, style), ("─" * (len(b) - len(filled)), p.muted), (f" {duration(age):>5}", style)]
+        renew = (filled, style, "─" * (len(b) - len(filled)), p.muted, f" {duration(age):>5}", style)
     grace = grace_text(v.state.word, v.ready, v.grace_remaining(now), v.state_since, now)
     ev_in = v.eviction_in(now)
-    flags = _cond_flags(v)
-    cert_level = v.cert_level(now)
     has_ne = any(t.effect == "NoExecute" for t in v.taints)
     return {
-        "state": (f"{v.state.symbol} {v.state.word}", st),
-        "name": (safe(v.name, 80), Style(bold=v.state is not NodeState.READY)),
-        "zone": (safe(zone_short(v.zone), 40), p.muted),
         "renew": renew,
-        "grace": (grace, st if v.state is not NodeState.READY else p.muted),
+        "grace": (grace, p.state(v.state) if v.state is not NodeState.READY else p.muted),
         "evict": (eviction_text(ev_in), p.bad if ev_in is not None and ev_in < 60 else p.warn),
-        "cond": (conditions_text(v.ready, v.pressure, v.network_unavailable),
-                 p.bad if flags >= 4 else p.warn if flags else p.muted),
         "taints": (taints_text(v.taints, now, 40), p.warn if has_ne else p.muted),
-        "cert": (cert_text(v.cert_not_after, now), p.cert.get(cert_level, Style())),
-        "kubelet": (safe(v.kubelet_version, 20), p.muted),
-        "cause": (safe(v.cause, 300), Style()),
+        "cert": (cert_text(v.cert_not_after, now), p.cert.get(v.cert_level(now), Style())),
     }
+
+
+def row_cells(v: NodeView, ctx: RowContext) -> dict[str, Cell]:
+    """Every column's text and style for one node. Cluster strings pass through ``safe``."""
+    cells: dict[str, Cell] = {}
+    for k, c in {**static_cells(v, ctx.palette), **time_cells(v, ctx)}.items():
+        cells[k] = (c[0], c[1]) if len(c) == 2 else [(c[i], c[i + 1]) for i in range(0, len(c), 2)]
+    return cells
 
 
 def render_row(v: NodeView, ctx: RowContext, columns: list[tuple[Column, int]], width: int,
                selected: bool = False) -> Strip:
     """One table row as a Strip exactly ``width`` cells wide."""
-    cells = row_cells(v, ctx)
+    cells = {**static_cells(v, ctx.palette), **time_cells(v, ctx)}
     base = ctx.base + ctx.palette.cursor if selected else ctx.base
     segs: list[Segment] = []
-    sep = Segment(SEP, base)
+    last = len(columns) - 1
     for i, (col, w) in enumerate(columns):
-        if i:
-            segs.append(sep)
-        segs.extend(_cell_segments(cells[col.key], w, base))
+        segs.extend(_cell_and_separator(cells[col.key], w, base, i < last))
     strip = Strip(segs)
     return strip.adjust_cell_length(width, base)
 
@@ -316,7 +418,14 @@ def render_header(columns: list[tuple[Column, int]], ctx: RowContext, width: int
 
 
 class FleetTable(ScrollView, can_focus=True):
-    """The node table. The app hands it rows each tick (``set_rows``); it draws what is visible."""
+    """The node table. The app hands it rows each tick (``set_rows``); it draws what is visible.
+
+    A tick repaints only the cells whose text or style changed: ``render_line`` remembers what it
+    drew on each screen line (:class:`_Line`), ``set_rows`` works out the new lines and refreshes
+    the region of each cell that differs (a whole line only when the line is not a row any more,
+    its base style or the column layout changed). With :mod:`.partial_update` installed Textual
+    then writes just those cells: a row whose countdown moved costs a few dozen bytes, not a line.
+    """
 
     BINDINGS = [
         Binding("up,k", "cursor_up", "Up", show=False, id="table.up"),
@@ -353,22 +462,81 @@ class FleetTable(ScrollView, can_focus=True):
         self.empty_message = "no nodes"
         self._layout: list[tuple[Column, int]] = []
         self._layout_key: tuple[int, int] = (-1, -1)
+        self._offsets: list[int] = []
+        """Screen x of each layout column (the layout's cumulative widths and separators)."""
         self._name_width = 12
-        self._cache: LRUCache[tuple, tuple[NodeView, Strip]] = LRUCache(1024)
+        self._name_widths: dict[str, int] = {}
+        self._name_scan = 12
+        self._name_key: tuple = ()
+        self._name_ticks = 0
+        """Cell width of each node name as shown (cached: names rarely change)."""
+        self._static: dict[str, tuple[tuple, Palette, dict[str, CellKey]]] = {}
+        """Per node name: the view fields and palette the static cells were made from, and the cells."""
+        self._segments: dict[tuple, list[dict[CellKey, list[Segment]]]] = {}
+        """(layout, base style) -> per column, cell -> the cell's segments (with the separator after
+        it): unchanged cells are not rebuilt. Plain dicts, emptied when they grow too big."""
+        self._painted: dict[int, _Line] = {}
+        """Screen line -> what ``render_line`` last drew there."""
+        self._pending: dict[int, _Line] = {}
+        self._pending_token: tuple | None = None
+        """Lines worked out by the last diff, valid while the token (rows, scroll, cursor...) holds."""
+        self._rows_gen = 0
+        self._in_set_rows = False
+        self._retired: list[NodeView] | None = None
+        """The previous row list, released after the next paint."""
+        partial_update.install()  # so that the cells refreshed alone are written alone
 
     # --- data in -------------------------------------------------------------------------------
 
     def set_rows(self, rows: list[NodeView], ctx: RowContext, *, sort: str = "state", reverse: bool = False) -> None:
-        """New rows and a new ``now``: keep the cursor on the same node, repaint visible lines."""
+        """New rows and a new ``now``: keep the cursor on the same node, repaint the cells that changed."""
+        if self._retired is None and self.rows is not rows:
+            # Dropping the last reference to a 65,000-row list costs ~0.5 ms of reference counting:
+            # let it happen after the paint, not before it.
+            self._retired = self.rows
+            self.call_after_refresh(self._release_retired)
         self.rows = rows
         self.ctx = RowContext(ctx.now, ctx.palette, ctx.blind_since, self.rich_style)
         self.sort, self.reverse = sort, reverse
-        # The name column fits the longest name among the first rows (bounded work per tick).
-        self._name_width = max((cell_len(safe(v.name, 80)) for v in rows[:2000]), default=12)
+        self._rows_gen += 1
+        self._name_width = self._fit_names(rows)
         self.virtual_size = Size(self.size.width, len(rows) + 1)
-        if self.show_cursor:
-            self._follow_selected()
-        self.refresh()
+        self._in_set_rows = True
+        try:
+            if self.show_cursor:
+                self._follow_selected()
+        finally:
+            self._in_set_rows = False
+        self._refresh_changed()
+
+    def _release_retired(self) -> None:
+        self._retired = None
+
+    def _fit_names(self, rows: list[NodeView]) -> int:
+        """The name column's width: it fits the longest name among the first 2,000 rows, so it does
+        not jump while scrolling near the top. That scan is redone when the list changes shape
+        (length, sort) and every ``NAME_SCAN_TICKS`` ticks; in between the widest visible name
+        can only widen it (a long name scrolled into view is never cut)."""
+        key = (len(rows), self.sort, self.reverse)
+        self._name_ticks += 1
+        if key != self._name_key or self._name_ticks >= NAME_SCAN_TICKS:
+            self._name_key, self._name_ticks = key, 0
+            self._name_scan = self._longest_name(rows[:2000])
+        top = int(self.scroll_y)
+        return max(self._name_scan, self._longest_name(rows[top:top + self.size.height]))
+
+    def _longest_name(self, rows: list[NodeView]) -> int:
+        widths = self._name_widths
+        if len(widths) > 8192:
+            widths.clear()
+        names = [v.name for v in rows]
+        try:
+            return max(12, max(map(widths.__getitem__, names), default=12))
+        except KeyError:
+            for n in names:
+                if n not in widths:
+                    widths[n] = cell_len(safe(n, 80))
+            return max(12, max(map(widths.__getitem__, names), default=12))
 
     def _follow_selected(self) -> None:
         rows = self.rows
@@ -403,7 +571,8 @@ class FleetTable(ScrollView, can_focus=True):
             self.scroll_to(y=new, animate=False, immediate=True)
         elif new >= top + self.page:
             self.scroll_to(y=new - self.page + 1, animate=False, immediate=True)
-        self.refresh()
+        if not self._in_set_rows:  # set_rows repaints what changed once it is done
+            self._refresh_changed()
 
     @property
     def current(self) -> NodeView | None:
@@ -448,39 +617,135 @@ class FleetTable(ScrollView, can_focus=True):
                 self.action_choose()
             self.cursor = idx
 
-    # --- drawing -------------------------------------------------------------------------------
+    # --- what each screen line shows -------------------------------------------------------------
 
     def on_resize(self, event: events.Resize) -> None:
         self.virtual_size = Size(event.size.width, len(self.rows) + 1)
-        self._cache.clear()
+        self._segments.clear()
+        self._painted.clear()
+        self._pending_token = None
 
     def _columns(self, width: int) -> list[tuple[Column, int]]:
         key = (width, self._name_width)
         if key != self._layout_key:
             self._layout = layout_columns(width, self.column_keys, self._name_width)
             self._layout_key = key
+            x, self._offsets = 0, []
+            for _, w in self._layout:
+                self._offsets.append(x)
+                x += w + len(SEP)
         return self._layout
 
-    def render_line(self, y: int) -> Strip:
-        width = self.scrollable_content_region.width
+    def _token(self) -> tuple:
+        return (self._rows_gen, int(self.scroll_y), self.cursor, self.size, self.empty_message)
+
+    def _line(self, y: int, width: int) -> _Line:
+        """What screen line ``y`` shows now: a row's cells, or the header / a message / blank."""
+        if self._pending_token is not None:
+            hit = self._pending.get(y)
+            if hit is not None and self._pending_token == self._token():
+                return hit
         ctx = self.ctx
         cols = self._columns(width)
+        layout = self._layout_key
         if y == 0:
-            return render_header(cols, ctx, width, self.sort, self.reverse)
+            return _Line(layout, ctx.base, ("header", self.sort, self.reverse, id(ctx.palette)))
         idx = int(self.scroll_y) + y - 1
         if idx >= len(self.rows):
             if idx == 0:
-                return Strip([Segment(f" {self.empty_message}", ctx.base + ctx.palette.muted)]).adjust_cell_length(width, ctx.base)
-            return Strip.blank(width, ctx.base)
+                return _Line(layout, ctx.base, ("text", f" {self.empty_message}", ctx.palette.muted))
+            return _Line(layout, ctx.base, ("blank",))
         if not self.show_cursor and y == self.size.height - 1 and len(self.rows) > idx + 1:
-            more = len(self.rows) - idx
-            return Strip([Segment(f" … and {more} more", ctx.base + ctx.palette.warn)]).adjust_cell_length(width, ctx.base)
+            return _Line(layout, ctx.base, ("text", f" … and {len(self.rows) - idx} more", ctx.palette.warn))
         v = self.rows[idx]
         selected = self.show_cursor and idx == self.cursor
-        key = (v.name, id(v), int(ctx.now), selected, self._layout_key, id(ctx.palette), ctx.blind_since)
-        hit = self._cache.get(key)
-        if hit is not None and hit[0] is v:
-            return hit[1]
-        strip = render_row(v, ctx, cols, width, selected)
-        self._cache.set(key, (v, strip))
-        return strip
+        base = ctx.base + ctx.palette.cursor if selected else ctx.base
+        # The core updates views in place, so the cache is keyed by what the static cells show.
+        shown = (v.state, v.zone, v.ready, v.pressure, v.network_unavailable, v.kubelet_version, v.causes)
+        static = self._static.get(v.name)
+        if static is None or static[1] is not ctx.palette or static[0] != shown:
+            if len(self._static) > 4096:
+                self._static.clear()
+            static = (shown, ctx.palette, static_cells(v, ctx.palette))
+            self._static[v.name] = static
+        cells = {**static[2], **time_cells(v, ctx)}
+        return _Line(layout, base, tuple(cells[c.key] for c, _ in cols))
+
+    def _refresh_changed(self) -> None:
+        """Refresh the regions of the visible cells that differ from what was drawn; no full refresh."""
+        if not self.is_mounted or not self.size:
+            return
+        self._pending_token = None
+        width = self.scrollable_content_region.width
+        lines = {y: self._line(y, width) for y in range(self.size.height)}
+        self._pending, self._pending_token = lines, self._token()
+        painted = self._painted
+        offsets, layout = self._offsets, self._layout
+        regions: list[Region] = []
+        add = regions.append
+        for y, new in lines.items():
+            old = painted.get(y)
+            if old == new:
+                continue
+            if (old is None or old.layout != new.layout or old.base != new.base
+                    or isinstance(new.content[0], str) or isinstance(old.content[0], str)):
+                add(Region(0, y, width, 1))
+                continue
+            for i, (a, b) in enumerate(zip(old.content, new.content)):
+                if a != b:
+                    w = layout[i][1]
+                    start, end = changed_cells(a, b, w)
+                    add(Region(offsets[i] + start, y, end - start, 1))
+        if regions:
+            self.refresh(*regions)
+
+    # --- drawing -------------------------------------------------------------------------------
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        line = self._line(y, width)
+        self._painted[y] = line
+        ctx = self.ctx
+        content = line.content
+        kind = content[0]
+        if kind == "header":
+            return render_header(self._columns(width), ctx, width, self.sort, self.reverse)
+        if kind == "text":
+            return Strip([Segment(content[1], ctx.base + content[2])]).adjust_cell_length(width, ctx.base)
+        if kind == "blank":
+            return Strip.blank(width, ctx.base)
+        base = line.base
+        segs: list[Segment] = []
+        cols = self._columns(width)
+        # One dict per column for this layout and base style, keyed by the cell itself: no key
+        # tuple is built per cell (they add up to garbage-collector work at 60 lines a tick).
+        per_column = self._segments.get((line.layout, base))
+        if per_column is None:
+            if len(self._segments) > 8:
+                self._segments.clear()
+            per_column = self._segments[(line.layout, base)] = [{} for _ in cols]
+        last = len(cols) - 1
+        total = -len(SEP)
+        for i, ((_, w), cell) in enumerate(zip(cols, content)):
+            cache = per_column[i]
+            cs = cache.get(cell)
+            if cs is None:
+                if len(cache) > 2048:
+                    cache.clear()
+                cs = cache[cell] = _cell_and_separator(cell, w, base, i < last)
+            segs.extend(cs)
+            total += w + len(SEP)
+        if total == width:
+            return Strip(segs, width)
+        return Strip(segs, total).adjust_cell_length(width, base)
+
+
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """What one screen line of the table shows, comparable with what was drawn there before."""
+
+    layout: tuple[int, int]
+    """The column layout key: cell offsets are only comparable within one layout."""
+    base: Style
+    content: tuple
+    """A row: its cells in layout order. Otherwise a tuple starting with a kind string."""
