@@ -387,3 +387,12 @@ async def test_ticks_repaint_only_changed_cells_and_the_terminal_matches_a_full_
         show(now, sort="name")
         await settle()
         check()
+
+
+def test_whole_names_cost_optional_columns_before_letters_of_the_name():
+    from nodewatch.ui.fleet_table import layout_columns
+
+    for width in (100, 130, 170, 250):
+        cols = dict((c.key, w) for c, w in layout_columns(width, name_width=19))
+        assert cols["name"] >= 19, (width, cols)
+        assert sum(cols.values()) + len(cols) - 1 <= width

@@ -98,25 +98,28 @@ def layout_columns(width: int, keys: tuple[str, ...] = COLUMN_KEYS, name_width: 
     """
     cols = [c for c in COLUMNS if c.key in keys]
     chosen = list(cols)
-
-    def need(cs: list[Column]) -> int:
-        return sum(c.width for c in cs) + len(SEP) * (len(cs) - 1)
-
-    for c in sorted(cols, key=lambda c: -c.drop):
-        if need(chosen) <= width or c.drop == 0:
-            continue
-        chosen.remove(c)
-    spare = max(0, width - need(chosen))
-    out: list[tuple[Column, int]] = []
     name_min = next(c.width for c in COLUMNS if c.key == "name")
     name_want = max(name_min, min(name_width, NAME_MAX))
-    name_extra = min(spare, name_want - name_min) if any(c.key == "cause" for c in chosen) else spare
+
+    def need(cs: list[Column], name_w: int) -> int:
+        return sum(name_w if c.key == "name" else c.width for c in cs) + len(SEP) * (len(cs) - 1)
+
+    # The node's name is what the operator reads first: whole names cost optional columns before
+    # they cost letters of the name (a cut "general-apse" is the same for a thousand nodes).
+    for c in sorted(cols, key=lambda c: -c.drop):
+        if need(chosen, name_want) <= width or c.drop == 0:
+            continue
+        chosen.remove(c)
+    name_w = max(name_min, min(name_want, width - need(chosen, 0)))
+    spare = max(0, width - need(chosen, name_w))
+    out: list[tuple[Column, int]] = []
+    has_cause = any(c.key == "cause" for c in chosen)
     for c in chosen:
         w = c.width
         if c.key == "name":
-            w += name_extra
+            w = name_w + (0 if has_cause else spare)
         elif c.key == "cause":
-            w += spare - name_extra
+            w += spare
         out.append((c, w))
     return out
 
