@@ -17,12 +17,11 @@ import heapq
 import math
 import threading
 from collections import deque
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 from sortedcontainers import SortedKeyList
 
-from .causes import Cause, likely_causes
+from .causes import likely_causes
 from .objects import (
     BadObject,
     CSRRecord,
@@ -40,10 +39,7 @@ from .rules import (
     NODE_USER_PREFIX,
     PRESSURE_CONDITIONS,
     NodeState,
-    Taint,
-    ZoneState,
     all_zones_full,
-    cert_level,
     eviction_taints,
     node_eviction_deadline,
     node_state,
@@ -54,150 +50,21 @@ from .rules import (
     zone_taint_rate,
 )
 from .settings import Settings
-
-RESOURCES = ("nodes", "leases", "pods", "events", "certificatesigningrequests")
-EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "SYNCED")
-MAX_EVENTS_PER_NODE = 200
-MAX_TIMELINE = 64
-AT_RISK_STATES = (NodeState.UNKNOWN, NodeState.EVICTING, NodeState.EVICTED)
-
-
-@dataclass(slots=True)
-class LeaseTrack:
-    """One node's Lease as nodewatch saw it arrive."""
-
-    renew_time: float | None
-    observed_at: float | None
-    """Receive time of the event that advanced ``renew_time`` (or ``renew_time`` when unknown)."""
-    skew: float | None
-    """Receive time minus renewTime at the last observed renewal: the node's clock offset plus delay."""
-    duration: float
-    holder: str
-    renewals: int = 0
-
-
-@dataclass(slots=True)
-class WatchHealth:
-    """How one resource's stream is doing. Part of the state so the UI can say when it is blind."""
-
-    resource: str
-    connected: bool = False
-    synced: bool = False
-    last_activity: float | None = None
-    """Receive time of the last event or bookmark."""
-    down_since: float | None = None
-    relists: int = 0
-    last_error: str = ""
-    forbidden: bool = False
-
-
-@dataclass(slots=True)
-class Problem:
-    """Something nodewatch could not use, said where and why."""
-
-    at: float | None
-    where: str
-    message: str
-
-
-@dataclass(slots=True)
-class NodeView:
-    """A node judged by the rules. Absolute times, so one view serves every ``now`` until ``valid_until``."""
-
-    name: str
-    zone: str
-    state: NodeState
-    ready: str | None
-    lease_observed_at: float | None
-    """Ages are ``now - lease_observed_at``; None when unknown or while the dashboard is blind."""
-    lease_duration: float
-    grace: float
-    skew: float | None
-    eviction_at: float | None
-    taints: tuple[Taint, ...]
-    cordoned: bool
-    pressure: tuple[str, ...]
-    network_unavailable: bool
-    cert_not_after: float | None
-    kubelet_version: str
-    causes: tuple[Cause, ...]
-    state_since: float | None
-    """When the current state began, as far as the API shows (Ready transition, taint, lease)."""
-    next_change: float
-    """The next time at which the rules could give a different state (inf: only a new object can)."""
-    sort_deadline: float
-    excluded: bool = False
-    """Labelled node.kubernetes.io/exclude-disruption: not counted in its zone."""
-
-    def lease_age(self, now: float) -> float | None:
-        return None if self.lease_observed_at is None else now - self.lease_observed_at
-
-    def grace_remaining(self, now: float) -> float | None:
-        age = self.lease_age(now)
-        return None if age is None else self.grace - age
-
-    def eviction_in(self, now: float) -> float | None:
-        return None if self.eviction_at is None else self.eviction_at - now
-
-    def cert_level(self, now: float) -> str:
-        return cert_level(self.cert_not_after, now)
-
-    @property
-    def cause(self) -> str:
-        return "; ".join(c.text for c in self.causes)
-
-
-@dataclass(slots=True)
-class ZoneView:
-    name: str
-    state: ZoneState
-    nodes: int
-    ready: int
-    not_ready: int
-    taint_rate: float
-
-
-@dataclass(slots=True)
-class PodView:
-    namespace: str
-    name: str
-    owner_kind: str
-    owner_name: str
-    phase: str
-    terminating: bool
-    eviction_at: float | None
-    statefulset_risk: bool
-    disruption_target: bool
-
-
-@dataclass(slots=True)
-class FleetView:
-    at: float
-    settings: Settings
-    nodes: list[NodeView]
-    """Worst first: state rank, then the next deadline, then name."""
-    zones: list[ZoneView]
-    counts: dict[NodeState, int]
-    all_zones_full: bool
-    leases_blind: bool
-    blind_reason: str
-    health: dict[str, WatchHealth]
-    generation: int
-    statefulset_at_risk: int
-    controller_suspect: bool
-    """Nodes stay Overdue past grace + 2 monitor periods with Ready still True: the node controller may be down."""
-
-    def node(self, name: str) -> NodeView | None:
-        for v in self.nodes:
-            if v.name == name:
-                return v
-        return None
-
-
-@dataclass(slots=True)
-class CertInfo:
-    not_after: float
-    source: str
+from .views import (  # noqa: F401 - re-exported: readers import them from here too
+    AT_RISK_STATES,
+    EVENT_TYPES,
+    MAX_EVENTS_PER_NODE,
+    MAX_TIMELINE,
+    RESOURCES,
+    CertInfo,
+    FleetView,
+    LeaseTrack,
+    NodeView,
+    PodView,
+    Problem,
+    WatchHealth,
+    ZoneView,
+)
 
 
 class FleetState:
