@@ -7,19 +7,17 @@ from __future__ import annotations
 import time
 
 import pytest
+from live_support import start_live
 from simserver import TinyFleet, running_server, wait_until
 
 from nodewatch.core.rules import NodeState
-from nodewatch.core.settings import Settings
 from nodewatch.sources.live import LiveSource
 
 BLAMING = (NodeState.LATE, NodeState.OVERDUE)
 
 
-def start_live(srv, tmp_path, name: str, **kw) -> LiveSource:
-    src = LiveSource(Settings(), kubeconfig=str(srv.kubeconfig_path), cert_cache_dir=str(tmp_path / name), **kw)
-    src.start()
-    assert src.wait_synced(20)
+def start_focused(srv, tmp_path, name: str, **kw) -> LiveSource:
+    src = start_live(srv, tmp_path, cache=name, wait=20, **kw)
     src.focus_node("node-001")
     return src
 
@@ -59,7 +57,7 @@ FAULTS = {
 def test_fault_then_convergence_to_a_fresh_start(tmp_path, fault):
     fleet = TinyFleet(nodes=5, start=time.time())
     with running_server(tmp_path, fleet=fleet, run_fleet=False, bookmark_interval=0.5) as srv:
-        live = start_live(srv, tmp_path, "a", stall_timeout=1.5)
+        live = start_focused(srv, tmp_path, "a", stall_timeout=1.5)
         try:
             wait_until(lambda: all(r._resp is not None for r in live._main), timeout=15)
             FAULTS[fault](srv)
@@ -70,7 +68,7 @@ def test_fault_then_convergence_to_a_fresh_start(tmp_path, fault):
             if view.leases_blind:
                 assert not [v.name for v in view.nodes if v.state in BLAMING]
             srv.faults.clear()
-            fresh = start_live(srv, tmp_path, "b")
+            fresh = start_focused(srv, tmp_path, "b")
             try:
                 wait_until(lambda: fingerprint(live) == fingerprint(fresh), timeout=40)
                 nodes, leases, pods = fingerprint(live)

@@ -13,11 +13,15 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from live_support import replay_through
 
 from nodewatch.core.rules import NodeState
 from nodewatch.core.timeutil import parse_time
-from nodewatch.sources.kubectl_format import iter_entries, looks_like_kubectl, object_time
-from nodewatch.sources.recording import RecordingError
+from nodewatch.sources.kubectl_format import (
+    iter_entries,
+    looks_like_kubectl,
+    object_time,
+)
 from nodewatch.sources.replay import ReplaySource
 
 DATA = Path(__file__).parent / "data"
@@ -155,14 +159,7 @@ def test_fuzz_the_kubectl_reader(tmp_path_factory, data):
         del b[start:start + data.draw(st.integers(1, 400))]
     path = tmp_path_factory.mktemp("kfz") / "k.json"
     path.write_bytes(b"{\n" + bytes(b) if data.draw(st.booleans()) else bytes(b))
-    try:
-        src = ReplaySource(str(path))
-    except RecordingError:
-        return
-    src.seek(src.t_end)
-    src.state.evaluate(src.t_end)
-    src.next_change()
-    src.stop()
+    replay_through(str(path))
 
 
 @pytest.mark.kubectl

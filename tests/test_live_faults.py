@@ -8,20 +8,13 @@ from __future__ import annotations
 
 import time
 
+from live_support import start_live
 from simserver import TinyFleet, running_server, wait_until
 
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
 from nodewatch.sources.live import LiveSource
 from nodewatch.sources.recording import Recorder, read_recording
-
-
-def start_live(srv, tmp_path, **kw) -> LiveSource:
-    kw.setdefault("cert_cache_dir", str(tmp_path / "cache"))
-    src = LiveSource(Settings(), kubeconfig=str(srv.kubeconfig_path), **kw)
-    src.start()
-    assert src.wait_synced(15)
-    return src
 
 
 def reflector(src: LiveSource, resource: str):

@@ -17,10 +17,16 @@ import pytest
 from factories import T0, lease, node, pod
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from live_support import replay_through
 
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
-from nodewatch.sources.recording import Recorder, RecordingError, read_recording, sanitize
+from nodewatch.sources.recording import (
+    Recorder,
+    RecordingError,
+    read_recording,
+    sanitize,
+)
 from nodewatch.sources.replay import ReplaySource
 
 HERE = Path(__file__).parent
@@ -272,14 +278,7 @@ def test_fuzz_the_v1_reader(tmp_path_factory, data):
         blob = gzip.compress(blob)[: data.draw(st.integers(10, 400))]
     path = tmp_path_factory.mktemp("fz") / "f.jsonl"
     path.write_bytes(blob)
-    try:
-        src = ReplaySource(str(path))
-    except RecordingError:
-        return
-    src.seek(src.t_end)
-    src.state.evaluate(src.t_end)
-    src.next_change()
-    src.stop()
+    replay_through(str(path))
 
 
 def test_certificates_learned_outside_the_streams_are_recorded_and_replayed(tmp_path):

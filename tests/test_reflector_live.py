@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import time
 
+from live_support import start_live
 from simserver import TinyFleet, running_server, wait_until
 
 from nodewatch.core.rules import NodeState
@@ -15,14 +16,6 @@ from nodewatch.sources.live import LiveSource
 from nodewatch.sources.recording import Recorder, read_recording
 from nodewatch.sources.reflector import Backoff
 from nodewatch.sources.replay import ReplaySource
-
-
-def start_live(srv, tmp_path, **kw) -> LiveSource:
-    kw.setdefault("cert_cache_dir", str(tmp_path / "cache"))
-    src = LiveSource(Settings(), kubeconfig=str(srv.kubeconfig_path), **kw)
-    src.start()
-    assert src.wait_synced(15)
-    return src
 
 
 def states(view) -> dict[str, NodeState]:
