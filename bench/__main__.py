@@ -33,13 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     figures: list[Figure] = []
     failed = False
     for name in args.only or GROUPS:
-        try:
-            mod = importlib.import_module(f"bench.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"bench.{name}":
-                figures.append(Figure(name, "not written yet", "-", "-", None))
-                continue
-            raise
+        mod = importlib.import_module(f"bench.{name}")
         print(f"running {name} ...", file=sys.stderr, flush=True)
         try:
             figures.extend(mod.run(**(QUICK.get(name, {}) if args.quick else {})))

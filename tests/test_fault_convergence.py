@@ -1,4 +1,4 @@
-"""Issue 6: under each injected fault the live source keeps running, says what is wrong, recovers
+"""Under each injected fault the live source keeps running, says what is wrong, recovers
 once the fault ends, and converges to exactly what a fresh start sees (no node lost, none
 duplicated, no stale pod). Real HTTPS to the simulated API server; no patched client code."""
 

@@ -1,4 +1,4 @@
-"""Scaled-down soak (issue 6, "Staying up"): under churn, in virtual time, the state's containers
+"""Scaled-down soak: under churn, in virtual time, the state's containers
 stay bounded by the fleet, not by how long nodewatch has been running.
 
 200 nodes for 30 virtual minutes with scenario churn+flapping (a node replaced every 90 s, one

@@ -12,8 +12,8 @@ from nodewatch.core.clock import ManualClock
 from nodewatch.core.fleet import FleetState
 from nodewatch.core.rules import TAINT_NOT_READY, TAINT_UNREACHABLE
 from nodewatch.core.settings import Settings
+from nodewatch.core.views import RESOURCES
 
-RESOURCES = ("nodes", "leases", "pods", "events", "certificatesigningrequests")
 
 
 class FakeReplay:

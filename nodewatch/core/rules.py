@@ -2,7 +2,7 @@
 
 One module for every rule: the dashboard judges nodes with it and the simulator's controllers
 act with it, so the two cannot drift apart. Each function is pure and takes ``now`` (and every
-setting) as arguments. Sources for each rule: ``shared/reference/kubernetes-node-lifecycle.md``.
+setting) as arguments. Sources for each rule: ``docs/kubernetes-rules.md``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The controller settings nodewatch judges nodes by.
 
 Every number here is a default of a real Kubernetes component (see
-``shared/reference/kubernetes-node-lifecycle.md``); each can be overridden on the command line, and
+``docs/kubernetes-rules.md``); each can be overridden on the command line, and
 the dashboard and ``status`` show the values in use with where each came from.
 """
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import calendar
 import re
-import time
 from datetime import datetime, timezone
 
 _RFC3339 = re.compile(
@@ -83,6 +82,3 @@ def parse_when(value: str, start: float | None) -> float:
         raise ValueError(f"{value!r} is neither RFC 3339 (2026-11-29T10:00:00Z) nor +SECONDS")
     return t
 
-
-def monotonic() -> float:
-    return time.monotonic()

@@ -23,6 +23,7 @@ from typing import Callable
 
 from ..core import rules
 from ..core.settings import Settings
+from ..core.views import RESOURCES
 from . import scenarios as _scenarios
 from .controllers import (
     PRIO_KUBELET,
@@ -54,7 +55,6 @@ from .shapes import (
 )
 
 Sink = Callable[[str, str, dict, float], None]
-RESOURCES = ("nodes", "leases", "pods", "events", "certificatesigningrequests")
 WARMUP = 60.0
 """Virtual seconds simulated before ``start`` even for a scenario without history."""
 CERT_LIFETIME = 365 * DAY

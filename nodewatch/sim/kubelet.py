@@ -1,6 +1,6 @@
 """Kubelet behaviour: the Lease heartbeat, Node status reports, pod lifecycle and cert rotation.
 
-Timings follow the kubelet defaults (see ``shared/reference/kubernetes-node-lifecycle.md``):
+Timings follow the kubelet defaults (see ``docs/kubernetes-rules.md``):
 the Lease is renewed every 10s with up to 4% jitter and ``renewTime`` is written on the node's own
 clock; Node status is computed every 10s but PATCHed only on change or every 5 minutes; a kubelet
 that cannot reach (or authenticate to) the API server writes nothing and retries, catching up

@@ -360,10 +360,6 @@ def _short(exc: BaseException) -> str:
     return (str(exc) or type(exc).__name__)[:120]
 
 
-def recent_duplicates(window: int = 2048) -> "DuplicateFilter":
-    return DuplicateFilter(window)
-
-
 class DuplicateFilter:
     """Spots a line repeated within the last ``window`` lines (a duplicated write or a bad concat)."""
 

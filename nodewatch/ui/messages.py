@@ -13,11 +13,3 @@ class NodeChosen(Message):
 
     name: str
 
-
-@dataclass
-class SearchChanged(Message):
-    """The search box text changed (``/``); empty clears the search."""
-
-    text: str
-    done: bool = False
-    """True when the user pressed Enter or Escape: the table takes the focus back."""
