@@ -22,7 +22,7 @@ from textual.widgets import Footer, Input
 from ..core.clock import SystemClock
 from ..core.fleet import FleetView
 from ..core.rules import NodeState
-from ..sources.base import Source
+from ..core.source import Source
 from .commands import NodewatchCommands
 from .drilldown import DrillDown
 from .fleet_table import (

@@ -9,7 +9,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from ..sources.base import ReplayControls
+from ..core.source import ReplayControls
 from .format import clock_time, duration
 from .theme import DEFAULT_PALETTE, Palette
 
