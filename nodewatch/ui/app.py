@@ -20,26 +20,20 @@ from textual.containers import Vertical
 from textual.widgets import Footer, Input
 
 from ..core.clock import SystemClock
-from ..core.fleet import FleetView
 from ..core.rules import NodeState
+from ..core.search import LabelSearch
 from ..core.source import Source
+from ..core.text import safe
+from ..core.views import FleetView
+from .cells import RowContext
 from .commands import NodewatchCommands
 from .drilldown import DrillDown
-from .fleet_table import (
-    COLUMN_KEYS,
-    NOT_READY,
-    FleetTable,
-    LabelMatcher,
-    RowContext,
-    RowQuery,
-    _state_slice,
-    select_rows,
-)
-from .format import safe
+from .fleet_table import FleetTable
 from .header import Banner, FleetHeader, banner_text, header_text
 from .help import HelpScreen
 from .messages import NodeChosen
 from .replay_bar import ReplayBar, next_speed
+from .rows import COLUMN_KEYS, NOT_READY, RowQuery, select_rows, state_slice
 from .theme import Palette, palette_from_variables
 from .wall import WallView
 from .zone_strip import IncidentSummary, ZoneStrip, summary_text, zone_text
@@ -100,7 +94,7 @@ class NodewatchApp(App):
         self.initial_focus = focus
         self.refresh_seconds = refresh_seconds
         self.query_rows = RowQuery()
-        self.matcher = LabelMatcher()
+        self.label_search = LabelSearch(source.state)
         self.view: FleetView | None = None
         self.now: float = 0.0
         self.palette: Palette = palette_from_variables({})
@@ -149,7 +143,7 @@ class NodewatchApp(App):
 
     def _scheduled_tick(self) -> None:
         """The interval's tick. A big fleet is evaluated in a thread so keys stay responsive."""
-        if len(self.source.state.nodes) >= THREADED_EVALUATE_NODES:
+        if self.source.state.node_count() >= THREADED_EVALUATE_NODES:
             self.run_worker(self._evaluate_in_thread, thread=True, exclusive=True, group="evaluate",
                             exit_on_error=False)
         else:
@@ -189,7 +183,7 @@ class NodewatchApp(App):
         ctx = RowContext(now, p, blind_since)
         virtual = not isinstance(self.source.clock, SystemClock)
         self.query_one("#header", FleetHeader).show(
-            header_text(self.source.name, view, now, p, virtual=virtual, problems=len(state.problems)))
+            header_text(self.source.name, view, now, p, virtual=virtual, problems=state.problem_count()))
         self.query_one("#banner", Banner).show(banner_text(view, now, p))
         if self.wall:
             wall = self.query_one("#wall", WallView)
@@ -197,14 +191,14 @@ class NodewatchApp(App):
             wall.query_one("#wall-zones", ZoneStrip).show(zone_text(view, p, compact=True))
             table = wall.query_one("#wall-table", FleetTable)
             table.empty_message = "every node is Ready"
-            table.set_rows(_state_slice(view, NOT_READY), ctx)
+            table.set_rows(state_slice(view, NOT_READY), ctx)
         else:
             self.query_one("#zones", ZoneStrip).show(zone_text(view, p, compact=self.size.width < 120))
             self.query_one("#summary", IncidentSummary).show(summary_text(view, p))
             q = self.query_rows
             table = self.query_one("#table", FleetTable)
             table.empty_message = "no node matches the filters" if (q.states or q.zone or q.search) else "no nodes"
-            table.set_rows(select_rows(view, q, state, self.matcher), ctx, sort=q.sort, reverse=q.reverse)
+            table.set_rows(select_rows(view, q, self.label_search), ctx, sort=q.sort, reverse=q.reverse)
         self._update_subtitle()
         if self.source.replay is not None:
             bar = self.query_one("#replay", ReplayBar)

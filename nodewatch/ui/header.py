@@ -9,9 +9,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from ..core.fleet import FleetView
+from ..core.format import clock_time
 from ..core.rules import NodeState
-from .format import clock_time, duration, safe
+from ..core.text import duration, safe
+from ..core.views import FleetView
 from .theme import Palette
 
 STATES_BY_RANK = tuple(sorted(NodeState, key=lambda s: s.rank))

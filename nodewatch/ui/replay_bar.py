@@ -9,8 +9,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
+from ..core.format import clock_time
 from ..core.source import ReplayControls
-from .format import clock_time, duration
+from ..core.text import duration
 from .theme import DEFAULT_PALETTE, Palette
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
