@@ -76,7 +76,7 @@ def _dur(x: float | None) -> str:
 def fleet_table(state: FleetState, view: FleetView, node: str | None = None) -> str:
     now = view.at
     lines = [
-        f"at {format_time(now)}  {view.settings.summary()}",
+        f"at {format_time(now)}  {view.settings.summary(zone_threshold=True)}",
         "  ".join(f"{s.word} {view.counts[s]}" for s in NodeState if view.counts[s]) or "no nodes",
     ]
     if view.leases_blind:
