@@ -51,6 +51,26 @@ def replay_text(r: ReplayControls, width: int, palette: Palette = DEFAULT_PALETT
     return t
 
 
+class NextChange:
+    """``ReplayControls.next_change`` remembered: it plays the recording ahead on a copy of the
+    state, far too dear for every tick. A recording's future is fixed, so the answer ``t`` found
+    at position ``p`` holds for every position in ``[p, t)`` (no state changes in between); it
+    is asked again only when the position leaves that span (it passed ``t``, or a seek went back)."""
+
+    def __init__(self) -> None:
+        self._asked_at: float | None = None
+        self._answer: float | None = None
+
+    def at(self, replay: ReplayControls) -> float | None:
+        """The virtual time of the next state change after the replay's position, or None."""
+        pos = replay.position()
+        asked = self._asked_at
+        if asked is None or pos < asked or (self._answer is not None and pos >= self._answer):
+            self._answer = replay.next_change()
+            self._asked_at = pos
+        return self._answer
+
+
 class ReplayBar(Widget):
     """Two lines above the footer."""
 
