@@ -12,7 +12,7 @@ import heapq
 import math
 
 from .causes import likely_causes
-from .fleet_data import FleetData, LeaseTrack, sort_key
+from .fleet_data import FleetData, sort_key
 from .rules import (
     PRESSURE_CONDITIONS,
     NodeState,
@@ -24,7 +24,7 @@ from .rules import (
     zone_state,
     zone_taint_rate,
 )
-from .views import AT_RISK_STATES, FleetView, NodeView, WatchHealth, ZoneView
+from .views import AT_RISK_STATES, FleetView, LeaseTrack, NodeView, WatchHealth, ZoneView
 
 
 class Evaluation(FleetData):

@@ -10,31 +10,15 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from dataclasses import dataclass
 
 from sortedcontainers import SortedKeyList
 
 from .objects import EventRecord, NodeRecord, PodRecord
 from .rules import NodeState
 from .settings import Settings
-from .views import CertInfo, NodeView, Problem, WatchHealth
+from .views import CertInfo, LeaseTrack, NodeView, Problem, WatchHealth
 
 MAX_PROBLEMS = 200
-
-
-@dataclass(slots=True)
-class LeaseTrack:
-    """One node's Lease as nodewatch saw it arrive; updated in place on each renewal (the hot path).
-    Readers get a frozen copy, ``views.LeaseView``."""
-
-    renew_time: float | None
-    observed_at: float | None
-    """Receive time of the event that advanced ``renew_time`` (or ``renew_time`` when unknown)."""
-    skew: float | None
-    """Receive time minus renewTime at the last observed renewal: the node's clock offset plus delay."""
-    duration: float
-    holder: str
-    renewals: int = 0
 
 
 def sort_key(v: NodeView) -> tuple:

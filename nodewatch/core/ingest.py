@@ -13,7 +13,6 @@ from collections import deque
 from typing import Any, Iterable
 
 from .evaluation import Evaluation
-from .fleet_data import LeaseTrack
 from .objects import (
     BadObject,
     CSRRecord,
@@ -27,7 +26,7 @@ from .objects import (
 )
 from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX
 from .settings import Settings
-from .views import MAX_EVENTS_PER_NODE, MAX_TIMELINE, CertInfo, Problem, WatchHealth
+from .views import MAX_EVENTS_PER_NODE, MAX_TIMELINE, CertInfo, LeaseTrack, Problem, WatchHealth
 
 
 class Ingest(Evaluation):

@@ -12,9 +12,9 @@ import copy
 from collections import deque
 from dataclasses import dataclass
 
-from .fleet_data import FleetData, LeaseTrack
+from .fleet_data import FleetData
 from .objects import EventRecord, NodeRecord, PodRecord
-from .views import MAX_TIMELINE, CertInfo, Problem, WatchHealth
+from .views import MAX_TIMELINE, CertInfo, LeaseTrack, Problem, WatchHealth
 
 
 @dataclass(frozen=True, slots=True)

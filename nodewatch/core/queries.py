@@ -18,7 +18,6 @@ from .rules import pod_eviction_at, with_default_tolerations
 from .views import (
     AT_RISK_STATES,
     CertInfo,
-    LeaseView,
     NodeDetails,
     NodeView,
     PodView,
@@ -95,8 +94,7 @@ class Queries(Evaluation):
         """The node in full (the drill-down): one consistent copy, taken under the lock."""
         with self.lock:
             track = self.leases.get(name)
-            lease = None if track is None else LeaseView(**{f.name: getattr(track, f.name)
-                                                            for f in dataclasses.fields(LeaseView)})
+            lease = None if track is None else dataclasses.replace(track)
             return NodeDetails(
                 name=name, now=now, view=self.node_view(name, now), record=self.nodes.get(name), lease=lease,
                 cert=self.certs.get(name), pods=self.pods_on(name, now)[:max_pods],

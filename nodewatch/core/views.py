@@ -20,9 +20,10 @@ MAX_TIMELINE = 64
 AT_RISK_STATES = (NodeState.UNKNOWN, NodeState.EVICTING, NodeState.EVICTED)
 
 
-@dataclass(frozen=True, slots=True)
-class LeaseView:
-    """One node's Lease as nodewatch saw it arrive (a copy: the state keeps updating its own)."""
+@dataclass(slots=True)
+class LeaseTrack:
+    """One node's Lease as nodewatch saw it arrive. The state updates its own in place on each
+    renewal (the hot path); readers get a copy (``NodeDetails.lease``)."""
 
     renew_time: float | None
     observed_at: float | None
@@ -171,7 +172,8 @@ class NodeDetails:
     view: NodeView | None
     record: NodeRecord | None
     """The Node as last received. Records are replaced, never mutated, by the state: safe to keep."""
-    lease: LeaseView | None
+    lease: LeaseTrack | None
+    """A copy of the state's track, taken with the rest."""
     cert: CertInfo | None
     pods: list[PodView] = field(default_factory=list)
     events: list[EventRecord] = field(default_factory=list)
