@@ -29,14 +29,9 @@ from textual.widgets import DataTable
 from nodewatch.core.fleet import FleetState
 from nodewatch.core.settings import Settings
 from nodewatch.core.timeutil import format_time
-from nodewatch.ui.fleet_table import (
-    COLUMNS,
-    FleetTable,
-    RowContext,
-    RowQuery,
-    row_cells,
-    select_rows,
-)
+from nodewatch.ui.cells import RowContext, row_cells
+from nodewatch.ui.fleet_table import FleetTable
+from nodewatch.ui.rows import COLUMNS, RowQuery, select_rows
 
 from .harness import Figure
 

@@ -76,14 +76,16 @@ def soak(nodes: int = 5_000, minutes: float = 60, every: float = 5, seed: int = 
     ``event_ttl``: a shorter Event TTL than the API server's 1 h (the simulator's
     ``EventRecorder.ttl``), so that a short run sees events expire.
     """
+    from nodewatch.core.search import LabelSearch
     from nodewatch.core.settings import Settings
     from nodewatch.sources.demo import DemoSource
-    from nodewatch.ui.fleet_table import LabelMatcher, RowContext, RowQuery, layout_columns, render_row, select_rows
+    from nodewatch.ui.cells import RowContext, render_row
+    from nodewatch.ui.rows import RowQuery, layout_columns, select_rows
 
     src = DemoSource(Settings(), nodes=nodes, scenario=SCENARIO, seed=seed)
     if event_ttl is not None:
         src.fleet.events.ttl = event_ttl
-    matcher = LabelMatcher()
+    matcher = LabelSearch(src.state)
     cols = layout_columns(200)
     first_nodes = set(src.fleet.nodes)
     t0 = src.fleet.now
@@ -96,7 +98,7 @@ def soak(nodes: int = 5_000, minutes: float = 60, every: float = 5, seed: int = 
         src.advance_to(t)
         view = src.state.evaluate(t)
         query = RowQuery(search="zone") if k % 10 == 0 else RowQuery()
-        rows = select_rows(view, query, src.state, matcher)
+        rows = select_rows(view, query, matcher)
         ctx = RowContext(t)
         for v in rows[:58]:
             render_row(v, ctx, cols, 200)

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from nodewatch.core.fleet import AT_RISK_STATES  # noqa: E402
+from nodewatch.core.views import AT_RISK_STATES  # noqa: E402
 from nodewatch.ui.app import NodewatchApp  # noqa: E402
 
 RECORDING = ROOT / "tests" / "data" / "incident-30.jsonl.gz"

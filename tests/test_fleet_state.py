@@ -302,3 +302,57 @@ def test_a_listed_lease_teaches_no_skew_but_a_watched_renewal_does():
     assert s.leases["a"].skew is None
     s.apply("leases", "MODIFIED", lease("a", T0 - 160), received_at=T0 + 10.5)  # node clock 170.5s behind
     assert s.leases["a"].skew == pytest.approx(170.5)
+
+
+def test_node_details_is_one_copy_of_everything_about_the_node():
+    s = fleet(("nodes", node("a", labels={"team": "storage"})), ("leases", lease("a", T0 - 5)),
+              ("nodes", node("b")), ("leases", lease("b", T0)),
+              ("certificatesigningrequests", csr("csr-1", "a", T0 + 30 * 86400)),
+              *[("pods", pod(f"web-{i}", "a")) for i in range(3)],
+              ("events", event("e1", "a", "NodeReady", "ready", T0 - 60)),
+              ("events", event("e2", "a", "Rebooted", "rebooted", T0 - 30)))
+    d = s.node_details("a", T0, max_pods=2)
+    assert d.view is not None and d.view.name == "a" and d.view.state is NodeState.READY
+    assert d.record is not None and d.record.labels["team"] == "storage"
+    assert d.cert is not None and d.cert.not_after == pytest.approx(T0 + 30 * 86400, abs=1)
+    assert [p.name for p in d.pods] == ["web-0", "web-1"]
+    assert [e.reason for e in d.events] == ["Rebooted", "NodeReady"]
+    assert any("last lease renewal seen" in what for _, what in d.timeline)
+    assert d.lease is not None and d.lease.renew_time == pytest.approx(T0 - 5) and d.lease.renewals == 1
+    # the copy does not move when the state takes the next renewal
+    s.apply("leases", "MODIFIED", lease("a", T0 + 5), T0 + 5)
+    assert d.lease.renew_time == pytest.approx(T0 - 5) and d.lease.renewals == 1
+    assert s.node_details("a", T0 + 5).lease.renewals == 2
+    gone = s.node_details("nope", T0)
+    assert (gone.view, gone.record, gone.lease, gone.cert, gone.pods) == (None, None, None, None, [])
+
+
+def test_the_queries_the_sources_and_status_ask():
+    s = fleet(("nodes", node("a")), ("nodes", node("c", "Unknown")), ("nodes", node("b", "False")),
+              ("certificatesigningrequests", csr("csr-1", "a", T0 + 86400)))
+    assert s.node_count() == 3 and s.has_node("b") and not s.has_node("z")
+    assert s.not_ready_nodes() == ["b", "c"]
+    assert set(s.node_records()) == {"a", "b", "c"}
+    assert list(s.cert_dates()) == ["a"]
+    assert s.is_synced("nodes", "leases") and not FleetState().is_synced("nodes")
+    assert s.problem_count() == 0 and s.recent_problems(10) == []
+    for i in range(3):
+        s.apply("nodes", "ADDED", {"metadata": "not a dict", "n": i}, T0)
+    assert s.problem_count() == 3 and len(s.recent_problems(2)) == 2 and s.recent_problems(0) == []
+    with s.batch():
+        s.apply("nodes", "DELETED", node("c"), T0)
+        s.apply("nodes", "DELETED", node("b"), T0)
+    assert s.node_count() == 1 and s.not_ready_nodes() == []
+
+
+def test_a_keyframe_restores_exactly_what_was_fed():
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0 - 5)), ("pods", pod("web-0", "a")))
+    kf = s.snapshot()
+    s.apply("nodes", "MODIFIED", node("a", "Unknown"), T0 + 60)
+    s.apply("pods", "DELETED", pod("web-0", "a"), T0 + 60)
+    assert s.evaluate(T0 + 60).node("a").state is NodeState.UNKNOWN
+    s.restore(kf)
+    assert s.evaluate(T0).node("a").state is NodeState.READY
+    assert [p.name for p in s.pods_on("a", T0)] == ["web-0"]
+    s.restore(None)
+    assert s.node_count() == 0 and s.evaluate(T0).nodes == []

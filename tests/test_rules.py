@@ -183,3 +183,9 @@ def test_cert_level(left_days, level):
 
 def test_min_toleration_seconds_inf_when_none_set():
     assert math.isinf(rules.min_toleration_seconds([Toleration("k", "Exists", "", "NoExecute", None)]))
+
+
+def test_the_settings_line_says_where_each_value_came_from():
+    s = Settings(server_version="v1.33.1").override(toleration_seconds=60.0)
+    assert s.summary() == "grace 50s (server v1.33.1) · toleration 60s (flag) · monitor 5s (default)"
+    assert s.summary(zone_threshold=True) == s.summary() + " · zone threshold 0.55"

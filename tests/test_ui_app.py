@@ -7,19 +7,20 @@ after moving the ManualClock, so nothing waits for a timer.
 from __future__ import annotations
 
 import pytest
+from factories import T0, node, taint
 from textual.binding import Binding
 from textual.geometry import Region
+from ui_support import incident_source
 
-from factories import T0, node, taint
 from nodewatch.core.rules import TAINT_UNREACHABLE, NodeState
 from nodewatch.ui import app as app_module
 from nodewatch.ui.app import NodewatchApp, run_dashboard
 from nodewatch.ui.commands import NodewatchCommands
 from nodewatch.ui.drilldown import FENCING_ADVICE, DrillDown
-from nodewatch.ui.fleet_table import COLUMN_KEYS, NOT_READY, FleetTable
+from nodewatch.ui.fleet_table import FleetTable
 from nodewatch.ui.help import HelpScreen
 from nodewatch.ui.replay_bar import ReplayBar
-from ui_support import incident_source
+from nodewatch.ui.rows import COLUMN_KEYS, NOT_READY
 
 SIZE = (160, 40)
 

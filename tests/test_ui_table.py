@@ -21,20 +21,17 @@ from ui_support import big_state, feed, incident_state
 
 from nodewatch.core.fleet import FleetState
 from nodewatch.core.rules import TAINT_UNREACHABLE, NodeState
+from nodewatch.core.search import LabelSearch
 from nodewatch.core.settings import Settings
 from nodewatch.ui import partial_update
-from nodewatch.ui.fleet_table import (
+from nodewatch.ui.cells import RowContext, changed_cells, render_header, render_row
+from nodewatch.ui.fleet_table import FleetTable
+from nodewatch.ui.rows import (
     COLUMNS,
     NOT_READY,
     WALL_COLUMNS,
-    FleetTable,
-    LabelMatcher,
-    RowContext,
     RowQuery,
-    changed_cells,
     layout_columns,
-    render_header,
-    render_row,
     select_rows,
 )
 
@@ -86,12 +83,12 @@ def test_zone_filter_search_and_sort():
     view = state.evaluate(T0)
     rows = select_rows(view, RowQuery(zone="eu-1/eu-1b"))
     assert {v.name for v in rows} == {"worker-b-0", "worker-b-1", "worker-b-2"}
-    rows = select_rows(view, RowQuery(search="CORDON"), state, LabelMatcher())
+    rows = select_rows(view, RowQuery(search="CORDON"), LabelSearch(state))
     assert [v.name for v in rows] == ["worker-c-cordoned"]
     # labels too: key=value
-    rows = select_rows(view, RowQuery(search="zone=eu-1/eu-1a"), state, LabelMatcher())
+    rows = select_rows(view, RowQuery(search="zone=eu-1/eu-1a"), LabelSearch(state))
     assert rows == []  # the label value is "eu-1a", the region is a separate label
-    rows = select_rows(view, RowQuery(search="zone=eu-1a"), state, LabelMatcher())
+    rows = select_rows(view, RowQuery(search="zone=eu-1a"), LabelSearch(state))
     assert {v.name for v in rows} == {"worker-a-0", "worker-a-1", "worker-a-2", "worker-a-late"}
     by_name = select_rows(view, RowQuery(sort="name"))
     assert [v.name for v in by_name] == sorted(v.name for v in view.nodes)
@@ -105,14 +102,14 @@ def test_zone_filter_search_and_sort():
         assert len(select_rows(view, RowQuery(sort=col.key))) == len(view.nodes)
 
 
-def test_label_matcher_notices_changed_labels():
+def test_label_search_notices_changed_labels():
     state = incident_state()
-    m = LabelMatcher()
+    m = LabelSearch(state)
     view = state.evaluate(T0)
-    assert select_rows(view, RowQuery(search="team=storage"), state, m) == []
+    assert select_rows(view, RowQuery(search="team=storage"), m) == []
     state.apply("nodes", "MODIFIED", node("worker-a-0", zone="eu-1a", region="eu-1", labels={"team": "storage"}), T0)
     view = state.evaluate(T0)
-    assert [v.name for v in select_rows(view, RowQuery(search="team=storage"), state, m)] == ["worker-a-0"]
+    assert [v.name for v in select_rows(view, RowQuery(search="team=storage"), m)] == ["worker-a-0"]
 
 
 def test_rows_read_like_the_issue_says():
@@ -390,7 +387,6 @@ async def test_ticks_repaint_only_changed_cells_and_the_terminal_matches_a_full_
 
 
 def test_whole_names_cost_optional_columns_before_letters_of_the_name():
-    from nodewatch.ui.fleet_table import layout_columns
 
     for width in (100, 130, 170, 250):
         cols = dict((c.key, w) for c, w in layout_columns(width, name_width=19))

@@ -27,6 +27,7 @@ class FakeReplay:
         self._playing = False
         self._speed = 1.0
         self.calls: list[tuple] = []
+        self.next_change_calls = 0
 
     def position(self) -> float:
         return self.clock.now()
@@ -61,6 +62,7 @@ class FakeReplay:
         self.clock.advance(seconds)
 
     def next_change(self) -> float | None:
+        self.next_change_calls += 1
         pos = self.clock.now()
         return next((t for t in self.changes if t > pos), None)
 

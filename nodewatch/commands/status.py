@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - every failure is one clear line and exit 2
         return fail(_one_line(exc))
     view = state.evaluate(now)
-    if args.node is not None and args.node not in state.nodes:
+    if args.node is not None and not state.has_node(args.node):
         return fail(f"no node named {args.node!r}")
     if args.format == "json":
         sys.stdout.buffer.write(orjson.dumps(fleet_json(state, view, args.node), option=orjson.OPT_INDENT_2))

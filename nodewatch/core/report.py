@@ -9,10 +9,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .fleet import FleetState, FleetView, NodeView
+from .fleet import FleetState
+from .format import taint_label
 from .rules import NodeState
 from .text import duration, safe
 from .timeutil import format_time
+from .views import FleetView, NodeView
 
 
 def _num(x: float | None) -> float | None:
@@ -74,7 +76,7 @@ def _dur(x: float | None) -> str:
 def fleet_table(state: FleetState, view: FleetView, node: str | None = None) -> str:
     now = view.at
     lines = [
-        f"at {format_time(now)}  {view.settings.summary()}",
+        f"at {format_time(now)}  {view.settings.summary(zone_threshold=True)}",
         "  ".join(f"{s.word} {view.counts[s]}" for s in NodeState if view.counts[s]) or "no nodes",
     ]
     if view.leases_blind:
@@ -92,7 +94,7 @@ def fleet_table(state: FleetState, view: FleetView, node: str | None = None) -> 
         rows.append((
             safe(v.name, 63), safe(v.zone, 40) or "-", f"{v.state.symbol} {v.state.word}",
             _dur(v.lease_age(now)), _dur(v.grace_remaining(now)), _dur(v.eviction_in(now)),
-            safe(",".join(f"{t.key.removeprefix('node.kubernetes.io/')}:{t.effect}" for t in v.taints), 60) or "-",
+            safe(",".join(taint_label(t) for t in v.taints), 60) or "-",
             cert, safe(v.cause, 120) or "-",
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
@@ -111,6 +113,6 @@ def fleet_table(state: FleetState, view: FleetView, node: str | None = None) -> 
         for e in state.events_for(node)[:50]:
             lines.append(f"  {format_time(e.time)}  {safe(e.reason, 60)}  {safe(e.message, 200)}"
                          f"  ({safe(e.source, 80)})")
-    for p in list(state.problems)[-10:]:
+    for p in state.recent_problems(10):
         lines.append(f"problem: {safe(p.where, 80)}: {safe(p.message, 300)}")
     return "\n".join(lines)

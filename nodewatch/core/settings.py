@@ -79,13 +79,16 @@ class Settings:
             "server_version": self.server_version,
         }
 
-    def summary(self) -> str:
-        """One line for a header: ``grace 50s (server v1.33.1) · toleration 300s (default)``."""
-        return (
+    def summary(self, *, zone_threshold: bool = False) -> str:
+        """The settings in force, each with where it came from, in one line (the dashboard's header,
+        ``status``): ``grace 50s (server v1.33.1) · toleration 300s (default) · monitor 5s (default)``;
+        with ``zone_threshold`` the unhealthy-zone threshold too."""
+        line = (
             f"grace {self.grace:g}s ({self.origin('grace_seconds')}) · "
             f"toleration {self.toleration_seconds:g}s ({self.origin('toleration_seconds')}) · "
-            f"monitor {self.monitor_period_seconds:g}s · zone threshold {self.unhealthy_zone_threshold:g}"
+            f"monitor {self.monitor_period_seconds:g}s ({self.origin('monitor_period_seconds')})"
         )
+        return f"{line} · zone threshold {self.unhealthy_zone_threshold:g}" if zone_threshold else line
 
 
 _VERSION = re.compile(r"v?(\d+)\.(\d+)")

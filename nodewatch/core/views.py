@@ -6,9 +6,10 @@ nothing else of the state's internals.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .causes import Cause
+from .objects import EventRecord, NodeRecord
 from .rules import NodeState, Taint, ZoneState, cert_level
 from .settings import Settings
 
@@ -21,7 +22,8 @@ AT_RISK_STATES = (NodeState.UNKNOWN, NodeState.EVICTING, NodeState.EVICTED)
 
 @dataclass(slots=True)
 class LeaseTrack:
-    """One node's Lease as nodewatch saw it arrive."""
+    """One node's Lease as nodewatch saw it arrive. The state updates its own in place on each
+    renewal (the hot path); readers get a copy (``NodeDetails.lease``)."""
 
     renew_time: float | None
     observed_at: float | None
@@ -153,5 +155,26 @@ class FleetView:
 
 @dataclass(slots=True)
 class CertInfo:
+    """A kubelet client certificate's NotAfter and where nodewatch learned it. Replaced, never mutated."""
+
     not_after: float
     source: str
+
+
+@dataclass(slots=True)
+class NodeDetails:
+    """Everything the state knows of one node, taken in one go under its lock (the drill-down, and
+    ``status --node``): the view, the Node record, a copy of the lease track, the certificate date,
+    its pods, events and timeline. Drawn later without the lock."""
+
+    name: str
+    now: float
+    view: NodeView | None
+    record: NodeRecord | None
+    """The Node as last received. Records are replaced, never mutated, by the state: safe to keep."""
+    lease: LeaseTrack | None
+    """A copy of the state's track, taken with the rest."""
+    cert: CertInfo | None
+    pods: list[PodView] = field(default_factory=list)
+    events: list[EventRecord] = field(default_factory=list)
+    timeline: list[tuple[float, str]] = field(default_factory=list)

@@ -32,9 +32,9 @@ from typing import IO, Any, Iterator
 
 import orjson
 
-from ..core.fleet import EVENT_TYPES, RESOURCES
 from ..core.settings import Settings
 from ..core.timeutil import format_time
+from ..core.views import EVENT_TYPES, RESOURCES
 
 FORMAT_VERSION = 1
 HEADER_KEY = "nodewatch_recording"

@@ -28,9 +28,10 @@ from typing import IO, Any
 import orjson
 
 from ..core.clock import VirtualClock
-from ..core.fleet import FleetState, WatchHealth
+from ..core.fleet import FleetState
 from ..core.settings import Settings
 from ..core.timeutil import parse_when
+from ..core.views import WatchHealth
 from .kubectl_format import iter_entries as kubectl_entries
 from .kubectl_format import looks_like_kubectl
 from .recording import (

@@ -5,10 +5,15 @@ Every ``refresh_seconds`` the app asks the state for the fleet at the source clo
 what is visible. The app does not start or stop the source: ``run_dashboard`` does, so tests can
 build the app around a source they drive themselves. Replay controls appear only when
 ``source.replay`` is not None.
+
+Work off the event loop (the evaluation of a big fleet) runs in Textual workers; a worker that
+fails is reported on screen by ``on_worker_state_changed``, the one place that watches them. Keys
+can be remapped by binding id (``ui/keymap.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import time
 
@@ -18,28 +23,24 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Footer, Input
+from textual.worker import Worker, WorkerState
 
 from ..core.clock import SystemClock
-from ..core.fleet import FleetView
 from ..core.rules import NodeState
-from ..sources.base import Source
+from ..core.search import LabelSearch
+from ..core.source import Source
+from ..core.text import safe
+from ..core.views import FleetView
+from .cells import RowContext
 from .commands import NodewatchCommands
 from .drilldown import DrillDown
-from .fleet_table import (
-    COLUMN_KEYS,
-    NOT_READY,
-    FleetTable,
-    LabelMatcher,
-    RowContext,
-    RowQuery,
-    _state_slice,
-    select_rows,
-)
-from .format import safe
+from .fleet_table import FleetTable
 from .header import Banner, FleetHeader, banner_text, header_text
 from .help import HelpScreen
+from .keymap import keymap_path, load_keymap
 from .messages import NodeChosen
-from .replay_bar import ReplayBar, next_speed
+from .replay_bar import NextChange, ReplayBar, next_speed
+from .rows import COLUMN_KEYS, NOT_READY, RowQuery, select_rows, state_slice
 from .theme import Palette, palette_from_variables
 from .wall import WallView
 from .zone_strip import IncidentSummary, ZoneStrip, summary_text, zone_text
@@ -93,14 +94,18 @@ class NodewatchApp(App):
     ]
 
     def __init__(self, source: Source, *, wall: bool = False, focus: str | None = None,
-                 refresh_seconds: float = 1.0) -> None:
+                 refresh_seconds: float = 1.0, keymap: dict[str, str] | None = None,
+                 keymap_problems: list[str] | None = None) -> None:
         super().__init__()
+        self.keymap = dict(keymap or {})
+        """Binding id -> keys, from the user's keymap file (``ui/keymap.py``)."""
+        self.keymap_problems = list(keymap_problems or [])
         self.source = source
         self.wall = wall
         self.initial_focus = focus
         self.refresh_seconds = refresh_seconds
         self.query_rows = RowQuery()
-        self.matcher = LabelMatcher()
+        self.label_search = LabelSearch(source.state)
         self.view: FleetView | None = None
         self.now: float = 0.0
         self.palette: Palette = palette_from_variables({})
@@ -108,6 +113,9 @@ class NodewatchApp(App):
         """Wall time the last tick took (evaluate + row selection + widget updates)."""
         self.ticks = 0
         self._tick_seq = 0
+        self.next_change = NextChange()
+        self.worker_errors = 0
+        self._last_worker_error = ""
 
     # --- layout ------------------------------------------------------------------------------
 
@@ -126,6 +134,10 @@ class NodewatchApp(App):
         yield Footer()
 
     def on_mount(self) -> None:
+        if self.keymap:
+            self.set_keymap(self.keymap)
+        for problem in self.keymap_problems:
+            self.notify(problem, severity="warning", timeout=10, markup=False)
         self.theme_changed_signal.subscribe(self, self._on_theme_changed)
         self.palette = palette_from_variables(self.get_css_variables())
         self._apply_wall()
@@ -149,9 +161,9 @@ class NodewatchApp(App):
 
     def _scheduled_tick(self) -> None:
         """The interval's tick. A big fleet is evaluated in a thread so keys stay responsive."""
-        if len(self.source.state.nodes) >= THREADED_EVALUATE_NODES:
-            self.run_worker(self._evaluate_in_thread, thread=True, exclusive=True, group="evaluate",
-                            exit_on_error=False)
+        if self.source.state.node_count() >= THREADED_EVALUATE_NODES:
+            self.run_worker(self._evaluate_in_thread, name="evaluate", thread=True, exclusive=True,
+                            group="evaluate", exit_on_error=False)
         else:
             self.tick()
 
@@ -166,8 +178,21 @@ class NodewatchApp(App):
         self.call_from_thread(self._show_if_current, seq, view, now, started)
 
     def _show_if_current(self, seq: int, view: FleetView, now: float, started: float) -> None:
+        self._last_worker_error = ""
         if seq == self._tick_seq:  # no key press re-evaluated meanwhile (a seek, a filter...)
             self._show(view, now, started)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Every worker's failure ends here: shown to the user (once per distinct error while it
+        repeats), and the dashboard carries on; the next tick tries again."""
+        if event.state is not WorkerState.ERROR:
+            return
+        self.worker_errors += 1
+        error = event.worker.error
+        text = f"{event.worker.name or event.worker.group} failed: {type(error).__name__}: {error}"
+        if text != self._last_worker_error:
+            self._last_worker_error = text
+            self.notify(safe(text, 300), title="nodewatch problem", severity="error", timeout=30, markup=False)
 
     def tick(self) -> None:
         """Evaluate the fleet at the source's ``now`` and repaint what is on screen."""
@@ -189,7 +214,7 @@ class NodewatchApp(App):
         ctx = RowContext(now, p, blind_since)
         virtual = not isinstance(self.source.clock, SystemClock)
         self.query_one("#header", FleetHeader).show(
-            header_text(self.source.name, view, now, p, virtual=virtual, problems=len(state.problems)))
+            header_text(self.source.name, view, now, p, virtual=virtual, problems=state.problem_count()))
         self.query_one("#banner", Banner).show(banner_text(view, now, p))
         if self.wall:
             wall = self.query_one("#wall", WallView)
@@ -197,19 +222,19 @@ class NodewatchApp(App):
             wall.query_one("#wall-zones", ZoneStrip).show(zone_text(view, p, compact=True))
             table = wall.query_one("#wall-table", FleetTable)
             table.empty_message = "every node is Ready"
-            table.set_rows(_state_slice(view, NOT_READY), ctx)
+            table.set_rows(state_slice(view, NOT_READY), ctx)
         else:
             self.query_one("#zones", ZoneStrip).show(zone_text(view, p, compact=self.size.width < 120))
             self.query_one("#summary", IncidentSummary).show(summary_text(view, p))
             q = self.query_rows
             table = self.query_one("#table", FleetTable)
             table.empty_message = "no node matches the filters" if (q.states or q.zone or q.search) else "no nodes"
-            table.set_rows(select_rows(view, q, state, self.matcher), ctx, sort=q.sort, reverse=q.reverse)
+            table.set_rows(select_rows(view, q, self.label_search), ctx, sort=q.sort, reverse=q.reverse)
         self._update_subtitle()
         if self.source.replay is not None:
             bar = self.query_one("#replay", ReplayBar)
             bar.palette = p
-            bar.next_change = self.source.replay.next_change()
+            bar.next_change = self.next_change.at(self.source.replay)
             bar.refresh()
         if isinstance(self.screen, DrillDown):
             self.screen.show(state, now, p)
@@ -306,6 +331,7 @@ class NodewatchApp(App):
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
 
     def _binding_groups(self) -> list[tuple[str, list[Binding]]]:
+        """The bindings by screen, with the keys the user's keymap gave them."""
         app_keys = [b for b in self.BINDINGS if isinstance(b, Binding) and not (b.id or "").startswith("replay.")]
         groups = [("Dashboard", app_keys), ("Fleet table", list(FleetTable.BINDINGS)),
                   ("Drill-down", list(DrillDown.BINDINGS))]
@@ -313,11 +339,12 @@ class NodewatchApp(App):
             groups.append(("Replay", [b for b in self.BINDINGS if isinstance(b, Binding) and (b.id or "").startswith("replay.")]))
         groups.append(("Everywhere", [Binding("ctrl+p", "command_palette", "Command palette", id="app.palette"),
                                       Binding("ctrl+q", "quit", "Quit", id="app.ctrl_quit")]))
-        return groups
+        return [(title, [dataclasses.replace(b, key=self.keymap[b.id]) if b.id in self.keymap else b
+                         for b in bindings]) for title, bindings in groups]
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self._binding_groups()))
+            self.push_screen(HelpScreen(self._binding_groups(), str(keymap_path())))
 
     @on(NodeChosen)
     def _node_chosen(self, event: NodeChosen) -> None:
@@ -385,7 +412,7 @@ class NodewatchApp(App):
         r = self.source.replay
         if r is None:
             return
-        t = r.next_change()
+        t = self.next_change.at(r)
         if t is None:
             self.notify("no further state change in the recording", timeout=3)
             return
@@ -393,11 +420,19 @@ class NodewatchApp(App):
         self.tick()
 
 
+def binding_ids() -> set[str]:
+    """Every binding id a keymap may name."""
+    classes = (NodewatchApp, FleetTable, DrillDown, HelpScreen)
+    return {b.id for cls in classes for b in cls.BINDINGS if isinstance(b, Binding) and b.id}
+
+
 def run_dashboard(source: Source, *, wall: bool = False) -> int:
-    """Start the source, run the dashboard until the user quits, stop the source."""
+    """Start the source, run the dashboard until the user quits, stop the source. The user's
+    keymap (``ui/keymap.py``) is read here, so tests build the app without one."""
+    keymap, problems = load_keymap(keymap_path(), binding_ids())
     source.start()
     try:
-        app = NodewatchApp(source, wall=wall)
+        app = NodewatchApp(source, wall=wall, keymap=keymap, keymap_problems=problems)
         app.run()
         return app.return_code or 0
     finally:

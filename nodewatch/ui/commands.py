@@ -9,8 +9,8 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.markup import escape
 
 from ..core.rules import NodeState
-from .fleet_table import COLUMNS, NOT_READY
-from .format import safe
+from ..core.text import safe
+from .rows import COLUMNS, NOT_READY
 
 if TYPE_CHECKING:
     from .app import NodewatchApp

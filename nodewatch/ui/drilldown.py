@@ -7,8 +7,6 @@ text is rendered through ``safe`` into ``Text`` cells of Rich tables: shown, nev
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from rich.console import Group, RenderableType
 from rich.style import Style
 from rich.table import Table
@@ -20,9 +18,10 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..core.causes import checks_for
-from ..core.fleet import CertInfo, FleetState, LeaseTrack, NodeView, PodView
-from ..core.objects import EventRecord, NodeRecord
-from .format import ago, cert_text, clock_time, duration, eviction_text, grace_text, safe
+from ..core.fleet import FleetState
+from ..core.format import ago, cert_text, clock_time, eviction_text, grace_text
+from ..core.text import duration, safe
+from ..core.views import NodeDetails
 from .theme import DEFAULT_PALETTE, Palette
 
 FENCING_ADVICE = (
@@ -32,34 +31,6 @@ FENCING_ADVICE = (
 MAX_LABELS = 40
 MAX_PODS = 200
 MAX_EVENTS = 50
-
-
-@dataclass
-class NodeDetails:
-    """A consistent snapshot of one node, taken under the state lock, then drawn without it."""
-
-    name: str
-    now: float
-    view: NodeView | None
-    record: NodeRecord | None
-    lease: LeaseTrack | None
-    cert: CertInfo | None
-    pods: list[PodView] = field(default_factory=list)
-    events: list[EventRecord] = field(default_factory=list)
-    timeline: list[tuple[float, str]] = field(default_factory=list)
-
-
-def collect(state: FleetState, name: str, now: float) -> NodeDetails:
-    with state.lock:
-        rec = state.nodes.get(name)
-        track = state.leases.get(name)
-        lease = LeaseTrack(track.renew_time, track.observed_at, track.skew, track.duration, track.holder,
-                           track.renewals) if track else None
-        return NodeDetails(
-            name=name, now=now, view=state.node_view(name, now), record=rec, lease=lease,
-            cert=state.certs.get(name), pods=state.pods_on(name, now)[:MAX_PODS],
-            events=state.events_for(name)[:MAX_EVENTS], timeline=state.timeline_for(name, now),
-        )
 
 
 def _grid(*headers: str) -> Table:
@@ -307,7 +278,7 @@ class DrillDown(Screen):
     def show(self, state: FleetState, now: float, palette: Palette) -> NodeDetails:
         """Redraw from the state at ``now``; returns the snapshot (tests read it)."""
         self.palette = palette
-        d = collect(state, self.node, now)
+        d = state.node_details(self.node, now, max_pods=MAX_PODS, max_events=MAX_EVENTS)
         self.query_one("#dd-summary", Static).update(summary_section(d, palette))
         for key, _, fn in SECTIONS:
             self.query_one(f"#dd-{key}", Static).update(fn(d, palette))

@@ -5,17 +5,16 @@ from the row list it was handed, an LRU cache of ``Strip`` s is keyed by what a 
 tick repaints only the visible lines. Textual's ``DataTable`` rebuilds per-row caches for every row
 on any change, which a 65,000-node fleet that ticks every second cannot afford.
 
-Row selection (filters, search, sort) lives in :func:`select_rows`, a plain function, so its cost
-can be measured and tested without a screen; :func:`render_row` draws one row as a ``Strip``.
+Which rows and columns (``rows.py``) and how one row is drawn and diffed (``cells.py``) are plain
+functions beside it; this module is the widget: the cursor, the scrolling, and which cells of the
+screen to repaint.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, Callable
 
-from rich.cells import cell_len, set_cell_size
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -25,399 +24,21 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ..core.fleet import FleetState, FleetView, NodeView
-from ..core.rules import NodeState, renew_interval
+from ..core.text import safe
+from ..core.views import NodeView
 from . import partial_update
-from .format import (
-    bar,
-    cert_text,
-    clock_time,
-    conditions_text,
-    duration,
-    eviction_text,
-    grace_text,
-    safe,
-    taints_text,
-    version_key,
-    zone_short,
+from .cells import (
+    CellKey,
+    RowContext,
+    cell_and_separator,
+    changed_cells,
+    render_header,
+    static_cells,
+    time_cells,
 )
 from .messages import NodeChosen
-from .partial_update import single_width
-from .theme import DEFAULT_PALETTE, Palette
-
-INF = math.inf
-
-
-# --- columns ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Column:
-    key: str
-    title: str
-    width: int
-    """Fixed width; for the two flexible columns (name, cause) the minimum."""
-    drop: int
-    """Narrow screens drop columns with the highest ``drop`` first; 0 = never dropped."""
-    sort: Callable[[NodeView], Any] | None
-    """Sort key (ascending = most urgent first where that means something); None: fleet order."""
-    flex: bool = False
-
-
-def _cond_flags(v: NodeView) -> int:
-    return (v.ready != "True") * 4 + len(v.pressure) + v.network_unavailable
-
-
-COLUMNS: tuple[Column, ...] = (
-    Column("state", "STATE", 10, 0, None),
-    Column("name", "NODE", 12, 0, lambda v: v.name, flex=True),
-    Column("zone", "ZONE", 12, 5, lambda v: (v.zone, v.state.rank, v.name)),
-    Column("renew", "RENEW AGE", 16, 3, lambda v: (v.lease_observed_at if v.lease_observed_at is not None else INF, v.name)),
-    Column("grace", "GRACE", 18, 0, lambda v: (v.lease_observed_at + v.grace if v.lease_observed_at is not None else INF, v.state.rank, v.name)),
-    Column("evict", "EVICTION", 18, 1, lambda v: (v.eviction_at if v.eviction_at is not None else INF, v.name)),
-    Column("cond", "R M D P N", 9, 4, lambda v: (-_cond_flags(v), v.name)),
-    Column("taints", "TAINTS", 26, 6, lambda v: (-len(v.taints), v.name)),
-    Column("cert", "CERT", 7, 7, lambda v: (v.cert_not_after if v.cert_not_after is not None else INF, v.name)),
-    Column("kubelet", "KUBELET", 10, 8, lambda v: (version_key(v.kubelet_version), v.name)),
-    Column("cause", "LIKELY CAUSE", 32, 0, lambda v: (v.cause == "", v.cause, v.name), flex=True),
-)
-COLUMN_KEYS = tuple(c.key for c in COLUMNS)
-WALL_COLUMNS = ("state", "name", "zone", "grace", "evict", "cause")
-NAME_MAX = 34
-NAME_SCAN_TICKS = 16
-"""How often (in ticks) the name column's width is fitted to the first 2,000 rows again."""
-SEP = " "
-
-
-def layout_columns(width: int, keys: tuple[str, ...] = COLUMN_KEYS, name_width: int = NAME_MAX
-                   ) -> list[tuple[Column, int]]:
-    """The columns that fit ``width`` cells, with their widths, in display order.
-
-    ``name_width`` is the longest name shown (capped): the name column takes no more, and the
-    likely cause gets the rest.
-    """
-    cols = [c for c in COLUMNS if c.key in keys]
-    chosen = list(cols)
-    name_min = next(c.width for c in COLUMNS if c.key == "name")
-    name_want = max(name_min, min(name_width, NAME_MAX))
-
-    def need(cs: list[Column], name_w: int) -> int:
-        return sum(name_w if c.key == "name" else c.width for c in cs) + len(SEP) * (len(cs) - 1)
-
-    # The node's name is what the operator reads first: whole names cost optional columns before
-    # they cost letters of the name (a cut "general-apse" is the same for a thousand nodes).
-    for c in sorted(cols, key=lambda c: -c.drop):
-        if need(chosen, name_want) <= width or c.drop == 0:
-            continue
-        chosen.remove(c)
-    name_w = max(name_min, min(name_want, width - need(chosen, 0)))
-    spare = max(0, width - need(chosen, name_w))
-    out: list[tuple[Column, int]] = []
-    has_cause = any(c.key == "cause" for c in chosen)
-    for c in chosen:
-        w = c.width
-        if c.key == "name":
-            w = name_w + (0 if has_cause else spare)
-        elif c.key == "cause":
-            w += spare
-        out.append((c, w))
-    return out
-
-
-# --- choosing rows ---------------------------------------------------------------------------
-
-NOT_READY = "not-ready"
-"""State filter: every node that is not Ready."""
-
-
-@dataclass(frozen=True)
-class RowQuery:
-    """Which nodes the table shows, and in what order."""
-
-    states: str | NodeState | None = None
-    """None: all; ``NOT_READY``: all but Ready; a NodeState: only that state."""
-    zone: str | None = None
-    search: str = ""
-    """Case-insensitive substring of the node's name, or of one of its labels (``key=value``)."""
-    sort: str = "state"
-    reverse: bool = False
-
-
-class LabelMatcher:
-    """Search in names and labels, remembering each node's answer until its record changes."""
-
-    def __init__(self) -> None:
-        self._term = ""
-        self._memo: dict[str, tuple[object, bool]] = {}
-
-    def matches(self, term: str, names: list[NodeView], state: FleetState) -> list[NodeView]:
-        term = term.lower()
-        if term != self._term:
-            self._term = term
-            self._memo.clear()
-        memo = self._memo
-        out = []
-        with state.lock:
-            records = state.nodes
-            for v in names:
-                rec = records.get(v.name)
-                hit = memo.get(v.name)
-                if hit is None or hit[0] is not rec:
-                    ok = term in v.name.lower() or (rec is not None and any(
-                        term in f"{k}={val}".lower() for k, val in rec.labels.items()))
-                    memo[v.name] = hit = (rec, ok)
-                if hit[1]:
-                    out.append(v)
-        if len(memo) > 2 * max(len(records), 1000):
-            memo.clear()
-        return out
-
-
-def _state_slice(view: FleetView, states: str | NodeState) -> list[NodeView]:
-    """Fleet order is worst first by state rank, so a state filter is a slice: O(1), not O(n)."""
-    counts = view.counts
-    order = sorted(NodeState, key=lambda s: s.rank)
-    if states == NOT_READY:
-        end = sum(counts.get(s, 0) for s in order if s is not NodeState.READY)
-        return view.nodes[:end]
-    start = 0
-    for s in order:
-        if s is states:
-            return view.nodes[start:start + counts.get(s, 0)]
-        start += counts.get(s, 0)
-    return []
-
-
-def select_rows(view: FleetView, query: RowQuery, state: FleetState | None = None,
-                matcher: LabelMatcher | None = None) -> list[NodeView]:
-    """The rows to show. Worst first with no search or zone filter costs O(shown), not O(fleet)."""
-    rows = view.nodes if query.states is None else _state_slice(view, query.states)
-    if query.zone is not None:
-        zone = query.zone
-        rows = [v for v in rows if v.zone == zone]
-    if query.search:
-        if state is None:
-            term = query.search.lower()
-            rows = [v for v in rows if term in v.name.lower()]
-        else:
-            rows = (matcher or LabelMatcher()).matches(query.search, rows, state)
-    col = next((c for c in COLUMNS if c.key == query.sort), None)
-    if col is not None and col.sort is not None:
-        rows = sorted(rows, key=col.sort, reverse=query.reverse)
-    elif query.reverse:
-        rows = rows[::-1]
-    return rows
-
-
-# --- drawing one row ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RowContext:
-    """What every row of one frame shares."""
-
-    now: float
-    palette: Palette = DEFAULT_PALETTE
-    blind_since: float | None = None
-    """Set while the lease stream is blind: ages read "? since HH:MM:SS"."""
-    base: Style = Style()
-
-
-def _cell(text: str, width: int, style: Style) -> Segment:
-    if cell_len(text) != width:
-        text = set_cell_size(text, width)
-    return Segment(text, style)
-
-
-Cell = tuple[str, Style] | list[tuple[str, Style]]
-"""A cell is one styled text, or a few (the renew bar: filled part, empty part, age)."""
-
-CellKey = tuple
-"""A cell as one flat tuple ``(text, style, text, style...)``: one styled text (two items) or a few
-parts. Hashable and one object, so a tick that rebuilds the time columns allocates little."""
-
-STATIC_KEYS = ("state", "name", "zone", "cond", "kubelet", "cause")
-"""Columns that depend only on the node's view fields (state, zone, conditions, version, causes), not
-on ``now``. The core updates views in place, so the widget caches them by those fields' values."""
-TIME_KEYS = ("renew", "grace", "evict", "taints", "cert")
-"""Columns that move with the clock: ages, countdowns, the taint's age, the certificate's days."""
-
-
-def _cell_segments(cell: CellKey, width: int, base: Style) -> list[Segment]:
-    if len(cell) == 2:
-        return [_cell(cell[0], width, base + cell[1])]
-    out: list[Segment] = []
-    left = width
-    for k in range(0, len(cell), 2):
-        text, style = cell[k], cell[k + 1]
-        if left <= 0:
-            break
-        w = cell_len(text)
-        if w > left:
-            text, w = set_cell_size(text, left), left
-        out.append(Segment(text, base + style))
-        left -= w
-    if left > 0:
-        out.append(Segment(" " * left, base))
-    return out
-
-
-_VISIBLE_ON_BLANK = ("reverse", "underline", "underline2", "overline", "strike", "blink", "blink2", "conceal",
-                     "frame", "encircle", "link")
-_blank_cache: dict[tuple[Style, Style], bool] = {}
-
-
-def _blank_like_base(style: Style | None, base: Style) -> bool:
-    """A space drawn in ``style`` looks exactly like one drawn in ``base`` (same background, no
-    attribute that shows on a blank): the separator may then join the cell's own segment."""
-    if style is None:
-        return False
-    key = (style, base)
-    hit = _blank_cache.get(key)
-    if hit is None:
-        if len(_blank_cache) > 1024:
-            _blank_cache.clear()
-        hit = style.bgcolor == base.bgcolor and not any(getattr(style, a) for a in _VISIBLE_ON_BLANK)
-        _blank_cache[key] = hit
-    return hit
-
-
-def _cell_and_separator(cell: CellKey, width: int, base: Style, sep: bool) -> list[Segment]:
-    """A cell's segments, followed by the column separator when ``sep``: joined to the cell's last
-    segment when that looks the same (one escape sequence less per column on the terminal)."""
-    segs = _cell_segments(cell, width, base)
-    if sep:
-        last = segs[-1]
-        if _blank_like_base(last.style, base):
-            segs[-1] = Segment(last.text + SEP, last.style)
-        else:
-            segs.append(Segment(SEP, base))
-    return segs
-
-
-def _padded_text(cell: CellKey, width: int) -> str | None:
-    """The cell's text as drawn in ``width`` cells, or None unless every character is one cell wide."""
-    text = cell[0] if len(cell) == 2 else "".join(cell[0::2])
-    if not single_width(text) or len(text) > width:
-        return None
-    return text.ljust(width)
-
-
-def _same_shape(old: CellKey, new: CellKey) -> bool:
-    """Same styles and part lengths: the two drawings can be compared character by character.
-    (No tuple is built: this runs for every changed cell of every tick.)"""
-    n = len(old)
-    if n != len(new):
-        return False
-    if n == 2:
-        return old[1] == new[1]
-    for k in range(0, n, 2):
-        if len(old[k]) != len(new[k]) or old[k + 1] != new[k + 1]:
-            return False
-    return True
-
-
-def changed_cells(old: CellKey, new: CellKey, width: int) -> tuple[int, int]:
-    """The cells ``[start, end)`` of a ``width``-cell column that differ between two drawings of it.
-
-    The whole column unless both texts are plain one-cell characters with the same styling, in
-    which case only from the first to the last character that differs (a countdown moving one
-    second is usually one character)."""
-    if not _same_shape(old, new):
-        return 0, width
-    a, b = _padded_text(old, width), _padded_text(new, width)
-    if a is None or b is None:
-        return 0, width
-    n, i = width, 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    if i == n:
-        return 0, width  # same text, different style
-    j = n
-    while j > i and a[j - 1] == b[j - 1]:
-        j -= 1
-    return i, j
-
-
-def static_cells(v: NodeView, p: Palette) -> dict[str, CellKey]:
-    """The columns that do not move with the clock. Cluster strings pass through ``safe``."""
-    flags = _cond_flags(v)
-    return {
-        "state": (f"{v.state.symbol} {v.state.word}", p.state(v.state)),
-        "name": (safe(v.name, 80), Style(bold=v.state is not NodeState.READY)),
-        "zone": (safe(zone_short(v.zone), 40), p.muted),
-        "cond": (conditions_text(v.ready, v.pressure, v.network_unavailable),
-                 p.bad if flags >= 4 else p.warn if flags else p.muted),
-        "kubelet": (safe(v.kubelet_version, 20), p.muted),
-        "cause": (safe(v.cause, 300), Style()),
-    }
-
-
-def time_cells(v: NodeView, ctx: RowContext) -> dict[str, CellKey]:
-    """The columns that move with ``ctx.now``."""
-    p = ctx.palette
-    now = ctx.now
-    age = v.lease_age(now)
-    renew: CellKey
-    if age is None:
-        if ctx.blind_since is not None:
-            renew = (f"? since {clock_time(ctx.blind_since).rstrip('Z')}", p.warn)
-        else:
-            renew = ("no lease" if v.lease_observed_at is None else "?", p.muted)
-    else:
-        late = 2 * renew_interval(v.lease_duration)
-        style = p.bad if age > v.grace else p.warn if age > late else p.good
-        b = bar(age / v.grace if v.grace else 1.0, 9)
-        filled = b.rstrip("░")
-        renew = (filled, style, "─" * (len(b) - len(filled)), p.muted, f" {duration(age):>5}", style)
-    grace = grace_text(v.state.word, v.ready, v.grace_remaining(now), v.state_since, now)
-    ev_in = v.eviction_in(now)
-    has_ne = any(t.effect == "NoExecute" for t in v.taints)
-    return {
-        "renew": renew,
-        "grace": (grace, p.state(v.state) if v.state is not NodeState.READY else p.muted),
-        "evict": (eviction_text(ev_in), p.bad if ev_in is not None and ev_in < 60 else p.warn),
-        "taints": (taints_text(v.taints, now, 40), p.warn if has_ne else p.muted),
-        "cert": (cert_text(v.cert_not_after, now), p.cert.get(v.cert_level(now), Style())),
-    }
-
-
-def row_cells(v: NodeView, ctx: RowContext) -> dict[str, Cell]:
-    """Every column's text and style for one node. Cluster strings pass through ``safe``."""
-    cells: dict[str, Cell] = {}
-    for k, c in {**static_cells(v, ctx.palette), **time_cells(v, ctx)}.items():
-        cells[k] = (c[0], c[1]) if len(c) == 2 else [(c[i], c[i + 1]) for i in range(0, len(c), 2)]
-    return cells
-
-
-def render_row(v: NodeView, ctx: RowContext, columns: list[tuple[Column, int]], width: int,
-               selected: bool = False) -> Strip:
-    """One table row as a Strip exactly ``width`` cells wide."""
-    cells = {**static_cells(v, ctx.palette), **time_cells(v, ctx)}
-    base = ctx.base + ctx.palette.cursor if selected else ctx.base
-    segs: list[Segment] = []
-    last = len(columns) - 1
-    for i, (col, w) in enumerate(columns):
-        segs.extend(_cell_and_separator(cells[col.key], w, base, i < last))
-    strip = Strip(segs)
-    return strip.adjust_cell_length(width, base)
-
-
-def render_header(columns: list[tuple[Column, int]], ctx: RowContext, width: int, sort: str,
-                  reverse: bool) -> Strip:
-    style = ctx.base + ctx.palette.header
-    segs: list[Segment] = []
-    for i, (col, w) in enumerate(columns):
-        if i:
-            segs.append(Segment(SEP, ctx.base))
-        title = col.title
-        if col.key == sort:
-            title += " ▲" if reverse else " ▼"
-        segs.append(_cell(title, w, style + (ctx.palette.accent if col.key == sort else Style())))
-    return Strip(segs).adjust_cell_length(width, ctx.base)
-
-
-# --- the widget ------------------------------------------------------------------------------
+from .rows import COLUMN_KEYS, NAME_SCAN_TICKS, SEP, Column, layout_columns
+from .theme import Palette
 
 
 class FleetTable(ScrollView, can_focus=True):
@@ -735,7 +356,7 @@ class FleetTable(ScrollView, can_focus=True):
             if cs is None:
                 if len(cache) > 2048:
                     cache.clear()
-                cs = cache[cell] = _cell_and_separator(cell, w, base, i < last)
+                cs = cache[cell] = cell_and_separator(cell, w, base, i < last)
             segs.extend(cs)
             total += w + len(SEP)
         if total == width:

@@ -9,9 +9,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from ..core.fleet import FleetView
+from ..core.format import clock_time
 from ..core.rules import NodeState
-from .format import clock_time, duration, safe
+from ..core.text import duration, safe
+from ..core.views import FleetView
 from .theme import Palette
 
 STATES_BY_RANK = tuple(sorted(NodeState, key=lambda s: s.rank))
@@ -21,7 +22,6 @@ def header_text(source_name: str, view: FleetView, now: float, palette: Palette,
                 problems: int = 0) -> Text:
     """Two lines: source, settings and clock; then the counts per state and each stream's health."""
     t = Text(no_wrap=True, overflow="ellipsis")
-    s = view.settings
     t.append(" nodewatch ", palette.accent)
     t.append(clock_time(now, date=True), "bold")
     if virtual:
@@ -29,9 +29,7 @@ def header_text(source_name: str, view: FleetView, now: float, palette: Palette,
     t.append(" │ ", palette.muted)
     t.append(safe(source_name, 80))
     t.append(" │ ", palette.muted)
-    t.append(safe(f"grace {s.grace:g}s ({s.origin('grace_seconds')}) · toleration {s.toleration_seconds:g}s "
-                  f"({s.origin('toleration_seconds')}) · monitor {s.monitor_period_seconds:g}s "
-                  f"({s.origin('monitor_period_seconds')})", 160))
+    t.append(safe(view.settings.summary(), 160))
     t.append("\n ")
     total = len(view.nodes)
     for s in STATES_BY_RANK:

@@ -36,14 +36,19 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen Static { width: 100%; height: auto; }
     """
 
-    def __init__(self, groups: list[tuple[str, list[Binding]]]) -> None:
+    def __init__(self, groups: list[tuple[str, list[Binding]]], keymap_file: str = "") -> None:
         super().__init__()
         self.groups = groups
+        self.keymap_file = keymap_file
+        """Where the user's keymap is read from (``ui/keymap.py``), said under the table."""
 
     def compose(self) -> ComposeResult:
         with VerticalScroll() as vs:
             vs.border_title = "nodewatch keys (ctrl+p: command palette)"
             yield Static(bindings_table(self.groups, self.app.get_key_display), id="help-table")
+            if self.keymap_file:
+                yield Static(Text(f"Move a key by its id (right column) in {self.keymap_file}, "
+                                  'e.g. app.search = "ctrl+f"', "dim"), id="help-keymap")
 
     def action_dismiss_help(self) -> None:
         self.dismiss(None)

@@ -9,8 +9,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-from ..sources.base import ReplayControls
-from .format import clock_time, duration
+from ..core.format import clock_time
+from ..core.source import ReplayControls
+from ..core.text import duration
 from .theme import DEFAULT_PALETTE, Palette
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
@@ -48,6 +49,26 @@ def replay_text(r: ReplayControls, width: int, palette: Palette = DEFAULT_PALETT
     t.append("─" * (inner - at - 1), palette.muted)
     t.append(" " + label_r, palette.muted)
     return t
+
+
+class NextChange:
+    """``ReplayControls.next_change`` remembered: it plays the recording ahead on a copy of the
+    state, far too dear for every tick. A recording's future is fixed, so the answer ``t`` found
+    at position ``p`` holds for every position in ``[p, t)`` (no state changes in between); it
+    is asked again only when the position leaves that span (it passed ``t``, or a seek went back)."""
+
+    def __init__(self) -> None:
+        self._asked_at: float | None = None
+        self._answer: float | None = None
+
+    def at(self, replay: ReplayControls) -> float | None:
+        """The virtual time of the next state change after the replay's position, or None."""
+        pos = replay.position()
+        asked = self._asked_at
+        if asked is None or pos < asked or (self._answer is not None and pos >= self._answer):
+            self._answer = replay.next_change()
+            self._asked_at = pos
+        return self._answer
 
 
 class ReplayBar(Widget):

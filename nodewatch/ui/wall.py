@@ -11,9 +11,10 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Digits, Static
 
-from ..core.fleet import FleetView
 from ..core.rules import NodeState
-from .fleet_table import WALL_COLUMNS, FleetTable
+from ..core.views import FleetView
+from .fleet_table import FleetTable
+from .rows import WALL_COLUMNS
 from .theme import Palette
 from .zone_strip import ZoneStrip
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from ..core.fleet import FleetView
+from ..core.format import zone_short
 from ..core.rules import ZoneState
-from .format import safe, zone_short
+from ..core.text import safe
+from ..core.views import FleetView
 from .theme import Palette
 
 ZONE_SYMBOL = {ZoneState.NORMAL: "●", ZoneState.PARTIAL: "◐", ZoneState.FULL: "○"}

@@ -1,11 +1,14 @@
-"""What every source offers the dashboard and the ``status`` command."""
+"""What every source offers the dashboard and the ``status`` command: the core's interface to its feeds.
+
+The protocols live in the core, beside the state they feed, so that the UI depends on the core only
+and the sources implement an interface they do not own."""
 
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from ..core.clock import Clock
-from ..core.fleet import FleetState
+from .clock import Clock
+from .fleet import FleetState
 
 
 @runtime_checkable

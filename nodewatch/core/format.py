@@ -1,10 +1,10 @@
-"""Plain-text formatting for the dashboard: untrusted strings, durations, countdowns, bars.
+"""Plain-text formatting of what the views say: clock times, countdowns, bars, conditions, taints.
 
-Everything here returns ``str`` and knows nothing of Rich or Textual, so it is cheap to test and
-to fuzz. The one rule that matters most: every string that came from the cluster (or from a
-recording) goes through :func:`safe` before it is shown. ``safe`` makes it inert (no terminal
-escape, no control character, no bidi override, no zero-width trick) and short enough for the
-layout; the widgets then wrap it in ``rich.text.Text`` so it is never read as markup.
+Everything here returns ``str`` and knows nothing of Rich or Textual (it sits in the core beside
+``text.py``), so it is cheap to test and to fuzz, and the dashboard and ``status`` share it. The one
+rule that matters most: every string that came from the cluster (or from a recording) goes through
+``text.safe`` before it is shown; the widgets then wrap it in ``rich.text.Text`` so it is never read
+as markup.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import math
 import re
 from datetime import datetime, timezone
 
-from ..core.rules import Taint
-from ..core.text import ELLIPSIS, duration, safe, short_duration  # noqa: F401 - re-exported for the widgets
+from .rules import Taint
+from .text import duration, safe, short_duration
 
 # --- time ---------------------------------------------------------------------------------------
 
@@ -118,12 +118,17 @@ _TAINT_PREFIX = "node.kubernetes.io/"
 _EFFECTS = {"NoExecute": "NoExec", "NoSchedule": "NoSched", "PreferNoSchedule": "PrefNoSched"}
 
 
+def taint_label(t: Taint, *, short_effect: bool = False) -> str:
+    """``unreachable:NoExecute`` (``unreachable:NoExec`` with ``short_effect``): the well-known
+    ``node.kubernetes.io/`` prefix dropped. Not made safe: callers cut and clean the whole line."""
+    effect = _EFFECTS.get(t.effect, t.effect) if short_effect else t.effect
+    return f"{t.key.removeprefix(_TAINT_PREFIX)}:{effect}"
+
+
 def taint_short(t: Taint, now: float, max_len: int = 40) -> str:
-    """``unreachable:NoExec 3m``: the well-known prefix dropped, the age when known."""
-    key = t.key[len(_TAINT_PREFIX):] if t.key.startswith(_TAINT_PREFIX) else t.key
-    effect = _EFFECTS.get(t.effect, t.effect)
+    """``unreachable:NoExec 3m``: the short label, with the taint's age when known."""
     age = f" {short_duration(now - t.time_added)}" if t.time_added is not None else ""
-    return safe(f"{key}:{effect}{age}", max_len)
+    return safe(f"{taint_label(t, short_effect=True)}{age}", max_len)
 
 
 def taints_text(taints: tuple[Taint, ...], now: float, max_len: int = 40) -> str:

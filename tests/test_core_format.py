@@ -8,21 +8,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nodewatch.core.rules import Taint
-from nodewatch.ui.format import (
+from nodewatch.core.format import (
     ago,
     bar,
     cert_text,
     clock_time,
     conditions_text,
-    duration,
     eviction_text,
     grace_text,
-    safe,
-    short_duration,
     taints_text,
     version_key,
 )
+from nodewatch.core.rules import Taint
+from nodewatch.core.text import duration, safe, short_duration
 
 FORBIDDEN_CATEGORIES = {"Cc", "Cf", "Cs", "Cn", "Zl", "Zp"}
 

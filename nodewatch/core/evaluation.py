@@ -1,0 +1,275 @@
+"""Views out: the part of ``FleetState`` that judges each node by the rules at ``now``.
+
+Views are cached per node and re-evaluated only when the node's objects changed or ``now`` crosses
+the next threshold the rules know of (Late, Overdue, eviction deadline, certificate expiry), so a
+tick of a 65,000-node fleet costs only what changed. The worst-first order, the state counts and the
+zone tallies are kept up to date incrementally alongside.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+from .causes import likely_causes
+from .fleet_data import FleetData, sort_key
+from .rules import (
+    PRESSURE_CONDITIONS,
+    NodeState,
+    all_zones_full,
+    eviction_taints,
+    node_eviction_deadline,
+    node_state,
+    renew_interval,
+    zone_state,
+    zone_taint_rate,
+)
+from .views import AT_RISK_STATES, FleetView, LeaseTrack, NodeView, WatchHealth, ZoneView
+
+
+class Evaluation(FleetData):
+    """Part of ``FleetState``: judging. Its caches are the ``_`` fields of ``FleetData``."""
+
+    def leases_blind(self, now: float) -> tuple[bool, str]:
+        """Is the lease stream down or silent? Then no node may be blamed for its lease's age."""
+        h = self.health.get("leases")
+        if h is None:
+            return False, ""  # no live stream tracked (replay, tests): the data is what it is
+        if h.forbidden:
+            return True, f"no permission to watch leases ({h.last_error})"
+        if not h.connected:
+            since = f" since {_ago(now, h.down_since)}" if h.down_since else ""
+            return True, f"lease stream down{since}: {h.last_error or 'connecting'}"
+        if not h.synced:
+            return True, "lease stream listing"
+        silence = self.silence_seconds
+        if silence is None:
+            silence = 2 * renew_interval(self.settings.lease_duration_seconds)
+        if self.leases and h.last_activity is not None and now - h.last_activity > silence:
+            return True, f"lease stream silent for {now - h.last_activity:.0f}s (no event, no bookmark)"
+        return False, ""
+
+    def _view(self, name: str, now: float, blind: bool, grace: float) -> NodeView:
+        s = self.settings
+        rec = self.nodes[name]
+        track = self.leases.get(name)
+        ready = rec.ready
+        duration = track.duration if track else s.lease_duration_seconds
+        observed = None if (blind or track is None) else track.observed_at
+        lease_age = None if observed is None else now - observed
+        ev_taints = eviction_taints(rec.taints)
+        deadline = node_eviction_deadline(rec.taints, s.toleration_seconds)
+        state = node_state(ready=ready, lease_age=lease_age, grace=grace, lease_duration=duration,
+                           eviction_taint=bool(ev_taints), eviction_deadline=deadline, now=now)
+        cert = self.certs.get(name)
+        cert_not_after = cert.not_after if cert else None
+        causes = likely_causes(rec, state, lease_age=lease_age, has_lease=track is not None, grace=grace,
+                               cert_not_after=cert_not_after, now=now)
+        # When could the state change with time alone?
+        nxt = math.inf
+        late_at = overdue_at = None
+        if observed is not None:
+            late_at = observed + 2 * renew_interval(duration)
+            overdue_at = observed + grace
+        if state is NodeState.EVICTING and deadline is not None:
+            nxt = deadline
+        elif state is NodeState.READY and observed is not None:
+            nxt = late_at if now <= late_at else overdue_at  # type: ignore[assignment]
+        elif state is NodeState.LATE and overdue_at is not None:
+            nxt = overdue_at
+        if cert_not_after is not None and cert_not_after > now:
+            nxt = min(nxt, cert_not_after)
+        # When did it start?
+        rc = rec.conditions.get("Ready")
+        since: float | None = None
+        if state in (NodeState.EVICTED, NodeState.EVICTING):
+            since = min((t.time_added for t in ev_taints if t.time_added is not None), default=None)
+        elif state in (NodeState.UNKNOWN, NodeState.NOT_READY):
+            since = rc.last_transition if rc else None
+        elif state is NodeState.OVERDUE:
+            since = overdue_at
+        elif state is NodeState.LATE:
+            since = late_at
+        elif rc is not None:
+            since = rc.last_transition
+        if state is NodeState.READY:
+            sort_deadline = math.inf
+        elif state in (NodeState.EVICTING, NodeState.EVICTED):
+            sort_deadline = deadline if deadline is not None else math.inf
+        elif state in (NodeState.OVERDUE, NodeState.LATE) and overdue_at is not None:
+            sort_deadline = overdue_at
+        else:
+            sort_deadline = since if since is not None else math.inf
+        return NodeView(
+            name=name,
+            zone=rec.zone,
+            state=state,
+            ready=ready,
+            lease_observed_at=observed,
+            lease_duration=duration,
+            grace=grace,
+            skew=track.skew if track else None,
+            eviction_at=deadline,
+            taints=rec.taints,
+            cordoned=rec.unschedulable,
+            pressure=tuple(c for c in PRESSURE_CONDITIONS
+                           if (cc := rec.conditions.get(c)) is not None and cc.status == "True"),
+            network_unavailable=(nu := rec.conditions.get("NetworkUnavailable")) is not None and nu.status == "True",
+            cert_not_after=cert_not_after,
+            kubelet_version=rec.kubelet_version,
+            causes=tuple(causes),
+            state_since=since,
+            next_change=nxt,
+            sort_deadline=sort_deadline,
+            excluded=rec.exclude_disruption,
+        )
+
+    def evaluate(self, now: float) -> FleetView:
+        """The whole fleet at ``now``, worst first.
+
+        Only views whose node changed, or whose next rule threshold has passed, are recomputed;
+        the worst-first order, the state counts and the zone tallies are kept up to date
+        incrementally, so a tick of a 65,000-node fleet costs what changed, not the fleet's size.
+        Views are updated in place: a FleetView reflects the state of its own ``evaluate`` call
+        until the next one.
+        """
+        with self.lock:
+            blind, reason = self.leases_blind(now)
+            if blind != self._blind_cached:
+                self._blind_cached = blind
+                self._dirty.update(self.nodes)
+                self._dirty.update(self._views)
+            grace = self.settings.grace
+            todo = self._dirty
+            self._dirty = set()
+            due = self._due
+            views = self._views
+            while due and due[0][0] <= now:
+                t, name = heapq.heappop(due)
+                v = views.get(name)
+                if v is not None and v.next_change == t:
+                    todo.add(name)
+            for name in todo:
+                self._refresh(name, now, blind, grace)
+            order = self._order
+            counts = dict(self._counts)
+            zones = self._zone_views()
+            bad = len(order) - counts[NodeState.READY] - counts[NodeState.LATE]
+            limit = self.settings.grace + 2 * self.settings.monitor_period_seconds
+            controller_suspect = any(
+                v.state is NodeState.OVERDUE and v.lease_observed_at is not None and now - v.lease_observed_at > limit
+                for v in order[:bad]
+            )
+            at_risk = 0
+            for v in order:
+                if v.state not in AT_RISK_STATES:
+                    break
+                for key in self.pods_by_node.get(v.name, ()):
+                    p = self.pods.get(key)
+                    if p is not None and p.owner_kind == "StatefulSet":
+                        at_risk += 1
+            return FleetView(
+                at=now,
+                settings=self.settings,
+                nodes=list(order),
+                zones=zones,
+                counts=counts,
+                all_zones_full=all_zones_full(z.state for z in zones),
+                leases_blind=blind,
+                blind_reason=reason,
+                health={k: WatchHealth(**{f: getattr(h, f) for f in h.__slots__}) for k, h in self.health.items()},
+                generation=self.generation,
+                statefulset_at_risk=at_risk,
+                controller_suspect=controller_suspect,
+            )
+
+    def _refresh(self, name: str, now: float, blind: bool, grace: float) -> None:
+        """Recompute one node's view and move it within the order, counts and zone tallies."""
+        views = self._views
+        old = views.get(name)
+        if name not in self.nodes:
+            if old is not None:
+                self._unplace(old)
+                del views[name]
+            return
+        new = self._view(name, now, blind, grace)
+        if old is None:
+            views[name] = new
+            self._place(new)
+            cur = new
+        elif sort_key(old) == sort_key(new):
+            # Same place in the order (and so the same state): only the zone tally may move.
+            self._tally_add(old, -1)
+            for f in _VIEW_FIELDS:
+                setattr(old, f, getattr(new, f))
+            self._tally_add(old, 1)
+            cur = old
+        else:
+            self._unplace(old)
+            for f in _VIEW_FIELDS:
+                setattr(old, f, getattr(new, f))
+            self._place(old)
+            cur = old
+        if cur.next_change != math.inf:
+            heapq.heappush(self._due, (cur.next_change, name))
+
+    def _place(self, v: NodeView) -> None:
+        self._order.add(v)
+        self._counts[v.state] += 1
+        self._tally_add(v, 1)
+
+    def _unplace(self, v: NodeView) -> None:
+        self._order.remove(v)
+        self._counts[v.state] -= 1
+        self._tally_add(v, -1)
+
+    def _tally_add(self, v: NodeView, n: int) -> None:
+        if v.excluded:
+            return
+        t = self._tally.get(v.zone)
+        if t is None:
+            t = self._tally[v.zone] = [0, 0]
+        t[0 if v.ready == "True" else 1] += n
+        if t[0] == 0 and t[1] == 0:
+            del self._tally[v.zone]
+
+    def _zone_views(self) -> list[ZoneView]:
+        s = self.settings
+        states = {z: zone_state(r, nr, s.unhealthy_zone_threshold) for z, (r, nr) in self._tally.items()}
+        full = all_zones_full(states.values())
+        out = []
+        for z in sorted(self._tally):
+            r, nr = self._tally[z]
+            out.append(ZoneView(
+                name=z, state=states[z], nodes=r + nr, ready=r, not_ready=nr,
+                taint_rate=zone_taint_rate(states[z], r + nr, all_full=full, eviction_rate=s.eviction_rate,
+                                           secondary_eviction_rate=s.secondary_eviction_rate,
+                                           large_cluster_threshold=s.large_cluster_threshold),
+            ))
+        return out
+
+
+    def _renewed_on_time(self, name: str, track: LeaseTrack) -> bool:
+        """The hot path: a Ready node renewed its lease. Only the lease fields of its view move;
+        its state, place in the order and zone tally stay as they are."""
+        v = self._views.get(name)
+        if (v is None or v.state is not NodeState.READY or v.lease_observed_at is None
+                or self._blind_cached or name in self._dirty or track.observed_at is None):
+            return False
+        v.lease_observed_at = track.observed_at
+        v.skew = track.skew
+        v.lease_duration = track.duration
+        nxt = track.observed_at + 2 * renew_interval(track.duration)
+        if v.cert_not_after is not None and v.cert_not_after > track.observed_at:
+            nxt = min(nxt, v.cert_not_after)
+        v.next_change = nxt
+        heapq.heappush(self._due, (nxt, name))
+        return True
+
+
+
+_VIEW_FIELDS = tuple(NodeView.__slots__)
+
+
+def _ago(now: float, t: float) -> str:
+    return f"{max(0, now - t):.0f}s ago"

@@ -1,0 +1,272 @@
+"""Watch events in: the part of ``FleetState`` that the sources feed.
+
+Every source (live cluster, replay, simulation) calls ``apply`` with the same
+``(resource, type, object, received_at)`` tuples. Each handler parses the object into a record of
+``core/objects.py``, replaces the one it had (records are never mutated, so readers and keyframes
+may share them), and marks the node for re-evaluation. A Ready node renewing its lease on time,
+the event that is nearly all the traffic, moves only its view's lease fields (``Evaluation``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Iterable
+
+from .evaluation import Evaluation
+from .objects import (
+    BadObject,
+    CSRRecord,
+    EventRecord,
+    NodeRecord,
+    csr_from_dict,
+    event_from_dict,
+    lease_from_dict,
+    node_from_dict,
+    pod_from_dict,
+)
+from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX
+from .settings import Settings
+from .views import MAX_EVENTS_PER_NODE, MAX_TIMELINE, CertInfo, LeaseTrack, Problem, WatchHealth
+
+
+class Ingest(Evaluation):
+    """Part of ``FleetState``: feeding it. Thread-safe: every entry point takes the state's lock."""
+
+    def set_settings(self, settings: Settings) -> None:
+        with self.lock:
+            self.settings = settings
+            self._dirty.update(self.nodes)
+            self.generation += 1
+
+    def apply(self, resource: str, etype: str, obj: Any, received_at: float | None = None,
+              listing: bool = False) -> bool:
+        """Apply one watch event. Returns False (and records a Problem) when it cannot be used.
+
+        ``received_at`` is when nodewatch received the event (None: unknown, as in a kubectl
+        log). ``listing`` marks items of an initial list or relist, whose renewals happened at an
+        unknown time before they were received.
+        """
+        with self.lock:
+            try:
+                return self._apply(resource, etype, obj, received_at, listing)
+            except BadObject as exc:
+                self.problem(received_at, f"{resource} {etype}", str(exc))
+                return False
+            except Exception as exc:  # noqa: BLE001 - the cluster must never crash the dashboard
+                self.problem(received_at, f"{resource} {etype}", f"{type(exc).__name__}: {exc}")
+                return False
+
+    def apply_many(self, items: Iterable[tuple[str, str, Any, float | None, bool]]) -> int:
+        ok = 0
+        with self.lock:
+            for resource, etype, obj, received_at, listing in items:
+                ok += self.apply(resource, etype, obj, received_at, listing)
+        return ok
+
+    def problem(self, at: float | None, where: str, message: str) -> None:
+        with self.lock:
+            self.problems.append(Problem(at, where, message[:500]))
+            self.generation += 1
+
+    def update_health(self, resource: str, **changes: Any) -> WatchHealth:
+        with self.lock:
+            h = self.health.get(resource)
+            if h is None:
+                h = self.health[resource] = WatchHealth(resource)
+            for k, v in changes.items():
+                setattr(h, k, v)
+            self.generation += 1
+            if resource == "leases":
+                self._dirty.update(self.nodes)
+            return h
+
+    def _apply(self, resource: str, etype: str, obj: Any, received_at: float | None, listing: bool) -> bool:
+        if received_at is not None:
+            self.last_received = received_at if self.last_received is None else max(self.last_received, received_at)
+            h = self.health.get(resource)
+            if h is not None:
+                h.last_activity = received_at
+        if etype == "SYNCED":
+            self.synced.add(resource)
+            self.generation += 1
+            return True
+        if etype == "BOOKMARK":
+            return True
+        if etype not in ("ADDED", "MODIFIED", "DELETED"):
+            raise BadObject(f"unknown event type {etype!r}")
+        handler = _HANDLERS.get(resource)
+        if handler is None:
+            raise BadObject(f"unknown resource {resource!r}")
+        handler(self, etype, obj, received_at, listing)
+        self.generation += 1
+        return True
+
+    def _timeline(self, node: str, t: float | None, text: str) -> None:
+        if t is None:
+            return
+        tl = self.timelines.get(node)
+        if tl is None:
+            tl = self.timelines[node] = deque(maxlen=MAX_TIMELINE)
+        tl.append((t, text))
+
+    def _on_node(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
+        rec = node_from_dict(obj)
+        name = rec.name
+        if etype == "DELETED":
+            # A deleted node is forgotten entirely (its timeline and certificate date too): a node
+            # registering later under the same name is a new machine with a new kubelet. Its pods
+            # and events leave with their own DELETED events.
+            self.nodes.pop(name, None)
+            self.timelines.pop(name, None)
+            self.certs.pop(name, None)
+            self._dirty.add(name)
+            return
+        old = self.nodes.get(name)
+        self.nodes[name] = rec
+        self._dirty.add(name)
+        self._node_timeline(old, rec, received_at)
+
+    def _node_timeline(self, old: NodeRecord | None, new: NodeRecord, received_at: float | None) -> None:
+        if old is None:
+            return  # what a node looked like when first seen is in its record; the timeline keeps changes
+        r_old = old.conditions.get("Ready") if old else None
+        r_new = new.conditions.get("Ready")
+        if r_new is not None and (r_old is None or r_old.status != r_new.status):
+            when = r_new.last_transition or received_at
+            was = r_old.status if r_old else "?"
+            self._timeline(new.name, when, f"Ready {was} -> {r_new.status} ({r_new.reason or 'no reason'})")
+        old_keys = {(t.key, t.effect) for t in old.taints} if old else set()
+        for t in new.taints:
+            if (t.key, t.effect) not in old_keys:
+                self._timeline(new.name, t.time_added or received_at, f"taint added {t.key}:{t.effect}")
+        new_keys = {(t.key, t.effect) for t in new.taints}
+        for key, effect in old_keys - new_keys:
+            self._timeline(new.name, received_at, f"taint removed {key}:{effect}")
+
+    def _on_lease(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
+        rec = lease_from_dict(obj)
+        if rec.namespace and rec.namespace != "kube-node-lease":
+            return
+        name = rec.name
+        if etype == "DELETED":
+            self.leases.pop(name, None)
+            self._dirty.add(name)
+            return
+        duration = rec.duration_seconds or self.settings.lease_duration_seconds
+        track = self.leases.get(name)
+        advanced = track is None or (
+            rec.renew_time is not None and (track.renew_time is None or rec.renew_time > track.renew_time)
+        )
+        if track is None:
+            track = self.leases[name] = LeaseTrack(rec.renew_time, None, None, duration, rec.holder)
+        track.duration = duration
+        track.holder = rec.holder
+        if advanced and rec.renew_time is not None:
+            known = received_at is not None and not listing and "leases" in self.synced
+            track.renew_time = rec.renew_time
+            if known:
+                track.observed_at = received_at
+            elif received_at is not None:
+                # Listed: renewed at some unknown time before we received it. renewTime is on the
+                # node's clock, so it may even be "in the future"; never later than the receipt.
+                track.observed_at = min(rec.renew_time, received_at)
+            else:
+                track.observed_at = rec.renew_time
+            if known:  # a listed lease was renewed at some unknown earlier time: no skew to learn
+                track.skew = received_at - rec.renew_time
+            track.renewals += 1
+            if self._renewed_on_time(name, track):
+                return
+        elif rec.renew_time is None:
+            track.renew_time = None
+            track.observed_at = None
+        self._dirty.add(name)
+
+    def _on_pod(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
+        rec = pod_from_dict(obj)
+        key = rec.key
+        old = self.pods.get(key)
+        if old is not None and (etype == "DELETED" or old.node_name != rec.node_name):
+            _unindex(self.pods_by_node, old.node_name, key)
+        if etype == "DELETED":
+            self.pods.pop(key, None)
+            return
+        self.pods[key] = rec
+        if rec.node_name:
+            self.pods_by_node.setdefault(rec.node_name, set()).add(key)
+
+    def _on_event(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
+        rec = event_from_dict(obj)
+        key = rec.key
+        if etype == "DELETED":
+            old = self.events.pop(key, None)
+            if old is not None:
+                for node in _event_nodes(old):
+                    _unindex(self.events_by_node, node, key)
+            return
+        self.events[key] = rec
+        for node in _event_nodes(rec):
+            bucket = self.events_by_node.setdefault(node, set())
+            bucket.add(key)
+            if len(bucket) > MAX_EVENTS_PER_NODE:
+                oldest = min(bucket, key=lambda k: self.events[k].time or 0.0 if k in self.events else 0.0)
+                bucket.discard(oldest)
+
+    def _on_csr(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
+        if etype == "DELETED":
+            return  # the CSR cleaner deletes issued CSRs after 1h; the NotAfter we learned stays
+        rec = csr_from_dict(obj)
+        self.learn_cert(rec)
+
+    def learn_cert(self, rec: CSRRecord, source: str | None = None) -> None:
+        """Remember a kubelet client certificate's NotAfter (the newest per node wins)."""
+        if rec.signer != KUBELET_CLIENT_SIGNER or not rec.username.startswith(NODE_USER_PREFIX):
+            return
+        if rec.not_after is None:
+            return
+        node = rec.username[len(NODE_USER_PREFIX):]
+        cur = self.certs.get(node)
+        if cur is None or rec.not_after > cur.not_after:
+            self.certs[node] = CertInfo(rec.not_after, source or f"CSR {rec.name}")
+            self._dirty.add(node)
+
+    def remember_cert(self, node: str, not_after: float, source: str) -> None:
+        """A NotAfter learned elsewhere (the local cache, a TLS probe, kubelet metrics)."""
+        with self.lock:
+            cur = self.certs.get(node)
+            if cur is None or not_after > cur.not_after:
+                self.certs[node] = CertInfo(not_after, source)
+                self._dirty.add(node)
+                self.generation += 1
+
+
+
+def _unindex(index: dict[str, set], node: str, key: tuple[str, str]) -> None:
+    """Drop ``key`` from a per-node index, and the node's entry once it is empty."""
+    bucket = index.get(node)
+    if bucket is not None:
+        bucket.discard(key)
+        if not bucket:
+            del index[node]
+
+
+def _event_nodes(e: EventRecord) -> list[str]:
+    nodes = []
+    if e.object_kind == "Node" and e.object_name:
+        nodes.append(e.object_name)
+    host = e.source.split(", ", 1)[1] if ", " in e.source else ""
+    if host and host not in nodes:
+        nodes.append(host)
+    return nodes
+
+
+
+
+_HANDLERS = {
+    "nodes": Ingest._on_node,
+    "leases": Ingest._on_lease,
+    "pods": Ingest._on_pod,
+    "events": Ingest._on_event,
+    "certificatesigningrequests": Ingest._on_csr,
+}
+

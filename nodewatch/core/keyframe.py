@@ -1,0 +1,90 @@
+"""Keyframes: a copy of what ``FleetState.apply`` built, to jump back to (replay's seek).
+
+A replay keeps one every few thousand events; seeking restores the keyframe before ``t`` and
+applies the few events in between, so the state becomes exactly what it was at ``t``. Records
+(NodeRecord, PodRecord, EventRecord, CertInfo) are replaced, never mutated, by the core, so a
+keyframe shares them; lease tracks, stream health, sets and deques are mutated and are copied.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from dataclasses import dataclass
+
+from .fleet_data import FleetData
+from .objects import EventRecord, NodeRecord, PodRecord
+from .views import MAX_TIMELINE, CertInfo, LeaseTrack, Problem, WatchHealth
+
+
+@dataclass(frozen=True, slots=True)
+class Keyframe:
+    """Everything a state was fed, frozen; the caches derived from it are rebuilt on restore."""
+
+    nodes: dict[str, NodeRecord]
+    leases: dict[str, LeaseTrack]
+    pods: dict[tuple[str, str], PodRecord]
+    pods_by_node: dict[str, frozenset[tuple[str, str]]]
+    events: dict[tuple[str, str], EventRecord]
+    events_by_node: dict[str, frozenset[tuple[str, str]]]
+    certs: dict[str, CertInfo]
+    health: dict[str, WatchHealth]
+    problems: tuple[Problem, ...]
+    timelines: dict[str, tuple[tuple[float, str], ...]]
+    synced: frozenset[str]
+    last_received: float | None
+
+
+def take(state: FleetData, prev: Keyframe | None = None) -> Keyframe:
+    """A keyframe of ``state``. ``prev`` (the previous keyframe) lets unchanged timelines share
+    their tuples, so ninety keyframes of a quiet fleet do not hold ninety copies of each."""
+    with state.lock:
+        prev_tl = prev.timelines if prev else {}
+        timelines = {}
+        for name, dq in state.timelines.items():
+            old = prev_tl.get(name)
+            if old is not None and len(old) == len(dq) and (not dq or old[-1] is dq[-1]):
+                timelines[name] = old
+            else:
+                timelines[name] = tuple(dq)
+        return Keyframe(
+            nodes=dict(state.nodes),
+            leases={k: copy.copy(v) for k, v in state.leases.items()},
+            pods=dict(state.pods),
+            pods_by_node={k: frozenset(v) for k, v in state.pods_by_node.items()},
+            events=dict(state.events),
+            events_by_node={k: frozenset(v) for k, v in state.events_by_node.items()},
+            certs=dict(state.certs),
+            health={k: copy.copy(h) for k, h in state.health.items()},
+            problems=tuple(state.problems),
+            timelines=timelines,
+            synced=frozenset(state.synced),
+            last_received=state.last_received,
+        )
+
+
+def restore(state: FleetData, kf: Keyframe | None) -> None:
+    """Make ``state`` hold exactly the keyframe (None: empty), in place so its readers keep their
+    reference; every node is re-evaluated at the next ``evaluate``."""
+    with state.lock:
+        if kf is None:
+            state.nodes, state.leases, state.pods, state.pods_by_node = {}, {}, {}, {}
+            state.events, state.events_by_node, state.certs, state.health = {}, {}, {}, {}
+            state.problems.clear()
+            state.timelines, state.synced, state.last_received = {}, set(), None
+        else:
+            state.nodes = dict(kf.nodes)
+            state.leases = {k: copy.copy(v) for k, v in kf.leases.items()}
+            state.pods = dict(kf.pods)
+            state.pods_by_node = {k: set(v) for k, v in kf.pods_by_node.items()}
+            state.events = dict(kf.events)
+            state.events_by_node = {k: set(v) for k, v in kf.events_by_node.items()}
+            state.certs = dict(kf.certs)
+            state.health = {k: copy.copy(h) for k, h in kf.health.items()}
+            state.problems.clear()
+            state.problems.extend(kf.problems)
+            state.timelines = {k: deque(v, maxlen=MAX_TIMELINE) for k, v in kf.timelines.items()}
+            state.synced = set(kf.synced)
+            state.last_received = kf.last_received
+        state._reset_caches()
+        state.generation += 1

@@ -1,0 +1,146 @@
+"""The questions readers ask ``FleetState`` beyond ``evaluate``: one node in full, its pods, events
+and timeline, counts, and what the sources need to decide what to watch.
+
+Every answer is a copy or an immutable record, taken under the state's lock: readers (the UI
+thread, ``status``, the sources) never hold the lock while they draw, and never touch the state's
+fields (tests/test_layers.py checks that no module outside the core does).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from contextlib import AbstractContextManager
+
+from .evaluation import Evaluation
+from .objects import EventRecord, NodeRecord
+from .rules import pod_eviction_at, with_default_tolerations
+from .views import (
+    AT_RISK_STATES,
+    CertInfo,
+    NodeDetails,
+    NodeView,
+    PodView,
+    Problem,
+)
+
+
+class Queries(Evaluation):
+    """Part of ``FleetState``: what readers may ask it."""
+
+    def node_view(self, name: str, now: float) -> NodeView | None:
+        with self.lock:
+            if name not in self.nodes:
+                return None
+            blind, _ = self.leases_blind(now)
+            return self._view(name, now, blind, self.settings.grace)
+
+    def pods_on(self, node: str, now: float) -> list[PodView]:
+        """The node's pods with their own eviction countdowns and StatefulSet risk."""
+        with self.lock:
+            rec = self.nodes.get(node)
+            view = self.node_view(node, now)
+            taints = rec.taints if rec else ()
+            out = []
+            for key in sorted(self.pods_by_node.get(node, ())):
+                p = self.pods.get(key)
+                if p is None:
+                    continue
+                tolerations = with_default_tolerations(p.tolerations, self.settings.toleration_seconds)
+                at = pod_eviction_at(taints, tolerations)
+                risk = p.owner_kind == "StatefulSet" and view is not None and view.state in AT_RISK_STATES
+                out.append(PodView(p.namespace, p.name, p.owner_kind, p.owner_name, p.phase, p.terminating,
+                                   at, risk, p.disruption_target))
+            out.sort(key=lambda pv: (not pv.statefulset_risk, pv.eviction_at if pv.eviction_at is not None else math.inf,
+                                     pv.namespace, pv.name))
+            return out
+
+    def events_for(self, node: str) -> list[EventRecord]:
+        """Kubelet and controller events about the node, newest first."""
+        with self.lock:
+            evs = [self.events[k] for k in self.events_by_node.get(node, ()) if k in self.events]
+        evs.sort(key=lambda e: e.time or 0.0, reverse=True)
+        return evs
+
+    def timeline_for(self, node: str, now: float) -> list[tuple[float, str]]:
+        """What happened to the node, and what the rules say happens next, in time order."""
+        with self.lock:
+            items = list(self.timelines.get(node, ()))
+            rec = self.nodes.get(node)
+            if rec is not None:
+                known = {text for _, text in items}
+                rc = rec.conditions.get("Ready")
+                if rc is not None and rc.last_transition is not None and not any("Ready" in k for k in known):
+                    items.append((rc.last_transition, f"Ready is {rc.status} ({rc.reason or 'no reason'}) since"))
+                for t in rec.taints:
+                    if t.time_added is not None and not any(t.key in k for k in known):
+                        items.append((t.time_added, f"taint {t.key}:{t.effect} added"))
+            view = self.node_view(node, now)
+            track = self.leases.get(node)
+            if track is not None and track.renew_time is not None:
+                items.append((track.observed_at or track.renew_time, "last lease renewal seen"))
+            if view is not None:
+                if view.lease_observed_at is not None and view.ready == "True":
+                    items.append((view.lease_observed_at + view.grace,
+                                  "grace ends: the controller marks Ready=Unknown at its next pass"))
+                if view.eviction_at is not None:
+                    items.append((view.eviction_at, "eviction due (default toleration ends)"))
+        items.sort(key=lambda x: x[0])
+        return items
+
+
+    def node_details(self, name: str, now: float, *, max_pods: int | None = None,
+                     max_events: int | None = None) -> NodeDetails:
+        """The node in full (the drill-down): one consistent copy, taken under the lock."""
+        with self.lock:
+            track = self.leases.get(name)
+            lease = None if track is None else dataclasses.replace(track)
+            return NodeDetails(
+                name=name, now=now, view=self.node_view(name, now), record=self.nodes.get(name), lease=lease,
+                cert=self.certs.get(name), pods=self.pods_on(name, now)[:max_pods],
+                events=self.events_for(name)[:max_events], timeline=self.timeline_for(name, now),
+            )
+
+    def node_count(self) -> int:
+        with self.lock:
+            return len(self.nodes)
+
+    def has_node(self, name: str) -> bool:
+        with self.lock:
+            return name in self.nodes
+
+    def node_records(self) -> dict[str, NodeRecord]:
+        """Every Node record by name (a new dict; the records are never mutated): for probes that
+        need a node's addresses."""
+        with self.lock:
+            return dict(self.nodes)
+
+    def not_ready_nodes(self) -> list[str]:
+        """Names of the nodes whose Ready condition is not True, sorted: the live source watches
+        their pods and events."""
+        with self.lock:
+            return sorted(n for n, rec in self.nodes.items() if rec.ready != "True")
+
+    def cert_dates(self) -> dict[str, CertInfo]:
+        """Every kubelet client certificate date known, by node (to save in the local cache)."""
+        with self.lock:
+            return dict(self.certs)
+
+    def is_synced(self, *resources: str) -> bool:
+        """Have these resources been listed (a SYNCED event applied for each)?"""
+        with self.lock:
+            return set(resources) <= self.synced
+
+    def problem_count(self) -> int:
+        with self.lock:
+            return len(self.problems)
+
+    def recent_problems(self, n: int) -> list[Problem]:
+        """The last ``n`` things the state could not use, oldest first."""
+        with self.lock:
+            return list(self.problems)[-n:] if n > 0 else []
+
+    def batch(self) -> AbstractContextManager:
+        """Hold the state still while applying a run of events: one lock for the run, and readers
+        never see half of it. Re-entrant: ``apply`` inside takes the same lock again."""
+        return self.lock

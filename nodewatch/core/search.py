@@ -1,0 +1,51 @@
+"""Search the fleet by node name or label (``team=storage``, ``zone=eu-1a``), for one reader.
+
+Labels live in the Node records, which only the state holds; views carry the name alone. A search
+box is re-applied every tick, so each node's answer is remembered until its record changes (records
+are replaced, never mutated: identity says "changed"), and a tick of a 65,000-node fleet does not
+rescan 65,000 label sets.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .views import NodeView
+
+if TYPE_CHECKING:
+    from .fleet import FleetState
+
+
+class LabelSearch:
+    """One reader's search (each keeps its own memory of answers)."""
+
+    def __init__(self, state: FleetState) -> None:
+        self.state = state
+        self._term = ""
+        self._memo: dict[str, tuple[object, bool]] = {}
+
+    def matches(self, term: str, rows: list[NodeView]) -> list[NodeView]:
+        """The rows whose name, or one of whose labels as ``key=value``, contains ``term``
+        (case-insensitive), in the given order."""
+        term = term.lower()
+        if term != self._term:
+            self._term = term
+            self._memo.clear()
+        memo = self._memo
+        out = []
+        state = self.state
+        with state.lock:
+            records = state.nodes
+            for v in rows:
+                rec = records.get(v.name)
+                hit = memo.get(v.name)
+                if hit is None or hit[0] is not rec:
+                    ok = term in v.name.lower() or (rec is not None and any(
+                        term in f"{k}={val}".lower() for k, val in rec.labels.items()))
+                    memo[v.name] = hit = (rec, ok)
+                if hit[1]:
+                    out.append(v)
+            known = len(records)
+        if len(memo) > 2 * max(known, 1000):
+            memo.clear()
+        return out
