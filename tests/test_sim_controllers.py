@@ -13,7 +13,7 @@ from nodewatch.core import rules
 from nodewatch.core.certs import certificate_not_after
 from nodewatch.core.settings import Settings
 from nodewatch.core.timeutil import parse_time
-from nodewatch.sim.controllers import TokenBucket
+from nodewatch.sim.node_lifecycle import TokenBucket
 from nodewatch.sim.fleet import SimFleet
 
 

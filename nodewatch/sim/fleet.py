@@ -25,14 +25,11 @@ from ..core import rules
 from ..core.settings import Settings
 from ..core.views import RESOURCES
 from . import scenarios as _scenarios
-from .controllers import (
-    PRIO_KUBELET,
-    CSRController,
-    EventRecorder,
-    NodeLifecycleController,
-    TaintEvictionController,
-    Workloads,
-)
+from .csrs import CSRController
+from .events import EventRecorder
+from .node_lifecycle import NodeLifecycleController
+from .pod_controllers import TaintEvictionController, Workloads
+from .schedule import PRIO_KUBELET
 from .kubelet import REPORT_PERIOD, Kubelets
 from .shapes import (
     DAY,

@@ -599,3 +599,10 @@ def pod_object(p: SimPod, node: SimNode | None) -> dict:
             "ready": ready_s == "True", "started": running, "restartCount": 0, "state": state,
         }]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+
+
+def public_copy(obj: dict) -> dict:
+    """A fresh deep copy without the simulator's private fields (top-level keys starting with '_')."""
+    import orjson
+
+    return orjson.loads(orjson.dumps({k: v for k, v in obj.items() if not k.startswith("_")}))
