@@ -330,7 +330,6 @@ class SimFleet:
         region, zone = zones[(i if zone_index is None else zone_index) % len(zones)]
         pool = POOLS[(i // len(zones)) % len(POOLS)]
         node = make_node(self.rng, i, self._width, region, zone, pool, self.server_version, self.now)
-        node.ever_ready = False
         node.cni_down = True
         node.cert_not_after = -math.inf  # no client certificate yet
         self.joining[node.name] = node

@@ -22,14 +22,21 @@ from typing import TYPE_CHECKING
 
 from ..core import rules
 from .schedule import PRIO_CONTROLLER
-from .shapes import SimNode, SimTaint
+from .shapes import Cond, SimNode, SimTaint
 
 if TYPE_CHECKING:
     from .fleet import SimFleet
 
 TAINT_PASS_PERIOD = 0.1
 """scheduler.NodeEvictionPeriod: how often the NoExecute tainting queues are swept."""
+PASS_DURATION = 0.001
+"""How long one monitor pass takes. The real controller runs its passes with ``wait.Until``, whose
+period starts when the previous pass *ends*, so pass k starts a little after ``t0 + k * period``.
+That is why Ready goes Unknown on the first pass at or after ``probeTimestamp + grace`` (the test
+is ``now > probe + grace``, and "now" has drifted past it), i.e. on the first pass after the last
+renewal + grace (see docs/kubernetes-rules.md, "What the real controllers did")."""
 UNKNOWN_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
+"""tryUpdateNodeHealth's list: NetworkUnavailable is managed by the network plugin, left alone."""
 CONTROLLER_NOSCHEDULE_KEYS = frozenset({
     rules.TAINT_NOT_READY, rules.TAINT_UNREACHABLE, rules.TAINT_UNSCHEDULABLE, rules.TAINT_MEMORY_PRESSURE,
     rules.TAINT_DISK_PRESSURE, rules.TAINT_PID_PRESSURE, rules.TAINT_NETWORK_UNAVAILABLE,
@@ -78,6 +85,8 @@ class NodeLifecycleController:
         self.fleet = fleet
         s = fleet.settings
         self.period = s.monitor_period_seconds
+        self.interval = self.period + PASS_DURATION
+        """Start to start, as wait.Until's sliding period makes it."""
         self.grace = s.grace
         self.startup_grace = s.startup_grace_seconds
         self.t0 = t0
@@ -95,26 +104,34 @@ class NodeLifecycleController:
     # probe timestamps ----------------------------------------------------------------------------
 
     def pass_time(self, k: int) -> float:
-        return self.t0 + k * self.period
+        """When monitor pass ``k`` (0 at ``t0``) runs."""
+        return self.t0 + k * self.interval
+
+    def first_pass_from(self, t: float) -> float:
+        """The first monitor pass at or after ``t``."""
+        return self.pass_time(max(0, math.ceil((t - self.t0) / self.interval - 1e-9)))
 
     def probe(self, node: SimNode) -> float:
         """The controller's probeTimestamp: the first pass that saw the node's last change."""
-        k = math.ceil((node.last_change - self.t0) / self.period - 1e-9)
-        return max(self.pass_time(max(k, 0)), self.probe_floor)
+        return max(self.first_pass_from(node.last_change), self.probe_floor)
 
     def node_grace(self, node: SimNode) -> float:
-        return self.grace if node.ever_ready else self.startup_grace
+        """tryUpdateNodeHealth: the startup grace while the Node has no Ready condition at all
+        (a kubelet that posted Ready=False, e.g. CNI not ready yet, gets the normal grace)."""
+        return self.grace if node.ready() is not None else self.startup_grace
 
     def observe_change(self, node: SimNode) -> None:
         """A lease renewal or a Ready heartbeat change reached the API server now."""
         node.last_change = self.fleet.now
-        if not node.armed:
+        if node.armed_deadline is None:
             self._arm(node)
 
     def _arm(self, node: SimNode) -> None:
+        """Put the node's expiry in the heap; an entry whose deadline is no longer the node's is stale."""
         self._seq += 1
-        heapq.heappush(self.deadlines, (self.probe(node) + self.node_grace(node), self._seq, node.name))
-        node.armed = True
+        deadline = self.probe(node) + self.node_grace(node)
+        node.armed_deadline = deadline
+        heapq.heappush(self.deadlines, (deadline, self._seq, node.name))
 
     # zones ------------------------------------------------------------------------------------------
 
@@ -140,6 +157,8 @@ class NodeLifecycleController:
             return
         self.count(node, old, -1)
         self.count(node, new, +1)
+        if old is None and node.armed_deadline is not None:
+            self._arm(node)  # the first Ready condition: the normal grace from now on
         if new != "True":
             self.attention.add(node.name)
 
@@ -171,6 +190,13 @@ class NodeLifecycleController:
         self.fleet.at(self.t0, self.monitor_pass, prio=PRIO_CONTROLLER)
 
     def monitor_pass(self) -> None:
+        """monitorNodeHealth: expire probes, then taint work per node, then the zones.
+
+        processTaintBaseEviction sees the Ready condition as it was *before* this pass flipped it,
+        so a node that goes Unknown in this pass is only queued for its NoExecute taint on the
+        next pass: the taint lands one monitor period after the flip, as the real v1.20
+        controller was seen to do (docs/kubernetes-rules.md).
+        """
         fleet = self.fleet
         now = fleet.now
         self.passes += 1
@@ -178,33 +204,40 @@ class NodeLifecycleController:
         observed = [(fleet.nodes[n], fleet.nodes[n].ready()) for n in sorted(self.attention) if n in fleet.nodes]
         heap = self.deadlines
         while heap and heap[0][0] < now:
-            _, _, name = heapq.heappop(heap)
+            deadline, _, name = heapq.heappop(heap)
             node = fleet.nodes.get(name)
-            if node is None or node.deleted:
+            if node is None or node.deleted or node.armed_deadline != deadline:
                 continue
-            node.armed = False
-            deadline = self.probe(node) + self.node_grace(node)
+            node.armed_deadline = None
             if rules.probe_expired(self.probe(node), self.node_grace(node), now):
                 self.mark_unknown(node)
             else:
-                self._seq += 1
-                heapq.heappush(heap, (deadline, self._seq, name))
-                node.armed = True
+                self._arm(node)
         for node, status in observed:
             if not node.deleted:
                 self.process_taint_based_eviction(node, status)
         self.handle_disruption()
-        fleet.at(now + self.period, self.monitor_pass, prio=PRIO_CONTROLLER)
+        fleet.at(self.pass_time(self.passes), self.monitor_pass, prio=PRIO_CONTROLLER)
 
     def mark_unknown(self, node: SimNode) -> None:
-        """tryUpdateNodeHealth after the grace: Ready and the pressure conditions go Unknown."""
+        """tryUpdateNodeHealth after the grace: Ready and the pressure conditions go Unknown.
+
+        A condition the kubelet posted gets ``NodeStatusUnknown``; one it never posted is added
+        with ``NodeStatusNeverUpdated``, its heartbeat at the Node's creation (as the real
+        controller writes it; docs/kubernetes-rules.md).
+        """
         fleet = self.fleet
         now = fleet.now
         old_ready = node.ready()
         changed = False
         for ctype in UNKNOWN_CONDITIONS:
             c = node.conditions.get(ctype)
-            if c is None or c.status == "Unknown":
+            if c is None:
+                node.conditions[ctype] = Cond(ctype, "Unknown", rules.NEVER_UPDATED_REASON,
+                                              rules.NEVER_UPDATED_MESSAGE, node.created, now)
+                changed = True
+                continue
+            if c.status == "Unknown":
                 continue
             c.status = "Unknown"
             c.reason = rules.UNKNOWN_REASON
@@ -314,6 +347,15 @@ class NodeLifecycleController:
         z.limiter = new
 
     def handle_disruption(self) -> None:
+        """handleDisruption, after every node of the pass (zone states from the new conditions).
+
+        Every zone in FullDisruption ("all Nodes are not-Ready. Entering master disruption
+        mode"): the NoExecute taints come off every node and every zone's limiter becomes the
+        never-accepting one, so nodes still get queued but none is tainted and nothing is evicted.
+        Leaving it: every probe timestamp restarts now, and each zone's limiter is set for its state
+        (drained when the old one was empty). Otherwise only zones whose state changed get a new
+        limiter. Rates: ``rules.zone_taint_rate``; see docs/kubernetes-rules.md.
+        """
         now = self.fleet.now
         thr = self.fleet.settings.unhealthy_zone_threshold
         new_states = {k: rules.zone_state(z.ready, z.not_ready, thr) for k, z in self.zones.items() if z.size > 0}

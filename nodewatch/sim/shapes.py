@@ -252,11 +252,11 @@ class SimNode:
     status_token: int = 0
     last_report: float = 0.0
     sync_pending: bool = False
-    ever_ready: bool = True
     # node lifecycle controller --------------------------------------------------------------------
     last_change: float = 0.0
     """Time the API server got the last lease renewal or Ready heartbeat change."""
-    armed: bool = False
+    armed_deadline: float | None = None
+    """The node's live entry in the controller's expiry heap (None: not armed)."""
     pod_seq: int = 0
 
     @property
