@@ -6,9 +6,10 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from ..core import rules
-from . import pki
+from . import objects, pki
 from .schedule import PRIO_CONTROLLER
-from .shapes import SimNode, fmt_time, make_uid, public_copy, rand_suffix
+from .objects import fmt_time
+from .shapes import SimNode, make_uid, public_copy, rand_suffix
 
 if TYPE_CHECKING:
     from .fleet import SimFleet
@@ -53,17 +54,10 @@ class CSRController:
         else:
             username = cn
             groups = ["system:nodes", "system:authenticated"]
-        obj = {
-            "apiVersion": "certificates.k8s.io/v1",
-            "kind": "CertificateSigningRequest",
-            "metadata": {"name": name, "generateName": "csr-", "uid": make_uid(fleet.rng),
-                         "creationTimestamp": fmt_time(now)},
-            "spec": {"request": pki.b64(request), "signerName": rules.KUBELET_CLIENT_SIGNER,
-                     "usages": ["digital signature", "client auth"], "username": username, "groups": groups,
-                     "uid": make_uid(fleet.rng)},
-            "status": {},
-            "_node": node.name,
-        }
+        obj = objects.csr(name, username=username, signer=rules.KUBELET_CLIENT_SIGNER, status={},
+                          request=pki.b64(request), groups=groups, usages=["digital signature", "client auth"],
+                          uid=make_uid(fleet.rng), created=now, user_uid=make_uid(fleet.rng))
+        obj["_node"] = node.name
         self.objects[name] = obj
         fleet.emit("certificatesigningrequests", "ADDED", public_copy(obj))
         fleet.at(now + fleet.rng.uniform(0.02, 0.2), self.approve, name, bootstrap, prio=PRIO_CONTROLLER)

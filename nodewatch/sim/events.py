@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import objects
 from .schedule import PRIO_CONTROLLER
-from .shapes import SimNode, SimPod, fmt_time, make_uid, public_copy
+from .objects import fmt_time
+from .shapes import SimNode, SimPod, make_uid, public_copy
 
 if TYPE_CHECKING:
     from .fleet import SimFleet
@@ -57,27 +59,9 @@ class EventRecorder:
             ns_time += 1
             name = f"{involved.get('name')}.{ns_time:x}"
         self._names.add(name)
-        source: dict = {"component": component}
-        if host:
-            source["host"] = host
-        ev = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace, "uid": make_uid(fleet.rng),
-                         "creationTimestamp": fmt_time(now)},
-            "involvedObject": dict(involved),
-            "reason": reason,
-            "message": message,
-            "source": source,
-            "firstTimestamp": fmt_time(now),
-            "lastTimestamp": fmt_time(now),
-            "count": 1,
-            "type": type_,
-            "eventTime": None,
-            "reportingComponent": component,
-            "reportingInstance": host or "",
-            "_updated": now,
-        }
+        ev = objects.event(name, namespace, involved, reason, message, at=now, component=component, host=host,
+                           uid=make_uid(fleet.rng), type_=type_)
+        ev["_updated"] = now
         key = (namespace, name)
         self.objects[key] = ev
         self._by_key[agg] = key

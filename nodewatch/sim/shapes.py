@@ -15,40 +15,16 @@ import calendar
 import hashlib
 import math
 import random
-import time
 import uuid
 from dataclasses import dataclass, field
 
 from ..core import rules
+from . import objects
+from .objects import fmt_time
 
 LARGE_FLEET_NODES = 5000
 DEFAULT_START = float(calendar.timegm((2026, 11, 29, 10, 0, 0, 0, 0, 0)))
 DAY = 86400.0
-
-# --- time formatting (hot path: every lease renewal) ----------------------------------------------
-
-_day_cache: dict[int, str] = {}
-
-
-def fmt_time(t: float) -> str:
-    """metav1.Time: RFC 3339 UTC, whole seconds (truncated, as Go does)."""
-    sec = math.floor(t)
-    day, rem = divmod(sec, 86400)
-    date = _day_cache.get(day)
-    if date is None:
-        g = time.gmtime(day * 86400)
-        date = _day_cache[day] = f"{g.tm_year:04d}-{g.tm_mon:02d}-{g.tm_mday:02d}T"
-    h, rem = divmod(rem, 3600)
-    m, se = divmod(rem, 60)
-    return f"{date}{h:02d}:{m:02d}:{se:02d}Z"
-
-
-def fmt_micro(t: float) -> str:
-    """metav1.MicroTime (Lease renewTime): microseconds."""
-    sec = math.floor(t)
-    us = int((t - sec) * 1e6)
-    return f"{fmt_time(sec)[:-1]}.{us:06d}Z"
-
 
 # --- identity -------------------------------------------------------------------------------------
 
@@ -424,8 +400,8 @@ def new_pod_name(rng: random.Random, wl: Workload, ordinal: int | None = None) -
 
 
 def _cond_dict(c: Cond) -> dict:
-    return {"type": c.type, "status": c.status, "lastHeartbeatTime": fmt_time(c.heartbeat),
-            "lastTransitionTime": fmt_time(c.transition), "reason": c.reason, "message": c.message}
+    return objects.condition(c.type, c.status, reason=c.reason, message=c.message, heartbeat=c.heartbeat,
+                             transition=c.transition)
 
 
 def _quantity_ki(gi: float) -> str:
@@ -434,109 +410,66 @@ def _quantity_ki(gi: float) -> str:
 
 def node_object(n: SimNode) -> dict:
     p = n.pool
-    spec: dict = {"podCIDR": n.pod_cidr, "podCIDRs": [n.pod_cidr], "providerID": n.provider_id}
-    if n.unschedulable:
-        spec["unschedulable"] = True
-    if n.taints:
-        taints = []
-        for t in n.taints:
-            d = {"key": t.key, "effect": t.effect}
-            if t.value:
-                d["value"] = t.value
-            if t.time_added is not None:
-                d["timeAdded"] = fmt_time(t.time_added)
-            taints.append(d)
-        spec["taints"] = taints
     mem_ki = p.memory_gi * 1024 * 1024 - 380_000
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": n.name,
-            "uid": n.uid,
-            "creationTimestamp": fmt_time(n.created),
-            "labels": dict(n.labels),
-            "annotations": {
-                "node.alpha.kubernetes.io/ttl": "0",
-                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-            },
-        },
-        "spec": spec,
-        "status": {
+    return objects.node(
+        n.name, uid=n.uid, labels=dict(n.labels), created=n.created,
+        conditions=[_cond_dict(c) for c in n.conditions.values()],
+        taints=[objects.taint(t.key, t.effect, t.time_added, t.value) for t in n.taints],
+        unschedulable=n.unschedulable,
+        annotations={"node.alpha.kubernetes.io/ttl": "0",
+                     "volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+        spec={"podCIDR": n.pod_cidr, "podCIDRs": [n.pod_cidr], "providerID": n.provider_id},
+        status={
             "capacity": {"cpu": str(p.cpu), "ephemeral-storage": "104845292Ki", "hugepages-1Gi": "0",
                          "hugepages-2Mi": "0", "memory": f"{mem_ki}Ki", "pods": "110"},
             "allocatable": {"cpu": f"{p.cpu * 1000 - 90}m", "ephemeral-storage": "95551679740",
                             "hugepages-1Gi": "0", "hugepages-2Mi": "0", "memory": f"{mem_ki - 1_000_000}Ki",
                             "pods": "110"},
-            "conditions": [_cond_dict(c) for c in n.conditions.values()],
             "addresses": [
                 {"type": "InternalIP", "address": n.ip},
                 {"type": "InternalDNS", "address": f"ip-{n.ip.replace('.', '-')}.{n.region}.compute.internal"},
                 {"type": "Hostname", "address": n.name},
             ],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-            "nodeInfo": {
-                "machineID": n.machine_id,
-                "systemUUID": n.system_uuid,
-                "bootID": n.boot_id,
-                "kernelVersion": p.kernel,
-                "osImage": p.os_image,
-                "containerRuntimeVersion": p.runtime,
-                "kubeletVersion": n.kubelet_version,
-                "kubeProxyVersion": "",
-                "operatingSystem": "linux",
-                "architecture": "amd64",
-            },
             "images": [
                 {"names": [f"registry.k8s.io/kube-proxy:{n.kubelet_version}"], "sizeBytes": 30_461_329},
                 {"names": ["quay.io/cilium/cilium:v1.16.3"], "sizeBytes": 196_502_114},
                 {"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 320_368},
             ],
         },
-    }
+        node_info={
+            "machineID": n.machine_id,
+            "systemUUID": n.system_uuid,
+            "bootID": n.boot_id,
+            "kernelVersion": p.kernel,
+            "osImage": p.os_image,
+            "containerRuntimeVersion": p.runtime,
+            "kubeletVersion": n.kubelet_version,
+            "kubeProxyVersion": "",
+            "operatingSystem": "linux",
+            "architecture": "amd64",
+        },
+    )
 
 
 def lease_object(n: SimNode) -> dict:
-    return {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": {
-            "name": n.name,
-            "namespace": "kube-node-lease",
-            "uid": n.lease_uid,
-            "creationTimestamp": fmt_time(n.lease_created),
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": n.name, "uid": n.uid}],
-        },
-        "spec": {
-            "holderIdentity": n.name,
-            "leaseDurationSeconds": 40,
-            "renewTime": fmt_micro(n.renew_time) if n.renew_time is not None else None,
-        },
-    }
+    return objects.lease(n.name, n.renew_time, uid=n.lease_uid, created=n.lease_created, node_uid=n.uid)
 
 
 def pod_object(p: SimPod, node: SimNode | None) -> dict:
     wl = p.wl
     labels = {"app.kubernetes.io/name": wl.name}
-    meta: dict = {"name": p.name, "namespace": wl.namespace, "uid": p.uid, "creationTimestamp": fmt_time(p.created)}
     if wl.kind == "Deployment":
         labels["pod-template-hash"] = wl.revision
-        meta["generateName"] = f"{wl.rs_name}-"
+        generate = f"{wl.rs_name}-"
     elif wl.kind == "StatefulSet":
         labels["controller-revision-hash"] = wl.revision
         labels["statefulset.kubernetes.io/pod-name"] = p.name
         labels["apps.kubernetes.io/pod-index"] = p.name.rsplit("-", 1)[-1]
-        meta["generateName"] = f"{wl.name}-"
+        generate = f"{wl.name}-"
     else:
         labels["controller-revision-hash"] = wl.revision
         labels["pod-template-generation"] = "1"
-        meta["generateName"] = f"{wl.name}-"
-    meta["labels"] = labels
-    meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": wl.owner_kind, "name": wl.owner_name,
-                                "uid": wl.owner_uid, "controller": True, "blockOwnerDeletion": True}]
-    if p.deletion_at is not None:
-        meta["deletionTimestamp"] = fmt_time(p.deletion_at + wl.grace_seconds)
-        meta["deletionGracePeriodSeconds"] = wl.grace_seconds
+        generate = f"{wl.name}-"
     container = container_name(wl)
     spec: dict = {
         "containers": [{
@@ -557,8 +490,6 @@ def pod_object(p: SimPod, node: SimNode | None) -> dict:
         "preemptionPolicy": "PreemptLowerPriority",
         "tolerations": [dict(t) for t in wl.tolerations],
     }
-    if p.node:
-        spec["nodeName"] = p.node
     if wl.kind == "StatefulSet":
         spec["hostname"] = p.name
         spec["subdomain"] = wl.name
@@ -598,7 +529,11 @@ def pod_object(p: SimPod, node: SimNode | None) -> dict:
             "containerID": "containerd://" + hashlib.sha256(p.uid.encode()).hexdigest(),
             "ready": ready_s == "True", "started": running, "restartCount": 0, "state": state,
         }]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+    return objects.pod(
+        p.name, wl.namespace, p.node, uid=p.uid, created=p.created, labels=labels, generate_name=generate,
+        owners=[objects.owner(wl.owner_kind, wl.owner_name, wl.owner_uid)], spec=spec, status=status,
+        deletion=None if p.deletion_at is None else p.deletion_at + wl.grace_seconds,
+        deletion_grace=wl.grace_seconds)
 
 
 def public_copy(obj: dict) -> dict:
