@@ -29,12 +29,12 @@ from .csrs import CSRController
 from .events import EventRecorder
 from .node_lifecycle import NodeLifecycleController
 from .pod_controllers import TaintEvictionController, Workloads
+from .catalogue import POOLS
 from .schedule import PRIO_KUBELET
 from .kubelet import REPORT_PERIOD, Kubelets
 from .shapes import (
     DAY,
     DEFAULT_START,
-    POOLS,
     SimNode,
     SimPod,
     SimTaint,
