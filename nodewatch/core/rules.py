@@ -44,6 +44,9 @@ NODE_USER_PREFIX = "system:node:"
 
 UNKNOWN_REASON = "NodeStatusUnknown"
 UNKNOWN_MESSAGE = "Kubelet stopped posting node status."
+NEVER_UPDATED_REASON = "NodeStatusNeverUpdated"
+NEVER_UPDATED_MESSAGE = "Kubelet never posted node status."
+"""What the controller writes into a condition the kubelet never posted, when the grace runs out."""
 
 
 # --- node state --------------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """The simulated fleet (``fleet.SimFleet``) and the simulated API server that serves it.
 
-Simulation modules: ``shapes`` (nodes, workloads, pods and their JSON), ``kubelet``, ``controllers``
-(node lifecycle, taint eviction, workloads, events, CSRs), ``scenarios``, ``pki``. Nothing here may
-import textual or rich.
+Simulation modules: ``catalogue`` (what the fleet is made of), ``shapes`` (nodes, workloads, pods
+and their JSON, rendered with ``objects``, the one builder of Kubernetes objects), ``kubelet``,
+the control plane (``node_lifecycle``, ``pod_controllers`` for taint eviction and workloads,
+``events``, ``csrs``), ``scenarios``, ``pki``, and the API server (``server``, ``server_reads``,
+``server_watch``, ``store``, ``faults``). Nothing here may import textual or rich.
 """

@@ -164,6 +164,12 @@ class FaultPlan:
     def reset_generation(self) -> int:
         return self._reset_generation
 
+    @property
+    def events_tampered(self) -> bool:
+        """Is a truncate or oversize fault pending? A lock-free hint for the per-event hot path:
+        only when it is true does the server ask ``take_truncate`` / ``take_oversize``."""
+        return bool(self._truncate or self._oversize)
+
     def take_truncate(self) -> bool:
         with self._lock:
             if self._truncate > 0:

@@ -25,19 +25,16 @@ from ..core import rules
 from ..core.settings import Settings
 from ..core.views import RESOURCES
 from . import scenarios as _scenarios
-from .controllers import (
-    PRIO_KUBELET,
-    CSRController,
-    EventRecorder,
-    NodeLifecycleController,
-    TaintEvictionController,
-    Workloads,
-)
+from .csrs import CSRController
+from .events import EventRecorder
+from .node_lifecycle import NodeLifecycleController
+from .pod_controllers import TaintEvictionController, Workloads
+from .catalogue import POOLS
+from .schedule import PRIO_KUBELET
 from .kubelet import REPORT_PERIOD, Kubelets
 from .shapes import (
     DAY,
     DEFAULT_START,
-    POOLS,
     SimNode,
     SimPod,
     SimTaint,
@@ -333,7 +330,6 @@ class SimFleet:
         region, zone = zones[(i if zone_index is None else zone_index) % len(zones)]
         pool = POOLS[(i // len(zones)) % len(POOLS)]
         node = make_node(self.rng, i, self._width, region, zone, pool, self.server_version, self.now)
-        node.ever_ready = False
         node.cni_down = True
         node.cert_not_after = -math.inf  # no client certificate yet
         self.joining[node.name] = node

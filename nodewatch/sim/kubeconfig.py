@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import ipaddress
 import os
 import secrets
 import ssl
@@ -19,10 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from . import pki
 
 CLUSTER_NAME = "nodewatch-sim"
 
@@ -53,78 +50,15 @@ class ServerIdentity:
         return ctx
 
 
-def _key() -> ec.EllipticCurvePrivateKey:
-    return ec.generate_private_key(ec.SECP256R1())
-
-
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-
-
-def make_ca(now: dt.datetime | None = None) -> tuple[bytes, bytes]:
-    """A self-signed CA valid for 10 years: (cert PEM, key PEM)."""
-    now = now or dt.datetime.now(dt.timezone.utc)
-    key = _key()
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "nodewatch-sim-ca")])
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=3650))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                key_encipherment=False, data_encipherment=False, key_agreement=False,
-                encipher_only=False, decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
-
-
 def make_server_cert(ca_cert_pem: bytes, ca_key_pem: bytes, now: dt.datetime | None = None) -> tuple[bytes, bytes]:
     """A server certificate for 127.0.0.1, ::1 and localhost, signed by the CA: (cert, key) PEM."""
-    now = now or dt.datetime.now(dt.timezone.utc)
-    ca_cert = x509.load_pem_x509_certificate(ca_cert_pem)
-    ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
-    key = _key()
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(days=365))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [
-                    x509.DNSName("localhost"),
-                    x509.DNSName("kubernetes"),
-                    x509.DNSName("kubernetes.default"),
-                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                    x509.IPAddress(ipaddress.ip_address("::1")),
-                ]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_cert.public_key()), critical=False  # type: ignore[arg-type]
-        )
-        .sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+    t = (now or dt.datetime.now(dt.timezone.utc)).timestamp()
+    ca = pki.CA.from_pem(ca_cert_pem, ca_key_pem)
+    key = pki.derive_key()
+    cert = pki.issue_cert(ca, key.public_key(), "kube-apiserver", not_before=t - 300, not_after=t + 365 * 86400,
+                          client=False, server=True, dns_names=("localhost", "kubernetes", "kubernetes.default"),
+                          ip_addresses=("127.0.0.1", "::1"))
+    return pki.cert_pem(cert), pki.key_pem(key)
 
 
 def new_token() -> str:
@@ -183,7 +117,8 @@ def load_or_create_identity(kubeconfig_path: str | os.PathLike | None) -> Server
     if existing.ca_cert_pem and existing.ca_key_pem:
         ca_cert, ca_key = existing.ca_cert_pem, existing.ca_key_pem
     else:
-        ca_cert, ca_key = make_ca()
+        ca = pki.make_ca("nodewatch-sim-ca")
+        ca_cert, ca_key = ca.cert_pem, ca.key_pem
     cert, key = make_server_cert(ca_cert, ca_key)
     return ServerIdentity(ca_cert, ca_key, cert, key, existing.token or new_token())
 

@@ -140,10 +140,8 @@ class Kubelets:
         lc.ready_changed(node, old_ready, new_ready)
         if changed:
             lc.request_noschedule_sync(node)
-        if new_ready == "True":
-            node.ever_ready = True
-            if old_ready != "True":
-                fleet.workloads.pods_ready_again(node)
+        if new_ready == "True" and old_ready != "True":
+            fleet.workloads.pods_ready_again(node)
         node.status_token += 1
         fleet.at(now + REPORT_PERIOD, self.post_status, node, node.status_token)
 

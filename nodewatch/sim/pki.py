@@ -5,8 +5,8 @@ so a fleet built twice with the same seed issues byte-identical certificates. RS
 purpose: generating RSA keys takes tens of milliseconds each, and a 65,000-node fleet must not spend
 minutes on key generation. Kubelets draw their keys from a small derived pool (``node_key``).
 
-The simulated API server may import ``make_ca`` / ``issue_cert`` / ``CA.from_pem`` for its HTTPS
-serving certificate as well.
+The simulated API server's identity (``kubeconfig``) uses the same ``make_ca`` / ``issue_cert`` /
+``CA.from_pem`` for its HTTPS serving certificate: one CA builder for the whole simulator.
 """
 
 from __future__ import annotations
@@ -64,8 +64,7 @@ class CA:
 
     @property
     def key_pem(self) -> bytes:
-        return self.key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                      serialization.NoEncryption())
+        return key_pem(self.key)
 
     @classmethod
     def from_pem(cls, cert_pem: bytes | str, key_pem: bytes | str) -> "CA":
@@ -150,6 +149,12 @@ def issue_cert(ca: CA, public_key: ec.EllipticCurvePublicKey, common_name: str, 
 
 def cert_pem(cert: x509.Certificate) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    """PKCS#8 PEM, unencrypted (the sim's keys protect nothing real)."""
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
 
 
 def make_csr_pem(key: ec.EllipticCurvePrivateKey, common_name: str, organizations: tuple[str, ...] = ()) -> bytes:

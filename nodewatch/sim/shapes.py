@@ -1,5 +1,7 @@
 """The simulated fleet's shape: nodes, workloads and pods, and how each renders as Kubernetes JSON.
 
+The fleet is built from ``catalogue`` (pools, zones, workloads) and rendered with ``objects``.
+
 The simulation keeps compact records (``SimNode``, ``SimPod``, ``Workload``) and renders a full,
 realistic API object only when someone needs it (a sink, or ``SimFleet.objects``). Rendering is
 deterministic, and every call returns a fresh dict, so consumers may keep what they get.
@@ -15,40 +17,26 @@ import calendar
 import hashlib
 import math
 import random
-import time
 import uuid
 from dataclasses import dataclass, field
 
 from ..core import rules
+from . import objects
+from .catalogue import (
+    CUSTOM_TOLERATION_SECONDS,
+    DAEMONSETS,
+    DEPLOYMENTS,
+    REGIONS,
+    STATEFULSETS,
+    Pool,
+    daemonset_tolerations,
+    default_tolerations,
+)
+from .objects import fmt_time
 
 LARGE_FLEET_NODES = 5000
 DEFAULT_START = float(calendar.timegm((2026, 11, 29, 10, 0, 0, 0, 0, 0)))
 DAY = 86400.0
-
-# --- time formatting (hot path: every lease renewal) ----------------------------------------------
-
-_day_cache: dict[int, str] = {}
-
-
-def fmt_time(t: float) -> str:
-    """metav1.Time: RFC 3339 UTC, whole seconds (truncated, as Go does)."""
-    sec = math.floor(t)
-    day, rem = divmod(sec, 86400)
-    date = _day_cache.get(day)
-    if date is None:
-        g = time.gmtime(day * 86400)
-        date = _day_cache[day] = f"{g.tm_year:04d}-{g.tm_mon:02d}-{g.tm_mday:02d}T"
-    h, rem = divmod(rem, 3600)
-    m, se = divmod(rem, 60)
-    return f"{date}{h:02d}:{m:02d}:{se:02d}Z"
-
-
-def fmt_micro(t: float) -> str:
-    """metav1.MicroTime (Lease renewTime): microseconds."""
-    sec = math.floor(t)
-    us = int((t - sec) * 1e6)
-    return f"{fmt_time(sec)[:-1]}.{us:06d}Z"
-
 
 # --- identity -------------------------------------------------------------------------------------
 
@@ -72,84 +60,6 @@ def stable_hash(*parts: object, n: int = 10) -> str:
         if len(out) == n:
             break
     return "".join(out)
-
-
-# --- the catalogue the fleet is built from --------------------------------------------------------
-
-REGIONS = (
-    ("eu-west-1", ("eu-west-1a", "eu-west-1b", "eu-west-1c")),
-    ("us-east-1", ("us-east-1a", "us-east-1b", "us-east-1c")),
-    ("ap-southeast-1", ("ap-southeast-1a", "ap-southeast-1b", "ap-southeast-1c")),
-)
-
-
-@dataclass(frozen=True)
-class Pool:
-    name: str
-    instance_type: str
-    cpu: int
-    memory_gi: int
-    kernel: str
-    os_image: str
-    runtime: str
-
-
-POOLS = (
-    Pool("general", "m6i.2xlarge", 8, 32, "6.1.112-124.190.amzn2023.x86_64", "Amazon Linux 2023.6.20241010",
-         "containerd://1.7.22"),
-    Pool("compute", "c6i.4xlarge", 16, 32, "6.1.112-124.190.amzn2023.x86_64", "Amazon Linux 2023.6.20241010",
-         "containerd://1.7.22"),
-    Pool("memory", "r6i.2xlarge", 8, 64, "6.8.0-1017-aws", "Ubuntu 24.04.1 LTS", "containerd://1.7.24"),
-)
-
-DEPLOYMENTS = (
-    ("shop", "frontend", "ghcr.io/acme/shop-frontend:4.12.1"),
-    ("shop", "cart", "ghcr.io/acme/cart:2.3.0"),
-    ("shop", "checkout", "ghcr.io/acme/checkout:2.8.4"),
-    ("payments", "payments-api", "ghcr.io/acme/payments-api:7.1.0"),
-    ("payments", "ledger-worker", "ghcr.io/acme/ledger-worker:7.1.0"),
-    ("search", "query", "ghcr.io/acme/search-query:1.19.2"),
-    ("monitoring", "grafana", "docker.io/grafana/grafana:11.3.0"),
-    ("kube-system", "coredns", "registry.k8s.io/coredns/coredns:v1.11.3"),
-    ("ingress-nginx", "ingress-nginx-controller", "registry.k8s.io/ingress-nginx/controller:v1.11.3"),
-    ("shop", "recommendations", "ghcr.io/acme/recommendations:0.9.7"),
-)
-STATEFULSETS = (
-    ("data", "postgres", "docker.io/library/postgres:16.4"),
-    ("data", "kafka", "docker.io/bitnami/kafka:3.8.0"),
-    ("data", "redis", "docker.io/library/redis:7.4.1"),
-    ("monitoring", "prometheus", "quay.io/prometheus/prometheus:v2.55.0"),
-    ("search", "elasticsearch", "docker.elastic.co/elasticsearch/elasticsearch:8.15.3"),
-)
-DAEMONSETS = (
-    ("kube-system", "kube-proxy", "registry.k8s.io/kube-proxy:{version}"),
-    ("kube-system", "cilium", "quay.io/cilium/cilium:v1.16.3"),
-    ("monitoring", "node-exporter", "quay.io/prometheus/node-exporter:v1.8.2"),
-)
-
-# Custom tolerations some teams set (the rest get the admission plugin's 300s defaults).
-CUSTOM_TOLERATION_SECONDS = {"checkout": 30, "kafka": 600}
-
-
-def default_tolerations(seconds: float) -> list[dict]:
-    """What the DefaultTolerationSeconds admission plugin adds to a pod without its own."""
-    return [
-        {"key": rules.TAINT_NOT_READY, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": int(seconds)},
-        {"key": rules.TAINT_UNREACHABLE, "operator": "Exists", "effect": "NoExecute",
-         "tolerationSeconds": int(seconds)},
-    ]
-
-
-def daemonset_tolerations() -> list[dict]:
-    """The tolerations the DaemonSet controller adds to every daemon pod (no tolerationSeconds)."""
-    out = [
-        {"key": rules.TAINT_NOT_READY, "operator": "Exists", "effect": "NoExecute"},
-        {"key": rules.TAINT_UNREACHABLE, "operator": "Exists", "effect": "NoExecute"},
-    ]
-    for key in (rules.TAINT_DISK_PRESSURE, rules.TAINT_MEMORY_PRESSURE, rules.TAINT_PID_PRESSURE,
-                rules.TAINT_UNSCHEDULABLE, rules.TAINT_NETWORK_UNAVAILABLE):
-        out.append({"key": key, "operator": "Exists", "effect": "NoSchedule"})
-    return out
 
 
 # --- records ----------------------------------------------------------------------------------------
@@ -252,11 +162,11 @@ class SimNode:
     status_token: int = 0
     last_report: float = 0.0
     sync_pending: bool = False
-    ever_ready: bool = True
     # node lifecycle controller --------------------------------------------------------------------
     last_change: float = 0.0
     """Time the API server got the last lease renewal or Ready heartbeat change."""
-    armed: bool = False
+    armed_deadline: float | None = None
+    """The node's live entry in the controller's expiry heap (None: not armed)."""
     pod_seq: int = 0
 
     @property
@@ -424,119 +334,72 @@ def new_pod_name(rng: random.Random, wl: Workload, ordinal: int | None = None) -
 
 
 def _cond_dict(c: Cond) -> dict:
-    return {"type": c.type, "status": c.status, "lastHeartbeatTime": fmt_time(c.heartbeat),
-            "lastTransitionTime": fmt_time(c.transition), "reason": c.reason, "message": c.message}
-
-
-def _quantity_ki(gi: float) -> str:
-    return f"{int(gi * 1024 * 1024)}Ki"
+    return objects.condition(c.type, c.status, reason=c.reason, message=c.message, heartbeat=c.heartbeat,
+                             transition=c.transition)
 
 
 def node_object(n: SimNode) -> dict:
     p = n.pool
-    spec: dict = {"podCIDR": n.pod_cidr, "podCIDRs": [n.pod_cidr], "providerID": n.provider_id}
-    if n.unschedulable:
-        spec["unschedulable"] = True
-    if n.taints:
-        taints = []
-        for t in n.taints:
-            d = {"key": t.key, "effect": t.effect}
-            if t.value:
-                d["value"] = t.value
-            if t.time_added is not None:
-                d["timeAdded"] = fmt_time(t.time_added)
-            taints.append(d)
-        spec["taints"] = taints
     mem_ki = p.memory_gi * 1024 * 1024 - 380_000
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": n.name,
-            "uid": n.uid,
-            "creationTimestamp": fmt_time(n.created),
-            "labels": dict(n.labels),
-            "annotations": {
-                "node.alpha.kubernetes.io/ttl": "0",
-                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-            },
-        },
-        "spec": spec,
-        "status": {
+    return objects.node(
+        n.name, uid=n.uid, labels=dict(n.labels), created=n.created,
+        conditions=[_cond_dict(c) for c in n.conditions.values()],
+        taints=[objects.taint(t.key, t.effect, t.time_added, t.value) for t in n.taints],
+        unschedulable=n.unschedulable,
+        annotations={"node.alpha.kubernetes.io/ttl": "0",
+                     "volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+        spec={"podCIDR": n.pod_cidr, "podCIDRs": [n.pod_cidr], "providerID": n.provider_id},
+        status={
             "capacity": {"cpu": str(p.cpu), "ephemeral-storage": "104845292Ki", "hugepages-1Gi": "0",
                          "hugepages-2Mi": "0", "memory": f"{mem_ki}Ki", "pods": "110"},
             "allocatable": {"cpu": f"{p.cpu * 1000 - 90}m", "ephemeral-storage": "95551679740",
                             "hugepages-1Gi": "0", "hugepages-2Mi": "0", "memory": f"{mem_ki - 1_000_000}Ki",
                             "pods": "110"},
-            "conditions": [_cond_dict(c) for c in n.conditions.values()],
             "addresses": [
                 {"type": "InternalIP", "address": n.ip},
                 {"type": "InternalDNS", "address": f"ip-{n.ip.replace('.', '-')}.{n.region}.compute.internal"},
                 {"type": "Hostname", "address": n.name},
             ],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-            "nodeInfo": {
-                "machineID": n.machine_id,
-                "systemUUID": n.system_uuid,
-                "bootID": n.boot_id,
-                "kernelVersion": p.kernel,
-                "osImage": p.os_image,
-                "containerRuntimeVersion": p.runtime,
-                "kubeletVersion": n.kubelet_version,
-                "kubeProxyVersion": "",
-                "operatingSystem": "linux",
-                "architecture": "amd64",
-            },
             "images": [
                 {"names": [f"registry.k8s.io/kube-proxy:{n.kubelet_version}"], "sizeBytes": 30_461_329},
                 {"names": ["quay.io/cilium/cilium:v1.16.3"], "sizeBytes": 196_502_114},
                 {"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 320_368},
             ],
         },
-    }
+        node_info={
+            "machineID": n.machine_id,
+            "systemUUID": n.system_uuid,
+            "bootID": n.boot_id,
+            "kernelVersion": p.kernel,
+            "osImage": p.os_image,
+            "containerRuntimeVersion": p.runtime,
+            "kubeletVersion": n.kubelet_version,
+            "kubeProxyVersion": "",
+            "operatingSystem": "linux",
+            "architecture": "amd64",
+        },
+    )
 
 
 def lease_object(n: SimNode) -> dict:
-    return {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": {
-            "name": n.name,
-            "namespace": "kube-node-lease",
-            "uid": n.lease_uid,
-            "creationTimestamp": fmt_time(n.lease_created),
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": n.name, "uid": n.uid}],
-        },
-        "spec": {
-            "holderIdentity": n.name,
-            "leaseDurationSeconds": 40,
-            "renewTime": fmt_micro(n.renew_time) if n.renew_time is not None else None,
-        },
-    }
+    return objects.lease(n.name, n.renew_time, uid=n.lease_uid, created=n.lease_created, node_uid=n.uid)
 
 
 def pod_object(p: SimPod, node: SimNode | None) -> dict:
     wl = p.wl
     labels = {"app.kubernetes.io/name": wl.name}
-    meta: dict = {"name": p.name, "namespace": wl.namespace, "uid": p.uid, "creationTimestamp": fmt_time(p.created)}
     if wl.kind == "Deployment":
         labels["pod-template-hash"] = wl.revision
-        meta["generateName"] = f"{wl.rs_name}-"
+        generate = f"{wl.rs_name}-"
     elif wl.kind == "StatefulSet":
         labels["controller-revision-hash"] = wl.revision
         labels["statefulset.kubernetes.io/pod-name"] = p.name
         labels["apps.kubernetes.io/pod-index"] = p.name.rsplit("-", 1)[-1]
-        meta["generateName"] = f"{wl.name}-"
+        generate = f"{wl.name}-"
     else:
         labels["controller-revision-hash"] = wl.revision
         labels["pod-template-generation"] = "1"
-        meta["generateName"] = f"{wl.name}-"
-    meta["labels"] = labels
-    meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": wl.owner_kind, "name": wl.owner_name,
-                                "uid": wl.owner_uid, "controller": True, "blockOwnerDeletion": True}]
-    if p.deletion_at is not None:
-        meta["deletionTimestamp"] = fmt_time(p.deletion_at + wl.grace_seconds)
-        meta["deletionGracePeriodSeconds"] = wl.grace_seconds
+        generate = f"{wl.name}-"
     container = container_name(wl)
     spec: dict = {
         "containers": [{
@@ -557,8 +420,6 @@ def pod_object(p: SimPod, node: SimNode | None) -> dict:
         "preemptionPolicy": "PreemptLowerPriority",
         "tolerations": [dict(t) for t in wl.tolerations],
     }
-    if p.node:
-        spec["nodeName"] = p.node
     if wl.kind == "StatefulSet":
         spec["hostname"] = p.name
         spec["subdomain"] = wl.name
@@ -598,4 +459,15 @@ def pod_object(p: SimPod, node: SimNode | None) -> dict:
             "containerID": "containerd://" + hashlib.sha256(p.uid.encode()).hexdigest(),
             "ready": ready_s == "True", "started": running, "restartCount": 0, "state": state,
         }]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+    return objects.pod(
+        p.name, wl.namespace, p.node, uid=p.uid, created=p.created, labels=labels, generate_name=generate,
+        owners=[objects.owner(wl.owner_kind, wl.owner_name, wl.owner_uid)], spec=spec, status=status,
+        deletion=None if p.deletion_at is None else p.deletion_at + wl.grace_seconds,
+        deletion_grace=wl.grace_seconds)
+
+
+def public_copy(obj: dict) -> dict:
+    """A fresh deep copy without the simulator's private fields (top-level keys starting with '_')."""
+    import orjson
+
+    return orjson.loads(orjson.dumps({k: v for k, v in obj.items() if not k.startswith("_")}))

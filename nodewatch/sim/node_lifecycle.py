@@ -1,0 +1,409 @@
+"""kube-controller-manager's node lifecycle controller, with the real controller's timing.
+
+A monitor pass every ``--node-monitor-period``; probe timestamps on the controller's own clock;
+Ready and the pressure conditions go Unknown after the grace; NoSchedule taints follow the
+conditions at once; NoExecute taints go through a per-zone token-bucket queue swept every 100ms;
+zone states, and the "all Nodes are not-Ready" (master disruption) mode. The rules themselves
+(zone state, tainting rate, which taint follows which condition) come from
+``nodewatch.core.rules``; this module supplies the timing machinery. Sources for each behaviour:
+``docs/kubernetes-rules.md``.
+
+Work is O(what changed): nodes whose probe may expire sit in a heap, and the per-pass taint work
+only visits nodes that are not Ready or still tainted.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..core import rules
+from .schedule import PRIO_CONTROLLER
+from .shapes import Cond, SimNode, SimTaint
+
+if TYPE_CHECKING:
+    from .fleet import SimFleet
+
+TAINT_PASS_PERIOD = 0.1
+"""scheduler.NodeEvictionPeriod: how often the NoExecute tainting queues are swept."""
+PASS_DURATION = 0.001
+"""How long one monitor pass takes. The real controller runs its passes with ``wait.Until``, whose
+period starts when the previous pass *ends*, so pass k starts a little after ``t0 + k * period``.
+That is why Ready goes Unknown on the first pass at or after ``probeTimestamp + grace`` (the test
+is ``now > probe + grace``, and "now" has drifted past it), i.e. on the first pass after the last
+renewal + grace (see docs/kubernetes-rules.md, "What the real controllers did")."""
+UNKNOWN_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
+"""tryUpdateNodeHealth's list: NetworkUnavailable is managed by the network plugin, left alone."""
+CONTROLLER_NOSCHEDULE_KEYS = frozenset({
+    rules.TAINT_NOT_READY, rules.TAINT_UNREACHABLE, rules.TAINT_UNSCHEDULABLE, rules.TAINT_MEMORY_PRESSURE,
+    rules.TAINT_DISK_PRESSURE, rules.TAINT_PID_PRESSURE, rules.TAINT_NETWORK_UNAVAILABLE,
+})
+
+
+class TokenBucket:
+    """client-go's ``NewTokenBucketRateLimiter(qps, burst=1)``; qps <= 0 is the never-accepting limiter."""
+
+    __slots__ = ("qps", "tokens", "last")
+
+    def __init__(self, qps: float, now: float, full: bool = True) -> None:
+        self.qps = qps
+        self.tokens = 1.0 if (full and qps > 0) else 0.0
+        self.last = now
+
+    def try_accept(self, now: float) -> bool:
+        if self.qps <= 0:
+            return False
+        self.tokens = min(1.0, self.tokens + (now - self.last) * self.qps)
+        self.last = now
+        if self.tokens >= 1.0 - 1e-9:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+@dataclass(slots=True)
+class Zone:
+    key: str
+    ready: int = 0
+    not_ready: int = 0
+    state: rules.ZoneState | None = None
+    limiter: TokenBucket | None = None
+    queue: deque = field(default_factory=deque)
+    queued: set = field(default_factory=set)
+    """The UniqueQueue's set: a node stays in it after being tainted, until it is Ready again."""
+
+    @property
+    def size(self) -> int:
+        return self.ready + self.not_ready
+
+
+class NodeLifecycleController:
+    def __init__(self, fleet: "SimFleet", t0: float) -> None:
+        self.fleet = fleet
+        s = fleet.settings
+        self.period = s.monitor_period_seconds
+        self.interval = self.period + PASS_DURATION
+        """Start to start, as wait.Until's sliding period makes it."""
+        self.grace = s.grace
+        self.startup_grace = s.startup_grace_seconds
+        self.t0 = t0
+        self.probe_floor = t0
+        self.zones: dict[str, Zone] = {}
+        self.deadlines: list[tuple[float, int, str]] = []
+        self.attention: set[str] = set()
+        """Nodes the per-pass taint work must visit: not Ready, tainted, or queued."""
+        self.all_full = False
+        self._seq = 0
+        self._ticking = False
+        self._noschedule_pending: set[str] = set()
+        self.passes = 0
+
+    # probe timestamps ----------------------------------------------------------------------------
+
+    def pass_time(self, k: int) -> float:
+        """When monitor pass ``k`` (0 at ``t0``) runs."""
+        return self.t0 + k * self.interval
+
+    def first_pass_from(self, t: float) -> float:
+        """The first monitor pass at or after ``t``."""
+        return self.pass_time(max(0, math.ceil((t - self.t0) / self.interval - 1e-9)))
+
+    def probe(self, node: SimNode) -> float:
+        """The controller's probeTimestamp: the first pass that saw the node's last change."""
+        return max(self.first_pass_from(node.last_change), self.probe_floor)
+
+    def node_grace(self, node: SimNode) -> float:
+        """tryUpdateNodeHealth: the startup grace while the Node has no Ready condition at all
+        (a kubelet that posted Ready=False, e.g. CNI not ready yet, gets the normal grace)."""
+        return self.grace if node.ready() is not None else self.startup_grace
+
+    def observe_change(self, node: SimNode) -> None:
+        """A lease renewal or a Ready heartbeat change reached the API server now."""
+        node.last_change = self.fleet.now
+        if node.armed_deadline is None:
+            self._arm(node)
+
+    def _arm(self, node: SimNode) -> None:
+        """Put the node's expiry in the heap; an entry whose deadline is no longer the node's is stale."""
+        self._seq += 1
+        deadline = self.probe(node) + self.node_grace(node)
+        node.armed_deadline = deadline
+        heapq.heappush(self.deadlines, (deadline, self._seq, node.name))
+
+    # zones ------------------------------------------------------------------------------------------
+
+    def zone(self, key: str) -> Zone:
+        z = self.zones.get(key)
+        if z is None:
+            z = self.zones[key] = Zone(key)
+            z.limiter = TokenBucket(self.fleet.settings.eviction_rate, self.fleet.now)
+        return z
+
+    def count(self, node: SimNode, status: str | None, delta: int) -> None:
+        if rules.LABEL_EXCLUDE_DISRUPTION in node.labels:
+            return
+        z = self.zone(node.zone_key)
+        if status == "True":
+            z.ready += delta
+        else:
+            z.not_ready += delta
+
+    def ready_changed(self, node: SimNode, old: str | None, new: str | None) -> None:
+        """Keep the zone tallies and the attention set in step with a Ready status change."""
+        if old == new:
+            return
+        self.count(node, old, -1)
+        self.count(node, new, +1)
+        if old is None and node.armed_deadline is not None:
+            self._arm(node)  # the first Ready condition: the normal grace from now on
+        if new != "True":
+            self.attention.add(node.name)
+
+    def node_added(self, node: SimNode) -> None:
+        self.count(node, node.ready(), +1)
+        if node.ready() != "True":
+            self.attention.add(node.name)
+        node.last_change = self.fleet.now
+        self._arm(node)
+
+    def _dequeue(self, node: SimNode) -> None:
+        """Forget the node in its zone's NoExecute tainting queue."""
+        z = self.zones.get(node.zone_key)
+        if z is not None and node.name in z.queued:
+            z.queued.discard(node.name)
+            try:
+                z.queue.remove(node.name)
+            except ValueError:
+                pass
+
+    def node_deleted(self, node: SimNode) -> None:
+        self.count(node, node.ready(), -1)
+        self.attention.discard(node.name)
+        self._dequeue(node)
+
+    # the monitor pass -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.fleet.at(self.t0, self.monitor_pass, prio=PRIO_CONTROLLER)
+
+    def monitor_pass(self) -> None:
+        """monitorNodeHealth: expire probes, then taint work per node, then the zones.
+
+        processTaintBaseEviction sees the Ready condition as it was *before* this pass flipped it,
+        so a node that goes Unknown in this pass is only queued for its NoExecute taint on the
+        next pass: the taint lands one monitor period after the flip, as the real v1.20
+        controller was seen to do (docs/kubernetes-rules.md).
+        """
+        fleet = self.fleet
+        now = fleet.now
+        self.passes += 1
+        # processTaintBaseEviction looks at the Ready condition as it was before this pass updated it
+        observed = [(fleet.nodes[n], fleet.nodes[n].ready()) for n in sorted(self.attention) if n in fleet.nodes]
+        heap = self.deadlines
+        while heap and heap[0][0] < now:
+            deadline, _, name = heapq.heappop(heap)
+            node = fleet.nodes.get(name)
+            if node is None or node.deleted or node.armed_deadline != deadline:
+                continue
+            node.armed_deadline = None
+            if rules.probe_expired(self.probe(node), self.node_grace(node), now):
+                self.mark_unknown(node)
+            else:
+                self._arm(node)
+        for node, status in observed:
+            if not node.deleted:
+                self.process_taint_based_eviction(node, status)
+        self.handle_disruption()
+        fleet.at(self.pass_time(self.passes), self.monitor_pass, prio=PRIO_CONTROLLER)
+
+    def mark_unknown(self, node: SimNode) -> None:
+        """tryUpdateNodeHealth after the grace: Ready and the pressure conditions go Unknown.
+
+        A condition the kubelet posted gets ``NodeStatusUnknown``; one it never posted is added
+        with ``NodeStatusNeverUpdated``, its heartbeat at the Node's creation (as the real
+        controller writes it; docs/kubernetes-rules.md).
+        """
+        fleet = self.fleet
+        now = fleet.now
+        old_ready = node.ready()
+        changed = False
+        for ctype in UNKNOWN_CONDITIONS:
+            c = node.conditions.get(ctype)
+            if c is None:
+                node.conditions[ctype] = Cond(ctype, "Unknown", rules.NEVER_UPDATED_REASON,
+                                              rules.NEVER_UPDATED_MESSAGE, node.created, now)
+                changed = True
+                continue
+            if c.status == "Unknown":
+                continue
+            c.status = "Unknown"
+            c.reason = rules.UNKNOWN_REASON
+            c.message = rules.UNKNOWN_MESSAGE
+            c.transition = now
+            changed = True
+        if not changed:
+            return
+        fleet.emit_node(node)
+        self.ready_changed(node, old_ready, "Unknown")
+        self.request_noschedule_sync(node)
+        if old_ready == "True":
+            fleet.events.node_event(node, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady",
+                                    component="node-controller", controller=True)
+            fleet.workloads.mark_pods_not_ready(node)
+
+    def process_taint_based_eviction(self, node: SimNode, observed: str | None) -> None:
+        if observed == "False":
+            if node.has_taint(rules.TAINT_UNREACHABLE, "NoExecute"):
+                self.swap_eviction_taint(node, rules.TAINT_NOT_READY)
+            else:
+                self.mark_for_tainting(node)
+        elif observed == "True":
+            self.mark_reachable(node)
+            if node.ready() == "True":
+                self.attention.discard(node.name)
+        else:
+            if node.has_taint(rules.TAINT_NOT_READY, "NoExecute"):
+                self.swap_eviction_taint(node, rules.TAINT_UNREACHABLE)
+            else:
+                self.mark_for_tainting(node)
+
+    def mark_for_tainting(self, node: SimNode) -> None:
+        z = self.zone(node.zone_key)
+        if node.name in z.queued:
+            return
+        z.queued.add(node.name)
+        z.queue.append(node.name)
+        self.ensure_ticking()
+
+    def mark_reachable(self, node: SimNode) -> None:
+        """Remove the NoExecute not-ready/unreachable taints and forget the node in its zone queue."""
+        self._dequeue(node)
+        before = len(node.taints)
+        node.taints = [t for t in node.taints if not (t.effect == "NoExecute" and t.key in rules.EVICTION_TAINTS)]
+        if len(node.taints) != before:
+            self.fleet.emit_node(node)
+            self.fleet.taint_eviction.node_taints_changed(node)
+
+    def swap_eviction_taint(self, node: SimNode, key: str) -> None:
+        """SwapNodeControllerTaint: the new taint is stamped now, the opposite one removed."""
+        node.taints = [t for t in node.taints if not (t.effect == "NoExecute" and t.key in rules.EVICTION_TAINTS)]
+        node.taints.append(SimTaint(key, "NoExecute", self.fleet.now))
+        self.fleet.emit_node(node)
+        self.fleet.taint_eviction.node_taints_changed(node)
+
+    # NoExecute tainting queue, swept every 100ms ------------------------------------------------------
+
+    def ensure_ticking(self) -> None:
+        if self._ticking or self.all_full:
+            return
+        if not any(z.queue and z.limiter is not None and z.limiter.qps > 0 for z in self.zones.values()):
+            return
+        now = self.fleet.now
+        k = math.floor((now - self.t0) / TAINT_PASS_PERIOD + 1e-6) + 1
+        while self.t0 + k * TAINT_PASS_PERIOD <= now:
+            k += 1
+        self._ticking = True
+        self.fleet.at(self.t0 + k * TAINT_PASS_PERIOD, self.tainting_pass, prio=PRIO_CONTROLLER)
+
+    def tainting_pass(self) -> None:
+        """doNoExecuteTaintingPass: each zone's queue, as fast as its limiter allows."""
+        self._ticking = False
+        now = self.fleet.now
+        for key in sorted(self.zones):
+            z = self.zones[key]
+            while z.queue and z.limiter is not None and z.limiter.try_accept(now):
+                name = z.queue.popleft()  # RemoveFromQueue: it stays in ``queued``
+                node = self.fleet.nodes.get(name)
+                if node is None or node.deleted:
+                    z.queued.discard(name)
+                    continue
+                want = rules.wanted_eviction_taint(node.ready())
+                if want is None:
+                    continue  # Ready again: no taint (the token is spent all the same)
+                self.swap_eviction_taint(node, want)
+        self.ensure_ticking()
+
+    # zones and the "all zones down" mode ------------------------------------------------------------------
+
+    def zone_rate(self, z: Zone) -> float:
+        s = self.fleet.settings
+        assert z.state is not None
+        return rules.zone_taint_rate(z.state, z.size, all_full=False, eviction_rate=s.eviction_rate,
+                                     secondary_eviction_rate=s.secondary_eviction_rate,
+                                     large_cluster_threshold=s.large_cluster_threshold)
+
+    def swap_limiter(self, z: Zone, qps: float) -> None:
+        """RateLimitedTimedQueue.SwapLimiter: a new bucket, drained if the old one was empty."""
+        old = z.limiter
+        now = self.fleet.now
+        if old is not None and old.qps == qps:
+            return
+        new = TokenBucket(qps, now)
+        if old is None or not old.try_accept(now):
+            new.try_accept(now)
+        z.limiter = new
+
+    def handle_disruption(self) -> None:
+        """handleDisruption, after every node of the pass (zone states from the new conditions).
+
+        Every zone in FullDisruption ("all Nodes are not-Ready. Entering master disruption
+        mode"): the NoExecute taints come off every node and every zone's limiter becomes the
+        never-accepting one, so nodes still get queued but none is tainted and nothing is evicted.
+        Leaving it: every probe timestamp restarts now, and each zone's limiter is set for its state
+        (drained when the old one was empty). Otherwise only zones whose state changed get a new
+        limiter. Rates: ``rules.zone_taint_rate``; see docs/kubernetes-rules.md.
+        """
+        now = self.fleet.now
+        thr = self.fleet.settings.unhealthy_zone_threshold
+        new_states = {k: rules.zone_state(z.ready, z.not_ready, thr) for k, z in self.zones.items() if z.size > 0}
+        all_full = rules.all_zones_full(new_states.values())
+        if all_full and not self.all_full:
+            # "Controller detected that all Nodes are not-Ready. Entering master disruption mode."
+            for name in sorted(self.attention):
+                node = self.fleet.nodes.get(name)
+                if node is not None:
+                    self.mark_reachable(node)
+            for z in self.zones.values():
+                self.swap_limiter(z, 0.0)
+        elif not all_full and self.all_full:
+            # "Controller detected that some Nodes are Ready. Exiting master disruption mode."
+            self.probe_floor = now
+            for k, z in self.zones.items():
+                z.state = new_states.get(k, rules.ZoneState.NORMAL)
+                self.swap_limiter(z, self.zone_rate(z))
+        elif not all_full:
+            for k, state in new_states.items():
+                z = self.zones[k]
+                if z.state is not state:
+                    z.state = state
+                    self.swap_limiter(z, self.zone_rate(z))
+        for k, state in new_states.items():
+            self.zones[k].state = state
+        self.all_full = all_full
+        self.ensure_ticking()
+
+    # NoSchedule taints follow the conditions at once ---------------------------------------------------
+
+    def request_noschedule_sync(self, node: SimNode) -> None:
+        if node.name in self._noschedule_pending:
+            return
+        self._noschedule_pending.add(node.name)
+        self.fleet.at(self.fleet.now + 0.02, self.noschedule_sync, node.name, prio=PRIO_CONTROLLER)
+
+    def noschedule_sync(self, name: str) -> None:
+        self._noschedule_pending.discard(name)
+        node = self.fleet.nodes.get(name)
+        if node is None or node.deleted:
+            return
+        statuses = {c.type: c.status for c in node.conditions.values()}
+        want = rules.condition_taints(statuses, node.unschedulable)
+        have = {t.key for t in node.taints if t.effect == "NoSchedule" and t.key in CONTROLLER_NOSCHEDULE_KEYS}
+        if want == have:
+            return
+        kept = [t for t in node.taints if not (t.effect == "NoSchedule" and t.key in CONTROLLER_NOSCHEDULE_KEYS)]
+        added = [SimTaint(k, "NoSchedule") for k in sorted(want)]
+        node.taints = added + kept
+        self.fleet.emit_node(node)

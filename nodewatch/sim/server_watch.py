@@ -1,0 +1,241 @@
+"""The simulated API server's watch streams: initial events, changes, bookmarks, 410 Gone, faults.
+
+A stream reads the store from a cursor, filters with the request's selectors (a MODIFIED object
+that enters or leaves the selection becomes ADDED or DELETED, as the real API server does), sends
+bookmarks on a wall or virtual clock, and ends by ``timeoutSeconds``, by the client going away, or
+by the fault plan (clean close or TCP reset after N events, truncated or oversized events).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+import orjson
+
+from .http_protocol import LAST_CHUNK, Request, chunk, response_head, status_object
+from .http_tables import TABLE_RESOURCES, table_bytes, wants_table
+from .selectors import Predicate
+from .server_conn import Conn, HTTPError, Route, ServerParts, StreamEnded, abort, int_param
+from .store import Change, Gone, ResourceInfo, watch_line
+
+WATCH_BATCH = 5000
+"""Changes read from the store (and sent as one chunk) at a time."""
+
+
+class WatchStreaming(ServerParts):
+    """Watch requests (mixed into ``SimServer``)."""
+
+    async def _serve_watch(self, conn: Conn, req: Request, route: Route) -> int:
+        info = route.info
+        pred = self._predicate(req, route)
+        table = wants_table(req.headers.get("accept", "")) and info.name in TABLE_RESOURCES
+        bookmarks = req.flag("allowWatchBookmarks")
+        timeout = int_param(req, "timeoutSeconds", 0)
+        rv_param = req.param("resourceVersion")
+        initial = req.flag("sendInitialEvents") or rv_param in ("", "0")
+        if rv_param and not initial:
+            try:
+                start_rv = int(rv_param)
+            except ValueError:
+                raise HTTPError(400, f'invalid resource version "{rv_param}"') from None
+        await self._send(conn, response_head(200, {}))
+        sent = 0
+        if self.faults.take_gone():
+            return sent + await self._send_gone(conn, 1, self.store.oldest_rv(info.name) + 1)
+        initial_lines: list[bytes] = []
+        if initial:
+            rv_now, entries, cursor = self.store.snapshot(info.name)
+            for e in entries:
+                if pred is None or pred(e.slim):
+                    initial_lines.append(
+                        _table_line(info, "ADDED", e.obj, req, self._table_now()) if table else watch_line("ADDED", e.data)
+                    )
+            if req.flag("sendInitialEvents") and bookmarks:
+                initial_lines.append(_bookmark(info, rv_now, initial_end=True))
+        else:
+            try:
+                cursor = self.store.cursor_after(info.name, start_rv)
+            except Gone as g:
+                return sent + await self._send_gone(conn, g.rv, g.oldest)
+        close_after, reset_after = self.faults.stream_limits()
+        events_sent = 0
+        limits = [n for n in (close_after, reset_after) if n is not None]
+        if limits and min(limits) < len(initial_lines):
+            del initial_lines[min(limits):]
+            await self._send(conn, chunk(b"".join(initial_lines)))
+            if close_after is not None and close_after == min(limits):
+                self.faults.note("closed_after")
+                await self._send(conn, LAST_CHUNK)
+                conn.closed = True
+            else:
+                self.faults.note("reset")
+                abort(conn)
+            raise StreamEnded()
+        if initial_lines:
+            for i in range(0, len(initial_lines), WATCH_BATCH):
+                part = initial_lines[i : i + WATCH_BATCH]
+                data = b"".join(part)
+                await self._send(conn, chunk(data))
+                sent += len(data)
+                events_sent += len(part)
+
+        wake = asyncio.Event()
+        conn.wake = wake
+        self._wakes.add(wake)
+
+        def on_client_input(task: asyncio.Future) -> None:
+            # EOF (or, unexpectedly, a pipelined request) while streaming: the connection ends
+            if not task.cancelled():
+                conn.closed = True
+                wake.set()
+
+        eof_task = asyncio.ensure_future(conn.reader.read(1))
+        eof_task.add_done_callback(on_client_input)
+        tail = b""
+        try:
+            sent, tail = await self._stream_changes(conn, req, info, pred, table, bookmarks, timeout, cursor,
+                                                    events_sent, close_after, reset_after, wake, sent)
+        finally:
+            self._wakes.discard(wake)
+            conn.wake = None
+            if not eof_task.done():
+                eof_task.cancel()
+                try:
+                    await eof_task
+                except (asyncio.CancelledError, ConnectionError, OSError):
+                    pass
+        if tail and not conn.closed:
+            await self._send(conn, tail)
+        return sent
+
+    async def _stream_changes(self, conn: Conn, req: Request, info: ResourceInfo, pred: Predicate | None,
+                              table: bool, bookmarks: bool, timeout: int, cursor: int, events_sent: int,
+                              close_after: int | None, reset_after: int | None, wake: asyncio.Event,
+                              sent: int) -> tuple[int, bytes]:
+        """Send changes from ``cursor`` until the stream ends; returns (bytes sent, the bytes that end
+        the stream cleanly: the last chunk, maybe after an ERROR event)."""
+        reset_gen = self.faults.reset_generation
+        loop_time = asyncio.get_running_loop().time
+        deadline = loop_time() + timeout if timeout > 0 else math.inf
+        interval = self.bookmark_interval
+        virtual = self.bookmark_clock == "virtual"
+        next_bookmark = (self.store.now if virtual else loop_time()) + interval
+        while True:
+            wake.clear()
+            if conn.closed or self._stopping.is_set():
+                return sent, b""
+            if self.faults.reset_generation != reset_gen:
+                self.faults.note("reset")
+                abort(conn)
+                raise StreamEnded()
+            try:
+                batch, cursor, rv_now = self.store.read(info.name, cursor, WATCH_BATCH)
+            except Gone as g:
+                return sent, _gone_chunk(g.rv, g.oldest)
+            if batch:
+                # read each time: a fault set while this stream is open applies to it too
+                close_after, reset_after = self.faults.stream_limits()
+                lines: list[bytes] = []
+                for ch in batch:
+                    line = self._render(info, ch, pred, table, req)
+                    if line is None:
+                        continue
+                    if (close_after is not None and events_sent >= close_after) or (
+                        reset_after is not None and events_sent >= reset_after
+                    ):
+                        break
+                    lines.append(line)
+                    events_sent += 1
+                if lines:
+                    sent += await self._send_lines(conn, lines)
+                if close_after is not None and events_sent >= close_after:
+                    self.faults.note("closed_after")
+                    await self._send(conn, LAST_CHUNK)
+                    conn.closed = True
+                    raise StreamEnded()
+                if reset_after is not None and events_sent >= reset_after:
+                    self.faults.note("reset")
+                    abort(conn)
+                    raise StreamEnded()
+                if len(batch) == WATCH_BATCH:
+                    continue
+            now_t = self.store.now if virtual else loop_time()
+            if bookmarks and now_t >= next_bookmark:
+                line = _bookmark(info, rv_now)
+                await self._send(conn, chunk(line))
+                sent += len(line)
+                next_bookmark = now_t + interval
+            remaining = deadline - loop_time()
+            if remaining <= 0:
+                return sent, LAST_CHUNK
+            wait = remaining
+            if bookmarks and not virtual:
+                wait = min(wait, max(0.0, next_bookmark - loop_time()))
+            if self.faults.reset_generation != reset_gen:
+                continue
+            try:
+                await asyncio.wait_for(wake.wait(), timeout=min(wait, 0.5))
+            except asyncio.TimeoutError:
+                pass
+
+    def _render(self, info: ResourceInfo, ch: Change, pred: Predicate | None, table: bool, req: Request) -> bytes | None:
+        etype = ch.type
+        if pred is not None:
+            if etype == "MODIFIED":
+                now_in = pred(ch.slim)
+                was_in = ch.prev is not None and pred(ch.prev)
+                if now_in and not was_in:
+                    etype = "ADDED"
+                elif was_in and not now_in:
+                    etype = "DELETED"
+                elif not now_in:
+                    return None
+            elif not pred(ch.slim):
+                return None
+        faults = self.faults
+        if faults.events_tampered:
+            size = faults.take_oversize()
+            if size:
+                obj = orjson.loads(ch.data)
+                obj["metadata"].setdefault("annotations", {})["nodewatch.sim/padding"] = "x" * size
+                return watch_line(etype, orjson.dumps(obj))
+        if table:
+            return _table_line(info, etype, ch.obj, req, self._table_now())
+        return ch.line if etype == ch.type else watch_line(etype, ch.data)
+
+    async def _send_lines(self, conn: Conn, lines: list[bytes]) -> int:
+        faults = self.faults
+        if faults.events_tampered and faults.take_truncate():
+            first = lines[0]
+            cut = first[: max(1, len(first) // 2)]
+            await self._send(conn, chunk(cut) + LAST_CHUNK)
+            abort(conn, rst=False)
+            raise StreamEnded()
+        data = b"".join(lines)
+        await self._send(conn, chunk(data))
+        return len(data)
+
+    async def _send_gone(self, conn: Conn, rv: int, oldest: int) -> int:
+        data = _gone_chunk(rv, oldest)
+        await self._send(conn, data)
+        return len(data)
+
+
+def _gone_chunk(rv: int, oldest: int) -> bytes:
+    """An ERROR watch event with a 410 Expired Status, then the end of the stream."""
+    status = status_object(410, f"too old resource version: {rv} ({oldest})", "Expired")
+    return chunk(orjson.dumps({"type": "ERROR", "object": status}) + b"\n") + LAST_CHUNK
+
+
+def _bookmark(info: ResourceInfo, rv: int, initial_end: bool = False) -> bytes:
+    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    if initial_end:
+        meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+    return orjson.dumps({"type": "BOOKMARK", "object": {"kind": info.kind, "apiVersion": info.api_version, "metadata": meta}}) + b"\n"
+
+
+def _table_line(info: ResourceInfo, etype: str, obj: dict, req: Request, now: float) -> bytes:
+    table = table_bytes(info, [obj], obj["metadata"]["resourceVersion"], None, req.param("includeObject"), now)
+    return b'{"type":"' + etype.encode() + b'","object":' + table + b"}\n"
