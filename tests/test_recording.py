@@ -296,3 +296,20 @@ def test_certificates_learned_outside_the_streams_are_recorded_and_replayed(tmp_
     src.seek(1010.0)
     assert src.state.certs["a"].not_after == 5000.0
     assert "recorded" in src.state.certs["a"].source
+
+
+def test_watch_and_record_write_the_same_source_header(tmp_path, monkeypatch, capsys):
+    """``watch --record`` once wrote a header without the source's name and server."""
+    from simserver import TinyFleet, running_server
+
+    from nodewatch.cli import main
+
+    monkeypatch.delenv("NODEWATCH_FORCE_TTY", raising=False)
+    with running_server(tmp_path, fleet=TinyFleet(nodes=2, start=time.time())) as srv:
+        live = ["--kubeconfig", str(srv.kubeconfig_path), "--cert-cache-dir", str(tmp_path / "c")]
+        assert main(["watch", *live, "--record", str(tmp_path / "watch.jsonl")]) == 2  # no terminal here
+        assert "needs a terminal" in capsys.readouterr().err
+        assert main(["record", str(tmp_path / "record.jsonl"), "--duration", "1", "--quiet", *live]) == 0
+    headers = [read_recording(str(tmp_path / f))[0]["source"] for f in ("watch.jsonl", "record.jsonl")]
+    assert headers[0] == headers[1] == {"kind": "live", "name": f"context nodewatch-sim @ {srv.url}",
+                                        "context": "nodewatch-sim", "server": srv.url}
