@@ -73,9 +73,8 @@ def _evaluate_source(args: argparse.Namespace, settings):
         from ..sources.replay import ReplaySource
 
         rep = ReplaySource(args.replay, settings=settings)
-        controls = rep.replay
-        t = parse_when(args.at, controls.start) if args.at else controls.end
-        rep.seek(t)
+        t = parse_when(args.at, rep.replay.start) if args.at else rep.replay.end
+        rep.replay.seek(t)
         for p in rep.problems[:20]:
             print(f"nodewatch: {args.replay}: {p}", file=sys.stderr)
         return rep.state, t

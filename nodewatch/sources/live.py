@@ -181,6 +181,12 @@ class LiveSource:
             time.sleep(0.02)
         return True
 
+    def watching(self) -> bool:
+        """Every cluster-wide stream has a watch open right now (listed, and streaming)."""
+        with self._lock:
+            main = list(self._main)
+        return len(main) == len(MAIN_STREAMS) and all(r.watching for r in main)
+
     def reflector(self, resource: str) -> Reflector:
         """The cluster-wide stream of ``resource`` (nodes, leases, certificatesigningrequests)."""
         with self._lock:
