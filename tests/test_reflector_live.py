@@ -3,15 +3,17 @@ record-then-replay, throughput, cert cache, reflector unit behaviour."""
 
 from __future__ import annotations
 
+import os
 import random
 import time
 
 from simserver import TinyFleet, running_server, wait_until
 
+from nodewatch.core.clock import ManualClock
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
 from nodewatch.sources.certcache import CertCache
-from nodewatch.sources.live import LiveSource
+from nodewatch.sources.live import CERT_SAVE_INTERVAL, LiveSource
 from nodewatch.sources.recording import Recorder, read_recording
 from nodewatch.sources.reflector import Backoff
 
@@ -157,3 +159,20 @@ def test_backoff_grows_with_jitter_caps_and_resets():
     b.healthy()
     now[0] += 5  # a short healthy spell does not
     assert b.next_delay() > 1.6
+
+
+def test_every_time_of_the_live_source_comes_from_its_clock(tmp_path, start_live):
+    """Receive times and the cert cache's save interval follow the injected clock (an hour ahead
+    of the wall here), so no test waits for them in real time."""
+    clock = ManualClock(time.time() + 3600)
+    fleet = TinyFleet(nodes=2, start=time.time())
+    with running_server(tmp_path, fleet=fleet) as srv:
+        src = start_live(srv, clock=clock)
+        fleet.step_to(fleet.now + 10)
+        wait_until(lambda: all(t.renewals >= 2 for t in src.state.leases.values()))
+        assert {t.observed_at for t in src.state.leases.values()} == {clock.now()}
+        src.state.remember_cert("node-000", 2_100_000_000.0, "kubelet serving cert (TLS probe)")  # as a probe would
+        assert not os.path.exists(src.cert_cache.path)  # not saved: no time has passed on the clock
+        clock.advance(CERT_SAVE_INTERVAL)
+        wait_until(lambda: os.path.exists(src.cert_cache.path))  # the housekeeping's next pass
+        assert set(CertCache(src.target.cluster_id, str(tmp_path / "cache")).load()) == set(src.state.certs)
