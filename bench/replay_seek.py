@@ -77,17 +77,17 @@ def run(nodes: int = 5_000, minutes: float = 60) -> list[Figure]:
         src = ReplaySource(path)
         opened = time.perf_counter() - t
         try:
-            src.wait_indexed()
+            src.replay.wait_indexed()
             keyframed = time.perf_counter() - t
             if src.problems:
                 raise RuntimeError(f"the recording has problems: {src.problems[:3]}")
             rng = random.Random(1)
-            targets = [src.t_end, src.t_start, (src.t_start + src.t_end) / 2] + \
-                      [rng.uniform(src.t_start, src.t_end) for _ in range(SEEKS - 3)]
+            targets = [src.replay.end, src.replay.start, (src.replay.start + src.replay.end) / 2] + \
+                      [rng.uniform(src.replay.start, src.replay.end) for _ in range(SEEKS - 3)]
             took = []
             for target in targets:
                 t = time.perf_counter()
-                src.seek(target)
+                src.replay.seek(target)
                 took.append(time.perf_counter() - t)
             nodes_at_end = len(src.state.nodes)
         finally:

@@ -44,8 +44,12 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["watch", *argv]
     parser = build_parser()
     args = parser.parse_args(argv)
+    from .commands.common import CommandError, fail
+
     try:
         return int(_module(args._module).run(args) or 0)
+    except CommandError as exc:
+        return fail(str(exc))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

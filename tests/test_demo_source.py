@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+from simserver import wait_until
 
 from nodewatch.core.settings import Settings
 from nodewatch.sim.fleet import RESOURCES
@@ -58,15 +58,10 @@ def test_grace_follows_the_server_version_unless_overridden() -> None:
 
 def test_start_and_stop_feed_from_a_thread() -> None:
     demo = DemoSource(nodes=5, scenario="steady", speed=50.0)
+    start_gen = demo.state.generation
     demo.start()
     try:
-        deadline = time.monotonic() + 10
-        start_gen = demo.state.generation
-        while time.monotonic() < deadline:
-            if demo.fleet.now > demo.fleet.start + 15 and demo.state.generation > start_gen:
-                break
-            time.sleep(0.05)
-        assert demo.fleet.now > demo.fleet.start + 15
+        wait_until(lambda: demo.fleet.now > demo.fleet.start + 15 and demo.state.generation > start_gen)
         demo.focus_node(demo.fleet.node_order[0])
     finally:
         demo.stop()

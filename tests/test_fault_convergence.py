@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from live_support import start_live
 from simserver import TinyFleet, running_server, wait_until
 
 from nodewatch.core.rules import NodeState
@@ -16,8 +15,8 @@ from nodewatch.sources.live import LiveSource
 BLAMING = (NodeState.LATE, NodeState.OVERDUE)
 
 
-def start_focused(srv, tmp_path, name: str, **kw) -> LiveSource:
-    src = start_live(srv, tmp_path, cache=name, wait=20, **kw)
+def start_focused(start_live, srv, name: str, **kw) -> LiveSource:
+    src = start_live(srv, cache=name, synced=20, **kw)
     src.focus_node("node-001")
     return src
 
@@ -54,30 +53,24 @@ FAULTS = {
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_fault_then_convergence_to_a_fresh_start(tmp_path, fault):
+def test_fault_then_convergence_to_a_fresh_start(tmp_path, fault, start_live):
     fleet = TinyFleet(nodes=5, start=time.time())
     with running_server(tmp_path, fleet=fleet, run_fleet=False, bookmark_interval=0.5) as srv:
-        live = start_focused(srv, tmp_path, "a", stall_timeout=1.5)
-        try:
-            wait_until(lambda: all(r._resp is not None for r in live._main), timeout=15)
-            FAULTS[fault](srv)
-            churn(fleet, srv)
-            # While the fault lasts the dashboard may be blind, but it never blames a node for it:
-            # a blind view has no lease ages, so nobody turns Late or Overdue.
-            view = live.state.evaluate(time.time() + 60)
-            if view.leases_blind:
-                assert not [v.name for v in view.nodes if v.state in BLAMING]
-            srv.faults.clear()
-            fresh = start_focused(srv, tmp_path, "b")
-            try:
-                wait_until(lambda: fingerprint(live) == fingerprint(fresh), timeout=40)
-                nodes, leases, pods = fingerprint(live)
-                assert nodes == ["node-000", "node-001", "node-002", "node-004"]
-                assert len(leases) == 5  # node-003's lease still exists in the API (only the Node went)
-                # only the drill-down node's pods are watched; the deleted one is gone
-                assert [k for k, _, _ in pods] == [("kube-system", "web-node-001-1")]
-                assert not live.state.evaluate(time.time()).leases_blind
-            finally:
-                fresh.stop()
-        finally:
-            live.stop()
+        live = start_focused(start_live, srv, "a", stall_timeout=1.5)
+        wait_until(live.watching, timeout=15)
+        FAULTS[fault](srv)
+        churn(fleet, srv)
+        # While the fault lasts the dashboard may be blind, but it never blames a node for it:
+        # a blind view has no lease ages, so nobody turns Late or Overdue.
+        view = live.state.evaluate(time.time() + 60)
+        if view.leases_blind:
+            assert not [v.name for v in view.nodes if v.state in BLAMING]
+        srv.faults.clear()
+        fresh = start_focused(start_live, srv, "b")
+        wait_until(lambda: fingerprint(live) == fingerprint(fresh), timeout=40)
+        nodes, leases, pods = fingerprint(live)
+        assert nodes == ["node-000", "node-001", "node-002", "node-004"]
+        assert len(leases) == 5  # node-003's lease still exists in the API (only the Node went)
+        # only the drill-down node's pods are watched; the deleted one is gone
+        assert [k for k, _, _ in pods] == [("kube-system", "web-node-001-1")]
+        assert not live.state.evaluate(time.time()).leases_blind

@@ -7,13 +7,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from live_support import replay_through
+from simserver import wait_until
 
 from nodewatch.core.rules import NodeState
 from nodewatch.core.timeutil import parse_time
@@ -22,14 +21,13 @@ from nodewatch.sources.kubectl_format import (
     looks_like_kubectl,
     object_time,
 )
-from nodewatch.sources.replay import ReplaySource
 
 DATA = Path(__file__).parent / "data"
 LEASES = DATA / "kubectl-watch-leases.json"  # compact lines, as kubectl 1.3x writes them
 NODES = DATA / "kubectl-watch-nodes-pretty.json"  # pretty-printed documents, as older kubectl writes them
 
 
-def states(src: ReplaySource, t: float) -> dict[str, NodeState]:
+def states(src, t: float) -> dict[str, NodeState]:
     return {v.name: v.state for v in src.state.evaluate(t).nodes}
 
 
@@ -40,43 +38,40 @@ def concatenated(tmp_path) -> Path:
     return path
 
 
-def test_a_concatenated_kubectl_log_replays(concatenated):
-    src = ReplaySource(str(concatenated))
-    assert src.format == "kubectl"
+def test_a_concatenated_kubectl_log_replays(concatenated, open_replay):
+    src = open_replay(concatenated)
+    assert src.replay.index.format == "kubectl"
     assert src.problems == []
-    assert src.event_count() == 4 + 18
-    end = src.t_end
+    assert src.replay.events == 4 + 18
+    end = src.replay.end
     assert end == parse_time("2026-11-29T10:01:00Z")  # the newest renewTime
-    src.seek(end)
+    src.replay.seek(end)
     got = states(src, end)
     assert got == {"node-000": NodeState.READY, "node-001": NodeState.UNKNOWN, "node-002": NodeState.READY}
     # no receive times: lease ages are measured from renewTime
     track = src.state.leases["node-002"]
     assert track.observed_at == track.renew_time == parse_time("2026-11-29T10:00:58Z")
     # before node-001's Node turned Unknown, its lease was still being renewed
-    src.seek(parse_time("2026-11-29T09:59:45Z"))
+    src.replay.seek(parse_time("2026-11-29T09:59:45Z"))
     assert states(src, parse_time("2026-11-29T09:59:45Z"))["node-001"] is NodeState.READY
-    src.stop()
 
 
-def test_leases_alone_go_late_and_overdue_from_object_times():
-    src = ReplaySource(str(LEASES), settings=None)
+def test_leases_alone_go_late_and_overdue_from_object_times(open_replay):
+    src = open_replay(LEASES, settings=None)
     # node-001's last renewal is 10:00:29; at 10:01:00 it is 31s old: Late (grace 40s, unknown version)
     t = parse_time("2026-11-29T10:01:00Z")
-    src.seek(t)
+    src.replay.seek(t)
     assert src.state.leases["node-001"].renew_time == parse_time("2026-11-29T10:00:29Z")
-    src.stop()
 
 
-def test_stdin_is_read(monkeypatch):
+def test_stdin_is_read(monkeypatch, open_replay):
     class Stdin:
         buffer = io.BufferedReader(io.BytesIO(LEASES.read_bytes()))
 
     monkeypatch.setattr(sys, "stdin", Stdin)
-    src = ReplaySource("-")
-    assert src.event_count() == 18
+    src = open_replay("-")
+    assert src.replay.events == 18
     assert src.name == "replay stdin"
-    src.stop()
 
 
 def test_text_between_documents_is_reported(tmp_path):
@@ -89,20 +84,19 @@ def test_text_between_documents_is_reported(tmp_path):
     assert len(entries) == 18
 
 
-def test_broken_documents_are_reported_and_skipped(tmp_path):
+def test_broken_documents_are_reported_and_skipped(tmp_path, open_replay):
     pretty = NODES.read_text().splitlines(keepends=True)
     cut = pretty[:20]  # a document cut off in the middle
     text = "".join(cut) + "not json at all\n" + LEASES.read_text() + '{"type": "ADDED", "object": {"kind": "Lea'
     path = tmp_path / "broken.json"
     path.write_text(text)
-    src = ReplaySource(str(path))
+    src = open_replay(path)
     joined = "\n".join(src.problems)
     # the garbage line falls inside the open document, which the next document shows was cut off
     assert "line 1: truncated JSON document (lines 1-21)" in joined
     assert "line 40: truncated JSON document at the end of the input" in joined
     assert len(src.problems) == 2
-    assert src.event_count() == 18  # every lease event still replays
-    src.stop()
+    assert src.replay.events == 18  # every lease event still replays
 
 
 def test_lists_plain_objects_error_events_and_unknown_kinds():
@@ -148,7 +142,7 @@ def test_format_detection():
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_fuzz_the_kubectl_reader(tmp_path_factory, data):
+def test_fuzz_the_kubectl_reader(tmp_path_factory, replay_through, data):
     base = NODES.read_bytes()[:6000] + LEASES.read_bytes()[:3000]
     b = bytearray(base)
     for _ in range(data.draw(st.integers(0, 10))):
@@ -163,7 +157,7 @@ def test_fuzz_the_kubectl_reader(tmp_path_factory, data):
 
 
 @pytest.mark.kubectl
-def test_real_kubectl_output_replays(tmp_path):
+def test_real_kubectl_output_replays(tmp_path, open_replay):
     """The real kubectl, watching the simulated API server; its output replays."""
     from simserver import START, TinyFleet, kubectl_path, running_server
 
@@ -178,21 +172,16 @@ def test_real_kubectl_output_replays(tmp_path):
             proc = subprocess.Popen([kubectl, "get", "leases", "-n", "kube-node-lease", "--watch",
                                      "--output-watch-events", "-o", "json"], stdout=f, env=env)
             try:
-                deadline = time.monotonic() + 20
-                while out.stat().st_size == 0 and time.monotonic() < deadline:
-                    time.sleep(0.05)
+                wait_until(lambda: out.stat().st_size > 0, timeout=20)
                 fleet.step_to(START + 30)
-                deadline = time.monotonic() + 20
-                while out.read_text().count("MODIFIED") < 6 and time.monotonic() < deadline:
-                    time.sleep(0.05)
+                wait_until(lambda: out.read_text().count("MODIFIED") >= 6, timeout=20)
             finally:
                 proc.terminate()
                 proc.wait(10)
-    src = ReplaySource(str(out))
+    src = open_replay(out)
     assert src.problems == []
-    assert src.event_count() >= 8
-    src.seek(src.t_end)
-    assert set(states(src, src.t_end)) == set()  # leases only: no Node objects, so no node rows
+    assert src.replay.events >= 8
+    src.replay.seek(src.replay.end)
+    assert set(states(src, src.replay.end)) == set()  # leases only: no Node objects, so no node rows
     assert set(src.state.leases) == {"node-000", "node-001"}
-    assert src.t_end >= START + 20
-    src.stop()
+    assert src.replay.end >= START + 20

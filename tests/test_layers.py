@@ -91,20 +91,6 @@ def _reaching_in(source: str, fields: set[str]) -> list[tuple[int, str]]:
     return sorted(set(hits))
 
 
-NOT_YET_THROUGH_THE_DOOR = {
-    ("sources/live.py", "lock"): "batch() / is_synced() / not_ready_nodes() / cert_dates() / node_records()",
-    ("sources/live.py", "synced"): "is_synced('nodes', 'leases')",
-    ("sources/live.py", "nodes"): "not_ready_nodes(), node_records()",
-    ("sources/live.py", "certs"): "cert_dates()",
-    ("sources/replay.py", "lock"): "batch()",
-    ("commands/record.py", "lock"): "node_count()",
-    ("commands/record.py", "nodes"): "node_count()",
-}
-"""Reads of the state's fields in the sources, whose files another change owns at the moment; the
-query to use instead is named. Remove an entry when its code goes through the door: the test fails
-while an entry is stale, so this list only shrinks."""
-
-
 def test_the_door_scan_sees_a_reader_reaching_in():
     fields = _state_fields()
     assert {"nodes", "leases", "certs", "lock", "_views"} <= fields
@@ -126,7 +112,4 @@ def test_no_module_outside_the_core_touches_the_state_fields():
             continue
         for line, field in _reaching_in(path.read_text(), fields):
             found.setdefault((rel, field), []).append(line)
-    new = {k: v for k, v in found.items() if k not in NOT_YET_THROUGH_THE_DOOR}
-    assert not new, f"modules outside the core read FleetState's fields (use its queries): {new}"
-    stale = set(NOT_YET_THROUGH_THE_DOOR) - set(found)
-    assert not stale, f"these now go through the door; drop them from NOT_YET_THROUGH_THE_DOOR: {stale}"
+    assert not found, f"modules outside the core read FleetState's fields (use its queries): {found}"

@@ -8,17 +8,12 @@ from __future__ import annotations
 
 import time
 
-from live_support import start_live
 from simserver import TinyFleet, running_server, wait_until
 
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
 from nodewatch.sources.live import LiveSource
 from nodewatch.sources.recording import Recorder, read_recording
-
-
-def reflector(src: LiveSource, resource: str):
-    return next(r for r in src._main if r.spec.resource == resource)
 
 
 def renew_all(fleet: TinyFleet, src: LiveSource, rounds: int = 1) -> None:
@@ -32,49 +27,44 @@ def health(src: LiveSource, resource: str):
     return src.state.evaluate(time.time()).health[resource]
 
 
-def test_server_closing_every_stream(tmp_path):
+def test_server_closing_every_stream(tmp_path, start_live):
     fleet = TinyFleet(nodes=3, start=time.time())
     with running_server(tmp_path, fleet=fleet) as srv:
-        src = start_live(srv, tmp_path)
-        try:
-            srv.faults.close_streams_after(2)
-            renew_all(fleet, src, rounds=4)  # 12 lease events through streams that end after 2
-            def rewatches():
-                return [r for r in srv.request_log if "watch=true" in r.target and "/leases" in r.target]
+        src = start_live(srv)
+        srv.faults.close_streams_after(2)
+        renew_all(fleet, src, rounds=4)  # 12 lease events through streams that end after 2
+        def rewatches():
+            return [r for r in srv.request_log if "watch=true" in r.target and "/leases" in r.target]
 
-            wait_until(lambda: len(rewatches()) >= 4)  # the streams really were closed, again and again
-            assert all("resourceVersion=" in r.target for r in rewatches())
-            assert reflector(src, "leases").relists == 1  # resumed from the resourceVersion, never relisted
-            assert len(src.state.leases) == 3
-            assert health(src, "leases").connected
-        finally:
-            src.stop()
+        wait_until(lambda: len(rewatches()) >= 4)  # the streams really were closed, again and again
+        assert all("resourceVersion=" in r.target for r in rewatches())
+        assert src.reflector("leases").relists == 1  # resumed from the resourceVersion, never relisted
+        assert len(src.state.leases) == 3
+        assert health(src, "leases").connected
 
 
-def test_410_gone_relists_and_reconciles(tmp_path):
+def test_410_gone_relists_and_reconciles(tmp_path, start_live):
     fleet = TinyFleet(nodes=4, start=time.time())
     path = str(tmp_path / "rec.jsonl")
     with running_server(tmp_path, fleet=fleet, bookmark_interval=0.2) as srv:
         rec = Recorder(path, {"kind": "test"}, Settings())
-        src = start_live(srv, tmp_path, recorder=rec)
-        try:
-            wait_until(lambda: all(r._resp is not None for r in src._main))  # every watch stream is open
-            srv.faults.fail_next(1, 410, resource="nodes")  # the nodes re-watch: HTTP 410
-            srv.faults.gone_next_watches(1)  # another re-watch: an ERROR event with code 410
-            srv.faults.reset_now()  # break the current streams
-            wait_until(lambda: not health(src, "nodes").connected)
-            srv.store.emit("nodes", "DELETED", fleet.node("node-001"))  # deleted during the gap
-            wait_until(lambda: reflector(src, "nodes").relists >= 2, timeout=15)
-            wait_until(lambda: sum(r.relists for r in src._main) >= 5, timeout=15)  # both kinds of 410
-            wait_until(lambda: "node-001" not in src.state.nodes)
-            assert sorted(src.state.nodes) == ["node-000", "node-002", "node-003"]
-            assert srv.faults.fired["gone"] == 1 and srv.faults.fired["http_410"] == 1
-            wait_until(lambda: health(src, "nodes").connected and health(src, "nodes").synced)
-            assert health(src, "nodes").relists >= 1
-            renew_all(fleet, src)
-        finally:
-            src.stop()
-            rec.close()
+        src = start_live(srv, recorder=rec)
+        wait_until(src.watching)  # every watch stream is open
+        srv.faults.fail_next(1, 410, resource="nodes")  # the nodes re-watch: HTTP 410
+        srv.faults.gone_next_watches(1)  # another re-watch: an ERROR event with code 410
+        srv.faults.reset_now()  # break the current streams
+        wait_until(lambda: not health(src, "nodes").connected)
+        srv.store.emit("nodes", "DELETED", fleet.node("node-001"))  # deleted during the gap
+        wait_until(lambda: src.reflector("nodes").relists >= 2, timeout=15)
+        wait_until(lambda: sum(src.reflector(r).relists for r in ("nodes", "leases", "certificatesigningrequests")) >= 5, timeout=15)  # both kinds of 410
+        wait_until(lambda: "node-001" not in src.state.nodes)
+        assert sorted(src.state.nodes) == ["node-000", "node-002", "node-003"]
+        assert srv.faults.fired["gone"] == 1 and srv.faults.fired["http_410"] == 1
+        wait_until(lambda: health(src, "nodes").connected and health(src, "nodes").synced)
+        assert health(src, "nodes").relists >= 1
+        renew_all(fleet, src)
+        src.stop()
+        rec.close()
     _, entries, _ = read_recording(path)
     deleted = [e for e in entries if e.etype == "DELETED" and e.resource == "nodes"]
     # the watch never delivered the delete (410): the relist's reconcile did, with a stub object
@@ -92,119 +82,102 @@ def test_410_gone_relists_and_reconciles(tmp_path):
     assert all(x == ["node-000", "node-002", "node-003"] for x in listings[1:])  # no one twice, no one stale
 
 
-def test_http_500_and_429_back_off_and_resume_without_relisting(tmp_path):
+def test_http_500_and_429_back_off_and_resume_without_relisting(tmp_path, start_live):
     fleet = TinyFleet(nodes=3, start=time.time())
     path = str(tmp_path / "rec.jsonl")
     with running_server(tmp_path, fleet=fleet, bookmark_interval=0.2) as srv:
         rec = Recorder(path, {"kind": "test"}, Settings())
-        src = start_live(srv, tmp_path, recorder=rec)
-        try:
-            wait_until(lambda: all(r._resp is not None for r in src._main))
-            srv.faults.fail_next(2, 500, resource="leases")
-            srv.faults.throttle_next(1, retry_after=1, resource="leases")
-            t0 = time.monotonic()
-            srv.faults.reset_now()
-            wait_until(lambda: srv.faults.fired["http_500"] == 2 and srv.faults.fired["http_429"] == 1, timeout=20)
-            wait_until(lambda: health(src, "leases").connected, timeout=40)
-            # the reset, 500, 500, 429: four backoffs of at most 1.6s, 3.2s, 6.4s, 12.8s (>= Retry-After)
-            assert time.monotonic() - t0 < 24 + 5
-            renew_all(fleet, src)
-            assert reflector(src, "leases").relists == 1  # no relist for 5xx / 429
-        finally:
-            src.stop()
-            rec.close()
+        src = start_live(srv, recorder=rec)
+        wait_until(src.watching)
+        srv.faults.fail_next(2, 500, resource="leases")
+        srv.faults.throttle_next(1, retry_after=1, resource="leases")
+        t0 = time.monotonic()
+        srv.faults.reset_now()
+        wait_until(lambda: srv.faults.fired["http_500"] == 2 and srv.faults.fired["http_429"] == 1, timeout=20)
+        wait_until(lambda: health(src, "leases").connected, timeout=40)
+        # the reset, 500, 500, 429: four backoffs of at most 1.6s, 3.2s, 6.4s, 12.8s (>= Retry-After)
+        assert time.monotonic() - t0 < 24 + 5
+        renew_all(fleet, src)
+        assert src.reflector("leases").relists == 1  # no relist for 5xx / 429
+        src.stop()
+        rec.close()
     _, entries, _ = read_recording(path)
     errors = [e.health.get("last_error", "") for e in entries if e.etype == "HEALTH" and e.resource == "leases"]
     assert any("HTTP 500" in x for x in errors)
     assert any("HTTP 429" in x for x in errors)
 
 
-def test_connection_refused_then_back_and_no_blame_meanwhile(tmp_path):
+def test_connection_refused_then_back_and_no_blame_meanwhile(tmp_path, start_live):
     fleet = TinyFleet(nodes=3, start=time.time())
     with running_server(tmp_path, fleet=fleet) as srv:
-        src = start_live(srv, tmp_path)
-        try:
-            renew_all(fleet, src)
-            srv.go_down()
-            wait_until(lambda: not health(src, "leases").connected, timeout=15)
-            view = src.state.evaluate(time.time() + 120)  # even two minutes later...
-            assert view.leases_blind and "lease stream down" in view.blind_reason
-            assert {v.state for v in view.nodes} == {NodeState.READY}  # ...nobody is Late or Overdue
-            assert all(v.lease_age(time.time()) is None for v in view.nodes)
-            wait_until(lambda: "refused" in health(src, "leases").last_error
-                       or "reset" in health(src, "leases").last_error
-                       or "broken" in health(src, "leases").last_error, timeout=15)
-            srv.go_up()
-            wait_until(lambda: health(src, "leases").connected, timeout=45)
-            renew_all(fleet, src)
-            assert reflector(src, "leases").relists == 1
-            assert sorted(src.state.nodes) == fleet.names
-        finally:
-            src.stop()
+        src = start_live(srv)
+        renew_all(fleet, src)
+        srv.go_down()
+        wait_until(lambda: not health(src, "leases").connected, timeout=15)
+        view = src.state.evaluate(time.time() + 120)  # even two minutes later...
+        assert view.leases_blind and "lease stream down" in view.blind_reason
+        assert {v.state for v in view.nodes} == {NodeState.READY}  # ...nobody is Late or Overdue
+        assert all(v.lease_age(time.time()) is None for v in view.nodes)
+        wait_until(lambda: "refused" in health(src, "leases").last_error
+                   or "reset" in health(src, "leases").last_error
+                   or "broken" in health(src, "leases").last_error, timeout=15)
+        srv.go_up()
+        wait_until(lambda: health(src, "leases").connected, timeout=45)
+        renew_all(fleet, src)
+        assert src.reflector("leases").relists == 1
+        assert sorted(src.state.nodes) == fleet.names
 
 
-def test_a_stall_is_detected_within_the_timeout(tmp_path):
+def test_a_stall_is_detected_within_the_timeout(tmp_path, start_live):
     fleet = TinyFleet(nodes=2, start=time.time())
     with running_server(tmp_path, fleet=fleet, bookmark_interval=0.3) as srv:
-        src = start_live(srv, tmp_path, stall_timeout=1.0)
-        try:
-            wait_until(lambda: all(r._resp is not None for r in src._main))  # every watch stream is open
-            t0 = time.monotonic()
-            srv.faults.stall(4.0)
-            wait_until(lambda: "no data for 1s" in health(src, "leases").last_error, timeout=10)
-            detected = time.monotonic() - t0
-            assert detected < 3.0, detected
-            wait_until(lambda: health(src, "leases").connected, timeout=30)
-            renew_all(fleet, src)
-        finally:
-            src.stop()
+        src = start_live(srv, stall_timeout=1.0)
+        wait_until(src.watching)  # every watch stream is open
+        t0 = time.monotonic()
+        srv.faults.stall(4.0)
+        wait_until(lambda: "no data for 1s" in health(src, "leases").last_error, timeout=10)
+        detected = time.monotonic() - t0
+        assert detected < 3.0, detected
+        wait_until(lambda: health(src, "leases").connected, timeout=30)
+        renew_all(fleet, src)
 
 
-def test_a_truncated_json_line_is_a_problem_and_the_stream_restarts(tmp_path):
+def test_a_truncated_json_line_is_a_problem_and_the_stream_restarts(tmp_path, start_live):
     fleet = TinyFleet(nodes=3, start=time.time())
     with running_server(tmp_path, fleet=fleet) as srv:
-        src = start_live(srv, tmp_path)
-        try:
-            srv.faults.truncate_next(1)
-            fleet.step_to(fleet.now + 10)
-            wait_until(lambda: srv.faults.fired["truncated"] == 1)
-            wait_until(lambda: any("truncated JSON" in p.message for p in src.state.problems), timeout=10)
-            renew_all(fleet, src)  # the stream came back from the last good resourceVersion
-            assert all(t.renewals >= 2 for t in src.state.leases.values())
-            assert reflector(src, "leases").relists == 1
-        finally:
-            src.stop()
+        src = start_live(srv)
+        srv.faults.truncate_next(1)
+        fleet.step_to(fleet.now + 10)
+        wait_until(lambda: srv.faults.fired["truncated"] == 1)
+        wait_until(lambda: any("truncated JSON" in p.message for p in src.state.problems), timeout=10)
+        renew_all(fleet, src)  # the stream came back from the last good resourceVersion
+        assert all(t.renewals >= 2 for t in src.state.leases.values())
+        assert src.reflector("leases").relists == 1
 
 
-def test_403_on_csrs_leaves_the_rest_working(tmp_path):
+def test_403_on_csrs_leaves_the_rest_working(tmp_path, start_live):
     fleet = TinyFleet(nodes=3, start=time.time())
     with running_server(tmp_path, fleet=fleet) as srv:
         srv.faults.forbid("certificatesigningrequests")
-        src = start_live(srv, tmp_path)
-        try:
-            wait_until(lambda: health(src, "certificatesigningrequests").forbidden)
-            h = health(src, "certificatesigningrequests")
-            assert "needs list/watch on certificatesigningrequests.certificates.k8s.io" in h.last_error
-            renew_all(fleet, src)
-            view = src.state.evaluate(time.time())
-            assert {v.state for v in view.nodes} == {NodeState.READY}
-            assert not view.leases_blind
-        finally:
-            src.stop()
+        src = start_live(srv)
+        wait_until(lambda: health(src, "certificatesigningrequests").forbidden)
+        h = health(src, "certificatesigningrequests")
+        assert "needs list/watch on certificatesigningrequests.certificates.k8s.io" in h.last_error
+        renew_all(fleet, src)
+        view = src.state.evaluate(time.time())
+        assert {v.state for v in view.nodes} == {NodeState.READY}
+        assert not view.leases_blind
 
 
-def test_an_expired_token_is_reloaded_from_the_kubeconfig(tmp_path):
+def test_an_expired_token_is_reloaded_from_the_kubeconfig(tmp_path, start_live):
     fleet = TinyFleet(nodes=2, start=time.time())
     with running_server(tmp_path, fleet=fleet) as srv:
-        src = start_live(srv, tmp_path)
-        try:
-            old = srv.token
-            srv.rotate_token(old_valid_for=0)  # the old token now gets 401; the kubeconfig has the new one
-            assert srv.token != old
-            srv.faults.reset_now()
-            wait_until(lambda: src.conn.reloads >= 1, timeout=20)
-            wait_until(lambda: health(src, "leases").connected, timeout=20)
-            renew_all(fleet, src)
-            assert any(r.status == 401 for r in srv.request_log)
-        finally:
-            src.stop()
+        src = start_live(srv)
+        old = srv.token
+        srv.rotate_token(old_valid_for=0)  # the old token now gets 401; the kubeconfig has the new one
+        assert srv.token != old
+        srv.faults.reset_now()
+        wait_until(lambda: src.conn.reloads >= 1, timeout=20)
+        wait_until(lambda: health(src, "leases").connected, timeout=20)
+        renew_all(fleet, src)
+        assert any(r.status == 401 for r in srv.request_log)

@@ -20,28 +20,19 @@ from nodewatch.sources.reflector import CSRS, LEASES, NODES, events_of, pods_on
 ROOT = Path(__file__).parent.parent
 
 
-def start_live(kubeconfig: str, tmp_path, **kw) -> LiveSource:
-    src = LiveSource(Settings(), kubeconfig=kubeconfig, cert_cache_dir=str(tmp_path / "cache"), **kw)
-    src.start()
-    return src
-
-
-def test_the_live_source_only_sends_get(tmp_path):
+def test_the_live_source_only_sends_get(tmp_path, start_live):
     fleet = TinyFleet(nodes=4, start=time.time())
     with running_server(tmp_path, fleet=fleet, bookmark_interval=0.2) as srv:
-        src = start_live(str(srv.kubeconfig_path), tmp_path, kubelet_metrics=True, stall_timeout=2)
-        try:
-            assert src.wait_synced(15)
-            src.focus_node("node-000")
-            fleet.stop_kubelet("node-001")
-            wait_until(lambda: len(src.scoped_nodes()) == 2)
-            wait_until(lambda: len(src.state.pods) == 4)
-            srv.faults.gone_next_watches(1)
-            srv.faults.reset_now()
-            wait_until(lambda: srv.faults.fired["gone"] == 1, timeout=15)  # someone relisted
-            wait_until(lambda: all(src.state.health[r].connected for r in ("nodes", "leases", "pods")), timeout=15)
-        finally:
-            src.stop()
+        src = start_live(srv, kubelet_metrics=True, stall_timeout=2)
+        src.focus_node("node-000")
+        fleet.stop_kubelet("node-001")
+        wait_until(lambda: len(src.scoped_nodes()) == 2)
+        wait_until(lambda: len(src.state.pods) == 4)
+        srv.faults.gone_next_watches(1)
+        srv.faults.reset_now()
+        wait_until(lambda: srv.faults.fired["gone"] == 1, timeout=15)  # someone relisted
+        wait_until(lambda: all(src.state.health[r].connected for r in ("nodes", "leases", "pods")), timeout=15)
+        src.stop()  # every request it will ever send is in the log
         methods = {r.method for r in srv.request_log}
         paths = {r.target.split("?")[0] for r in srv.request_log}
     assert methods == {"GET"}
@@ -80,7 +71,7 @@ def _sim_config(srv) -> dict:
     return yaml.safe_load(Path(srv.kubeconfig_path).read_text())
 
 
-def test_tls_is_verified_unless_the_kubeconfig_says_otherwise(tmp_path):
+def test_tls_is_verified_unless_the_kubeconfig_says_otherwise(tmp_path, start_live):
     with running_server(tmp_path / "a", fleet=TinyFleet(nodes=1)) as other:
         other_ca = _sim_config(other)["clusters"][0]["cluster"]["certificate-authority-data"]
     fleet = TinyFleet(nodes=2, start=time.time())
@@ -89,25 +80,18 @@ def test_tls_is_verified_unless_the_kubeconfig_says_otherwise(tmp_path):
         cfg["clusters"][0]["cluster"]["certificate-authority-data"] = other_ca  # a CA that did not sign it
         wrong = tmp_path / "wrong-ca.kubeconfig"
         wrong.write_text(yaml.safe_dump(cfg))
-        src = start_live(str(wrong), tmp_path)
-        try:
-            assert src.conn.verify_tls
-            wait_until(lambda: "nodes" in src.state.health and "CERTIFICATE_VERIFY_FAILED"
-                       in src.state.health["nodes"].last_error.upper().replace(" ", "_"), timeout=15)
-            assert src.state.nodes == {}
-        finally:
-            src.stop()
+        src = start_live(wrong, synced=None)
+        assert src.conn.verify_tls
+        wait_until(lambda: "nodes" in src.state.health and "CERTIFICATE_VERIFY_FAILED"
+                   in src.state.health["nodes"].last_error.upper().replace(" ", "_"), timeout=15)
+        assert src.state.nodes == {}
         del cfg["clusters"][0]["cluster"]["certificate-authority-data"]
         cfg["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = True
         insecure = tmp_path / "insecure.kubeconfig"
         insecure.write_text(yaml.safe_dump(cfg))
-        src = start_live(str(insecure), tmp_path)
-        try:
-            assert not src.conn.verify_tls
-            assert src.wait_synced(15)
-            assert any("TLS verification is off" in p.message for p in src.state.problems)
-        finally:
-            src.stop()
+        src = start_live(insecure)
+        assert not src.conn.verify_tls
+        assert any("TLS verification is off" in p.message for p in src.state.problems)
 
 
 def test_kubeconfig_merged_from_several_files_and_contexts(tmp_path, monkeypatch):
@@ -126,10 +110,8 @@ def test_kubeconfig_merged_from_several_files_and_contexts(tmp_path, monkeypatch
         src = LiveSource(Settings(), cert_cache_dir=str(tmp_path / "c"))
         assert src.name == f"context prod @ {srv.url}"
         src.start()
-        try:
-            assert src.wait_synced(15)
-        finally:
-            src.stop()
+        assert src.wait_synced(15)
+        src.stop()
         with pytest.raises(KubeconfigError, match="context 'staging' not found.*prod"):
             LiveSource(Settings(), context="staging")
 
@@ -155,7 +137,7 @@ EXEC_PLUGIN = textwrap.dedent("""
 """)
 
 
-def test_exec_plugin_token_is_refreshed_when_it_expires(tmp_path):
+def test_exec_plugin_token_is_refreshed_when_it_expires(tmp_path, start_live):
     fleet = TinyFleet(nodes=2, start=time.time())
     with running_server(tmp_path, fleet=fleet, bookmark_interval=0.2) as srv:
         plugin = tmp_path / "plugin.py"
@@ -169,22 +151,18 @@ def test_exec_plugin_token_is_refreshed_when_it_expires(tmp_path):
             "args": [str(plugin), str(token_file), "1", str(runs)], "interactiveMode": "Never"}}
         kc = tmp_path / "exec.kubeconfig"
         kc.write_text(yaml.safe_dump(cfg))
-        src = start_live(str(kc), tmp_path)
-        try:
-            assert src.wait_synced(15)
-            new = srv.rotate_token(old_valid_for=0)  # the old token is refused from now on
-            token_file.write_text(new)  # ...and the plugin hands out the new one
-            time.sleep(1.1)  # let the 1s credential expire (the client's 10s safety margin makes it stale already)
-            srv.faults.reset_now()
-            wait_until(lambda: src.state.health["leases"].connected and src.state.health["nodes"].connected
-                       and runs.read_text().count("ran") >= 2, timeout=20)
-            fleet.step_to(fleet.now + 10)
-            wait_until(lambda: all(t.renewals >= 2 for t in src.state.leases.values()), timeout=15)
-        finally:
-            src.stop()
+        src = start_live(kc)
+        new = srv.rotate_token(old_valid_for=0)  # the old token is refused from now on
+        token_file.write_text(new)  # ...and the plugin hands out the new one
+        # no waiting for the 1s credential to expire: the client counts it stale 5 minutes early already
+        srv.faults.reset_now()
+        wait_until(lambda: src.state.health["leases"].connected and src.state.health["nodes"].connected
+                   and runs.read_text().count("ran") >= 2, timeout=20)
+        fleet.step_to(fleet.now + 10)
+        wait_until(lambda: all(t.renewals >= 2 for t in src.state.leases.values()), timeout=15)
 
 
-def test_no_credential_in_recordings_logs_or_errors(tmp_path, caplog):
+def test_no_credential_in_recordings_logs_or_errors(tmp_path, caplog, start_live):
     from nodewatch.sources.recording import Recorder
 
     fleet = TinyFleet(nodes=3, start=time.time())
@@ -195,19 +173,16 @@ def test_no_credential_in_recordings_logs_or_errors(tmp_path, caplog):
         cfg_text = Path(srv.kubeconfig_path).read_text()
         ca_data = _sim_config(srv)["clusters"][0]["cluster"]["certificate-authority-data"]
         rec = Recorder(str(rec_path), {"kind": "live"}, Settings())
-        src = start_live(str(srv.kubeconfig_path), tmp_path, recorder=rec)
-        try:
-            assert src.wait_synced(15)
-            srv.rotate_token(old_valid_for=0)
-            srv.faults.fail_next(1, 500)
-            srv.faults.reset_now()
-            wait_until(lambda: src.conn.reloads >= 1, timeout=20)
-            wait_until(lambda: src.state.health["leases"].connected, timeout=20)
-            texts = [str(p.message) for p in src.state.problems]
-            texts += [h.last_error for h in src.state.health.values()]
-        finally:
-            src.stop()
-            rec.close()
+        src = start_live(srv, recorder=rec)
+        srv.rotate_token(old_valid_for=0)
+        srv.faults.fail_next(1, 500)
+        srv.faults.reset_now()
+        wait_until(lambda: src.conn.reloads >= 1, timeout=20)
+        wait_until(lambda: src.state.health["leases"].connected, timeout=20)
+        texts = [str(p.message) for p in src.state.problems]
+        texts += [h.last_error for h in src.state.health.values()]
+        src.stop()
+        rec.close()
         # errors a user sees about a bad kubeconfig do not quote it
         broken = tmp_path / "broken.kubeconfig"
         broken.write_text(cfg_text.replace("current-context", "currnt-context"))

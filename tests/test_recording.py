@@ -17,11 +17,13 @@ import pytest
 from factories import T0, lease, node, pod
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from live_support import replay_through
+from simserver import wait_until
 
+from nodewatch.core.clock import ManualClock
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
 from nodewatch.sources.recording import (
+    FLUSH_INTERVAL,
     Recorder,
     RecordingError,
     read_recording,
@@ -110,27 +112,27 @@ def test_writes_from_many_threads_are_whole_lines(tmp_path):
     assert problems == []
 
 
-def test_flushed_within_a_second_without_close(tmp_path):
-    path = str(tmp_path / "r.jsonl.gz")
-    rec = Recorder(path, {"kind": "test"}, Settings())
-    rec.write("nodes", "ADDED", node("a"), T0)
-    deadline = time.monotonic() + 1.5
-    readable = []
-    while time.monotonic() < deadline:
+def readable_lines(path: str) -> int:
+    """Lines another process could read now (a gzip member without its end: what is there)."""
+    lines = 0
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
         try:
-            readable = [line for line in gzip.open(path) if line.strip()]
-        except EOFError:  # a gzip member without its end: read what is there
-            with gzip.open(path) as f:
-                readable = []
-                try:
-                    for line in f:
-                        readable.append(line)
-                except EOFError:
-                    pass
-        if len(readable) == 2:
-            break
-        time.sleep(0.05)
-    assert len(readable) == 2
+            for line in f:
+                lines += line.endswith(b"\n")
+        except EOFError:
+            pass
+    return lines
+
+
+def test_flushed_on_time_without_close(tmp_path):
+    path = str(tmp_path / "r.jsonl.gz")
+    clock = ManualClock(T0)
+    rec = Recorder(path, {"kind": "test"}, Settings(), clock=clock)
+    rec.write("nodes", "ADDED", node("a"), T0)
+    assert readable_lines(path) == 1  # the header is flushed at once; the line waits for its time
+    clock.advance(FLUSH_INTERVAL)
+    wait_until(lambda: readable_lines(path) == 2)  # no more writes: the flusher thread's next look
     rec.close()
 
 
@@ -154,7 +156,7 @@ while True:
 
 
 @pytest.mark.parametrize("name", ["crash.jsonl", "crash.jsonl.gz"])
-def test_kill_9_leaves_a_replayable_file(tmp_path, name):
+def test_kill_9_leaves_a_replayable_file(tmp_path, name, open_replay):
     path = str(tmp_path / name)
     code = CRASHER.format(root=str(HERE.parent), tests=str(HERE))
     proc = subprocess.Popen([sys.executable, "-c", code, path], stdout=subprocess.PIPE, text=True)
@@ -163,18 +165,18 @@ def test_kill_9_leaves_a_replayable_file(tmp_path, name):
         for line in proc.stdout:
             if int(line) >= 3000:
                 break
-        time.sleep(1.2)  # at least one flush after the 3,000th line
+        # the header, two node lines and 3,000 lease lines, flushed by the writer's own timer
+        wait_until(lambda: readable_lines(path) >= 3 + 3000, timeout=20)
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    src = ReplaySource(path)
-    assert src.event_count() >= 3000
-    src.seek(src.t_end)
-    view = src.state.evaluate(src.t_end)
+    src = open_replay(path)
+    assert src.replay.events >= 3000
+    src.replay.seek(src.replay.end)
+    view = src.state.evaluate(src.replay.end)
     assert view.nodes[0].state is NodeState.READY
     # at most the partial last line / the missing gzip trailer is reported
     assert len(src.problems) <= 2
-    src.stop()
 
 
 def test_wrong_version_missing_file_and_not_a_recording(tmp_path):
@@ -196,7 +198,7 @@ def test_wrong_version_missing_file_and_not_a_recording(tmp_path):
         ReplaySource(str(text))
 
 
-def test_damaged_lines_are_reported_with_line_numbers_and_the_rest_replays(tmp_path):
+def test_damaged_lines_are_reported_with_line_numbers_and_the_rest_replays(tmp_path, open_replay):
     path = tmp_path / "damaged.jsonl"
     _write_small(str(path))
     lines = path.read_bytes().splitlines(keepends=True)
@@ -215,7 +217,7 @@ def test_damaged_lines_are_reported_with_line_numbers_and_the_rest_replays(tmp_p
         + [b'{"t": 12, "resou']  # truncated last line, no newline
     )
     path.write_bytes(b"".join(damaged))
-    src = ReplaySource(str(path))
+    src = open_replay(path)
     text = "\n".join(src.problems)
     assert "line 4: truncated JSON" in text
     assert "line 5: malformed JSON" in text
@@ -224,10 +226,9 @@ def test_damaged_lines_are_reported_with_line_numbers_and_the_rest_replays(tmp_p
     assert "line 10: unknown resource 'secrets'" in text
     assert "line 14: truncated JSON" in text
     assert "out of time order" in text
-    src.seek(src.t_end)
+    src.replay.seek(src.replay.end)
     assert src.state.leases["a"].renew_time == T0 + 19  # the sound lines replayed, in time order
-    assert src.event_count() == 7
-    src.stop()
+    assert src.replay.events == 7
 
 
 def _valid_recording_bytes() -> bytes:
@@ -249,7 +250,7 @@ json_values = st.recursive(
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_fuzz_the_v1_reader(tmp_path_factory, data):
+def test_fuzz_the_v1_reader(tmp_path_factory, replay_through, data):
     base = _valid_recording_bytes()
     choice = data.draw(st.integers(0, 3))
     if choice == 0:  # flip, cut and insert bytes
@@ -281,18 +282,31 @@ def test_fuzz_the_v1_reader(tmp_path_factory, data):
     replay_through(str(path))
 
 
-def test_certificates_learned_outside_the_streams_are_recorded_and_replayed(tmp_path):
-    from nodewatch.core.settings import Settings
-    from nodewatch.sources.recording import Recorder
-    from nodewatch.sources.replay import ReplaySource
-
+def test_certificates_learned_outside_the_streams_are_recorded_and_replayed(tmp_path, open_replay):
     path = str(tmp_path / "certs.jsonl")
     with Recorder(path, {"kind": "test"}, Settings(), started_at=1000.0) as rec:
         rec.write("nodes", "ADDED", {"metadata": {"name": "a"}}, 1000.0, listing=True)
         rec.write("nodes", "SYNCED", None, 1000.0, listing=True)
         rec.write_cert("a", 5000.0, "local cache", 1000.5)
         rec.write("nodes", "MODIFIED", {"metadata": {"name": "a"}}, 1010.0)
-    src = ReplaySource(path)
-    src.seek(1010.0)
+    src = open_replay(path)
+    src.replay.seek(1010.0)
     assert src.state.certs["a"].not_after == 5000.0
     assert "recorded" in src.state.certs["a"].source
+
+
+def test_watch_and_record_write_the_same_source_header(tmp_path, monkeypatch, capsys):
+    """``watch --record`` once wrote a header without the source's name and server."""
+    from simserver import TinyFleet, running_server
+
+    from nodewatch.cli import main
+
+    monkeypatch.delenv("NODEWATCH_FORCE_TTY", raising=False)
+    with running_server(tmp_path, fleet=TinyFleet(nodes=2, start=time.time())) as srv:
+        live = ["--kubeconfig", str(srv.kubeconfig_path), "--cert-cache-dir", str(tmp_path / "c")]
+        assert main(["watch", *live, "--record", str(tmp_path / "watch.jsonl")]) == 2  # no terminal here
+        assert "needs a terminal" in capsys.readouterr().err
+        assert main(["record", str(tmp_path / "record.jsonl"), "--duration", "1", "--quiet", *live]) == 0
+    headers = [read_recording(str(tmp_path / f))[0]["source"] for f in ("watch.jsonl", "record.jsonl")]
+    assert headers[0] == headers[1] == {"kind": "live", "name": f"context nodewatch-sim @ {srv.url}",
+                                        "context": "nodewatch-sim", "server": srv.url}

@@ -8,13 +8,13 @@ import time
 
 import pytest
 from factories import T0, lease, node, taint
+from simserver import wait_until
 
 from nodewatch.core.fleet import FleetState
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
-from nodewatch.sources import replay as replay_mod
 from nodewatch.sources.recording import Recorder, RecordingError, read_recording
-from nodewatch.sources.replay import ReplaySource
+from nodewatch.sources.replay import ReplaySource, keyframes
 
 
 def generate(path: str, nodes: int, duration: float, dead: set[str] = frozenset(), seed: int = 1,
@@ -74,47 +74,46 @@ def recording(tmp_path_factory) -> str:
 @pytest.fixture
 def small_keyframes(monkeypatch):
     """Keyframes every 500 events so that a small recording has many."""
-    monkeypatch.setattr(replay_mod, "KEYFRAME_EVENTS", 500)
+    monkeypatch.setattr(keyframes, "KEYFRAME_EVENTS", 500)
 
 
-def test_seek_is_exact_forward_and_backward(recording, small_keyframes):
-    src = ReplaySource(recording)
-    assert src.wait_indexed(10)
-    assert len(src._keyframes) >= 5
+def test_seek_is_exact_forward_and_backward(recording, small_keyframes, open_replay):
+    src = open_replay(recording)
+    player = src.replay
+    assert player.wait_indexed(10)
+    assert len(player.keyframes) >= 5
     assert src.problems == []
     # out of order on purpose: backward seeks restore a keyframe, forward ones continue
     for offset in (550, 30, 320, 301, 599, 0, 400, 346.5, 347.5, 200):
         t = T0 + offset
-        src.seek(t)
+        player.seek(t)
         assert states(src.state.evaluate(t)) == brute_force(recording, t), offset
-    src.stop()
 
 
-def test_the_dead_nodes_go_late_overdue_unknown_evicting(recording):
-    src = ReplaySource(recording)
+def test_the_dead_nodes_go_late_overdue_unknown_evicting(recording, open_replay):
+    src = open_replay(recording)
     stop = T0 + 300
     expect = {stop + 25: NodeState.LATE, stop + 42: NodeState.OVERDUE, stop + 45.5: NodeState.UNKNOWN,
               stop + 47: NodeState.EVICTING}
     for t, want in expect.items():
-        src.seek(t)
+        src.replay.seek(t)
         got = states(src.state.evaluate(t))
         assert got["node-0003"] is want and got["node-0017"] is want, (t - stop, got["node-0003"])
         assert got["node-0004"] is NodeState.READY
     assert src.state.settings.grace == 40.0  # v1.31 in the header: 40s
-    src.stop()
 
 
-def test_next_change_finds_the_first_state_change(recording):
-    src = ReplaySource(recording)
-    src.seek(T0 + 100)
-    t = src.next_change()
+def test_next_change_finds_the_first_state_change(recording, open_replay):
+    src = open_replay(recording)
+    src.replay.seek(T0 + 100)
+    t = src.replay.next_change()
     assert t is not None and T0 + 300 < t < T0 + 330
     before = states(src.state.evaluate(T0 + 100))
     # nothing changes before t (checked every second), something has changed at t
     for probe in range(101, math.floor(t - T0)):
-        src.seek(T0 + probe)
+        src.replay.seek(T0 + probe)
         assert states(src.state.evaluate(T0 + probe)) == before, probe
-    src.seek(t)
+    src.replay.seek(t)
     assert states(src.state.evaluate(t)) != before
     # walking on from change to change reaches Overdue, Unknown and Evicting, in order
     seen = []
@@ -123,8 +122,8 @@ def test_next_change_finds_the_first_state_change(recording):
         nxt = src.replay.next_change()
         if nxt is None:
             break
-        assert nxt > src.position()
-        src.seek(nxt)
+        assert nxt > src.replay.position()
+        src.replay.seek(nxt)
         now_states = states(src.state.evaluate(nxt))
         assert now_states != prev
         seen.append(now_states["node-0003"])
@@ -135,32 +134,25 @@ def test_next_change_finds_the_first_state_change(recording):
     # Evicted would come 300s after the taint, after the end of the recording: next_change says None
     assert distinct == [NodeState.OVERDUE, NodeState.UNKNOWN, NodeState.EVICTING]
     assert nxt is None
-    src.stop()
 
 
-def test_next_change_is_none_when_nothing_changes(tmp_path):
+def test_next_change_is_none_when_nothing_changes(tmp_path, open_replay):
     path = str(tmp_path / "calm.jsonl")
     generate(path, nodes=5, duration=120)
-    src = ReplaySource(path)
-    src.seek(T0 + 30)
-    assert src.next_change() is None
-    src.stop()
+    src = open_replay(path)
+    src.replay.seek(T0 + 30)
+    assert src.replay.next_change() is None
 
 
-def test_playback_in_virtual_time_and_controls(recording):
-    src = ReplaySource(recording, speed=2000.0)
+def test_playback_in_virtual_time_and_controls(recording, open_replay):
+    src = open_replay(recording, speed=2000.0)
     r = src.replay
-    assert r.start == src.t_start and r.end == src.t_end
+    assert r.start == T0 and T0 + 590 < r.end <= T0 + 600.05  # the listing .. the last renewal
+    assert r.applied < r.events
     assert not r.playing
     src.start()
-    deadline = time.monotonic() + 10
-    while r.position() < r.end and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: r.position() >= r.end and r.applied == r.events)  # the player thread, at x2000
     assert r.position() == pytest.approx(r.end)
-    deadline = time.monotonic() + 5
-    while not (src._cursor == src.event_count()) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert src._cursor == src.event_count()  # every event applied
     assert not r.playing  # paused at the end: virtual time does not run past the recording
     assert states(src.state.evaluate(r.end)) == brute_force(recording, r.end)
     r.seek(T0 + 100)
@@ -171,43 +163,41 @@ def test_playback_in_virtual_time_and_controls(recording):
     assert r.position() == pytest.approx(T0 + 55)
     r.set_speed(3.0)
     assert r.speed == 3.0
-    src.stop()
 
 
-def test_start_at(recording):
-    src = ReplaySource(recording, start_at="+400")
-    assert src.position() == pytest.approx(T0 + 400)
+def test_start_at(recording, open_replay):
+    src = open_replay(recording, start_at="+400")
+    assert src.replay.position() == pytest.approx(T0 + 400)
     assert states(src.state.evaluate(T0 + 400))["node-0003"] is NodeState.EVICTING
     with pytest.raises(RecordingError):
         ReplaySource(recording, start_at="yesterday")
 
 
-def test_seek_speed_on_a_larger_recording(tmp_path):
+def test_seek_speed_on_a_larger_recording(tmp_path, open_replay):
     """Seeking must take well under a second anywhere (the full-size 1h x 5,000 measurement is in the
     report; this is a 10 min x 1,000 node version: 60,000 events)."""
     path = str(tmp_path / "big.jsonl.gz")
     n = generate(path, nodes=1000, duration=600, dead={f"node-{i:04d}" for i in range(0, 1000, 50)})
     assert n > 55_000
-    src = ReplaySource(path)
-    assert src.wait_indexed(60)
+    src = open_replay(path)
+    assert src.replay.wait_indexed(60)
     worst = 0.0
     for offset in (590, 10, 300, 595, 150, 450, 5):
         t0 = time.perf_counter()
-        src.seek(T0 + offset)
+        src.replay.seek(T0 + offset)
         src.state.evaluate(T0 + offset)
         worst = max(worst, time.perf_counter() - t0)
     assert worst < 1.0
-    src.stop()
 
 
-def test_settings_from_the_header_and_given_settings(tmp_path):
+def test_settings_from_the_header_and_given_settings(tmp_path, open_replay):
     path = str(tmp_path / "r.jsonl")
     rec = Recorder(path, {"kind": "test"}, Settings(server_version="v1.30.1").override(toleration_seconds=120))
     rec.write("nodes", "ADDED", node("a"), T0)
     rec.close()
-    src = ReplaySource(path)
+    src = open_replay(path)
     assert src.state.settings.grace == 40.0
     assert src.state.settings.toleration_seconds == 120
-    given = ReplaySource(path, settings=Settings().override(grace_seconds=33))
+    given = open_replay(path, settings=Settings().override(grace_seconds=33))
     assert given.state.settings.grace == 33
     assert given.state.settings.server_version == "v1.30.1"

@@ -1,11 +1,24 @@
-"""Options shared by several commands: controller settings and where the fleet comes from."""
+"""Options shared by several commands: controller settings and where the fleet comes from.
+
+The live source is built from the command line in one place (``live_source_from_args``) for
+``watch``, ``record`` and ``status``, so their recordings carry the same header.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, Any
 
 from ..core.settings import Settings
+
+if TYPE_CHECKING:
+    from ..sources.live import LiveSource
+    from ..sources.recording import Recorder
+
+
+class CommandError(Exception):
+    """A failure for the user: ``nodewatch`` prints it as one line and exits 2 (``fail``)."""
 
 
 def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +64,36 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--kubelet-metrics", action="store_true",
                    help="opt-in: read the kubelet client cert TTL from /metrics via the node proxy (needs nodes/proxy)")
     g.add_argument("--cert-cache-dir", metavar="DIR", help="where kubelet cert NotAfter dates are remembered")
+
+
+def live_source_from_args(args: argparse.Namespace, settings: Settings, record: str | None = None) -> LiveSource:
+    """The live source the options of ``add_live_arguments`` ask for; with ``record``, its recorder
+    too (the caller closes ``source.recorder`` after ``source.stop()``). Raises CommandError."""
+    from ..sources.live import KubeconfigError, LiveSource
+
+    try:
+        source = LiveSource(settings, kubeconfig=args.kubeconfig, context=args.context,
+                            cert_cache_dir=args.cert_cache_dir, probe_kubelet_tls=args.probe_kubelet_tls,
+                            kubelet_metrics=args.kubelet_metrics)
+    except KubeconfigError as exc:
+        raise CommandError(str(exc)) from None
+    if record:
+        try:
+            source.recorder = open_recorder(record, source.recording_source(), settings)
+        except CommandError:
+            source.stop()
+            raise
+    return source
+
+
+def open_recorder(path: str, source_info: dict[str, Any], settings: Settings) -> Recorder:
+    """A recorder writing ``path`` with ``source_info`` in its header. Raises CommandError."""
+    from ..sources.recording import Recorder
+
+    try:
+        return Recorder(path, source_info, settings)
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser, *, flag_prefix: str = "") -> None:

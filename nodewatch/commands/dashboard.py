@@ -16,15 +16,6 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser, *, record: bool = T
         g.add_argument("--record", metavar="FILE", help="also record the watch streams (JSON Lines; .gz compresses)")
 
 
-def make_recorder(args: argparse.Namespace, source_info: dict, settings):
-    path = getattr(args, "record", None)
-    if not path:
-        return None
-    from ..sources.recording import Recorder
-
-    return Recorder(path, source_info, settings)
-
-
 def run_app(source, args: argparse.Namespace) -> int:
     if not sys.stdout.isatty() and not os.environ.get("NODEWATCH_FORCE_TTY"):
         return fail("the dashboard needs a terminal; for scripts use `nodewatch status`")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_demo_arguments, add_settings_arguments, settings_from_args
-from .dashboard import add_dashboard_arguments, make_recorder, run_app
+from .common import add_demo_arguments, add_settings_arguments, open_recorder, settings_from_args
+from .dashboard import add_dashboard_arguments, run_app
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,8 +18,10 @@ def run(args: argparse.Namespace) -> int:
     from ..sources.demo import DemoSource
 
     settings = settings_from_args(args)
-    recorder = make_recorder(args, {"kind": "demo", "scenario": args.scenario, "nodes": args.nodes,
-                                    "seed": args.seed}, settings)
+    recorder = None
+    if args.record:
+        recorder = open_recorder(args.record, {"kind": "demo", "scenario": args.scenario, "nodes": args.nodes,
+                                               "seed": args.seed}, settings)
     source = DemoSource(settings=settings, nodes=args.nodes, scenario=args.scenario, seed=args.seed,
                         speed=args.speed, recorder=recorder)
     try:

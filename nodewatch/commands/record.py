@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from .common import add_live_arguments, add_settings_arguments, fail, settings_from_args
+from .common import add_live_arguments, add_settings_arguments, fail, live_source_from_args, settings_from_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,24 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..sources.live import KubeconfigError, LiveSource
-    from ..sources.recording import Recorder
-
     if args.duration is not None and args.duration <= 0:
         return fail("--duration must be positive")
-    settings = settings_from_args(args)
-    try:
-        source = LiveSource(settings, kubeconfig=args.kubeconfig, context=args.context,
-                            cert_cache_dir=args.cert_cache_dir, probe_kubelet_tls=args.probe_kubelet_tls,
-                            kubelet_metrics=args.kubelet_metrics)
-    except KubeconfigError as exc:
-        return fail(str(exc))
-    try:
-        recorder = Recorder(args.file, {"kind": "live", "name": source.name, "context": source.target.context,
-                                        "server": source.target.server}, settings)
-    except OSError as exc:
-        return fail(f"{args.file}: cannot write ({exc.strerror or exc})")
-    source.recorder = recorder
+    source = live_source_from_args(args, settings_from_args(args), record=args.file)
+    recorder = source.recorder
+    assert recorder is not None
     done = threading.Event()
 
     def _stop(signum: int, frame: object) -> None:
@@ -55,8 +42,7 @@ def run(args: argparse.Namespace) -> int:
         while not done.wait(1.0):
             elapsed = time.monotonic() - started
             if not args.quiet:
-                with source.state.lock:
-                    nodes = len(source.state.nodes)
+                nodes = source.state.node_count()
                 print(f"\rrecording {args.file}: {elapsed:.0f}s, {recorder.lines} events, {nodes} nodes",
                       end="", file=sys.stderr, flush=True)
             if args.duration is not None and elapsed >= args.duration:

@@ -13,7 +13,7 @@ import orjson
 from ..core.report import fleet_json, fleet_table
 from ..core.rules import NodeState
 from ..core.timeutil import parse_when
-from .common import add_live_arguments, add_settings_arguments, fail, settings_from_args
+from .common import add_live_arguments, add_settings_arguments, fail, live_source_from_args, settings_from_args
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,26 +73,27 @@ def _evaluate_source(args: argparse.Namespace, settings):
         from ..sources.replay import ReplaySource
 
         rep = ReplaySource(args.replay, settings=settings)
-        controls = rep.replay
-        t = parse_when(args.at, controls.start) if args.at else controls.end
-        rep.seek(t)
+        t = parse_when(args.at, rep.replay.start) if args.at else rep.replay.end
+        rep.replay.seek(t)
         for p in rep.problems[:20]:
             print(f"nodewatch: {args.replay}: {p}", file=sys.stderr)
         return rep.state, t
     if args.at:
         raise ValueError("--at needs --replay FILE or --demo")
-    from ..sources.live import LiveSource
-
-    live = LiveSource(settings, kubeconfig=args.kubeconfig, context=args.context,
-                      cert_cache_dir=args.cert_cache_dir, probe_kubelet_tls=args.probe_kubelet_tls,
-                      kubelet_metrics=args.kubelet_metrics)
+    live = live_source_from_args(args, settings)
     live.start()
+    if args.node:
+        live.focus_node(args.node)  # its pods and events are listed alongside the rest
     try:
-        if not live.wait_synced(args.wait):
-            raise TimeoutError(f"the API server did not list nodes and leases within {args.wait:g}s")
-        if args.node:
-            live.focus_node(args.node)
-            live.wait_synced(min(args.wait, 10.0))
+        if not live.wait_synced(args.wait, args.node):
+            missing = live.not_listed(args.node)
+            if "nodes" in missing or "leases" in missing:
+                raise TimeoutError(f"the API server did not list nodes and leases within {args.wait:g}s")
+            # an answer without them would look like "no pods, no events": say what is missing
+            message = f"not listed within {args.wait:g}s, so missing from this answer: {', '.join(missing)}"
+            live.state.problem(live.clock.now(), "status", message)  # the table lists problems
+            if args.format == "json":
+                print(f"nodewatch: warning: {message}", file=sys.stderr)
         return live.state, live.clock.now()
     finally:
         live.stop()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_live_arguments, add_settings_arguments, fail, settings_from_args
-from .dashboard import add_dashboard_arguments, make_recorder, run_app
+from .common import add_live_arguments, add_settings_arguments, live_source_from_args, settings_from_args
+from .dashboard import add_dashboard_arguments, run_app
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -15,20 +15,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..sources.live import KubeconfigError, LiveSource
-
-    settings = settings_from_args(args)
-    recorder = None
-    try:
-        source = LiveSource(settings, kubeconfig=args.kubeconfig, context=args.context,
-                            cert_cache_dir=args.cert_cache_dir, probe_kubelet_tls=args.probe_kubelet_tls,
-                            kubelet_metrics=args.kubelet_metrics)
-        recorder = make_recorder(args, {"kind": "live", "context": args.context}, settings)
-        source.recorder = recorder
-    except KubeconfigError as exc:
-        return fail(str(exc))
+    source = live_source_from_args(args, settings_from_args(args), record=args.record)
     try:
         return run_app(source, args)
     finally:
-        if recorder is not None:
-            recorder.close()
+        source.stop()
+        if source.recorder is not None:
+            source.recorder.close()

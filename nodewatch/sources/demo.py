@@ -19,7 +19,8 @@ import threading
 from ..core.clock import VirtualClock
 from ..core.fleet import FleetState
 from ..core.settings import Settings
-from ..sim.fleet import RESOURCES, SimFleet
+from ..core.views import RESOURCES
+from ..sim.fleet import SimFleet
 
 TICK_SECONDS = 0.1
 """Wall-clock period of the feeding thread."""

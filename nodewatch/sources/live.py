@@ -8,6 +8,14 @@ server-side field selectors, at most ``MAX_SCOPED_NODES`` nodes at a time.
 
 Every request is a GET (the connection object has no other verb). Watch health goes into the
 state, so the dashboard never blames nodes for its own blindness.
+
+Times: every "now" (receive times, problems, health, certificate probes, the cert cache's save
+interval) comes from the injected clock, so tests can move it by hand. Only waits for the network
+(``wait_synced``'s timeout, backoff) count real seconds.
+
+Shutdown is safe at any moment: ``stop()`` before ``start()``, during it (from another thread: it
+waits for the start to finish, then undoes it), while the housekeeping thread is adding node-scoped
+watches, and twice.
 """
 
 from __future__ import annotations
@@ -16,19 +24,23 @@ import threading
 import time
 from typing import Any
 
-from ..core.clock import SystemClock
+from ..core.clock import Clock, SystemClock
 from ..core.fleet import FleetState
 from ..core.settings import Settings
 from .certcache import CertCache
 from .kubeconfig import ApiError, Connection, KubeconfigError
 from .recording import Recorder
-from .reflector import CSRS, LEASES, NODES, Batch, Reflector, ResourceSpec, events_of, pods_on
+from .reflector import CSRS, LEASES, NODES, Batch, Reflector, ResourceSpec, deleted_stub, events_of, pods_on
 
 MAX_SCOPED_NODES = 50
 """At most this many nodes get pod and event watches (2 streams each)."""
 HOUSEKEEPING_INTERVAL = 1.0
 CERT_SAVE_INTERVAL = 30.0
 PROBE_INTERVAL = 3600.0
+MAIN_STREAMS = (NODES, LEASES, CSRS)
+"""Watched cluster-wide from the start."""
+REQUIRED = ("nodes", "leases")
+"""Without these two lists there is no answer at all."""
 
 __all__ = ["KubeconfigError", "LiveSource", "MAX_SCOPED_NODES"]
 
@@ -39,13 +51,13 @@ class LiveSource:
     def __init__(self, settings: Settings, kubeconfig: str | None = None, context: str | None = None,
                  recorder: Recorder | None = None, probe_kubelet_tls: bool = False,
                  kubelet_metrics: bool = False, cert_cache_dir: str | None = None,
-                 watch_timeout: float = 300.0, stall_timeout: float = 60.0) -> None:
+                 watch_timeout: float = 300.0, stall_timeout: float = 60.0, clock: Clock | None = None) -> None:
         self.conn = Connection(kubeconfig, context)
         self.target = self.conn.target
         self.name = self.target.display
         self.settings = settings
         self.state = FleetState(settings)
-        self.clock = SystemClock()
+        self.clock: Clock = clock or SystemClock()
         self.replay = None
         self.recorder = recorder
         self.probe_kubelet_tls = probe_kubelet_tls
@@ -65,74 +77,130 @@ class LiveSource:
         self._house: threading.Thread | None = None
         self._probed: dict[str, float] = {}
         self._started = False
+        self._life = threading.Lock()
+        """Held by start() and stop(): a stop waits for a start in progress, then undoes all of it."""
+        self._stopped = False
 
     def _remember_cert(self, node: str, not_after: float, source: str) -> None:
         """A NotAfter learned outside the watch streams: into the state, and into the recording."""
         self.state.remember_cert(node, not_after, source)
         if self.recorder is not None:
-            self.recorder.write_cert(node, not_after, source, time.time())
+            self.recorder.write_cert(node, not_after, source, self.clock.now())
+
+    def recording_source(self) -> dict[str, Any]:
+        """What a recording's header says about where its events came from."""
+        return {"kind": "live", "name": self.name, "context": self.target.context, "server": self.target.server}
 
     # --- Source -----------------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._started:
-            return
-        self._started = True
-        for node, (not_after, source) in self.cert_cache.load().items():
-            self._remember_cert(node, not_after, f"{source} (cached)" if "cached" not in source else source)
-        if not self.conn.verify_tls:
-            self.state.problem(time.time(), "kubeconfig", "TLS verification is off (insecure-skip-tls-verify "
-                                                          "in the kubeconfig)")
-        if self.cert_cache.error:
-            self.state.problem(time.time(), "cert cache", self.cert_cache.error)
-        for spec in (NODES, LEASES, CSRS):
-            self.state.update_health(spec.resource, connected=False, synced=False, down_since=None,
-                                     last_error="connecting")
-            r = self._reflector(spec)
-            self._main.append(r)
-            r.start()
-        self._house = threading.Thread(target=self._housekeeping, name="live-housekeeping", daemon=True)
-        self._house.start()
+        with self._life:
+            if self._started or self._stop.is_set():
+                return
+            self._started = True
+            cached = self.cert_cache.load()
+            if self._stop.is_set():  # stop() was called from another thread while the cache was read
+                return
+            for node, (not_after, source) in cached.items():
+                self._remember_cert(node, not_after, f"{source} (cached)" if "cached" not in source else source)
+            if not self.conn.verify_tls:
+                self.state.problem(self.clock.now(), "kubeconfig", "TLS verification is off "
+                                                                   "(insecure-skip-tls-verify in the kubeconfig)")
+            if self.cert_cache.error:
+                self.state.problem(self.clock.now(), "cert cache", self.cert_cache.error)
+            for spec in MAIN_STREAMS:
+                self.state.update_health(spec.resource, connected=False, synced=False, down_since=None,
+                                         last_error="connecting")
+                r = self._reflector(spec)
+                with self._lock:
+                    self._main.append(r)
+                r.start()
+            self._house = threading.Thread(target=self._housekeeping, name="live-housekeeping", daemon=True)
+            self._house.start()
 
     def stop(self) -> None:
-        if self._stop.is_set():
-            return
-        self._stop.set()
+        """Stop every thread and close the connection; safe at any moment (see the module docstring)."""
+        self._stop.set()  # first: a start in progress sees it and starts nothing more
         self._wake.set()
+        with self._life:
+            if self._stopped:
+                return
+            self._stopped = True
+            with self._lock:  # the housekeeping registers scoped watches under this lock, after checking _stop
+                everything = list(self._main) + [r for pair in self._scoped.values() for r in pair]
+            for r in everything:
+                r.stop(join=False)
+            for r in everything:
+                r.stop(join=True)
+            if self._house is not None:
+                self._house.join(timeout=5)
+            if self._started:
+                self._save_certs()
+            self.conn.close()
+
+    @property
+    def stopping(self) -> bool:
+        """``stop()`` has been called (it may still be waiting for a ``start()`` in progress)."""
+        return self._stop.is_set()
+
+    def threads_alive(self) -> int:
+        """Watch and housekeeping threads still running (0 after ``stop()``)."""
         with self._lock:
-            everything = list(self._main) + [r for pair in self._scoped.values() for r in pair]
-        for r in everything:
-            r.stop(join=False)
-        for r in everything:
-            r.stop(join=True)
-        if self._house is not None:
-            self._house.join(timeout=5)
-        self._save_certs()
-        self.conn.close()
+            reflectors = list(self._main) + [r for pair in self._scoped.values() for r in pair]
+        house = 1 if self._house is not None and self._house.is_alive() else 0
+        return house + sum(r.alive for r in reflectors)
 
     def focus_node(self, node: str | None) -> None:
         self._focus = node
         self._wake.set()
 
-    def wait_synced(self, timeout: float) -> bool:
-        """True once nodes and leases have been listed (for ``nodewatch status``)."""
+    def not_listed(self, node: str | None = None) -> list[str]:
+        """The streams an answer about the fleet (and about ``node``: its pods and events) reports on
+        that have not been listed yet. A forbidden stream will not be listed: it is not waited for
+        (the state's watch health says why it is missing)."""
+        with self._lock:
+            main = {r.spec.resource: r for r in self._main}
+            pair = self._scoped.get(node) if node else None
+        missing = [spec.what for spec in MAIN_STREAMS
+                   if spec.resource not in main or not (main[spec.resource].listed or main[spec.resource].forbidden)]
+        if node:
+            specs = (pods_on(node), events_of(node))
+            if pair is None:
+                missing += [spec.what for spec in specs]
+            else:
+                missing += [r.spec.what for r in pair if not (r.listed or r.forbidden)]
+        return missing
+
+    def wait_synced(self, timeout: float, node: str | None = None) -> bool:
+        """True once every stream of ``not_listed(node)`` has been listed; False after ``timeout``
+        real seconds (a wait for the network, not for a rule: it does not use the clock)."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.state.lock:
-                if {"nodes", "leases"} <= self.state.synced:
-                    return True
+        while self.not_listed(node):
+            if time.monotonic() >= deadline or self._stop.is_set():
+                return False
             time.sleep(0.02)
-        return False
+        return True
+
+    def watching(self) -> bool:
+        """Every cluster-wide stream has a watch open right now (listed, and streaming)."""
+        with self._lock:
+            main = list(self._main)
+        return len(main) == len(MAIN_STREAMS) and all(r.watching for r in main)
+
+    def reflector(self, resource: str) -> Reflector:
+        """The cluster-wide stream of ``resource`` (nodes, leases, certificatesigningrequests)."""
+        with self._lock:
+            return next(r for r in self._main if r.spec.resource == resource)
 
     # --- plumbing ---------------------------------------------------------------------------------
 
     def _reflector(self, spec: ResourceSpec) -> Reflector:
         return Reflector(self.conn, spec, self._sink, self._on_health, self._on_problem,
-                         watch_timeout=self.watch_timeout, stall_timeout=self.stall_timeout)
+                         watch_timeout=self.watch_timeout, stall_timeout=self.stall_timeout, wall=self.clock.now)
 
     def _sink(self, batch: Batch) -> None:
         st = self.state
-        with st.lock:
+        with st.batch():
             for resource, etype, obj, t, listing in batch:
                 st.apply(resource, etype, obj, t, listing)
         rec = self.recorder
@@ -141,11 +209,13 @@ class LiveSource:
                 rec.write(resource, etype, obj, t, listing)
 
     def _on_problem(self, where: str, message: str) -> None:
-        self.state.problem(time.time(), where, message)
+        self.state.problem(self.clock.now(), where, message)
 
     def _on_health(self, reflector: Reflector, **changes: Any) -> None:
         resource = reflector.spec.resource
-        if reflector in self._main:
+        with self._lock:
+            main = reflector in self._main
+        if main:
             self.state.update_health(resource, **changes)
             self._record_health(resource, changes)
             return
@@ -174,25 +244,27 @@ class LiveSource:
 
     def _record_health(self, resource: str, changes: dict[str, Any]) -> None:
         if self.recorder is not None:
-            self.recorder.write_health(resource, time.time(), **changes)
+            self.recorder.write_health(resource, self.clock.now(), **changes)
 
     # --- housekeeping: server version, node-scoped watches, cert cache, probes ---------------------
 
     def _housekeeping(self) -> None:
         self._fetch_version()
-        last_save = time.monotonic()
+        last_save = self.clock.now()
         while not self._stop.is_set():
+            self._wake.clear()  # before the pass: a focus change during the pass wakes the next one
+            if self._stop.is_set():  # stop() sets _stop before _wake: a cleared wake-up was a stop
+                return
             try:
                 self._update_scoped()
-                if time.monotonic() - last_save >= CERT_SAVE_INTERVAL:
+                if self.clock.now() - last_save >= CERT_SAVE_INTERVAL:
                     self._save_certs()
-                    last_save = time.monotonic()
+                    last_save = self.clock.now()
                 if self.probe_kubelet_tls or self.kubelet_metrics:
                     self._probe_some()
             except Exception as exc:  # noqa: BLE001 - housekeeping must not die
                 self._on_problem("live source", f"{type(exc).__name__}: {str(exc)[:200]}")
             self._wake.wait(HOUSEKEEPING_INTERVAL)
-            self._wake.clear()
 
     def _fetch_version(self) -> None:
         for attempt in range(5):
@@ -212,13 +284,12 @@ class LiveSource:
                 self.settings = self.settings.with_server_version(self.server_version)
                 self.state.set_settings(self.settings)
                 if self.recorder is not None:
-                    self.recorder.write_settings(time.time(), self.settings)
+                    self.recorder.write_settings(self.clock.now(), self.settings)
             return
 
     def wanted_scoped(self) -> list[str]:
         """Nodes whose pods and events are watched: the focus first, then nodes not Ready."""
-        with self.state.lock:
-            not_ready = sorted(n for n, rec in self.state.nodes.items() if rec.ready != "True")
+        not_ready = self.state.not_ready_nodes()
         wanted: list[str] = []
         if self._focus:
             wanted.append(self._focus)
@@ -246,8 +317,8 @@ class LiveSource:
                 with self._lock:
                     self._scoped_health.pop(r, None)
                 # the pods and events of this node are no longer kept up to date: forget them
-                now = time.time()
-                gone: Batch = [(r.spec.resource, "DELETED", {"metadata": _meta(k)}, now, False) for k in r.known]
+                now = self.clock.now()
+                gone: Batch = [(r.spec.resource, "DELETED", deleted_stub(k), now, False) for k in r.known]
                 if gone:
                     self._sink(gone)
             with self._lock:
@@ -255,30 +326,27 @@ class LiveSource:
                     agg = self._aggregate(res)
                     self.state.update_health(res, **agg)
         for node in add:
-            if self._stop.is_set():
-                return
             pair = (self._reflector(pods_on(node)), self._reflector(events_of(node)))
             with self._lock:
+                if self._stop.is_set():  # checked under the lock stop() collects the watches with
+                    return
                 self._scoped[node] = pair
             for r in pair:
-                r.start()
+                r.start()  # a no-op when stop() got there first
 
     def scoped_nodes(self) -> list[str]:
         with self._lock:
             return sorted(self._scoped)
 
     def _save_certs(self) -> None:
-        with self.state.lock:
-            certs = dict(self.state.certs)
-        self.cert_cache.save(certs)
+        self.cert_cache.save(self.state.cert_dates())
 
     def _probe_some(self) -> None:
         from .probes import kubelet_client_not_after, kubelet_serving_not_after, node_address
 
-        now = time.time()
-        with self.state.lock:
-            nodes = [(n, rec) for n, rec in self.state.nodes.items()
-                     if now - self._probed.get(n, 0.0) >= PROBE_INTERVAL]
+        now = self.clock.now()
+        nodes = [(n, rec) for n, rec in self.state.node_records().items()
+                 if now - self._probed.get(n, 0.0) >= PROBE_INTERVAL]
         for name, rec in nodes[:20]:  # a few per pass; the rest on the next passes
             if self._stop.is_set():
                 return
@@ -294,9 +362,3 @@ class LiveSource:
                 if t is not None:
                     self._remember_cert(name, t, "kubelet /metrics (client cert TTL)")
 
-
-def _meta(key: tuple[str, str]) -> dict:
-    m = {"name": key[1]}
-    if key[0]:
-        m["namespace"] = key[0]
-    return m

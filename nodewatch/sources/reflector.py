@@ -170,32 +170,58 @@ class Reflector:
         self.relists = 0
         self.events = 0
         self.connected = False
+        self.forbidden = False
+        """The last failure was 403: retrying will not help until someone changes the RBAC rules."""
         self.down_since: float | None = None
         self._need_list = True
         self._stop = threading.Event()
         self._resp: Any = None
         self._thread: threading.Thread | None = None
+        self._life = threading.Lock()
+        """Makes start() and stop() atomic towards each other, so a stop can come at any moment."""
 
     # --- thread ---------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self.run, name=f"watch {self.spec.what}", daemon=True)
-        self._thread.start()
+        """Start the loop's thread; does nothing once stopped (a stop may come before the start)."""
+        with self._life:
+            if self._thread is not None or self._stop.is_set():
+                return
+            self._thread = threading.Thread(target=self.run, name=f"watch {self.spec.what}", daemon=True)
+            self._thread.start()
 
     def stop(self, join: bool = True) -> None:
-        self._stop.set()
+        """Stop the loop; safe before start, during start (it waits for it) and more than once."""
+        with self._life:
+            self._stop.set()
+            thread = self._thread
         resp = self._resp
         if resp is not None:
             try:
                 resp.shutdown()  # unblocks a read in the thread
             except Exception:  # noqa: BLE001
                 pass
-        if join and self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
+        if join and thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
 
     @property
     def stopped(self) -> bool:
         return self._stop.is_set()
+
+    @property
+    def alive(self) -> bool:
+        """The loop's thread is running."""
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def listed(self) -> bool:
+        """The resource has been listed at least once: what it holds is in the sink."""
+        return self.relists > 0
+
+    @property
+    def watching(self) -> bool:
+        """A watch stream is open right now."""
+        return self._resp is not None
 
     def run(self) -> None:
         self._need_list = True
@@ -257,6 +283,7 @@ class Reflector:
         self.backoff.healthy()
         if not self.connected:
             self.connected = True
+            self.forbidden = False
             self.down_since = None
             self._health(connected=True, down_since=None, forbidden=False, last_error="")
 
@@ -264,6 +291,7 @@ class Reflector:
         if self.connected or self.down_since is None:
             self.down_since = self.wall()
         self.connected = False
+        self.forbidden = forbidden
         self._health(connected=False, down_since=self.down_since, last_error=error[:300], forbidden=forbidden)
 
     # --- list -------------------------------------------------------------------------------------
@@ -321,7 +349,7 @@ class Reflector:
                 break
         now = self.wall()
         gone = [k for k in self.known if k not in seen]
-        tail: Batch = [(self.spec.resource, "DELETED", _stub(k), now, False) for k in gone]
+        tail: Batch = [(self.spec.resource, "DELETED", deleted_stub(k), now, False) for k in gone]
         tail.append((self.spec.resource, "SYNCED", None, now, False))
         self.known = seen
         self.sink(tail)
@@ -435,7 +463,8 @@ def _key(obj: Any) -> tuple[str, str] | None:
     return (ns if isinstance(ns, str) else "", name)
 
 
-def _stub(key: tuple[str, str]) -> dict:
+def deleted_stub(key: tuple[str, str]) -> dict:
+    """The object of a DELETED event nodewatch makes up for a key it stops knowing (name, namespace)."""
     meta = {"name": key[1]}
     if key[0]:
         meta["namespace"] = key[0]

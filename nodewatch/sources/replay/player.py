@@ -1,0 +1,184 @@
+"""The replay as a Source (``ReplaySource``) and its virtual-time controls (``ReplayPlayer``).
+
+Two objects because the ``Source`` protocol's ``start()`` is a method and ``ReplayControls``'
+``start`` is the time of the first event: the player is the controls, the source owns the player.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import threading
+
+from ...core.clock import VirtualClock
+from ...core.fleet import FleetState
+from ...core.settings import Settings
+from ...core.timeutil import parse_when
+from ..recording import RecordingError
+from .index import EventIndex
+from .keyframes import Keyframes
+from .lookahead import next_change
+
+
+class ReplayPlayer:
+    """``ReplayControls`` over an indexed recording: applies events to ``state`` as virtual time
+    passes (a thread, from ``launch()``), and seeks exactly, backward too."""
+
+    def __init__(self, index: EventIndex, state: FleetState, clock: VirtualClock) -> None:
+        self.index = index
+        self.state = state
+        self.clock = clock
+        self.start = index.start
+        """Virtual time of the first event."""
+        self.end = index.end
+        """Virtual time of the last event."""
+        self.keyframes = Keyframes(index, state.settings)
+        self._lock = threading.RLock()  # guards the cursor and state rebuilds
+        self._cursor = 0
+        """Number of events applied to ``state``: events [0, cursor) are in it."""
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def events(self) -> int:
+        """Events in the recording."""
+        return len(self.index)
+
+    @property
+    def applied(self) -> int:
+        """Events applied to the state so far (all of them at the end)."""
+        return self._cursor
+
+    def wait_indexed(self, timeout: float | None = None) -> bool:
+        """Wait until every keyframe is built (seeks are fast from then on)."""
+        return self.keyframes.wait(timeout)
+
+    # --- the thread -------------------------------------------------------------------------------
+
+    def launch(self) -> None:
+        """Start applying events as virtual time passes, and play."""
+        if self._thread is None and not self._stopped.is_set():
+            self._thread = threading.Thread(target=self._run, name="replay", daemon=True)
+            self._thread.start()
+        self.play()
+
+    def close(self) -> None:
+        """Stop the thread and release the file and the keyframes; idempotent."""
+        self._stopped.set()
+        self._wake.set()
+        self.clock.pause()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        with self._lock:
+            self.keyframes.close()
+            self.index.close()
+
+    def _run(self) -> None:
+        times = self.index.times
+        while not self._stopped.is_set():
+            self._wake.clear()
+            with self._lock:
+                now = self.clock.now()
+                if now >= self.end and not self.clock.paused:
+                    self.clock.pause()
+                    self.clock.seek(self.end)
+                    now = self.end
+                target = bisect.bisect_right(times, now)
+                if target > self._cursor:
+                    self.index.apply_range(self.state, self._cursor, target)
+                    self._cursor = target
+                nxt = times[self._cursor] if self._cursor < len(times) else self.end
+            if self.clock.paused or self.clock.speed <= 0:
+                wait = 0.5
+            else:
+                wait = min(0.2, max(0.005, (nxt - self.clock.now()) / self.clock.speed))
+            self._wake.wait(wait)
+
+    # --- ReplayControls ---------------------------------------------------------------------------
+
+    def position(self) -> float:
+        return self.clock.now()
+
+    def play(self) -> None:
+        if self.clock.now() >= self.end:
+            return
+        self.clock.resume()
+        self._wake.set()
+
+    def pause(self) -> None:
+        self.clock.pause()
+        self._wake.set()
+
+    @property
+    def playing(self) -> bool:
+        return not self.clock.paused
+
+    @property
+    def speed(self) -> float:
+        return self.clock.speed
+
+    def set_speed(self, speed: float) -> None:
+        self.clock.set_speed(speed)
+        self._wake.set()
+
+    def seek(self, t: float) -> None:
+        """The state becomes exactly the state at ``t``: every event with time <= t applied, none after."""
+        t = float(t)
+        with self._lock:
+            target = bisect.bisect_right(self.index.times, t)
+            kf_at, snapshot = self.keyframes.before(target)
+            # forward and nearer than the keyframe: go on from here; else restore the keyframe
+            if not (self._cursor <= target and target - self._cursor <= target - kf_at):
+                self.state.restore(snapshot)
+                self._cursor = kf_at
+            self.index.apply_range(self.state, self._cursor, target)
+            self._cursor = target
+            self.clock.seek(t)
+        self._wake.set()
+
+    def step(self, seconds: float) -> None:
+        self.pause()
+        self.seek(self.position() + seconds)
+
+    def next_change(self) -> float | None:
+        """Virtual time of the next node state change after the position (None: none until the end)."""
+        with self._lock:
+            pos = self.position()
+            scratch = FleetState(self.state.settings, silence_seconds=self.state.silence_seconds)
+            scratch.restore(self.state.snapshot())
+            first = self._cursor
+        return next_change(self.index, scratch, first, pos)
+
+
+class ReplaySource:
+    """A recording as a Source, paused at its start (or ``start_at``); ``replay`` has the controls."""
+
+    def __init__(self, path: str, settings: Settings | None = None, speed: float = 1.0,
+                 start_at: str | None = None) -> None:
+        index = EventIndex(path)
+        self.problems = index.problems
+        """What was skipped while reading the recording, and why (for the user)."""
+        self.settings = index.settings(settings)
+        self.state = FleetState(self.settings)
+        self.clock = VirtualClock(index.start, speed=speed, paused=True)
+        origin = f" ({index.source_name()})" if index.source_name() else ""
+        self.name = f"replay {'stdin' if path == '-' else os.path.basename(path)}{origin}"
+        start = index.start
+        if start_at:
+            try:
+                start = parse_when(start_at, index.start)
+            except ValueError as exc:
+                index.close()
+                raise RecordingError(str(exc)) from None
+        self.replay = ReplayPlayer(index, self.state, self.clock)
+        self.replay.seek(start)
+
+    def start(self) -> None:
+        self.replay.launch()
+
+    def stop(self) -> None:
+        self.replay.close()
+
+    def focus_node(self, node: str | None) -> None:
+        """Everything is in the recording already."""
