@@ -419,10 +419,10 @@ class TestbedFleet:
                 mine = node.conditions.get(cond.get("type"))
                 if mine is not None:
                     mine.status = cond.get("status", mine.status)
-        self._renew_now(node)
+        self.renew_now(node)
         self._sync_status(node, force=True)
 
-    def _renew_now(self, node: SimNode) -> None:
+    def renew_now(self, node: SimNode) -> None:
         node.lease_token += 1
         self._renew(node, node.lease_token)
 
