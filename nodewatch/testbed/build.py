@@ -163,7 +163,7 @@ def _run(argv: list[str], what: str, *, cwd: Path | None = None, env: dict[str, 
         raise BuildError(f"{what}: {exc.filename} is not installed") from exc
     if proc.returncode != 0:
         tail = "\n".join(proc.stdout.strip().splitlines()[-25:])
-        raise BuildError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+        raise BuildError(f"{what}: exit {proc.returncode}\n{tail}")
     return proc.stdout
 
 

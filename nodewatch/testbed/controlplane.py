@@ -176,6 +176,18 @@ def _up(folder: Path, binaries: Binaries, controller_flags: tuple[str, ...], api
     return tb
 
 
+def restart_apiserver(tb: Testbed) -> float:
+    """Stop kube-apiserver and start it again (same flags, same etcd); returns seconds it was down."""
+    t0 = time.monotonic()
+    processes.restart(tb.dir, "kube-apiserver")
+    admin = tb.admin()
+    try:
+        _wait(tb.dir, "kube-apiserver", lambda: admin.get("/readyz", timeout=3.0) == "ok")
+    finally:
+        admin.close()
+    return time.monotonic() - t0
+
+
 def _wait(folder: Path, name: str, check: Callable[[], bool], timeout: float = READY_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     last = ""

@@ -31,6 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import urllib3
+
 from ..core import rules
 from ..sim import scenarios as sim_scenarios
 from ..sim.kubelet import RENEW_INTERVAL, RENEW_JITTER, REPORT_PERIOD, SYNC_PERIOD, desired_conditions
@@ -60,6 +62,7 @@ KUBERNETES_VERSION = "v1.20.2"
 DELETION_POLL = 2.0
 """How often the kubelets look for pods of theirs that got a deletionTimestamp."""
 LEASE_NS = "kube-node-lease"
+RETRY_AFTER = 1.0
 WORKERS = 4
 
 Progress = Callable[[str], None]
@@ -355,8 +358,14 @@ class TestbedFleet:
         if not node.can_talk(now):
             return  # nothing reaches the API server; ``_resume`` restarts the loop
         node.renew_time = node.node_clock(now)
-        self.client.patch(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases/{node.name}",
-                          {"spec": {"renewTime": fmt_micro(node.renew_time), "holderIdentity": node.name}})
+        try:
+            self.client.patch(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases/{node.name}",
+                              {"spec": {"renewTime": fmt_micro(node.renew_time), "holderIdentity": node.name}})
+        except (ApiStatus, OSError, urllib3.exceptions.HTTPError) as exc:
+            # The kubelet's lease controller retries soon (200 ms doubling to 7 s; one step here).
+            self._error(f"renew {node.name}: {type(exc).__name__}: {str(exc)[:120]}")
+            self._schedule_renewal(node, time.time() + RETRY_AFTER)
+            return
         with self._lock:
             if token == node.lease_token:
                 self.renewed_at[node.name] = time.time()
@@ -371,10 +380,10 @@ class TestbedFleet:
             return
         now = time.time()
         assert self._sched is not None
-        if node.can_talk(now):
-            self._post_status(node, now, force)
         node.status_token += 1
         self._sched.at(now + SYNC_PERIOD, self._sync_status_token, node, node.status_token)
+        if node.can_talk(now):
+            self._post_status(node, now, force)
 
     def _sync_status_token(self, node: SimNode, token: int) -> None:
         if token == node.status_token:
@@ -398,7 +407,13 @@ class TestbedFleet:
             conds = [{"type": c.type, "status": c.status, "reason": c.reason, "message": c.message,
                       "lastHeartbeatTime": fmt_time(c.heartbeat), "lastTransitionTime": fmt_time(c.transition)}
                      for c in node.conditions.values()]
-        self.client.patch(f"/api/v1/nodes/{node.name}/status", {"status": {"conditions": conds}}, kind=STRATEGIC)
+        try:
+            self.client.patch(f"/api/v1/nodes/{node.name}/status", {"status": {"conditions": conds}},
+                              kind=STRATEGIC)
+        except (ApiStatus, OSError, urllib3.exceptions.HTTPError) as exc:
+            node.last_report = -math.inf  # post again at the next sync
+            self._error(f"status {node.name}: {type(exc).__name__}: {str(exc)[:120]}")
+            return
         node.last_report = now
         for ctype, status in changed:
             self.posted.append((now, node.name, ctype, status))

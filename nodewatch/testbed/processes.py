@@ -42,13 +42,22 @@ def start(folder: Path, name: str, argv: list[str], env: dict[str, str] | None =
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, env=env, cwd=folder)
     started = Started(name, proc.pid, argv[0])
-    _record(folder, started)
+    _record(folder, started, argv)
     return started
 
 
-def _record(folder: Path, started: Started) -> None:
+def restart(folder: Path, name: str) -> Started:
+    """Stop a recorded process and start it again with the same command line."""
+    entry = recorded(folder).get(name)
+    if not isinstance(entry, dict) or not entry.get("argv"):
+        raise KeyError(f"{name} is not recorded in {folder / PIDS_FILE}")
+    stop(folder, (name,))
+    return start(folder, name, list(entry["argv"]))
+
+
+def _record(folder: Path, started: Started, argv: list[str]) -> None:
     table = recorded(folder)
-    table[started.name] = {"pid": started.pid, "argv0": started.argv0}
+    table[started.name] = {"pid": started.pid, "argv0": started.argv0, "argv": argv}
     tmp = folder / (PIDS_FILE + ".tmp")
     tmp.write_text(json.dumps(table, indent=1, sort_keys=True))
     os.replace(tmp, folder / PIDS_FILE)
