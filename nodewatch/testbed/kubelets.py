@@ -551,6 +551,7 @@ def _describe(fn: Callable) -> str:
 # --- the background driver of `nodewatch testbed up --nodes N` ---------------------------------------------
 
 READY_FILE = "kubelets.json"
+STEPS_SHOWN = 12
 
 
 def start_driver(tb: Any, *, nodes: int, scenario: str, speed: float, seed: int, pods_per_node: int,
@@ -573,8 +574,11 @@ def start_driver(tb: Any, *, nodes: int, scenario: str, speed: float, seed: int,
         time.sleep(0.2)
     info = json.loads(ready.read_text())
     progress(f"{len(info['nodes'])} kubelets running, scenario {scenario}")
-    for t, step in info["steps"]:
+    steps = info["steps"]
+    for t, step in steps[:STEPS_SHOWN]:
         progress(f"  at +{t - info['start']:.0f}s: {step}")
+    if len(steps) > STEPS_SHOWN:
+        progress(f"  ... {len(steps) - STEPS_SHOWN} more steps (all in {tb.dir / 'logs' / 'kubelets.log'})")
 
 
 def main(argv: list[str] | None = None) -> int:
