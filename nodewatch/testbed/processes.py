@@ -1,0 +1,135 @@
+"""Start the testbed's programs in the background and stop exactly those again, by pid.
+
+``up`` returns while etcd, kube-apiserver, kube-controller-manager and the kubelet driver keep
+running, so their pids go into ``DIR/pids.json``. ``down`` stops only what is listed there, and
+only if the process with that pid is still the program that was started (its command line is
+checked), so a reused pid is never signalled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PIDS_FILE = "pids.json"
+
+
+@dataclass(frozen=True)
+class Started:
+    name: str
+    pid: int
+    argv0: str
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start(folder: Path, name: str, argv: list[str], env: dict[str, str] | None = None) -> Started:
+    """Start ``argv`` in its own session, output to ``DIR/logs/NAME.log``, and record its pid."""
+    logs = folder / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with open(logs / f"{name}.log", "ab") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, env=env, cwd=folder)
+    started = Started(name, proc.pid, argv[0])
+    _record(folder, started, argv)
+    return started
+
+
+def restart(folder: Path, name: str) -> Started:
+    """Stop a recorded process and start it again with the same command line."""
+    entry = recorded(folder).get(name)
+    if not isinstance(entry, dict) or not entry.get("argv"):
+        raise KeyError(f"{name} is not recorded in {folder / PIDS_FILE}")
+    stop(folder, (name,))
+    return start(folder, name, list(entry["argv"]))
+
+
+def _record(folder: Path, started: Started, argv: list[str]) -> None:
+    table = recorded(folder)
+    table[started.name] = {"pid": started.pid, "argv0": started.argv0, "argv": argv}
+    tmp = folder / (PIDS_FILE + ".tmp")
+    tmp.write_text(json.dumps(table, indent=1, sort_keys=True))
+    os.replace(tmp, folder / PIDS_FILE)
+
+
+def recorded(folder: Path) -> dict[str, dict]:
+    try:
+        data = json.loads((folder / PIDS_FILE).read_text())
+    except (FileNotFoundError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def is_ours(pid: int, argv0: str) -> bool:
+    """Is ``pid`` alive and still running ``argv0`` (not a zombie, not a reused pid)?"""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+        _reap(pid)
+        return False
+    return bool(cmdline) and cmdline[0].decode(errors="replace") == argv0
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def running(folder: Path) -> dict[str, int]:
+    """Recorded processes that are still alive: name -> pid."""
+    return {name: int(e["pid"]) for name, e in recorded(folder).items()
+            if isinstance(e, dict) and is_ours(int(e.get("pid", 0)), str(e.get("argv0", "")))}
+
+
+# Stop the clients before the server they talk to, the store last.
+STOP_ORDER = ("kubelets", "kube-controller-manager", "kube-apiserver", "etcd")
+
+
+def stop(folder: Path, names: tuple[str, ...] | None = None, timeout: float = 10.0) -> list[str]:
+    """SIGTERM each recorded process (SIGKILL after ``timeout``); returns the names stopped."""
+    table = recorded(folder)
+    order = [n for n in STOP_ORDER if n in table] + sorted(n for n in table if n not in STOP_ORDER)
+    stopped: list[str] = []
+    for name in order:
+        if names is not None and name not in names:
+            continue
+        entry = table[name]
+        pid, argv0 = int(entry.get("pid", 0)), str(entry.get("argv0", ""))
+        if pid > 0 and is_ours(pid, argv0):
+            _signal(pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while is_ours(pid, argv0) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if is_ours(pid, argv0):
+                _signal(pid, signal.SIGKILL)
+                while is_ours(pid, argv0):
+                    time.sleep(0.05)
+            stopped.append(name)
+        table.pop(name)
+    tmp = folder / (PIDS_FILE + ".tmp")
+    tmp.write_text(json.dumps(table, indent=1, sort_keys=True))
+    os.replace(tmp, folder / PIDS_FILE)
+    return stopped
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass

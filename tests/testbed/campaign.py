@@ -1,0 +1,253 @@
+"""One agreement campaign on a real control plane: scenarios in separate zones, run at once.
+
+nodewatch (a LiveSource on ``viewer.kubeconfig``, through real HTTP and the shipped RBAC) watches
+while simulated kubelets make things go wrong, one scenario per zone so that they do not
+interfere; a sampler records what nodewatch *predicted* every ``SAMPLE`` seconds. Afterwards the
+real controllers' output is read back from the API objects (Ready ``lastTransitionTime``, taint
+``timeAdded``, pod ``deletionTimestamp``), and the tests compare the two.
+
+Then every kubelet is cut off at once: all zones in FullDisruption, the real controller's
+"master disruption" mode, which nodewatch calls "all zones down: evictions stopped".
+
+Controller flags are shortened (grace 20 s, default tolerations 30 s) so that the whole campaign
+takes about three minutes; the monitor period stays at its 5 s default.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from nodewatch.core.rules import NodeState, ZoneState
+from nodewatch.core.settings import Settings
+from nodewatch.sources.live import LiveSource
+from nodewatch.testbed.api import Client
+from nodewatch.testbed.kubelets import TestbedFleet
+
+GRACE = 20.0
+MONITOR = 5.0
+TOLERATION = 30.0
+OWN_TOLERATION = 10.0
+EVICTION_RATE = 0.1
+CONTROLLER_FLAGS = (f"--node-monitor-grace-period={GRACE:g}s", f"--node-monitor-period={MONITOR:g}s")
+APISERVER_FLAGS = (f"--default-not-ready-toleration-seconds={TOLERATION:g}",
+                   f"--default-unreachable-toleration-seconds={TOLERATION:g}")
+SAMPLE = 0.2
+LATENCY = 2.0
+"""Watch delivery, a loaded machine's scheduling and the 100 ms tainting pass, together."""
+TRUNC = 1.0
+"""metav1.Time has whole seconds: lastTransitionTime, timeAdded and deletionTimestamp are truncated."""
+
+# zone -> (region, node count, what happens there)
+ZONES = {
+    "eu-west-1a": ("eu-west-1", 2, "kubelet stops on one node"),
+    "eu-west-1b": ("eu-west-1", 2, "container runtime down on one node (Ready=False); the other's clock 95 s behind"),
+    "eu-west-1c": ("eu-west-1", 4, "three of four nodes cut off at once (PartialDisruption)"),
+    "us-east-1a": ("us-east-1", 3, "the whole zone cut off (FullDisruption)"),
+    "us-east-1b": ("us-east-1", 2, "healthy; one node's clock 40 s ahead"),
+}
+DURATION = 95.0
+MASTER_DURATION = 45.0
+
+
+def parse_time(s: str | None) -> float | None:
+    if not s:
+        return None
+    return float(calendar.timegm(datetime.strptime(s[:19], "%Y-%m-%dT%H:%M:%S").timetuple()))
+
+
+@dataclass
+class NodeSample:
+    t: float
+    state: NodeState
+    observed: float | None
+    eviction_at: float | None
+    taints: frozenset[tuple[str, str]]
+
+
+@dataclass
+class Observed:
+    """What nodewatch said over time (samples) and what the real objects say (read at the end)."""
+
+    start: float = 0.0
+    master_start: float = 0.0
+    nodes: dict[str, list[NodeSample]] = field(default_factory=dict)
+    zones: list[tuple[float, dict[str, tuple[ZoneState, float]], bool]] = field(default_factory=list)
+    pods: dict[tuple[str, str], list[tuple[float, float | None, bool]]] = field(default_factory=dict)
+    """(namespace, name) -> [(t, predicted eviction time, terminating)]"""
+    real_nodes: dict[str, dict] = field(default_factory=dict)
+    real_nodes_before_master: dict[str, dict] = field(default_factory=dict)
+    real_pods: dict[tuple[str, str], dict] = field(default_factory=dict)
+    real_pods_before_master: dict[tuple[str, str], dict] = field(default_factory=dict)
+    pod_node: dict[tuple[str, str], str] = field(default_factory=dict)
+    last_ack: dict[str, float] = field(default_factory=dict)
+    """Wall time of each cut-off node's last acknowledged renewal."""
+    posted: list[tuple[float, str, str, str]] = field(default_factory=list)
+    roles: dict[str, str] = field(default_factory=dict)
+    zone_of: dict[str, str] = field(default_factory=dict)
+    server_version: str | None = None
+    grace_in_use: float = 0.0
+    errors: list[str] = field(default_factory=list)
+    kcm_log: str = ""
+
+
+def ready_condition(node: dict) -> dict:
+    for c in node.get("status", {}).get("conditions", []) or []:
+        if c.get("type") == "Ready":
+            return c
+    return {}
+
+
+def taints_of(node: dict) -> list[dict]:
+    return list(node.get("spec", {}).get("taints", []) or [])
+
+
+def run_campaign(tb, log=print) -> Observed:  # noqa: ANN001 - a controlplane.Testbed
+    admin: Client = tb.admin()
+    layout = [(region, zone) for zone, (region, n, _) in ZONES.items() for _ in range(n)]
+    fleet = TestbedFleet(tb.admin(), layout=layout, seed=7, pods_per_node=3, progress=log)
+    by_zone: dict[str, list[str]] = {}
+    for name in fleet.node_order:
+        by_zone.setdefault(fleet.nodes[name].zone, []).append(name)
+    obs = Observed()
+    obs.zone_of = {n: fleet.nodes[n].zone for n in fleet.node_order}
+    a0, _a1 = by_zone["eu-west-1a"]
+    b0, b1 = by_zone["eu-west-1b"]
+    c_cut = by_zone["eu-west-1c"][:3]
+    d_all = by_zone["us-east-1a"]
+    _e0, e1 = by_zone["us-east-1b"]
+    fleet.nodes[b1].clock_offset = -95.0
+    fleet.nodes[e1].clock_offset = 40.0
+    obs.roles = {a0: "kubelet-stop", b0: "runtime-down", b1: "clock -95s", e1: "clock +40s",
+                 **{n: "zone-partial" for n in c_cut}, **{n: "zone-full" for n in d_all}}
+    # Pods whose eviction time the test chooses: their own 10 s toleration, and the 30 s default.
+    for n in [a0, b0, *c_cut, *d_all]:
+        fleet.add_pod(n, f"own-{n}", namespace="agreement", toleration_seconds=OWN_TOLERATION)
+        fleet.add_pod(n, f"dflt-{n}", namespace="agreement", toleration_seconds=None)
+    fleet.setup()
+    obs.pod_node = {k: p.node for k, p in fleet.pods.items()}
+
+    settings = Settings().override(grace_seconds=GRACE, toleration_seconds=TOLERATION,
+                                   monitor_period_seconds=MONITOR)
+    src = LiveSource(settings, kubeconfig=str(tb.viewer_kubeconfig), cert_cache_dir=str(tb.dir / "certcache"))
+    src.start()
+    stop = threading.Event()
+    try:
+        if not src.wait_synced(30):
+            raise AssertionError("nodewatch did not list nodes and leases from the real API server")
+        _wait_all_ready(src, fleet.node_order)
+        sampler = threading.Thread(target=_sample, args=(src, obs, stop), daemon=True)
+        sampler.start()
+
+        obs.start = time.time()
+        # Cut-offs right after a renewal, so nodes of one zone flip in one monitor pass.
+        for n in [a0, *c_cut, *d_all]:
+            fleet.renew_now(fleet.nodes[n])
+        for n in c_cut + d_all:
+            fleet.disconnect(fleet.nodes[n])
+        fleet.stop_kubelet(fleet.nodes[a0])
+        fleet.set_runtime_down(fleet.nodes[b0], True)
+        for n in [a0, *c_cut, *d_all]:
+            obs.last_ack[n] = fleet.renewed_at[n]
+        log(f"scenarios started; observing for {DURATION:.0f}s")
+        time.sleep(max(0.0, obs.start + DURATION - time.time()))
+        obs.real_nodes_before_master = {o["metadata"]["name"]: o for o in admin.get("/api/v1/nodes")["items"]}
+        obs.real_pods_before_master = {(o["metadata"]["namespace"], o["metadata"]["name"]): o
+                                       for o in admin.get("/api/v1/pods")["items"]}
+
+        # Every kubelet cut off at once: all zones in FullDisruption.
+        obs.master_start = time.time()
+        for n in fleet.node_order:
+            node = fleet.nodes[n]
+            if node.can_talk(time.time()):
+                fleet.renew_now(node)
+                obs.last_ack[n] = fleet.renewed_at[n]
+        for n in fleet.node_order:
+            fleet.disconnect(fleet.nodes[n])
+        log(f"every node cut off; observing for {MASTER_DURATION:.0f}s")
+        time.sleep(max(0.0, obs.master_start + MASTER_DURATION - time.time()))
+        obs.real_nodes = {o["metadata"]["name"]: o for o in admin.get("/api/v1/nodes")["items"]}
+        obs.real_pods = {(o["metadata"]["namespace"], o["metadata"]["name"]): o
+                         for o in admin.get("/api/v1/pods")["items"]}
+    finally:
+        stop.set()
+        obs.server_version = src.server_version
+        obs.grace_in_use = src.settings.grace
+        src.stop()
+        fleet.stop()
+        admin.close()
+    obs.posted = list(fleet.posted)
+    obs.errors = list(fleet.errors)
+    obs.kcm_log = (tb.dir / "logs" / "kube-controller-manager.log").read_text(errors="replace")
+    return obs
+
+
+def _wait_all_ready(src: LiveSource, names: list[str], timeout: float = 30.0) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        view = src.state.evaluate(time.time())
+        states = {v.name: v.state for v in view.nodes}
+        if all(states.get(n) is NodeState.READY for n in names):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"nodewatch never saw every node Ready: {states}")
+
+
+def _sample(src: LiveSource, obs: Observed, stop: threading.Event) -> None:
+    while not stop.wait(SAMPLE):
+        now = time.time()
+        view = src.state.evaluate(now)
+        for v in view.nodes:
+            obs.nodes.setdefault(v.name, []).append(NodeSample(
+                now, v.state, v.lease_observed_at, v.eviction_at, frozenset((t.key, t.effect) for t in v.taints)))
+        obs.zones.append((now, {z.name: (z.state, z.taint_rate) for z in view.zones}, view.all_zones_full))
+        for v in view.nodes:
+            if v.state is NodeState.READY:
+                continue
+            for p in src.state.pods_on(v.name, now):
+                obs.pods.setdefault((p.namespace, p.name), []).append((now, p.eviction_at, p.terminating))
+
+
+# --- reading the campaign (shared by the tests and the agreement table) -----------------------------
+
+
+def nodes_in_role(obs: Observed, *roles: str) -> list[str]:
+    return sorted(n for n, r in obs.roles.items() if r in roles)
+
+
+def first(samples, pred, after: float = 0.0):
+    return next((s for s in samples if s.t >= after and pred(s)), None)
+
+
+def noexecute(node: dict) -> list[dict]:
+    return [t for t in taints_of(node) if t.get("effect") == "NoExecute"]
+
+
+def kcm_lines(obs: Observed, pattern: str) -> list[tuple[float, str]]:
+    """Lines of the controller manager's log matching ``pattern``, with their klog times (UTC)."""
+    year = time.gmtime(obs.start).tm_year
+    out = []
+    for line in obs.kcm_log.splitlines():
+        m = re.match(r"[IWE](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)", line)
+        if m and re.search(pattern, line):
+            mo, d, h, mi, s, frac = m.groups()
+            t = calendar.timegm((year, int(mo), int(d), int(h), int(mi), int(s), 0, 0, 0)) + float("0." + frac)
+            out.append((t, line.replace("\x00", "")))
+    return out
+
+
+def first_tainted_of_full_zone(obs: Observed) -> str:
+    firsts = {n: first(obs.nodes[n], lambda s: s.state is NodeState.EVICTING) for n in nodes_in_role(obs, "zone-full")}
+    return min((s.t, n) for n, s in firsts.items() if s is not None)[1]
+
+
+def zone_change(obs: Observed, zone: str, state: ZoneState) -> tuple[float, float] | None:
+    """(first time nodewatch showed ``zone`` in ``state``, the taint rate it gave)."""
+    for t, zones, _ in obs.zones:
+        if t >= obs.start and zones.get(zone, (None,))[0] is state:
+            return t, zones[zone][1]
+    return None

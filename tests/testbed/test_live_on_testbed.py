@@ -1,0 +1,74 @@
+"""nodewatch's live path on the real API server: the grace default from /version, and RBAC.
+
+``viewer.kubeconfig`` is bound to exactly the roles of ``deploy/rbac.yaml``: every stream nodewatch
+opens works with it, and nothing it could write is allowed.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from nodewatch.core.settings import Settings
+from nodewatch.sources.live import LiveSource
+from nodewatch.testbed.api import ApiStatus
+
+pytestmark = [pytest.mark.testbed, pytest.mark.timeout(900)]
+
+
+def _live(testbed, settings: Settings) -> LiveSource:
+    src = LiveSource(settings, kubeconfig=str(testbed.viewer_kubeconfig),
+                     cert_cache_dir=str(testbed.dir / "certcache-live"))
+    src.start()
+    return src
+
+
+def _until(cond, timeout: float = 20.0) -> bool:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_grace_default_comes_from_the_servers_version(testbed):
+    src = _live(testbed, Settings())
+    try:
+        assert src.wait_synced(20)
+        assert _until(lambda: src.server_version is not None)
+        assert src.server_version == "v1.20.2"
+        assert src.settings.grace == 40.0
+        assert src.settings.origin("grace_seconds") == "server v1.20.2"
+        assert src.state.settings.grace == 40.0
+    finally:
+        src.stop()
+
+
+def test_viewer_streams_are_all_allowed(testbed):
+    src = _live(testbed, Settings())
+    try:
+        assert src.wait_synced(20)
+        src.focus_node("no-such-node")  # opens the node-scoped pod and event watches too
+        assert _until(lambda: {"nodes", "leases", "certificatesigningrequests", "pods", "events"}
+                      <= {r for r, h in src.state.health.items() if h.synced})
+        assert not any(h.forbidden for h in src.state.health.values())
+    finally:
+        src.stop()
+
+
+@pytest.mark.parametrize("method,path,body", [
+    ("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}),
+    ("DELETE", "/api/v1/nodes/anything", None),
+    ("PATCH", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/anything", {"spec": {}}),
+    ("GET", "/api/v1/namespaces/kube-system/secrets", None),
+])
+def test_viewer_may_not_write_or_read_secrets(testbed, method, path, body):
+    viewer = testbed.viewer()
+    try:
+        with pytest.raises(ApiStatus) as err:
+            viewer.request(method, path, body, content_type="application/merge-patch+json")
+        assert err.value.status == 403
+    finally:
+        viewer.close()

@@ -1,0 +1,218 @@
+"""nodewatch's reflector and live source against the real kube-apiserver v1.20.2.
+
+Paged lists with ``continue``, ``410 Gone`` and the relist, the API server restarted under a
+running watch (nothing lost, nothing doubled, the blind period shown rather than blamed on the
+nodes), and RBAC with one resource taken away ("forbidden" for that stream only).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import threading
+import time
+
+import pytest
+import yaml
+from campaign import GRACE, TOLERATION
+
+from nodewatch.core.rules import NodeState
+from nodewatch.core.settings import Settings
+from nodewatch.sources.kubeconfig import Connection
+from nodewatch.sources.live import LiveSource
+from nodewatch.sources.reflector import CSRS, NODES, Reflector
+from nodewatch.testbed.api import ApiStatus
+from nodewatch.testbed.controlplane import kubeconfig, restart_apiserver
+from nodewatch.testbed.kubelets import TestbedFleet
+
+pytestmark = [pytest.mark.testbed, pytest.mark.timeout(900)]
+
+
+def _until(cond, timeout: float = 30.0) -> bool:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+class Collected:
+    """A reflector's output: batches and health changes."""
+
+    def __init__(self) -> None:
+        self.batches: list[list] = []
+        self.health: list[dict] = []
+        self.problems: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+
+    def sink(self, batch) -> None:  # noqa: ANN001
+        with self.lock:
+            self.batches.append(list(batch))
+
+    def on_health(self, reflector, **changes) -> None:  # noqa: ANN001
+        with self.lock:
+            self.health.append(changes)
+
+    def on_problem(self, where: str, message: str) -> None:
+        self.problems.append((where, message))
+
+    def synced_count(self) -> int:
+        with self.lock:
+            return sum(1 for b in self.batches for item in b if item[1] == "SYNCED")
+
+
+@pytest.fixture(scope="module")
+def fleet(testbed):
+    """Three renewing nodes of their own zone (the campaign's nodes may all be cut off by now)."""
+    f = TestbedFleet(testbed.admin(), layout=[("eu-west-2", "eu-west-2a")] * 3, seed=5, pods_per_node=2)
+    f.setup()
+    yield f
+    f.stop()
+
+
+def test_paged_list_with_continue_gets_every_node_once(testbed, fleet):
+    got = Collected()
+    conn = Connection(str(testbed.viewer_kubeconfig))
+    r = Reflector(conn, NODES, got.sink, got.on_health, got.on_problem, page_size=2)
+    r.start()
+    try:
+        assert _until(lambda: got.synced_count() >= 1)
+    finally:
+        r.stop()
+        conn.close()
+    pages = [b for b in got.batches if b and b[0][4]]
+    names = [item[2]["metadata"]["name"] for b in pages for item in b]
+    admin = testbed.admin()
+    server = sorted(o["metadata"]["name"] for o in admin.get("/api/v1/nodes")["items"])
+    admin.close()
+    assert sorted(names) == server and len(names) == len(set(names))
+    assert len(pages) == math.ceil(len(server) / 2) and len(server) > 2
+
+
+def test_410_gone_after_an_api_server_restart_means_a_relist(testbed):
+    """A restarted API server's watch cache starts at the current resourceVersion: a watch resumed
+    from an older one (another object was written meanwhile) is answered with 410 Gone."""
+    got = Collected()
+    conn = Connection(str(testbed.viewer_kubeconfig))
+    r = Reflector(conn, CSRS, got.sink, got.on_health, got.on_problem, watch_timeout=2.0)
+    r.start()
+    admin = testbed.admin()
+    try:
+        assert _until(lambda: got.synced_count() >= 1)
+        listed_at = r.resource_version
+        admin.create("/api/v1/namespaces/default/configmaps", {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "bump-"}})
+        restart_apiserver(testbed)
+        assert _until(lambda: got.synced_count() >= 2)
+    finally:
+        r.stop()
+        conn.close()
+        admin.close()
+    assert any("410 Gone" in (h.get("last_error") or "") for h in got.health)
+    assert r.relists == 2 and int(r.resource_version) > int(listed_at)
+
+
+def test_api_server_restart_loses_nothing_and_blames_no_node(testbed, fleet):
+    settings = Settings().override(grace_seconds=GRACE, toleration_seconds=TOLERATION)
+    src = LiveSource(settings, kubeconfig=str(testbed.viewer_kubeconfig),
+                     cert_cache_dir=str(testbed.dir / "certcache-restart"), stall_timeout=10.0)
+    src.start()
+    mine = list(fleet.node_order)
+    seen: list[tuple[float, dict[str, NodeState], bool, bool]] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.1):
+            now = time.time()
+            view = src.state.evaluate(now)
+            states = {v.name: v.state for v in view.nodes if v.name in mine}
+            h = view.health.get("leases")
+            seen.append((now, states, view.leases_blind, bool(h and h.connected)))
+
+    try:
+        assert src.wait_synced(20)
+        assert _until(lambda: all((v := src.state.node_view(n, time.time())) is not None
+                                  and v.state is NodeState.READY for n in mine))
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        down = restart_apiserver(testbed)
+        restarted = time.time()
+        # Every node's lease as the server has it, once the kubelets have renewed after the restart.
+        admin = testbed.admin()
+
+        def caught_up() -> bool:
+            leases = {o["metadata"]["name"]: o["spec"]["renewTime"] for o in admin.get(
+                "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")["items"]}
+            with src.state.lock:
+                tracks = {n: src.state.leases.get(n) for n in mine}
+            return all(t is not None and t.renew_time is not None and t.observed_at is not None
+                       and t.observed_at > restarted for t in tracks.values()) and set(mine) <= set(leases)
+
+        assert _until(caught_up, timeout=40)
+        server_nodes = sorted(o["metadata"]["name"] for o in admin.get("/api/v1/nodes")["items"])
+        admin.close()
+        with src.state.lock:
+            assert sorted(src.state.nodes) == server_nodes  # nothing lost, nothing doubled
+        stop.set()
+        sampler.join()
+    finally:
+        stop.set()
+        src.stop()
+    assert down < GRACE
+    blind = [s for s in seen if not s[3]]
+    assert blind, "the lease stream was seen down while the API server restarted"
+    assert all(s[2] for s in blind), "while the stream is down nodewatch says it is blind"
+    assert all(st is NodeState.READY for _, states, _, _ in seen for st in states.values()), \
+        "no node blamed for the API server's restart"
+
+
+def test_a_role_without_one_resource_makes_only_that_stream_forbidden(testbed):
+    admin = testbed.admin()
+    ns, sa = "nodewatch", "partial-viewer"
+    admin.create_or_get(f"/api/v1/namespaces/{ns}/serviceaccounts",
+                        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}})
+    role = admin.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/nodewatch-read")
+    rules = [r for r in role["rules"] if "certificatesigningrequests" not in r.get("resources", [])]
+    assert len(rules) == len(role["rules"]) - 1
+    admin.create_or_get("/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "nodewatch-read-no-csr"}, "rules": rules})
+    subject = [{"kind": "ServiceAccount", "name": sa, "namespace": ns}]
+    admin.create_or_get("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "nodewatch-read-no-csr"}, "subjects": subject,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "nodewatch-read-no-csr"}})
+    admin.create_or_get("/apis/rbac.authorization.k8s.io/v1/namespaces/kube-node-lease/rolebindings", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "nodewatch-leases-partial", "namespace": "kube-node-lease"}, "subjects": subject,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "nodewatch-leases"}})
+    token: list[str] = []
+
+    def sa_token() -> bool:  # the token controller creates the ServiceAccount's secret
+        try:
+            secrets = admin.get(f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}").get("secrets") or []
+            if secrets:
+                data = admin.get(f"/api/v1/namespaces/{ns}/secrets/{secrets[0]['name']}")["data"]
+                token.append(base64.b64decode(data["token"]).decode())
+        except ApiStatus:
+            return False
+        return bool(token)
+
+    assert _until(sa_token)
+    admin.close()
+    cfg = testbed.dir / "partial.kubeconfig"
+    cfg.write_text(yaml.safe_dump(kubeconfig(testbed.server, testbed.pki.ca_cert.read_bytes(), token[0], sa)))
+    cfg.chmod(0o600)
+    src = LiveSource(Settings(), kubeconfig=str(cfg), cert_cache_dir=str(testbed.dir / "certcache-partial"))
+    src.start()
+    try:
+        assert src.wait_synced(20)
+        assert _until(lambda: (h := src.state.health.get("certificatesigningrequests")) is not None and h.forbidden)
+        health = src.state.health
+        assert "forbidden" in health["certificatesigningrequests"].last_error
+        for resource in ("nodes", "leases"):
+            assert health[resource].synced and not health[resource].forbidden, resource
+        assert not src.state.evaluate(time.time()).leases_blind
+    finally:
+        src.stop()

@@ -1,0 +1,125 @@
+"""The simulated fleet against the real controllers, on the same scenarios and settings.
+
+The simulator's controllers act with nodewatch's own rules, so nodewatch agrees with them by
+construction; what keeps the simulator honest is this comparison with the campaign's real
+kube-controller-manager: delays after the kubelet's last renewal (flip, taints, eviction), the
+partially disrupted small zone (no tainting), and every zone down (no tainting, no eviction).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from campaign import GRACE, LATENCY, MONITOR, TOLERATION, TRUNC, Observed, parse_time, ready_condition, taints_of
+
+from nodewatch.core.rules import TAINT_UNREACHABLE
+from nodewatch.core.settings import Settings
+from nodewatch.sim.fleet import SimFleet
+
+pytestmark = [pytest.mark.testbed, pytest.mark.timeout(900)]
+
+SETTINGS = Settings().override(grace_seconds=GRACE, toleration_seconds=TOLERATION, monitor_period_seconds=MONITOR)
+
+
+class Recorded:
+    """Every object the simulated fleet emitted, with its virtual time."""
+
+    def __init__(self, scenario: str, nodes: int, seconds: float, seed: int = 3) -> None:
+        self.events: list[tuple[str, str, dict, float]] = []
+        self.fleet = SimFleet(nodes=nodes, scenario=scenario, seed=seed, settings=SETTINGS,
+                              sink=lambda r, e, o, t: self.events.append((r, e, o, t)))
+        self.fleet.step_to(self.fleet.start + seconds)
+
+    def node_history(self, name: str) -> list[tuple[float, dict]]:
+        return [(t, o) for r, _, o, t in self.events if r == "nodes" and o["metadata"]["name"] == name]
+
+    def first(self, name: str, pred) -> float | None:  # noqa: ANN001
+        return next((t for t, o in self.node_history(name) if pred(o)), None)
+
+
+def _ready(o: dict) -> str | None:
+    return ready_condition(o).get("status")
+
+
+def _has(o: dict, key: str, effect: str) -> bool:
+    return any(t["key"] == key and t["effect"] == effect for t in taints_of(o))
+
+
+def _real_kubelet_stop(obs: Observed) -> dict[str, float]:
+    (n,) = [n for n, r in obs.roles.items() if r == "kubelet-stop"]
+    node = obs.real_nodes_before_master[n]
+    flip = parse_time(ready_condition(node)["lastTransitionTime"])
+    times = {(t["key"], t["effect"]): parse_time(t["timeAdded"]) for t in taints_of(node)}
+    evictions = sorted(parse_time(p["metadata"]["deletionTimestamp"]) - p["metadata"]["deletionGracePeriodSeconds"]
+                       for k, p in obs.real_pods_before_master.items()
+                       if obs.pod_node.get(k) == n and p["metadata"].get("deletionTimestamp")
+                       and not k[1].startswith("own-"))
+    return {"flip": flip - obs.last_ack[n], "noschedule": times[(TAINT_UNREACHABLE, "NoSchedule")] - flip,
+            "noexecute": times[(TAINT_UNREACHABLE, "NoExecute")] - flip,
+            "eviction": evictions[-1] - times[(TAINT_UNREACHABLE, "NoExecute")]}
+
+
+def _sim_kubelet_stop() -> dict[str, float]:
+    rec = Recorded("kubelet-stop", nodes=6, seconds=200)
+    (n,) = [n for n in rec.fleet.node_order if not rec.fleet.nodes[n].kubelet_up]
+    last = max(t for r, _, o, t in rec.events if r == "leases" and o["metadata"]["name"] == n)
+    flip = rec.first(n, lambda o: _ready(o) == "Unknown")
+    noschedule = rec.first(n, lambda o: _has(o, TAINT_UNREACHABLE, "NoSchedule"))
+    noexecute = rec.first(n, lambda o: _has(o, TAINT_UNREACHABLE, "NoExecute"))
+    deletions = [t for r, _, o, t in rec.events if r == "pods" and o["spec"].get("nodeName") == n
+                 and o["metadata"].get("deletionTimestamp")
+                 and all(x.get("tolerationSeconds") in (None, TOLERATION) for x in o["spec"]["tolerations"])]
+    assert None not in (flip, noschedule, noexecute) and deletions
+    return {"flip": flip - last, "noschedule": noschedule - flip, "noexecute": noexecute - flip,
+            "eviction": min(deletions) - noexecute}
+
+
+def test_kubelet_stop_simulated_and_real_agree(obs):
+    real = _real_kubelet_stop(obs)
+    sim = _sim_kubelet_stop()
+    # Unknown: both in (grace, grace + one monitor pass]; the pass phase differs, so up to a period apart.
+    for v in (real["flip"], sim["flip"]):
+        assert GRACE - TRUNC <= v <= GRACE + MONITOR + LATENCY
+    # NoSchedule in the same pass as Unknown; NoExecute one monitor pass after it.
+    assert abs(sim["noschedule"] - real["noschedule"]) <= TRUNC
+    assert abs(sim["noexecute"] - real["noexecute"]) <= TRUNC + LATENCY
+    # Eviction: the NoExecute taint plus the toleration.
+    assert abs(sim["eviction"] - real["eviction"]) <= TRUNC
+    assert math.isclose(sim["eviction"], TOLERATION, abs_tol=TRUNC)
+
+
+def test_all_zones_down_simulated_and_real_agree(obs):
+    """Every node cut off: neither the real nor the simulated controller taints or evicts."""
+    rec = Recorded("control-plane-cutoff", nodes=12, seconds=200)
+    cut = rec.fleet.start + 10.0
+    sim_tainted = [o["metadata"]["name"] for r, _, o, t in rec.events
+                   if r == "nodes" and t > cut and any(x["effect"] == "NoExecute" for x in taints_of(o))]
+    sim_deleted = [o["metadata"]["name"] for r, _, o, t in rec.events
+                   if r == "pods" and t > cut and o["metadata"].get("deletionTimestamp")]
+    real_tainted = [n for n, o in obs.real_nodes.items() if any(x["effect"] == "NoExecute" for x in taints_of(o))]
+    assert sim_tainted == real_tainted == []
+    assert sim_deleted == []
+
+
+def test_partially_disrupted_small_zone_simulated_and_real_agree(obs):
+    """PartialDisruption in a zone of at most 50 nodes: no NoExecute taint once the zone is partial."""
+    rec = Recorded("zone-partial", nodes=24, seconds=150)
+    fleet = rec.fleet
+    zone_nodes: dict[str, list[str]] = {}
+    for n in fleet.node_order:
+        zone_nodes.setdefault(fleet.nodes[n].zone_key, []).append(n)
+    cut = {n for n in fleet.node_order if not fleet.nodes[n].connected}
+    (zone,) = {fleet.nodes[n].zone_key for n in cut}
+    flips = sorted(t for n in cut if (t := rec.first(n, lambda o: _ready(o) == "Unknown")) is not None)
+    partial_at = flips[2]  # the third not-ready node of the zone
+    late = [n for n in cut if (t := rec.first(n, lambda o: _has(o, TAINT_UNREACHABLE, "NoExecute"))) is not None
+            and t > partial_at]
+    assert late == []
+    real_cut = [n for n, r in obs.roles.items() if r == "zone-partial"]
+    real_partial = max(parse_time(ready_condition(obs.real_nodes_before_master[n])["lastTransitionTime"])
+                       for n in real_cut)
+    real_late = [n for n in real_cut for t in taints_of(obs.real_nodes_before_master[n])
+                 if t["effect"] == "NoExecute" and parse_time(t["timeAdded"]) > real_partial + TRUNC]
+    assert real_late == []
+    assert len(zone_nodes[zone]) <= 50
