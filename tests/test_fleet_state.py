@@ -356,3 +356,25 @@ def test_a_keyframe_restores_exactly_what_was_fed():
     assert [p.name for p in s.pods_on("a", T0)] == ["web-0"]
     s.restore(None)
     assert s.node_count() == 0 and s.evaluate(T0).nodes == []
+
+
+@pytest.mark.parametrize("second_key", [TAINT_UNREACHABLE, TAINT_NOT_READY])
+def test_a_rewritten_eviction_taint_does_not_restart_the_countdown(second_key):
+    """The controller rewrites a queued node's NoExecute taint with a fresh timeAdded (and swaps
+    not-ready for unreachable in one write); the taint manager keeps the first schedule, so the
+    countdown must not move (seen on the real v1.20.2 controller)."""
+    first = T0 - 100
+    s = fleet(("nodes", node("a", "Unknown", taints=[taint(TAINT_UNREACHABLE, added=first)])),
+              ("leases", lease("a", T0 - 150)), ("pods", pod("web-1", "a")))
+    assert s.pods_on("a", T0)[0].eviction_at == pytest.approx(first + 300)
+    s.apply("nodes", "MODIFIED", node("a", "Unknown", taints=[taint(second_key, added=T0 - 10)]), T0)
+    assert s.pods_on("a", T0)[0].eviction_at == pytest.approx(first + 300)
+    assert s.evaluate(T0).node("a").eviction_at == pytest.approx(first + 300)
+
+
+def test_an_eviction_taint_that_went_away_starts_a_new_countdown():
+    s = fleet(("nodes", node("a", "Unknown", taints=[taint(TAINT_UNREACHABLE, added=T0 - 100)])),
+              ("leases", lease("a", T0 - 150)), ("pods", pod("web-1", "a")))
+    s.apply("nodes", "MODIFIED", node("a", "True"), T0 - 50)
+    s.apply("nodes", "MODIFIED", node("a", "Unknown", taints=[taint(TAINT_UNREACHABLE, added=T0 - 10)]), T0)
+    assert s.pods_on("a", T0)[0].eviction_at == pytest.approx(T0 - 10 + 300)

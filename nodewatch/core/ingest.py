@@ -24,7 +24,7 @@ from .objects import (
     node_from_dict,
     pod_from_dict,
 )
-from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX
+from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX, keep_eviction_start
 from .settings import Settings
 from .views import MAX_EVENTS_PER_NODE, MAX_TIMELINE, CertInfo, LeaseTrack, Problem, WatchHealth
 
@@ -122,6 +122,8 @@ class Ingest(Evaluation):
             self._dirty.add(name)
             return
         old = self.nodes.get(name)
+        if old is not None and old.taints:
+            rec.taints = keep_eviction_start(old.taints, rec.taints)
         self.nodes[name] = rec
         self._dirty.add(name)
         self._node_timeline(old, rec, received_at)

@@ -168,6 +168,30 @@ def eviction_taints(taints: Iterable[Taint]) -> list[Taint]:
     return [t for t in taints if t.effect == "NoExecute" and t.key in EVICTION_TAINTS]
 
 
+def keep_eviction_start(old: Sequence[Taint], new: Sequence[Taint]) -> tuple[Taint, ...]:
+    """``new`` with each not-ready/unreachable NoExecute taint dated from when the first of them
+    appeared, as long as one stayed on the node.
+
+    The taint manager schedules a pod's eviction when it first sees such a taint and keeps that
+    schedule while one remains (``processPodOnNode`` keeps the earlier ``CreatedAt``). The node
+    lifecycle controller, meanwhile, rewrites the taint with a fresh ``timeAdded`` each time a
+    duplicate of the node leaves the zone's rate-limited queue (seen on v1.20.2: every 10 s in a
+    zone going down together), and swaps not-ready for unreachable in one write. Counting from the
+    newest ``timeAdded`` would push the countdown back each time; the real eviction does not move
+    (docs/kubernetes-rules.md, "Taints and eviction"; docs/real-control-plane.md).
+    """
+    before = [t.time_added for t in eviction_taints(old) if t.time_added is not None]
+    if not before or not eviction_taints(new):
+        return tuple(new)
+    first = min(before)
+    return tuple(
+        Taint(t.key, t.effect, t.value, first)
+        if t.effect == "NoExecute" and t.key in EVICTION_TAINTS and (t.time_added is None or t.time_added > first)
+        else t
+        for t in new
+    )
+
+
 def node_eviction_deadline(taints: Iterable[Taint], toleration_seconds: float) -> float | None:
     """Earliest not-ready/unreachable NoExecute taint's ``timeAdded`` plus the default toleration."""
     added = [t.time_added for t in eviction_taints(taints) if t.time_added is not None]

@@ -143,12 +143,9 @@ def test_pod_eviction_countdowns_match_the_real_deletions(obs):
         assert abs(predicted - real) <= TRUNC + LATENCY, (pod, predicted, real)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the real controller re-adds a queued node's NoExecute taint (fresh timeAdded) each time a "
-    "duplicate of it leaves the zone's rate-limited queue; the taint manager keeps the first "
-    "countdown, nodewatch restarts it from the new timeAdded (fix: core/fleet.py keeps the first "
-    "timeAdded while the taint stays)"))
 def test_pod_eviction_countdowns_in_a_rate_limited_zone(obs):
+    """The controller rewrites a queued node's NoExecute taint with a fresh timeAdded every pass;
+    the taint manager keeps the first schedule, and so does nodewatch (rules.keep_eviction_start)."""
     later = [n for n in nodes_in_role(obs, "zone-full") if n != first_tainted_of_full_zone(obs)]
     checks = _eviction_checks(obs, later)
     assert checks
@@ -159,10 +156,7 @@ def test_pod_eviction_countdowns_in_a_rate_limited_zone(obs):
 def test_pods_nodewatch_says_stay_were_not_evicted(obs):
     """A DaemonSet pod (no tolerationSeconds) or one whose countdown ends after the phase: not deleted."""
     end = obs.master_start
-    retainted = set(nodes_in_role(obs, "zone-full")) - {first_tainted_of_full_zone(obs)}
     for key, history in obs.pods.items():
-        if obs.pod_node.get(key) in retainted:
-            continue  # see the rate-limited zone test
         last = history[-1] if history else None
         pod = obs.real_pods_before_master.get(key)
         if pod is None or last is None or last[0] > end:
