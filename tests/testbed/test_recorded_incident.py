@@ -70,7 +70,7 @@ def replay():
 
 
 def _at(src: ReplaySource, t: float):
-    src.seek(t)
+    src.replay.seek(t)
     return src.state.evaluate(t).node(NODE)
 
 
@@ -108,7 +108,7 @@ def test_evicting_with_the_countdown_the_real_deletions_kept(incident, replay):
 def test_pods_terminate_when_deleted_and_the_node_ends_evicted(incident, replay):
     last = max(incident.deletion_seen.values())
     for name, seen in incident.deletion_seen.items():
-        replay.seek(seen)
+        replay.replay.seek(seen)
         pods = {p.name: p for p in replay.state.pods_on(NODE, seen)}
         assert pods[name].terminating, name
     assert _at(replay, last).state is NodeState.EVICTED
