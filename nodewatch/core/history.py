@@ -94,6 +94,8 @@ class NodeChange:
     after: NodeState | None
     """None: the node was deleted."""
     cause: str
+    cause_kinds: tuple[str, ...]
+    """The ``CauseKind`` values of the cause, most telling first."""
     since: float | None
     """The view's ``state_since``: when the API says the state began (it can precede ``at``)."""
     stopped_renewing: float | None
@@ -148,6 +150,8 @@ class HistoryRecorder:
         self.statefulset_at_risk: deque[PodAtRisk] = deque(maxlen=MAX_PODS)
         self.blind: deque[BlindPeriod] = deque(maxlen=MAX_MARKS)
         self.nodes_seen = 0
+        self.health_tracked = False
+        """Did the source report its streams' health (a live source, a recording with health lines)?"""
         self.complete = False
         """True once a recording's sampling reached its end (live histories never complete)."""
         self._bucket_end = -math.inf
@@ -218,6 +222,7 @@ class HistoryRecorder:
             self._first = False
             self._last_at = t
             self.nodes_seen = max(self.nodes_seen, len(view.nodes))
+            self.health_tracked = self.health_tracked or bool(view.health)
             self._add_sample(t, tuple(view.counts.get(s, 0) for s in STATE_ORDER))
             self._observe_zones(view, first)
             self._observe_blind(view)
@@ -315,14 +320,15 @@ class HistoryRecorder:
                 age = v.lease_age(t)
                 stopped = v.lease_observed_at if age is not None and age > v.grace else None
                 self.changes.append(NodeChange(t, v.name, v.zone, prev[0] if prev else (None if first else NodeState.READY),
-                                               v.state, v.cause, v.state_since, stopped))
+                                               v.state, v.cause, tuple(c.kind.value for c in v.causes),
+                                               v.state_since, stopped))
         gone = [name for name in self._states if name not in now_states]
         if gone:
             ready = {v.name: v for v in view.nodes[len(now_states):]}
             for name in gone:
                 v = ready.get(name)
                 self.changes.append(NodeChange(t, name, v.zone if v else "", self._states[name][0],
-                                               NodeState.READY if v else None, "",
+                                               NodeState.READY if v else None, "", (),
                                                v.state_since if v else None, None))
         self._states = now_states
         self._taints = taints
