@@ -53,6 +53,7 @@ def replay_text(r: ReplayControls, width: int, palette: Palette = DEFAULT_PALETT
     if next_mark is not None:
         t.append(f"  │ next mark {next_mark.kind.letter} in {duration(next_mark.at - pos)}: "
                  f"{mark_text(next_mark, 60)}", palette.muted)
+    t.truncate(width, overflow="ellipsis")  # one line: the track stays on the second
     t.append("\n ")
     label_l, label_r = clock_time(start), clock_time(end)
     _, inner = track_geometry(width)

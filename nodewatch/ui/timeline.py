@@ -47,7 +47,10 @@ def history_for(source: Source) -> tuple[HistoryRecorder, BackgroundHistory | No
     if events is not None and hasattr(events, "apply_range") and hasattr(events, "times"):
         bg = BackgroundHistory(events, source.state.settings)
         return bg.recorder, bg
-    return HistoryRecorder(), None
+    rec = HistoryRecorder()
+    if source.replay is not None:
+        rec.finish()  # controls without a recording's events behind them: no history to show
+    return rec, None
 
 
 def column_samples(samples: list[Sample], start: float, end: float, columns: int) -> list[Sample | None]:
