@@ -31,6 +31,11 @@ def _renew(st: FleetState, names: list[str], t: float) -> None:
         st.apply("leases", "MODIFIED", lease(name, t), t)
 
 
+def _set_ready(st: FleetState, names: list[str], status: str, t: float) -> None:
+    for name in names:
+        st.apply("nodes", "MODIFIED", node(name, status, transition=t), t)
+
+
 def _run(st: FleetState, rec: HistoryRecorder, t0: float, t1: float, healthy: list[str]) -> None:
     """One sample a second; the ``healthy`` nodes renew every 10 s."""
     t = t0
@@ -95,8 +100,7 @@ def test_a_zone_entering_partial_disruption_is_a_mark():
     st = _fleet(4)
     rec = HistoryRecorder()
     rec.observe(st, st.evaluate(T0))
-    for i in range(3):
-        st.apply("nodes", "MODIFIED", node(f"n{i}", "Unknown", transition=T0 + 50), T0 + 50)
+    _set_ready(st, ["n0", "n1", "n2"], "Unknown", T0 + 50)
     rec.observe(st, st.evaluate(T0 + 50))
     zone_marks = [m for m in rec.marks if m.kind is MarkKind.ZONE]
     assert len(zone_marks) == 1
@@ -122,11 +126,9 @@ def test_next_mark_skips_the_one_it_stands_on():
     st = _fleet(4)
     rec = HistoryRecorder()
     rec.observe(st, st.evaluate(T0))
-    for i in range(3):
-        st.apply("nodes", "MODIFIED", node(f"n{i}", "Unknown", transition=T0 + 5), T0 + 5)
+    _set_ready(st, ["n0", "n1", "n2"], "Unknown", T0 + 5)
     rec.observe(st, st.evaluate(T0 + 5))
-    for i in range(3):
-        st.apply("nodes", "MODIFIED", node(f"n{i}", "True", transition=T0 + 9), T0 + 9)
+    _set_ready(st, ["n0", "n1", "n2"], "True", T0 + 9)
     rec.observe(st, st.evaluate(T0 + 9))
     first = rec.next_mark(T0)
     assert first is not None and first.at == T0 + 5

@@ -94,3 +94,22 @@ def test_the_strip_reads_without_colour():
         assert set(marks[11:11 + 97].replace(" ", "")) == letters
     finally:
         app.source.stop()
+
+
+async def test_a_live_dashboard_draws_the_time_it_has_seen():
+    """Without a recording, each tick is a sample: the strip covers what the dashboard saw."""
+    from ui_support import incident_source
+
+    src = incident_source()
+    app = NodewatchApp(src, refresh_seconds=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(5):
+            src.clock.advance(1)
+            app.tick()
+        await pilot.pause()
+        assert [s.at for s in app.history.all_samples()] == [src.clock.now() - i for i in range(6)][::-1]
+        strip = app.query_one("#timeline")
+        assert strip.end == src.clock.now() and strip.start <= app.history.start
+        lines = strip.render().plain.splitlines()
+        assert any(shade in "".join(lines[:3]) for shade in "█▓▒░")
+        assert lines[3].startswith(" " + "07:55:05Z")  # five minutes back from now: the strip fills from the right

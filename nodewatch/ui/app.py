@@ -42,7 +42,7 @@ from .messages import NodeChosen
 from .replay_bar import NextChange, ReplayBar, mark_text, next_speed
 from .rows import COLUMN_KEYS, NOT_READY, RowQuery, select_rows, state_slice
 from .theme import Palette, palette_from_variables
-from .timeline import FleetTimeline, history_for
+from .timeline import FleetTimeline, history_for, live_span
 from .wall import WallView
 from .zone_strip import IncidentSummary, ZoneStrip, summary_text, zone_text
 
@@ -260,7 +260,7 @@ class NodewatchApp(App):
             bar.next_mark = self.history.next_mark(now)
             bar.refresh()
         else:
-            timeline.start, timeline.end = self.history.start or now, now
+            timeline.start, timeline.end = live_span(self.history, now)
         timeline.refresh()
         if isinstance(self.screen, DrillDown):
             self.screen.show(state, now, p)

@@ -53,6 +53,17 @@ def history_for(source: Source) -> tuple[HistoryRecorder, BackgroundHistory | No
     return rec, None
 
 
+LIVE_MIN_SPAN = 300.0
+"""A live strip spans at least five minutes (filling from the right), so a minute's data does not
+stretch across the whole width."""
+
+
+def live_span(history: HistoryRecorder, now: float) -> tuple[float, float]:
+    """[start, end] of a live strip: the time seen, at least ``LIVE_MIN_SPAN``, ending now."""
+    first = history.start
+    return min(first if first is not None else now, now - LIVE_MIN_SPAN), now
+
+
 def column_samples(samples: list[Sample], start: float, end: float, columns: int) -> list[Sample | None]:
     """For each of ``columns`` equal spans of [start, end]: the worst sample in it, or the last one
     before it (the fleet stayed so), or None (no sample yet, or none after the history's end)."""
