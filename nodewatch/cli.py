@@ -13,6 +13,7 @@ COMMANDS = {
     "demo": ("demo", "dashboard on the embedded simulated fleet"),
     "replay": ("replay", "dashboard replaying a recording or a kubectl watch log"),
     "status": ("status", "print the fleet once (table or JSON) and exit: 0 all Ready, 1 some not, 2 error"),
+    "report": ("report", "write the incident report of a recording (Markdown, or HTML with the fleet timeline)"),
     "record": ("record", "record a live cluster's watch streams to a file, headless"),
     "sim-server": ("sim_server", "serve the simulated fleet as a Kubernetes API on 127.0.0.1"),
     "testbed": ("testbed", "a real Kubernetes v1.20 control plane on 127.0.0.1 with simulated kubelets"),

@@ -44,6 +44,14 @@ def _recorded_incident():
 
 
 def test_snapshot_replay_of_the_committed_recording(snap_compare):
+    from simserver import wait_until
+
     app = NodewatchApp(_recorded_incident(), refresh_seconds=3600)
     app.animation_level = "none"
-    assert snap_compare(app, terminal_size=SIZE)
+
+    async def timeline_sampled(pilot) -> None:  # the fleet timeline is sampled in a thread
+        assert wait_until(lambda: app.history.complete, 30)
+        app.tick()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=timeline_sampled)

@@ -39,9 +39,10 @@ from .header import Banner, FleetHeader, banner_text, header_text
 from .help import HelpScreen
 from .keymap import keymap_path, load_keymap
 from .messages import NodeChosen
-from .replay_bar import NextChange, ReplayBar, next_speed
+from .replay_bar import NextChange, ReplayBar, mark_text, next_speed
 from .rows import COLUMN_KEYS, NOT_READY, RowQuery, select_rows, state_slice
 from .theme import Palette, palette_from_variables
+from .timeline import FleetTimeline, history_for, live_span
 from .wall import WallView
 from .zone_strip import IncidentSummary, ZoneStrip, summary_text, zone_text
 
@@ -49,7 +50,8 @@ THREADED_EVALUATE_NODES = 5000
 """From this many nodes the periodic evaluate runs in a worker thread, off the event loop."""
 STATE_FILTERS: tuple[str | NodeState | None, ...] = (None, NOT_READY) + tuple(sorted(NodeState, key=lambda s: s.rank))
 MAIN_ONLY_ACTIONS = {"sort_next", "sort_reverse", "filter_state", "filter_zone", "search"}
-REPLAY_ACTIONS = {"replay_toggle", "replay_faster", "replay_slower", "replay_step", "replay_seek", "replay_next_change"}
+REPLAY_ACTIONS = {"replay_toggle", "replay_faster", "replay_slower", "replay_step", "replay_seek", "replay_next_change",
+                  "replay_next_mark"}
 
 
 def filter_label(f: str | NodeState | None) -> str:
@@ -91,6 +93,8 @@ class NodewatchApp(App):
         Binding("left_curly_bracket", "replay_seek(-60)", "-1m", show=False, id="replay.back_1m"),
         Binding("right_curly_bracket", "replay_seek(60)", "+1m", show=False, id="replay.forward_1m"),
         Binding("n", "replay_next_change", "Next change", id="replay.next_change"),
+        Binding("m", "replay_next_mark", "Next mark", id="replay.next_mark",
+                tooltip="jump to the next mark of the fleet timeline: Z zone, T NoExecute taint, E eviction"),
     ]
 
     def __init__(self, source: Source, *, wall: bool = False, focus: str | None = None,
@@ -116,6 +120,8 @@ class NodewatchApp(App):
         self.next_change = NextChange()
         self.worker_errors = 0
         self._last_worker_error = ""
+        self.history, self._history_job = history_for(source)
+        """The fleet timeline's history: a recording's (sampled in the background), or the ticks'."""
 
     # --- layout ------------------------------------------------------------------------------
 
@@ -129,6 +135,7 @@ class NodewatchApp(App):
                         disabled=True)
             yield FleetTable(id="table")
         yield WallView(id="wall")
+        yield FleetTimeline(self.history, live=self._history_job is None, id="timeline")
         if self.source.replay is not None:
             yield ReplayBar(self.source.replay, id="replay")
         yield Footer()
@@ -145,6 +152,10 @@ class NodewatchApp(App):
         self.set_interval(self.refresh_seconds, self._scheduled_tick, name="tick")
         if self.initial_focus:
             self.open_node(self.initial_focus)
+
+    def on_unmount(self) -> None:
+        if self._history_job is not None:
+            self._history_job.close()
 
     def _on_theme_changed(self, _theme: object) -> None:
         self.palette = palette_from_variables(self.get_css_variables())
@@ -172,6 +183,7 @@ class NodewatchApp(App):
         started = time.perf_counter()
         now = self.source.clock.now()
         view = self.source.state.evaluate(now)
+        self._sample_history(view)
         # Collect the evaluation's young garbage here, in the worker, rather than letting the
         # collector fire in the middle of the next paint on the event loop (~2 ms at 65k nodes).
         gc.collect(0)
@@ -199,7 +211,14 @@ class NodewatchApp(App):
         self._tick_seq += 1
         started = time.perf_counter()
         now = self.source.clock.now()
-        self._show(self.source.state.evaluate(now), now, started)
+        view = self.source.state.evaluate(now)
+        self._sample_history(view)
+        self._show(view, now, started)
+
+    def _sample_history(self, view: FleetView) -> None:
+        """A live or demo fleet's timeline is what the ticks saw (a recording's is sampled apart)."""
+        if self._history_job is None and self.source.replay is None:
+            self.history.observe(self.source.state, view)
 
     def _show(self, view: FleetView, now: float, started: float) -> None:
         state = self.source.state
@@ -231,11 +250,18 @@ class NodewatchApp(App):
             table.empty_message = "no node matches the filters" if (q.states or q.zone or q.search) else "no nodes"
             table.set_rows(select_rows(view, q, self.label_search), ctx, sort=q.sort, reverse=q.reverse)
         self._update_subtitle()
+        timeline = self.query_one("#timeline", FleetTimeline)
+        timeline.palette = p
         if self.source.replay is not None:
+            timeline.start, timeline.end = self.source.replay.start, self.source.replay.end
             bar = self.query_one("#replay", ReplayBar)
             bar.palette = p
             bar.next_change = self.next_change.at(self.source.replay)
+            bar.next_mark = self.history.next_mark(now)
             bar.refresh()
+        else:
+            timeline.start, timeline.end = live_span(self.history, now)
+        timeline.refresh()
         if isinstance(self.screen, DrillDown):
             self.screen.show(state, now, p)
         self.ticks += 1
@@ -418,6 +444,19 @@ class NodewatchApp(App):
             return
         r.seek(t)
         self.tick()
+
+    def action_replay_next_mark(self) -> None:
+        r = self.source.replay
+        if r is None:
+            return
+        m = self.history.next_mark(r.position())
+        if m is None:
+            more = "" if self.history.complete else " (the timeline is still being sampled)"
+            self.notify(f"no further mark in the recording{more}", timeout=3)
+            return
+        r.seek(m.at)
+        self.tick()
+        self.notify(mark_text(m), timeout=4, markup=False)
 
 
 def binding_ids() -> set[str]:

@@ -10,8 +10,9 @@ from rich.text import Text
 from textual.widget import Widget
 
 from ..core.format import clock_time
+from ..core.history import Mark
 from ..core.source import ReplayControls
-from ..core.text import duration
+from ..core.text import duration, safe
 from .theme import DEFAULT_PALETTE, Palette
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
@@ -24,8 +25,19 @@ def next_speed(speed: float, up: bool) -> float:
     return next((s for s in reversed(SPEEDS) if s < speed - 1e-9), SPEEDS[0])
 
 
+TRACK_LABEL = 9
+"""Width of a ``clock_time`` label (``HH:MM:SSZ``) at each end of the track."""
+
+
+def track_geometry(width: int) -> tuple[int, int]:
+    """Where the scrubber's track is in a line of ``width``: (its first column, its length). The
+    fleet timeline above uses the same, so a column of the strip is the same time as the track's."""
+    left = 1 + TRACK_LABEL + 1
+    return left, max(4, width - left - TRACK_LABEL - 3)
+
+
 def replay_text(r: ReplayControls, width: int, palette: Palette = DEFAULT_PALETTE,
-                next_change: float | None = None) -> Text:
+                next_change: float | None = None, next_mark: Mark | None = None) -> Text:
     """Two lines: status and position; then the timeline bar of the position in [start, end]."""
     pos = r.position()
     start, end = r.start, r.end
@@ -38,9 +50,13 @@ def replay_text(r: ReplayControls, width: int, palette: Palette = DEFAULT_PALETT
     t.append(f"  {duration(pos - start)} of {duration(end - start)}", palette.muted)
     if next_change is not None:
         t.append(f"  │ next state change in {duration(next_change - pos)}", palette.warn)
+    if next_mark is not None:
+        t.append(f"  │ next mark {next_mark.kind.letter} in {duration(next_mark.at - pos)}: "
+                 f"{mark_text(next_mark, 60)}", palette.muted)
+    t.truncate(width, overflow="ellipsis")  # one line: the track stays on the second
     t.append("\n ")
     label_l, label_r = clock_time(start), clock_time(end)
-    inner = max(4, width - len(label_l) - len(label_r) - 5)
+    _, inner = track_geometry(width)
     frac = min(max((pos - start) / span, 0.0), 1.0)
     at = min(inner - 1, int(frac * inner))
     t.append(label_l + " ", palette.muted)
@@ -49,6 +65,11 @@ def replay_text(r: ReplayControls, width: int, palette: Palette = DEFAULT_PALETT
     t.append("─" * (inner - at - 1), palette.muted)
     t.append(" " + label_r, palette.muted)
     return t
+
+
+def mark_text(m: Mark, max_len: int = 80) -> str:
+    """``zone eu-west-1a: Normal -> PartialDisruption``: one line, cluster strings made inert."""
+    return safe(f"{m.kind.meaning}: {m.subject} {m.text}", max_len)
 
 
 class NextChange:
@@ -83,6 +104,7 @@ class ReplayBar(Widget):
         self.replay = replay
         self.palette: Palette = DEFAULT_PALETTE
         self.next_change: float | None = None
+        self.next_mark: Mark | None = None
 
     def render(self) -> Text:
-        return replay_text(self.replay, self.size.width, self.palette, self.next_change)
+        return replay_text(self.replay, self.size.width, self.palette, self.next_change, self.next_mark)

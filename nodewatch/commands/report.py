@@ -1,0 +1,88 @@
+"""``nodewatch report RECORDING``: the incident report for a postmortem, Markdown or HTML.
+
+The recording is sampled in one pass (``core/history.py``) over the window asked for, and the
+report written from that history (``core/incident_report.py``): stdout Markdown by default,
+``-o FILE.md`` or ``-o FILE.html``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .common import CommandError, add_settings_arguments, settings_from_args
+
+FORMATS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="RECORDING", help="a nodewatch recording (.jsonl, .jsonl.gz) or a kubectl "
+                        "`get -w --output-watch-events -o json` log")
+    parser.add_argument("--from", dest="start", metavar="T", help="start of the window: RFC 3339 or +SECONDS "
+                        "from the recording's start (default: its start)")
+    parser.add_argument("--to", dest="end", metavar="T", help="end of the window: RFC 3339 or +SECONDS from the "
+                        "recording's start (default: its end)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write FILE.md (Markdown) or FILE.html (HTML with "
+                        "the timeline picture) instead of Markdown on stdout")
+    add_settings_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..core.history import sample_recording
+    from ..core.incident_report import RecordingInfo, build_report, to_html, to_markdown
+    from ..core.timeutil import parse_when
+    from ..sources.replay.index import EventIndex
+    from ..sources.recording import RecordingError
+
+    fmt = "markdown"
+    if args.output:
+        fmt = FORMATS.get(os.path.splitext(args.output)[1].lower(), "")
+        if not fmt:
+            raise CommandError(f"{args.output}: the output must end in .md or .html")
+    try:
+        index = EventIndex(args.file)
+    except (RecordingError, OSError, ValueError) as exc:
+        msg = str(exc)
+        raise CommandError(msg if msg.startswith(args.file) else f"{args.file}: {msg}") from None
+    try:
+        if not len(index):
+            raise CommandError(f"{args.file}: no usable events in the recording")
+        settings = index.settings(settings_from_args(args) if _settings_given(args) else None)
+        try:
+            start = parse_when(args.start, index.start) if args.start else index.start
+            end = parse_when(args.end, index.start) if args.end else index.end
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if end < start:
+            raise CommandError("--to is before --from")
+        history = sample_recording(index, settings, start=start, end=end)
+        info = RecordingInfo(
+            name=os.path.basename(args.file), size=_size(args.file), events=len(index),
+            source=index.source_name(), settings=settings, problems=tuple(index.problems), start=start, end=end)
+        blocks = build_report(info, history)
+        text = to_html(blocks, history, start, end) if fmt == "html" else to_markdown(blocks)
+    finally:
+        index.close()
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    try:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise CommandError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
+    return 0
+
+
+def _settings_given(args: argparse.Namespace) -> bool:
+    from .common import SETTING_NAMES
+
+    return any(getattr(args, name, None) is not None for name in SETTING_NAMES)
+
+
+def _size(path: str) -> int | None:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return None

@@ -1,0 +1,443 @@
+"""The fleet over time: how many nodes were in each state, and the moments worth jumping to.
+
+The dashboard's timeline strip, ``nodewatch report`` and (later) the hub all ask the same
+questions of the past: what did the fleet look like a minute ago, when did a zone change state,
+when did the controller taint a node NoExecute, when was a pod evicted. ``HistoryRecorder``
+answers them by *sampling* the one ``FleetState`` a source feeds, about once a second: each sample
+evaluates the state (incremental, so cheap) and walks only the nodes that are not Ready (the worst-
+first order puts them first), so a quiet 65,000-node fleet costs a few counters per sample.
+
+A recording is sampled in one pass over a scratch state (``sample_recording``), in the background
+for the dashboard; a live or demo source is sampled on the dashboard's own ticks. Memory is bounded
+either way: past ``MAX_SAMPLES`` samples, neighbours are merged (keeping the worse of the two, so
+a short outage never disappears from the picture) and the sampling step doubles; the lists of
+marks and node changes keep their newest entries (the report's window is sampled with room).
+"""
+
+from __future__ import annotations
+
+import bisect
+import enum
+import math
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from .objects import PodRecord
+from .rules import EVICTION_TAINTS, NodeState, ZoneState
+from .settings import Settings
+from .views import AT_RISK_STATES, FleetView
+
+if TYPE_CHECKING:
+    from .fleet import FleetState
+
+STATE_ORDER: tuple[NodeState, ...] = tuple(sorted(NodeState, key=lambda s: s.rank))
+"""Worst first: the order of a sample's counts."""
+DOWN_STATES = frozenset(s for s in NodeState if s.rank <= NodeState.OVERDUE.rank)
+"""Past the grace or worse: the states a report calls "down" (Late is a slow renewal, not an outage)."""
+SAMPLE_SECONDS = 1.0
+MAX_SAMPLES = 8192
+MAX_MARKS = 5000
+MAX_CHANGES = 20000
+MAX_PODS = 5000
+
+
+class MarkKind(enum.Enum):
+    """What a mark on the timeline stands for; ``letter`` reads without colour."""
+
+    ZONE = ("zone", "Z", "zone state changed")
+    TAINT = ("taint", "T", "NoExecute taint added")
+    EVICTION = ("eviction", "E", "pod evicted")
+
+    def __init__(self, word: str, letter: str, meaning: str) -> None:
+        self.word = word
+        self.letter = letter
+        self.meaning = meaning
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    at: float
+    counts: tuple[int, ...]
+    """Nodes per state, in ``STATE_ORDER``."""
+
+    def count(self, state: NodeState) -> int:
+        return self.counts[state.rank]
+
+    @property
+    def not_ready(self) -> int:
+        return sum(self.counts[:-1])
+
+    @property
+    def down(self) -> int:
+        return sum(self.counts[: NodeState.OVERDUE.rank + 1])
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    at: float
+    """When nodewatch saw it: the sample time (seek here and the change is on screen)."""
+    kind: MarkKind
+    subject: str
+    """The zone, node or ``namespace/pod`` (untrusted: cluster strings)."""
+    text: str
+    """What happened, plain words (cluster strings inside it are untrusted too)."""
+    happened: float | None = None
+    """The API's own time for it when it has one (a taint's ``timeAdded``), else None."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeChange:
+    """A node entered a state (``before`` None: first seen in it, at the start of the sampling)."""
+
+    at: float
+    node: str
+    zone: str
+    before: NodeState | None
+    after: NodeState | None
+    """None: the node was deleted."""
+    cause: str
+    cause_kinds: tuple[str, ...]
+    """The ``CauseKind`` values of the cause, most telling first."""
+    since: float | None
+    """The view's ``state_since``: when the API says the state began (it can precede ``at``)."""
+    stopped_renewing: float | None
+    """The last lease renewal seen, when the node is past its grace (else None)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneChange:
+    at: float
+    zone: str
+    before: ZoneState | None
+    after: ZoneState
+    taint_rate: float
+    """The controller's NoExecute tainting rate in this zone from then on (nodes/s)."""
+    nodes: int
+    not_ready: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodAtRisk:
+    """A pod seen terminating on a tainted node (evicted), or a StatefulSet pod on a node gone dark."""
+
+    at: float
+    namespace: str
+    name: str
+    node: str
+    owner_kind: str
+    owner_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class BlindPeriod:
+    start: float
+    end: float | None
+    """None: still blind at the last sample."""
+    reason: str
+
+
+class HistoryRecorder:
+    """Samples of one state's fleet; see the module docstring. Thread-safe: one writer (the sampler)
+    and readers on other threads (the dashboard's paint)."""
+
+    def __init__(self, *, max_samples: int = MAX_SAMPLES, step: float = SAMPLE_SECONDS) -> None:
+        self.lock = threading.Lock()
+        self.max_samples = max(16, max_samples)
+        self.step = step
+        self.samples: list[Sample] = []
+        self.marks: deque[Mark] = deque(maxlen=MAX_MARKS)
+        self.changes: deque[NodeChange] = deque(maxlen=MAX_CHANGES)
+        self.zone_changes: deque[ZoneChange] = deque(maxlen=MAX_MARKS)
+        self.evictions: deque[PodAtRisk] = deque(maxlen=MAX_PODS)
+        self.statefulset_at_risk: deque[PodAtRisk] = deque(maxlen=MAX_PODS)
+        self.blind: deque[BlindPeriod] = deque(maxlen=MAX_MARKS)
+        self.nodes_seen = 0
+        self.health_tracked = False
+        """Did the source report its streams' health (a live source, a recording with health lines)?"""
+        self.complete = False
+        """True once a recording's sampling reached its end (live histories never complete)."""
+        self._bucket_end = -math.inf
+        self._states: dict[str, tuple[NodeState, str]] = {}
+        self._zones: dict[str, ZoneState] = {}
+        self._taints: set[tuple[str, str, float | None]] = set()
+        self._terminating: set[tuple[str, str]] = set()
+        self._sts: set[tuple[str, str]] = set()
+        self._blind_since: float | None = None
+        self._blind_reason = ""
+        self._first = True
+        self._last_at: float | None = None
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    @property
+    def start(self) -> float | None:
+        with self.lock:
+            return self.samples[0].at if self.samples else None
+
+    @property
+    def end(self) -> float | None:
+        with self.lock:
+            return self._last_at
+
+    def samples_between(self, a: float, b: float) -> list[Sample]:
+        """The samples in [a, b], with the last one before ``a`` (what the fleet was at ``a``)."""
+        with self.lock:
+            times = [s.at for s in self.samples]
+            i = max(0, bisect.bisect_right(times, a) - 1)
+            j = bisect.bisect_right(times, b)
+            return self.samples[i:j]
+
+    def all_samples(self) -> list[Sample]:
+        with self.lock:
+            return list(self.samples)
+
+    def all_marks(self) -> list[Mark]:
+        with self.lock:
+            return list(self.marks)
+
+    def next_mark(self, after: float) -> Mark | None:
+        """The first mark later than ``after`` (by at least half a sample: the one at ``after`` is
+        where a previous jump landed)."""
+        with self.lock:
+            for m in self.marks:
+                if m.at > after + self.step / 2:
+                    return m
+        return None
+
+    def peak(self) -> Sample | None:
+        """The sample with the most nodes down (past the grace or worse), else the most not Ready."""
+        with self.lock:
+            if not self.samples:
+                return None
+            return max(self.samples, key=lambda s: (s.down, s.not_ready, -s.at))
+
+    # --- sampling ----------------------------------------------------------------------------------
+
+    def observe(self, state: FleetState, view: FleetView) -> None:
+        """One sample of ``view`` (``state.evaluate(t)``), and the marks since the previous sample.
+        ``state`` is asked only for the pods of nodes at risk."""
+        t = view.at
+        with self.lock:
+            if self._last_at is not None and t < self._last_at:
+                self._reset()  # time went backwards (a new run): start over
+            first = self._first
+            self._first = False
+            self._last_at = t
+            self.nodes_seen = max(self.nodes_seen, len(view.nodes))
+            self.health_tracked = self.health_tracked or bool(view.health)
+            self._add_sample(t, tuple(view.counts.get(s, 0) for s in STATE_ORDER))
+            self._observe_zones(view, first)
+            self._observe_blind(view)
+            at_risk = self._observe_nodes(view, first)
+        # Pods are read outside our lock (the state takes its own).
+        pods = _pods_of(state, at_risk)
+        with self.lock:
+            self._observe_pods(t, pods, at_risk, first)
+
+    def finish(self) -> None:
+        """The sampled run is over (a recording's end)."""
+        with self.lock:
+            self.complete = True
+
+    def _reset(self) -> None:
+        self.samples.clear()
+        for d in (self.marks, self.changes, self.zone_changes, self.evictions, self.statefulset_at_risk, self.blind):
+            d.clear()
+        self._bucket_end = -math.inf
+        self._states, self._zones, self._taints = {}, {}, set()
+        self._terminating, self._sts = set(), set()
+        self._blind_since, self._blind_reason = None, ""
+        self._first = True
+
+    def _add_sample(self, t: float, counts: tuple[int, ...]) -> None:
+        s = Sample(t, counts)
+        if self.samples and t < self._bucket_end:
+            last = self.samples[-1]
+            if _worse(s, last):
+                self.samples[-1] = Sample(last.at, counts)
+            return
+        self.samples.append(s)
+        self._bucket_end = t + self.step * 0.999
+        if len(self.samples) > self.max_samples:
+            self._halve()
+
+    def _halve(self) -> None:
+        """Merge neighbours, keeping the worse of each pair, and sample half as often."""
+        old = self.samples
+        merged = []
+        for i in range(0, len(old) - 1, 2):
+            a, b = old[i], old[i + 1]
+            merged.append(Sample(a.at, b.counts if _worse(b, a) else a.counts))
+        if len(old) % 2:
+            merged.append(old[-1])
+        self.samples = merged
+        self.step *= 2
+        self._bucket_end = merged[-1].at + self.step * 0.999
+
+    def _observe_zones(self, view: FleetView, first: bool) -> None:
+        seen = {}
+        for z in view.zones:
+            seen[z.name] = z.state
+            before = self._zones.get(z.name)
+            if before is z.state:
+                continue
+            if first or before is not None or z.state is not ZoneState.NORMAL:
+                self.zone_changes.append(ZoneChange(view.at, z.name, before, z.state, z.taint_rate, z.nodes,
+                                                    z.not_ready))
+            if not first and (before is not None or z.state is not ZoneState.NORMAL):
+                was = before.value if before is not None else "new"
+                self.marks.append(Mark(view.at, MarkKind.ZONE, z.name, f"{was} -> {z.state.value}"))
+        self._zones = seen
+
+    def _observe_blind(self, view: FleetView) -> None:
+        if view.leases_blind and self._blind_since is None:
+            self._blind_since, self._blind_reason = view.at, view.blind_reason
+            self.blind.append(BlindPeriod(view.at, None, view.blind_reason))
+        elif not view.leases_blind and self._blind_since is not None:
+            self.blind[-1] = BlindPeriod(self._blind_since, view.at, self._blind_reason)
+            self._blind_since = None
+
+    def _observe_nodes(self, view: FleetView, first: bool) -> list[str]:
+        """Node changes and NoExecute taints, from the nodes that are not Ready; returns the nodes
+        whose pods are at risk."""
+        t = view.at
+        now_states: dict[str, tuple[NodeState, str]] = {}
+        taints: set[tuple[str, str, float | None]] = set()
+        at_risk = []
+        for v in view.nodes:
+            if v.state is NodeState.READY:
+                break  # worst first: the rest are Ready
+            now_states[v.name] = (v.state, v.cause)
+            if v.state in AT_RISK_STATES:
+                at_risk.append(v.name)
+            for taint in v.taints:
+                if taint.effect == "NoExecute" and taint.key in EVICTION_TAINTS:
+                    key = (v.name, taint.key, taint.time_added)
+                    taints.add(key)
+                    if not first and key not in self._taints:
+                        self.marks.append(Mark(t, MarkKind.TAINT, v.name,
+                                               f"{taint.key.rsplit('/', 1)[-1]}:NoExecute", taint.time_added))
+            prev = self._states.get(v.name)
+            if prev is None or prev[0] is not v.state:
+                age = v.lease_age(t)
+                stopped = v.lease_observed_at if age is not None and age > v.grace else None
+                self.changes.append(NodeChange(t, v.name, v.zone, prev[0] if prev else (None if first else NodeState.READY),
+                                               v.state, v.cause, tuple(c.kind.value for c in v.causes),
+                                               v.state_since, stopped))
+        gone = [name for name in self._states if name not in now_states]
+        if gone:
+            ready = {v.name: v for v in view.nodes[len(now_states):]}
+            for name in gone:
+                v = ready.get(name)
+                self.changes.append(NodeChange(t, name, v.zone if v else "", self._states[name][0],
+                                               NodeState.READY if v else None, "", (),
+                                               v.state_since if v else None, None))
+        self._states = now_states
+        self._taints = taints
+        return at_risk
+
+    def _observe_pods(self, t: float, pods: dict, at_risk: list[str], first: bool) -> None:
+        terminating: set[tuple[str, str]] = set()
+        sts: set[tuple[str, str]] = set()
+        tainted = {name for name, _, _ in self._taints}
+        for node in at_risk:
+            for p in pods.get(node, ()):
+                key = (p.namespace, p.name)
+                item = PodAtRisk(t, p.namespace, p.name, node, p.owner_kind, p.owner_name)
+                sts_risk = p.owner_kind == "StatefulSet"  # on a node at risk: the rule of ``Queries.pods_on``
+                if p.terminating and node in tainted:
+                    terminating.add(key)
+                    if not first and key not in self._terminating:
+                        self.evictions.append(item)
+                        self.marks.append(Mark(t, MarkKind.EVICTION, f"{p.namespace}/{p.name}", f"evicted from {node}"))
+                if sts_risk:
+                    sts.add(key)
+                    if key not in self._sts:
+                        self.statefulset_at_risk.append(item)
+        self._terminating = terminating
+        self._sts = sts
+
+
+def _pods_of(state: FleetState, nodes: list[str]) -> dict[str, list[PodRecord]]:
+    """The pod records on these nodes, by name. Read here rather than through ``pods_on``, which
+    also computes every pod's eviction time (its tolerations): that made sampling a 2,000-node
+    incident five times dearer than replaying it, for answers the history does not use."""
+    with state.lock:
+        out = {}
+        for node in nodes:
+            keys = sorted(state.pods_by_node.get(node, ()))
+            out[node] = [state.pods[k] for k in keys if k in state.pods]
+        return out
+
+
+def _worse(a: Sample, b: Sample) -> bool:
+    return (a.down, a.not_ready) > (b.down, b.not_ready)
+
+
+class EventRun(Protocol):
+    """A recording's events in time order, applied by index (the replay's ``EventIndex``)."""
+
+    start: float
+    end: float
+
+    @property
+    def times(self) -> object: ...
+    def __len__(self) -> int: ...
+    def apply_range(self, state: object, a: int, b: int) -> None: ...
+
+
+def sample_recording(events: EventRun, settings: Settings, *, start: float | None = None,
+                     end: float | None = None, recorder: HistoryRecorder | None = None,
+                     step: float = SAMPLE_SECONDS, stop: threading.Event | None = None) -> HistoryRecorder:
+    """Sample a recording in one pass over a scratch state: every ``step`` seconds of virtual time
+    from ``start`` to ``end`` (default: the whole recording), each sample after applying every
+    event up to that time. ``stop`` ends it early (the dashboard closed); ``recorder.complete``
+    says whether it ran to the end."""
+    from .fleet import FleetState  # the state is built here; the recorder only reads views
+
+    rec = recorder or HistoryRecorder(step=step)
+    start = events.start if start is None else start
+    end = events.end if end is None else end
+    scratch = FleetState(settings)
+    times = events.times
+    i = 0
+    t = start
+    while True:
+        if stop is not None and stop.is_set():
+            return rec
+        j = bisect.bisect_right(times, t)  # type: ignore[call-overload]
+        if j > i:
+            events.apply_range(scratch, i, j)
+            i = j
+        rec.observe(scratch, scratch.evaluate(t))
+        if t >= end:
+            break
+        t = min(end, t + rec.step)
+    rec.finish()
+    return rec
+
+
+class BackgroundHistory:
+    """A recording's history sampled by a daemon thread; readable (partly) at once."""
+
+    def __init__(self, events: EventRun, settings: Settings) -> None:
+        self.recorder = HistoryRecorder()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(events, settings), name="history", daemon=True)
+        self._thread.start()
+
+    def _run(self, events: EventRun, settings: Settings) -> None:
+        try:
+            sample_recording(events, settings, recorder=self.recorder, stop=self._stop)
+        except (OSError, ValueError):
+            return  # the replay was closed, and its file with it
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
