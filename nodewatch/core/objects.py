@@ -18,7 +18,7 @@ from .rules import (
     Toleration,
     zone_key,
 )
-from .timeutil import parse_time
+from .timeutil import parse_time, seconds
 
 
 class BadObject(ValueError):
@@ -56,16 +56,9 @@ def _str_map(value: Any) -> dict[str, str]:
 
 
 def _num(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+    """A duration field, range-checked where it is read (``timeutil.seconds``: NaN is unknown,
+    1e308 is a century)."""
+    return seconds(value)
 
 
 _shared_maps: dict[tuple, dict[str, str]] = {}
