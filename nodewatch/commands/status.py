@@ -115,7 +115,11 @@ def _evaluate_source(args: argparse.Namespace, settings):
     if args.node:
         live.focus_node(args.node)  # its pods and events are listed alongside the rest
     try:
-        if not live.wait_synced(args.wait, args.node):
+        synced = live.wait_synced(args.wait, args.node)
+        fatal = live.fatal()  # also once "synced": a forbidden stream is not waited for
+        if fatal is not None:
+            raise ConnectionError(fatal)
+        if not synced:
             missing = live.not_listed(args.node)
             if "nodes" in missing or "leases" in missing:
                 raise TimeoutError(f"the API server did not list nodes and leases within {args.wait:g}s")
