@@ -151,6 +151,17 @@ def test_durations_from_the_api_are_bounded(value):
     assert d is None or abs(d) <= MAX_SECONDS
 
 
+@pytest.mark.parametrize("count", [10**18, -5, 0, 2.5, "7"])
+def test_event_counts_from_the_api_are_bounded(count):
+    from factories import event
+
+    from nodewatch.core.objects import event_from_dict
+
+    obj = event("e", "a", "Reason", "message", T0)
+    obj["count"] = count
+    assert 1 <= event_from_dict(obj).count <= 10**9
+
+
 @given(st.floats(allow_nan=True) | st.integers() | st.text(max_size=8) | st.booleans() | st.none())
 def test_seconds_and_valid_time_never_raise_and_stay_in_range(v):
     s = seconds(v)

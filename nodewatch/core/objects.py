@@ -308,7 +308,7 @@ def event_from_dict(obj: Any) -> EventRecord:
         object_kind=_s(inv.get("kind")),
         object_name=_s(inv.get("name")),
         object_uid=_s(inv.get("uid")),
-        count=count if isinstance(count, int) and not isinstance(count, bool) else 1,
+        count=count if isinstance(count, int) and not isinstance(count, bool) and 0 < count <= 10**9 else 1,
     )
 
 
