@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..core.settings import Settings
+from ..core.settings import Settings, check_setting
 
 if TYPE_CHECKING:
     from ..sources.live import LiveSource
@@ -50,8 +50,15 @@ SETTING_NAMES = (
 def settings_from_args(args: argparse.Namespace) -> Settings:
     values = {name: getattr(args, name, None) for name in SETTING_NAMES}
     for name, v in values.items():
-        if v is not None and v < 0:
-            raise SystemExit(f"nodewatch: --{name.replace('_seconds', '').replace('_', '-')} must not be negative")
+        if v is None:
+            continue
+        flag = f"--{name.replace('_seconds', '').replace('unhealthy_', '').replace('_', '-')}"
+        if v < 0:
+            raise CommandError(f"{flag} must not be negative")
+        try:
+            check_setting(name, v)
+        except ValueError as exc:
+            raise CommandError(f"{flag}: {str(exc).split(': ', 1)[1]}") from None
     return Settings().override(**values)
 
 

@@ -16,9 +16,9 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser, *, record: bool = T
         g.add_argument("--record", metavar="FILE", help="also record the watch streams (JSON Lines; .gz compresses)")
 
 
-def run_app(source, args: argparse.Namespace) -> int:
+def run_app(source, args: argparse.Namespace, problems: list[str] | None = None) -> int:
     if not sys.stdout.isatty() and not os.environ.get("NODEWATCH_FORCE_TTY"):
         return fail("the dashboard needs a terminal; for scripts use `nodewatch status`")
     from ..ui.app import run_dashboard
 
-    return run_dashboard(source, wall=args.wall)
+    return run_dashboard(source, wall=args.wall, problems=problems)

@@ -24,4 +24,4 @@ def run(args: argparse.Namespace) -> int:
         source = ReplaySource(args.file, settings=settings_from_args(args), speed=args.speed, start_at=args.start)
     except (RecordingError, OSError, ValueError) as exc:
         return fail(f"{args.file}: {exc}")
-    return run_app(source, args)
+    return run_app(source, args, problems=source.problems)

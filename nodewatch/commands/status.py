@@ -1,6 +1,15 @@
 """``nodewatch status``: the fleet once, as a table or the JSON contract, then exit.
 
 Exit codes: 0 every node Ready, 1 some node not Ready, 2 an error (one line on stderr).
+
+An answer without nodes never looks like good news: a recording with no usable events, an ``--at``
+outside the recording's span, a moment of a recording (or a demo) without nodes, are errors
+(exit 2) that say why. The one exception is a live cluster whose node list, once listed,
+really is empty: that is the truth, not a failure to see, so the table (or stderr, with
+``--format json``) says "the cluster has no nodes" and the exit code is 0 (no node is not Ready).
+A permanent error of the live connection (credentials rejected, no permission to list nodes or
+leases, TLS verification failed, an address that does not resolve or refuses) ends the wait at
+once with exit 2; only a server that is slow, or down for a while, is waited for (``--wait``).
 """
 
 from __future__ import annotations
@@ -10,10 +19,13 @@ import sys
 
 import orjson
 
-from ..core.report import fleet_json, fleet_table
+from ..core.report import fleet_json, fleet_table, terminal_safe_json
 from ..core.rules import NodeState
-from ..core.timeutil import parse_when
+from ..core.timeutil import format_time, parse_when
 from .common import add_live_arguments, add_settings_arguments, fail, live_source_from_args, settings_from_args
+
+MAX_DEMO_SECONDS = 86400.0
+"""``status --demo --at`` simulates up to a day (every second of it is computed)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,10 +54,16 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # noqa: BLE001 - every failure is one clear line and exit 2
         return fail(_one_line(exc))
     view = state.evaluate(now)
+    if not view.nodes and not (args.demo or args.replay):
+        print("nodewatch: the cluster has no nodes (its node list is empty)", file=sys.stderr)
+    elif not view.nodes:
+        what = f"the simulated fleet (--nodes {args.nodes})" if args.demo else f"{args.replay} at {format_time(now)}"
+        return fail(f"no nodes in {what}: nothing to report")
     if args.node is not None and not state.has_node(args.node):
         return fail(f"no node named {args.node!r}")
     if args.format == "json":
-        sys.stdout.buffer.write(orjson.dumps(fleet_json(state, view, args.node), option=orjson.OPT_INDENT_2))
+        sys.stdout.buffer.write(terminal_safe_json(orjson.dumps(fleet_json(state, view, args.node),
+                                                                option=orjson.OPT_INDENT_2)))
         sys.stdout.buffer.write(b"\n")
     else:
         print(fleet_table(state, view, args.node))
@@ -67,17 +85,29 @@ def _evaluate_source(args: argparse.Namespace, settings):
         demo = DemoSource(settings=settings, nodes=args.nodes, scenario=args.scenario, seed=args.seed)
         start = demo.clock.now()
         t = parse_when(args.at, start) if args.at else start
+        if not start <= t <= start + MAX_DEMO_SECONDS:
+            raise ValueError(f"--at {args.at}: the demo is simulated from {format_time(start)} for at most "
+                             f"{MAX_DEMO_SECONDS:.0f}s (+0 to +{MAX_DEMO_SECONDS:.0f})")
         demo.advance_to(t)
         return demo.state, t
     if args.replay:
         from ..sources.replay import ReplaySource
 
         rep = ReplaySource(args.replay, settings=settings)
-        t = parse_when(args.at, rep.replay.start) if args.at else rep.replay.end
-        rep.replay.seek(t)
-        for p in rep.problems[:20]:
-            print(f"nodewatch: {args.replay}: {p}", file=sys.stderr)
-        return rep.state, t
+        try:
+            for p in rep.problems[:20]:
+                print(f"nodewatch: {args.replay}: {p}", file=sys.stderr)
+            r = rep.replay
+            if r.events == 0:
+                raise ValueError(f"{args.replay}: no usable events in the recording, nothing to report")
+            t = parse_when(args.at, r.start) if args.at else r.end
+            if not r.start <= t <= r.end:
+                raise ValueError(f"--at {args.at}: {format_time(t)} is {'before' if t < r.start else 'after'} "
+                                 f"the recording ({format_time(r.start)} to {format_time(r.end)})")
+            r.seek(t)
+            return rep.state, t
+        finally:
+            rep.stop()
     if args.at:
         raise ValueError("--at needs --replay FILE or --demo")
     live = live_source_from_args(args, settings)
@@ -85,7 +115,11 @@ def _evaluate_source(args: argparse.Namespace, settings):
     if args.node:
         live.focus_node(args.node)  # its pods and events are listed alongside the rest
     try:
-        if not live.wait_synced(args.wait, args.node):
+        synced = live.wait_synced(args.wait, args.node)
+        fatal = live.fatal()  # also once "synced": a forbidden stream is not waited for
+        if fatal is not None:
+            raise ConnectionError(fatal)
+        if not synced:
             missing = live.not_listed(args.node)
             if "nodes" in missing or "leases" in missing:
                 raise TimeoutError(f"the API server did not list nodes and leases within {args.wait:g}s")

@@ -18,7 +18,7 @@ from .rules import (
     Toleration,
     zone_key,
 )
-from .timeutil import parse_time
+from .timeutil import parse_time, seconds
 
 
 class BadObject(ValueError):
@@ -56,16 +56,9 @@ def _str_map(value: Any) -> dict[str, str]:
 
 
 def _num(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+    """A duration field, range-checked where it is read (``timeutil.seconds``: NaN is unknown,
+    1e308 is a century)."""
+    return seconds(value)
 
 
 _shared_maps: dict[tuple, dict[str, str]] = {}
@@ -315,7 +308,7 @@ def event_from_dict(obj: Any) -> EventRecord:
         object_kind=_s(inv.get("kind")),
         object_name=_s(inv.get("name")),
         object_uid=_s(inv.get("uid")),
-        count=count if isinstance(count, int) and not isinstance(count, bool) else 1,
+        count=count if isinstance(count, int) and not isinstance(count, bool) and 0 < count <= 10**9 else 1,
     )
 
 

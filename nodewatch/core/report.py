@@ -7,6 +7,8 @@ unknowns null. The table is for a person and shows every cluster string as plain
 from __future__ import annotations
 
 import math
+import re
+import unicodedata
 from typing import Any
 
 from .fleet import FleetState
@@ -67,6 +69,33 @@ def fleet_json(state: FleetState, view: FleetView, node: str | None = None) -> d
             for e in state.events_for(node)
         ]
     return out
+
+
+_NOT_ASCII_OR_DEL = re.compile(r"[^\x00-\x7e]")
+_INERT_CATEGORIES = {"Cc", "Cf", "Cs", "Cn", "Zl", "Zp"}
+"""Shown as ``\\uXXXX`` in the JSON: C1 controls, bidi overrides and isolates, zero-width
+characters, line/paragraph separators and unassigned code points (as ``core.text.safe`` does for
+the table)."""
+
+
+def _json_escape(m: re.Match[str]) -> str:
+    ch = m.group(0)
+    if unicodedata.category(ch) not in _INERT_CATEGORIES:
+        return ch
+    cp = ord(ch)
+    if cp > 0xFFFF:  # JSON escapes beyond the BMP as a UTF-16 surrogate pair
+        cp -= 0x10000
+        return f"\\u{0xD800 + (cp >> 10):04x}\\u{0xDC00 + (cp & 0x3FF):04x}"
+    return f"\\u{cp:04x}"
+
+
+def terminal_safe_json(data: bytes) -> bytes:
+    """JSON (UTF-8, as orjson writes it) with every character that could steer a terminal written as
+    an escape: ``cat``-ing the ``status`` JSON is as safe as the table. The value is unchanged for a
+    JSON reader (these characters only occur inside strings; C0 controls orjson escapes already)."""
+    if data.isascii() and b"\x7f" not in data:
+        return data
+    return _NOT_ASCII_OR_DEL.sub(_json_escape, data.decode("utf-8")).encode("utf-8")
 
 
 def _dur(x: float | None) -> str:

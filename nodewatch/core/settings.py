@@ -7,11 +7,35 @@ the dashboard and ``status`` show the values in use with where each came from.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, fields, replace
 
+from .timeutil import MAX_SECONDS
+
 GRACE_BEFORE_1_32 = 40.0
 GRACE_SINCE_1_32 = 50.0
+LIMITS: dict[str, tuple[float, float]] = {
+    "grace_seconds": (0.0, MAX_SECONDS),
+    "toleration_seconds": (0.0, MAX_SECONDS),
+    "monitor_period_seconds": (0.0, MAX_SECONDS),
+    "startup_grace_seconds": (0.0, MAX_SECONDS),
+    "lease_duration_seconds": (0.0, MAX_SECONDS),
+    "unhealthy_zone_threshold": (0.0, 1.0),
+    "eviction_rate": (0.0, 1e6),
+    "secondary_eviction_rate": (0.0, 1e6),
+    "large_cluster_threshold": (0.0, 1e9),
+}
+"""The range of each setting a user or a recording's header may give (inclusive)."""
+
+
+def check_setting(name: str, value: object) -> None:
+    """Raises ValueError (a message for the user) when ``value`` is not a number in ``LIMITS[name]``."""
+    lo, hi = LIMITS.get(name, (-math.inf, math.inf))
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name}: {str(value)[:24]!r} is not a number")
+    if not (lo <= value <= hi):  # also NaN
+        raise ValueError(f"{name}: {value:g} is outside {lo:g}..{hi:g}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +88,8 @@ class Settings:
         unknown = set(chosen) - names
         if unknown:
             raise ValueError(f"unknown settings: {sorted(unknown)}")
+        for name, v in chosen.items():
+            check_setting(name, v)
         return replace(self, overridden=self.overridden | frozenset(chosen), **chosen)
 
     def as_dict(self) -> dict[str, float | int | str | None]:

@@ -99,12 +99,26 @@ def _safe(text: str, max_len: int) -> str:
 
 
 
-def duration(seconds: float | None) -> str:
-    """A short human duration: ``12s``, ``3m05s``, ``2h05m``, ``4d03h``; ``?`` when unknown."""
-    if seconds is None or math.isnan(seconds):
-        return "?"
+LONGEST_SHOWN = 100 * 365 * 86400
+"""Durations beyond a century are shown as ``>100y``: no 300-digit number from a wild value."""
+
+
+def _too_long(seconds: float) -> str | None:
+    if abs(seconds) < LONGEST_SHOWN:
+        return None
     if math.isinf(seconds):
         return "∞"
+    return ">100y" if seconds > 0 else "<-100y"
+
+
+def duration(seconds: float | None) -> str:
+    """A short human duration: ``12s``, ``3m05s``, ``2h05m``, ``4d03h``; ``?`` when unknown;
+    ``>100y`` (and ``∞``) beyond a century."""
+    if seconds is None or math.isnan(seconds):
+        return "?"
+    longer = _too_long(seconds)
+    if longer is not None:
+        return longer
     s = int(abs(seconds))
     sign = "-" if seconds < 0 and s > 0 else ""
     if s < 60:
@@ -120,9 +134,12 @@ def duration(seconds: float | None) -> str:
 
 
 def short_duration(seconds: float | None) -> str:
-    """One unit only, for tight cells: ``45s``, ``2m``, ``3h``, ``4d``."""
+    """One unit only, for tight cells: ``45s``, ``2m``, ``3h``, ``4d``; ``>100y`` beyond a century."""
     if seconds is None or math.isnan(seconds) or math.isinf(seconds):
         return "?"
+    longer = _too_long(seconds)
+    if longer is not None:
+        return longer
     s = int(abs(seconds))
     sign = "-" if seconds < 0 and s > 0 else ""
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):

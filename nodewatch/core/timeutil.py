@@ -4,11 +4,18 @@ Kubernetes writes ``metav1.Time`` with second precision and ``metav1.MicroTime``
 ``renewTime``, event ``eventTime``) with microseconds. Everything inside nodewatch is a float of
 seconds since the epoch so that rules can subtract times without timezone traps. Parsing never
 raises: a malformed timestamp from the cluster is ``None`` ("unknown"), not a crash.
+
+Numbers are range-checked where they are read: a time is a finite number of seconds between
+:data:`MIN_TIME` and :data:`MAX_TIME` (what ``datetime`` can show), a duration a finite number of
+seconds of at most :data:`MAX_SECONDS` either way. ``1e308``, ``-1e308`` and NaN from a recording
+or the API are "unknown" (or refused with the line number, by the readers), never a traceback
+further down (``OverflowError`` in ``datetime``, a 300-digit duration on screen).
 """
 
 from __future__ import annotations
 
 import calendar
+import math
 import re
 from datetime import datetime, timezone
 
@@ -17,13 +24,67 @@ _RFC3339 = re.compile(
 )
 _fromiso = datetime.fromisoformat
 
+MIN_TIME = 0.0
+"""1970-01-01T00:00:00Z: no Kubernetes object or recording line is older."""
+MAX_TIME = 253402300799.0
+"""9999-12-31T23:59:59Z: the last second RFC 3339 (and ``datetime``) can write."""
+MAX_SECONDS = 100 * 365.25 * 86400
+"""A century: the longest duration (toleration, lease duration, offset) taken as it is."""
+
+
+def valid_time(value: object) -> float | None:
+    """``value`` as a time (seconds since the epoch) when it is a finite number within
+    [MIN_TIME, MAX_TIME]; else None. Booleans are not numbers here."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        t = float(value)
+    except OverflowError:  # an int beyond the float range
+        return None
+    return t if MIN_TIME <= t <= MAX_TIME else None
+
+
+def time_problem(value: object) -> str:
+    """Why ``value`` is not a usable time, for a message that also names the line or object."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "is not a number"
+    if isinstance(value, float) and math.isnan(value):
+        return "is NaN"
+    return f"{_short_number(value)} is outside {format_time(MIN_TIME)}..{format_time(MAX_TIME)}"
+
+
+def seconds(value: object) -> float | None:
+    """A duration read from the cluster or a file (``tolerationSeconds``, ``leaseDurationSeconds``):
+    finite and clamped to ±MAX_SECONDS; None when it is not a number (or NaN)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)):
+        return None
+    try:
+        x = float(value)
+    except OverflowError:
+        x = math.inf if value > 0 else -math.inf
+    if math.isnan(x):
+        return None
+    return min(max(x, -MAX_SECONDS), MAX_SECONDS)
+
+
+def _short_number(value: object) -> str:
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    return text if len(text) <= 24 else text[:21] + "..."
+
 
 def parse_time(value: object) -> float | None:
     """Seconds since the epoch for an RFC 3339 string, or ``None`` when it is absent or malformed."""
     if value is None:
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
+        return valid_time(value)
     if not isinstance(value, str) or len(value) > 40:
         return None
     try:
@@ -34,7 +95,7 @@ def parse_time(value: object) -> float | None:
         return None  # RFC 3339 requires an offset; a naive time would be read in the local zone
     if len(value) < 20 or value[4] != "-" or value[10] not in "Tt ":
         return _parse(value)  # fromisoformat also takes ISO forms RFC 3339 does not
-    return dt.timestamp()
+    return valid_time(dt.timestamp())
 
 
 def _parse(value: str) -> float | None:
@@ -54,12 +115,13 @@ def _parse(value: str) -> float | None:
         sign = 1 if tz[0] == "+" else -1
         digits = tz[1:].replace(":", "")
         offset = sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
-    return base + frac - offset
+    return valid_time(base + frac - offset)
 
 
 def format_time(t: float | None, micro: bool = False) -> str | None:
-    """RFC 3339 UTC (``Z``); microseconds only when asked, as Kubernetes' MicroTime does."""
-    if t is None:
+    """RFC 3339 UTC (``Z``); microseconds only when asked, as Kubernetes' MicroTime does.
+    None for None and for what is not a :func:`valid_time` (nothing to write, no traceback)."""
+    if t is None or valid_time(t) is None:
         return None
     dt = datetime.fromtimestamp(t, tz=timezone.utc)
     if micro:
@@ -70,15 +132,23 @@ def format_time(t: float | None, micro: bool = False) -> str | None:
 def parse_when(value: str, start: float | None) -> float:
     """A ``--at``/``--start`` argument: RFC 3339, or ``+SECONDS`` / ``-SECONDS`` relative to ``start``.
 
-    Raises ``ValueError`` with a message meant for the user.
+    Raises ``ValueError`` with a message meant for the user: also for a relative offset beyond
+    :data:`MAX_SECONDS` and for a result that is not a :func:`valid_time`.
     """
     text = value.strip()
+    shown = _short_number(value)
     if text[:1] in "+-" and text[1:].replace(".", "", 1).isdigit():
         if start is None:
-            raise ValueError(f"{value!r} is relative, but the start time is unknown")
-        return start + float(text)
+            raise ValueError(f"{shown!r} is relative, but the start time is unknown")
+        offset = float(text)  # digits only: finite (or inf for 400 digits, refused next)
+        if not abs(offset) <= MAX_SECONDS:
+            raise ValueError(f"{shown!r}: an offset of more than a century (±{MAX_SECONDS:.0f} seconds)")
+        t = start + offset
+        if valid_time(t) is None:
+            raise ValueError(f"{shown!r} is before 1970 or after 9999 ({time_problem(t)})")
+        return t
     t = parse_time(text)
     if t is None:
-        raise ValueError(f"{value!r} is neither RFC 3339 (2026-11-29T10:00:00Z) nor +SECONDS")
+        raise ValueError(f"{shown!r} is neither RFC 3339 (2026-11-29T10:00:00Z) nor +SECONDS")
     return t
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -32,13 +34,19 @@ class KubeconfigError(Exception):
 
 
 class ApiError(Exception):
-    """A non-2xx answer from the API server (or no answer: status 0)."""
+    """A non-2xx answer from the API server (or no answer: status 0).
 
-    def __init__(self, status: int, message: str, retry_after: float | None = None) -> None:
+    ``permanent``: waiting will not help (credentials rejected after a reload, no permission, TLS
+    verification failed, a name that does not resolve, a port that refuses): a one-shot command
+    says so at once instead of waiting; the dashboard shows it and keeps trying."""
+
+    def __init__(self, status: int, message: str, retry_after: float | None = None,
+                 permanent: bool = False) -> None:
         super().__init__(f"HTTP {status}: {message}" if status else message)
         self.status = status
         self.message = message
         self.retry_after = retry_after
+        self.permanent = permanent
 
 
 @dataclass(frozen=True)
@@ -49,6 +57,10 @@ class Target:
     server: str
     cluster: str
     in_cluster: bool = False
+    user: str = ""
+    """The kubeconfig user of the context (named in "credentials rejected")."""
+    ca: str = "the system CAs"
+    """Where the CA that verifies the server comes from (named in "TLS verification failed")."""
 
     @property
     def cluster_id(self) -> str:
@@ -126,8 +138,10 @@ def load_configuration(kubeconfig: str | None, context: str | None) -> tuple[Any
     except Exception as exc:  # noqa: BLE001 - an exec plugin that fails, a bad file path...
         raise KubeconfigError(f"context {chosen!r}: cannot load credentials ({type(exc).__name__}: "
                               f"{_clean(exc)})") from None
-    cluster = str((entry.get("context") or {}).get("cluster", ""))
-    return cfg, Target(context=str(chosen), server=str(cfg.host), cluster=cluster)
+    ctx = entry.get("context") or {}
+    cluster = str(ctx.get("cluster", ""))
+    return cfg, Target(context=str(chosen), server=str(cfg.host), cluster=cluster, user=str(ctx.get("user", "")),
+                       ca=_ca_source(paths, cluster, cfg))
 
 
 def _in_cluster() -> tuple[Any, Target]:
@@ -139,7 +153,29 @@ def _in_cluster() -> tuple[Any, Target]:
         kconfig.load_incluster_config(client_configuration=cfg, try_refresh_token=True)
     except ConfigException as exc:
         raise KubeconfigError(f"in-cluster config: {_clean(exc)}") from None
-    return cfg, Target(context="in-cluster", server=str(cfg.host), cluster="in-cluster", in_cluster=True)
+    return cfg, Target(context="in-cluster", server=str(cfg.host), cluster="in-cluster", in_cluster=True,
+                       user="the pod's service account", ca=f"CA file {cfg.ssl_ca_cert}")
+
+
+def _ca_source(paths: list[str], cluster: str, cfg: Any) -> str:
+    """Where the kubeconfig's CA for ``cluster`` comes from, in words (a file, or inline data)."""
+    import yaml
+
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = yaml.safe_load(f)
+        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            continue
+        for c in (doc or {}).get("clusters") or [] if isinstance(doc, dict) else []:
+            if isinstance(c, dict) and c.get("name") == cluster and isinstance(c.get("cluster"), dict):
+                body = c["cluster"]
+                if body.get("certificate-authority"):
+                    return f"CA file {body['certificate-authority']}"
+                if body.get("certificate-authority-data"):
+                    return f"certificate-authority-data of cluster {cluster!r} in {path}"
+                return "the system CAs"
+    return f"CA file {cfg.ssl_ca_cert}" if getattr(cfg, "ssl_ca_cert", None) else "the system CAs"
 
 
 def _clean(exc: BaseException) -> str:
@@ -162,6 +198,8 @@ class Connection:
         self._client = self._make_client(cfg)
         self._last_reload = 0.0
         self.reloads = 0
+        self.failure: ApiError | None = None
+        """The last permanent failure (``ApiError.permanent``) of a request; None after a success."""
 
     @staticmethod
     def _make_client(cfg: Any) -> Any:
@@ -204,8 +242,31 @@ class Connection:
 
     def get(self, path: str, query: dict[str, Any] | None = None, *,
             timeout: tuple[float, float] = (10.0, 60.0)) -> urllib3.BaseHTTPResponse:
-        """GET ``path``; the body is not read (stream it). Raises ApiError for non-2xx or no answer."""
-        client = self._client
+        """GET ``path``; the body is not read (stream it). Raises ApiError for non-2xx or no answer.
+
+        A 401 reloads the credentials (a rotated token) and asks once more; a 401 after that is
+        "credentials rejected", permanent. Permanent failures are kept in ``failure``."""
+        try:
+            client = self._client
+            try:
+                resp = self._get(client, path, query, timeout)
+            except ApiError as exc:
+                if exc.status != 401 or not (self.reload_credentials() or self._client is not client):
+                    raise
+                resp = self._get(self._client, path, query, timeout)
+        except ApiError as exc:
+            if exc.status == 401:
+                exc = ApiError(401, f"credentials rejected by {self.target.server} for user "
+                                    f"{self.target.user or '?'} (context {self.target.context}): {exc.message}",
+                               permanent=True)
+            if exc.permanent:
+                self.failure = exc
+            raise exc from None
+        self.failure = None
+        return resp
+
+    def _get(self, client: Any, path: str, query: dict[str, Any] | None,
+             timeout: tuple[float, float]) -> urllib3.BaseHTTPResponse:
         params = [(k, _q(v)) for k, v in (query or {}).items() if v is not None]
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         try:
@@ -216,13 +277,27 @@ class Connection:
             resp = client.rest_client.pool_manager.request(
                 "GET", url, headers=hdrs, preload_content=False, retries=False,
                 timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]))
-        except urllib3.exceptions.HTTPError as exc:
-            raise ApiError(0, _net_error(exc)) from None
-        except OSError as exc:
-            raise ApiError(0, f"{type(exc).__name__}: {exc.strerror or exc}") from None
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise self._connect_error(exc) from None
         if not 200 <= resp.status <= 299:
             raise _api_error(resp)
         return resp
+
+    def _connect_error(self, exc: BaseException) -> ApiError:
+        """No answer: say what happened, to which address, and whether waiting can help."""
+        server = self.target.server
+        if _caused_by(exc, ssl.SSLCertVerificationError) or isinstance(exc, urllib3.exceptions.SSLError):
+            reason = getattr(_caused_by(exc, ssl.SSLError), "verify_message", None) or _net_error(exc)
+            return ApiError(0, f"TLS verification of {server} failed (certificate verify failed: {reason}); "
+                               f"verified with {self.target.ca}",
+                            permanent=True)
+        if isinstance(exc, urllib3.exceptions.NameResolutionError) or _caused_by(exc, socket.gaierror):
+            return ApiError(0, f"cannot resolve the API server's host name ({server})", permanent=True)
+        if _caused_by(exc, ConnectionRefusedError) or "Connection refused" in str(exc):
+            return ApiError(0, f"connection refused by {server}", permanent=True)
+        if isinstance(exc, urllib3.exceptions.HTTPError):
+            return ApiError(0, _net_error(exc))
+        return ApiError(0, f"{type(exc).__name__}: {getattr(exc, 'strerror', None) or exc}")
 
     def get_json(self, path: str, query: dict[str, Any] | None = None, *,
                  timeout: tuple[float, float] = (10.0, 60.0)) -> Any:
@@ -251,6 +326,21 @@ def _q(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     return str(v)
+
+
+def _caused_by(exc: BaseException, kind: type) -> Any:
+    """``exc`` or the first of its causes / contexts / ``reason`` that is a ``kind``; else None."""
+    seen: set[int] = set()
+    todo: list[Any] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen or not isinstance(e, BaseException):
+            continue
+        seen.add(id(e))
+        if isinstance(e, kind):
+            return e
+        todo += [e.__cause__, e.__context__, getattr(e, "reason", None)] + [a for a in e.args if isinstance(a, BaseException)]
+    return None
 
 
 def _net_error(exc: BaseException) -> str:
@@ -284,6 +374,8 @@ def _api_error(resp: Any) -> ApiError:
         message = ""
     if not message:
         message = resp.reason or "error"
+    if resp.status == 403:
+        return ApiError(403, message, permanent=True)
     retry_after = None
     ra = resp.headers.get("Retry-After")
     if ra:

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
-from ..core.timeutil import parse_time
+from ..core.timeutil import format_time, parse_time
 from .recording import Entry
 
 KIND_RESOURCES = {
@@ -30,6 +30,8 @@ KIND_RESOURCES = {
 }
 WATCH_TYPES = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK")
 MAX_DOC_BYTES = 16 * 1024 * 1024
+MAX_JUMP = 3600.0
+"""Seconds an object's time may run ahead of the replay's time unconfirmed (see ``JumpGuard``)."""
 
 
 def looks_like_kubectl(first_line: bytes) -> bool:
@@ -98,6 +100,7 @@ def _loads(data: bytes, n: int, problems: list[str]) -> Any:
 def iter_entries(lines: Iterable[tuple[int, bytes]], problems: list[str]) -> Iterator[Entry]:
     """Entries in input order with times from the objects, never going backwards."""
     last_t: float | None = None
+    jumps = JumpGuard(problems)
     unknown_kinds: set[str] = set()
     pending: list[Entry] = []  # entries before the first known time get that time
     for n, doc in iter_documents(lines, problems):
@@ -110,7 +113,7 @@ def iter_entries(lines: Iterable[tuple[int, bytes]], problems: list[str]) -> Ite
                     unknown_kinds.add(k)
                     problems.append(f"line {n}: objects of kind {k!r} are not used, skipped (reported once)")
                 continue
-            t = object_time(resource, etype, obj)
+            t = jumps.check(n, object_time(resource, etype, obj), last_t)
             if t is not None and (last_t is None or t > last_t):
                 last_t = t
             entry = Entry(n, last_t, resource, etype, obj, listing)
@@ -123,11 +126,45 @@ def iter_entries(lines: Iterable[tuple[int, bytes]], problems: list[str]) -> Ite
                     yield p
                 pending = []
             yield entry
+    jumps.finish()
     if pending:
         problems.append("no object carries a time: the events are replayed at time 0")
         for p in pending:
             p.t = 0.0
             yield p
+
+
+class JumpGuard:
+    """A kubectl log's time never goes back, so one object with a wild time (a ``renewTime`` in
+    2090) would carry every later event to 2090. A time more than :data:`MAX_JUMP` ahead of the
+    replay's time is used only once a second object confirms it (within ``MAX_JUMP`` of it); a
+    lone one is reported with its line number and not used as a time (the object is replayed)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        self._pending: tuple[int, float] | None = None
+
+    def check(self, n: int, t: float | None, last_t: float | None) -> float | None:
+        """``t``, or None while it is an unconfirmed jump."""
+        if t is None or last_t is None or t <= last_t + MAX_JUMP:
+            if t is not None:
+                self.finish()
+            return t
+        pending = self._pending
+        if pending is not None and abs(t - pending[1]) <= MAX_JUMP:
+            self._pending = None
+            return min(t, pending[1])
+        self.finish()
+        self._pending = (n, t)
+        return None
+
+    def finish(self) -> None:
+        """The pending jump was not confirmed: report it."""
+        if self._pending is not None:
+            n, t = self._pending
+            self._pending = None
+            self.problems.append(f"line {n}: object time {format_time(t)} is far ahead of the objects around it; "
+                                 "not used as the replay's time")
 
 
 def _events_of(n: int, doc: Any, problems: list[str]) -> Iterator[tuple[str, Any, bool]]:

@@ -173,13 +173,30 @@ class LiveSource:
 
     def wait_synced(self, timeout: float, node: str | None = None) -> bool:
         """True once every stream of ``not_listed(node)`` has been listed; False after ``timeout``
-        real seconds (a wait for the network, not for a rule: it does not use the clock)."""
+        real seconds (a wait for the network, not for a rule: it does not use the clock), or at
+        once when ``fatal()`` says waiting cannot help."""
         deadline = time.monotonic() + timeout
         while self.not_listed(node):
-            if time.monotonic() >= deadline or self._stop.is_set():
+            if time.monotonic() >= deadline or self._stop.is_set() or self.fatal() is not None:
                 return False
             time.sleep(0.02)
         return True
+
+    def fatal(self) -> str | None:
+        """Why no answer about the fleet can come by waiting, or None: the connection's last
+        permanent failure (credentials rejected, TLS verification failed, a host that does not
+        resolve or refuses), or no permission to list nodes or leases (the others are optional)."""
+        failure = self.conn.failure
+        if failure is not None and failure.status != 403:
+            return failure.message
+        with self._lock:
+            main = list(self._main)
+        for r in main:
+            if r.spec.resource in REQUIRED and r.forbidden:
+                who = self.target.user or "?"
+                return (f"forbidden (403): user {who} (context {self.target.context}) may not read "
+                        f"{r.spec.what}; needs {r.spec.permission}")
+        return None
 
     def watching(self) -> bool:
         """Every cluster-wide stream has a watch open right now (listed, and streaming)."""

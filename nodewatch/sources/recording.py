@@ -34,7 +34,7 @@ import orjson
 
 from ..core.clock import Clock, SystemClock
 from ..core.settings import Settings
-from ..core.timeutil import format_time
+from ..core.timeutil import format_time, parse_time, time_problem, valid_time
 from ..core.views import EVENT_TYPES, RESOURCES
 
 FORMAT_VERSION = 1
@@ -45,6 +45,9 @@ interval, so a line waits at most 1.5 intervals)."""
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """A longer line is refused (reported and skipped), so a corrupt file cannot exhaust memory."""
 HEALTH_FIELDS = ("connected", "synced", "last_activity", "down_since", "relists", "last_error", "forbidden")
+HEALTH_TIMES = ("last_activity", "down_since")
+MAX_COUNT = 2**53
+"""A count read from a file (relists) beyond this is not a count."""
 
 
 class RecordingError(Exception):
@@ -305,21 +308,23 @@ def parse_line(n: int, line: bytes, problems: list[str]) -> Entry | None:
     if not isinstance(d, dict):
         problems.append(f"line {n}: not a JSON object, skipped")
         return None
-    t = d.get("t")
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or t != t or t in (float("inf"), float("-inf")):
-        problems.append(f"line {n}: no valid time \"t\", skipped")
+    raw_t = d.get("t")
+    t = valid_time(raw_t)
+    if t is None:
+        why = "missing" if raw_t is None else time_problem(raw_t)
+        problems.append(f"line {n}: no valid time \"t\" ({why}), skipped")
         return None
     late_settings = d.get("settings")
     if isinstance(late_settings, dict):
-        return Entry(n, float(t), "", "SETTINGS", None, False, late_settings)
+        return Entry(n, t, "", "SETTINGS", None, False, late_settings)
     cert = d.get("cert")
     if isinstance(cert, dict):
-        node, not_after = cert.get("node"), cert.get("not_after")
-        if not isinstance(node, str) or isinstance(not_after, bool) or not isinstance(not_after, (int, float)):
-            problems.append(f"line {n}: certificate line without node and not_after, skipped")
+        node, not_after = cert.get("node"), valid_time(cert.get("not_after"))
+        if not isinstance(node, str) or not_after is None:
+            problems.append(f"line {n}: certificate line without node and a valid not_after, skipped")
             return None
-        return Entry(n, float(t), "", "CERT", None, False,
-                     {"node": node, "not_after": float(not_after), "source": str(cert.get("source") or "recorded")})
+        return Entry(n, t, "", "CERT", None, False,
+                     {"node": node, "not_after": not_after, "source": str(cert.get("source") or "recorded")})
     health = d.get("health")
     if isinstance(health, dict):
         resource = health.get("resource")
@@ -327,7 +332,16 @@ def parse_line(n: int, line: bytes, problems: list[str]) -> Entry | None:
             problems.append(f"line {n}: health of unknown resource {str(resource)[:40]!r}, skipped")
             return None
         fields = {k: v for k, v in health.items() if k in HEALTH_FIELDS}
-        return Entry(n, float(t), resource, "HEALTH", None, False, fields)
+        for k in HEALTH_TIMES:
+            if fields.get(k) is not None and valid_time(fields[k]) is None:
+                problems.append(f"line {n}: health {k} {time_problem(fields[k])}, ignored")
+                fields[k] = None
+        relists = fields.get("relists")
+        if relists is not None and (isinstance(relists, bool) or not isinstance(relists, int)
+                                    or not 0 <= relists <= MAX_COUNT):
+            problems.append(f"line {n}: health relists {str(relists)[:24]} is not a count, ignored")
+            fields.pop("relists")
+        return Entry(n, t, resource, "HEALTH", None, False, fields)
     resource, etype = d.get("resource"), d.get("type")
     if resource not in RESOURCES:
         problems.append(f"line {n}: unknown resource {str(resource)[:40]!r}, skipped")
@@ -339,7 +353,7 @@ def parse_line(n: int, line: bytes, problems: list[str]) -> Entry | None:
     if etype in ("ADDED", "MODIFIED", "DELETED") and not isinstance(obj, dict):
         problems.append(f"line {n}: {etype} without an object, skipped")
         return None
-    return Entry(n, float(t), resource, etype, obj, d.get("list") is True)
+    return Entry(n, t, resource, etype, obj, d.get("list") is True)
 
 
 def read_recording(path: str) -> tuple[dict, list[Entry], list[str]]:
@@ -372,6 +386,51 @@ def _short(exc: BaseException) -> str:
     return (str(exc) or type(exc).__name__)[:120]
 
 
+EARLY_SLACK = 300.0
+"""A line may be this much older than the header's ``started_at`` (threads race the header)."""
+MAX_GAP = 3600.0
+"""A line alone at either end of a recording, further than this from every other line, is wild."""
+
+
+class TimeFrame:
+    """Keeps wild line times from moving a recording's time frame (its start and end).
+
+    A v1 recording's lines are receive times written as they happen, so the header's
+    ``started_at`` anchors them: a line much older than it is refused where it is read
+    (:meth:`admit`). At the far end nothing anchors the last line, but a real recording never has
+    one line alone, an hour away from all the others (leases renew every 10 s): such a line, at
+    either end, is dropped after the times are sorted (:meth:`trim`). Both say the line number.
+    """
+
+    def __init__(self, header: dict, problems: list[str]) -> None:
+        started = header.get("started_at")
+        self.anchor = parse_time(started) if isinstance(started, str) else None
+        self.problems = problems
+
+    def admit(self, e: Entry) -> bool:
+        """False (with a problem) when ``e``'s time is before the recording started."""
+        if self.anchor is None or e.t is None or e.t >= self.anchor - EARLY_SLACK:
+            return True
+        self.problems.append(f"line {e.line}: time {format_time(e.t)} is before the recording started "
+                             f"({format_time(self.anchor)}), skipped")
+        return False
+
+    def trim(self, times: Any, lines: Any) -> tuple[int, int]:
+        """(lo, hi): the part of the sorted ``times`` kept; lines alone at the ends are reported."""
+        lo, hi = 0, len(times)
+        while hi - lo > 2 and times[lo + 1] - times[lo] > MAX_GAP:
+            self._wild(lines[lo], times[lo], times[lo + 1])
+            lo += 1
+        while hi - lo > 2 and times[hi - 1] - times[hi - 2] > MAX_GAP:
+            self._wild(lines[hi - 1], times[hi - 1], times[hi - 2])
+            hi -= 1
+        return lo, hi
+
+    def _wild(self, line: int, t: float, nearest: float) -> None:
+        self.problems.append(f"line {line}: time {format_time(t)} is alone, {abs(nearest - t):.0f}s from every "
+                             f"other line; not used (a single wild line does not move the recording's frame)")
+
+
 class DuplicateFilter:
     """Spots a line repeated within the last ``window`` lines (a duplicated write or a bad concat)."""
 
@@ -399,6 +458,7 @@ __all__ = [
     "FORMAT_VERSION",
     "Recorder",
     "RecordingError",
+    "TimeFrame",
     "close_input",
     "open_binary",
     "parse_header",

@@ -257,7 +257,7 @@ class Reflector:
             self._sleep(max(delay, 5.0))
             return
         if exc.status == 401:
-            self._disconnected("unauthorized (401): reloading credentials")
+            self._disconnected(f"{exc.message}; reloading credentials")
             if self.conn.reload_credentials():
                 self._sleep(min(delay, 1.0))
                 return

@@ -23,6 +23,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Footer, Input
+from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
 from ..core.clock import SystemClock
@@ -50,6 +51,8 @@ THREADED_EVALUATE_NODES = 5000
 """From this many nodes the periodic evaluate runs in a worker thread, off the event loop."""
 STATE_FILTERS: tuple[str | NodeState | None, ...] = (None, NOT_READY) + tuple(sorted(NodeState, key=lambda s: s.rank))
 MAIN_ONLY_ACTIONS = {"sort_next", "sort_reverse", "filter_state", "filter_zone", "search"}
+MAX_NOTIFY_LINES = 12
+"""A notification shows at most this many lines (each one bounded by ``safe``)."""
 REPLAY_ACTIONS = {"replay_toggle", "replay_faster", "replay_slower", "replay_step", "replay_seek", "replay_next_change",
                   "replay_next_mark"}
 
@@ -99,8 +102,10 @@ class NodewatchApp(App):
 
     def __init__(self, source: Source, *, wall: bool = False, focus: str | None = None,
                  refresh_seconds: float = 1.0, keymap: dict[str, str] | None = None,
-                 keymap_problems: list[str] | None = None) -> None:
+                 keymap_problems: list[str] | None = None, source_problems: list[str] | None = None) -> None:
         super().__init__()
+        self.source_problems = list(source_problems or [])
+        """What the source skipped or found damaged while reading (a recording's line numbers)."""
         self.keymap = dict(keymap or {})
         """Binding id -> keys, from the user's keymap file (``ui/keymap.py``)."""
         self.keymap_problems = list(keymap_problems or [])
@@ -122,6 +127,13 @@ class NodewatchApp(App):
         self._last_worker_error = ""
         self.history, self._history_job = history_for(source)
         """The fleet timeline's history: a recording's (sampled in the background), or the ticks'."""
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Every notification is plain text (``ui/plain.py``): they quote zone names, errors and
+        recording problems, and Textual would read them as markup. ``markup`` is ignored."""
+        text = "\n".join(safe(line, 500) for line in str(message).splitlines()[:MAX_NOTIFY_LINES])
+        super().notify(text, title=safe(title, 80), severity=severity, timeout=timeout, markup=False)
 
     # --- layout ------------------------------------------------------------------------------
 
@@ -145,6 +157,13 @@ class NodewatchApp(App):
             self.set_keymap(self.keymap)
         for problem in self.keymap_problems:
             self.notify(problem, severity="warning", timeout=10, markup=False)
+        if self.source_problems:
+            shown = self.source_problems[:MAX_NOTIFY_LINES - 1]
+            more = len(self.source_problems) - len(shown)
+            self.notify("\n".join(shown + ([f"... and {more} more (nodewatch status --replay FILE lists them)"]
+                                            if more else [])),
+                        title=f"{len(self.source_problems)} problems reading the source", severity="warning",
+                        timeout=60)
         self.theme_changed_signal.subscribe(self, self._on_theme_changed)
         self.palette = palette_from_variables(self.get_css_variables())
         self._apply_wall()
@@ -465,13 +484,14 @@ def binding_ids() -> set[str]:
     return {b.id for cls in classes for b in cls.BINDINGS if isinstance(b, Binding) and b.id}
 
 
-def run_dashboard(source: Source, *, wall: bool = False) -> int:
+def run_dashboard(source: Source, *, wall: bool = False, problems: list[str] | None = None) -> int:
     """Start the source, run the dashboard until the user quits, stop the source. The user's
     keymap (``ui/keymap.py``) is read here, so tests build the app without one."""
-    keymap, problems = load_keymap(keymap_path(), binding_ids())
+    keymap, keymap_problems = load_keymap(keymap_path(), binding_ids())
     source.start()
     try:
-        app = NodewatchApp(source, wall=wall, keymap=keymap, keymap_problems=problems)
+        app = NodewatchApp(source, wall=wall, keymap=keymap, keymap_problems=keymap_problems,
+                           source_problems=problems)
         app.run()
         return app.return_code or 0
     finally:

@@ -1,4 +1,9 @@
-"""The command palette (ctrl+p): every dashboard action by name, plus "open node ..."."""
+"""The command palette (ctrl+p): every dashboard action by name, plus "open node ...".
+
+Titles carry zone and node names from the cluster, so they reach the palette as ``Text`` (via
+``ui/plain.py``), never as a ``str``: Textual reads a ``str`` prompt as markup. Help texts are
+always markup in Textual, so they hold only nodewatch's own words (state names), never cluster text.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Callable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
-from textual.markup import escape
 
 from ..core.rules import NodeState
 from ..core.text import safe
+from .plain import highlighted
 from .rows import COLUMNS, NOT_READY
 
 if TYPE_CHECKING:
@@ -59,12 +64,13 @@ class NodewatchCommands(Provider):
     async def discover(self) -> Hits:
         for title, cb, help_text in self._commands():
             if not title.startswith("Open node"):
-                yield DiscoveryHit(title, cb, help=help_text or None)
+                yield DiscoveryHit(highlighted(title, (), None), cb, text=title, help=help_text or None)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for title, cb, help_text in self._commands():
-            score = matcher.match(title)
+            score, offsets = matcher.fuzzy_search.match(matcher.query, title)
             if score > 0:
-                # highlight() parses markup: escape first, a node name is untrusted text
-                yield Hit(score, matcher.highlight(escape(title)), cb, text=title, help=help_text or None)
+                # not matcher.highlight(): it parses its argument as markup, and titles hold cluster text
+                yield Hit(score, highlighted(title, offsets, matcher.match_style), cb, text=title,
+                          help=help_text or None)

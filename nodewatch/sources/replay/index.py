@@ -24,6 +24,7 @@ from ..recording import (
     DuplicateFilter,
     Entry,
     RecordingError,
+    TimeFrame,
     close_input,
     iter_lines,
     open_binary,
@@ -47,6 +48,9 @@ class EventIndex:
         self._times = array("d")
         self._offsets = array("q")
         self._lengths = array("l")
+        self._lines = array("I")
+        """Line number of each event in the input (for the messages about wild times)."""
+        self._frame: TimeFrame | None = None
         self._spool: IO[bytes] | None = None
         self._own_file: IO[bytes] | None = None
         self._fd = -1
@@ -131,6 +135,7 @@ class EventIndex:
                 self._spool_entries(kubectl_entries(_chain(first, lines), self.problems))
             else:
                 self.header = parse_header(first[1])
+                self._frame = TimeFrame(self.header, self.problems)
                 if plain:
                     self._index_plain(stream, lines)
                 else:
@@ -140,6 +145,8 @@ class EventIndex:
         if not len(self._times):
             self.problems.append("no usable events in the recording")
         self._sort_if_needed()
+        if self._frame is not None:
+            self._keep(*self._frame.trim(self._times, self._lines))
         if self._spool is not None:
             self._spool.flush()
             self._fd = self._spool.fileno()
@@ -155,7 +162,7 @@ class EventIndex:
             here = stream.tell() - len(line)
             e = self._check(n, line, dup)
             if e is not None:
-                self._add(e.t, here, len(line))
+                self._add(e.t, here, len(line), n)
 
     def _spool_v1(self, lines: Any) -> None:
         spool = self._new_spool()
@@ -168,7 +175,7 @@ class EventIndex:
             if not line.endswith(b"\n"):
                 line += b"\n"
             spool.write(line)
-            self._add(e.t, pos, len(line))
+            self._add(e.t, pos, len(line), n)
             pos += len(line)
 
     def _spool_entries(self, entries: Any) -> None:
@@ -180,7 +187,7 @@ class EventIndex:
                 d["list"] = True
             data = orjson.dumps(d) + b"\n"
             spool.write(data)
-            self._add(e.t, pos, len(data))
+            self._add(e.t, pos, len(data), e.line)
             pos += len(data)
 
     def _new_spool(self) -> IO[bytes]:
@@ -189,7 +196,7 @@ class EventIndex:
 
     def _check(self, n: int, line: bytes, dup: DuplicateFilter) -> Entry | None:
         e = parse_line(n, line, self.problems)
-        if e is None:
+        if e is None or (self._frame is not None and not self._frame.admit(e)):
             return None
         if e.etype == "SETTINGS":
             hs = self.header.get("settings")
@@ -204,10 +211,17 @@ class EventIndex:
             return None
         return e
 
-    def _add(self, t: float | None, offset: int, length: int) -> None:
+    def _add(self, t: float | None, offset: int, length: int, line: int) -> None:
         self._times.append(t if t is not None else 0.0)
         self._offsets.append(offset)
         self._lengths.append(length)
+        self._lines.append(min(line, 2**32 - 1))
+
+    def _keep(self, lo: int, hi: int) -> None:
+        """Keep events [lo, hi) only (the frame dropped wild times at the ends)."""
+        if (lo, hi) != (0, len(self._times)):
+            self._times, self._offsets = self._times[lo:hi], self._offsets[lo:hi]
+            self._lengths, self._lines = self._lengths[lo:hi], self._lines[lo:hi]
 
     def _sort_if_needed(self) -> None:
         times = self._times
@@ -232,6 +246,7 @@ class EventIndex:
         self._times = array("d", (times[i] for i in order))
         self._offsets = array("q", (self._offsets[i] for i in order))
         self._lengths = array("l", (self._lengths[i] for i in order))
+        self._lines = array("I", (self._lines[i] for i in order))
 
 
 def apply_entry(state: FleetState, e: Entry, received_known: bool) -> None:
