@@ -306,7 +306,6 @@ class TestbedFleet:
                 lease["metadata"].pop(k, None)
             c.create_or_get(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases", lease)
             self.renewed_at[name] = time.time()
-            node.ever_ready = True
         self.progress(f"registered {len(self.nodes)} nodes")
         for key in sorted(self.pods):
             self._create_pod(self.pods[key])
