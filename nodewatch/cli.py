@@ -15,6 +15,8 @@ COMMANDS = {
     "status": ("status", "print the fleet once (table or JSON) and exit: 0 all Ready, 1 some not, 2 error"),
     "record": ("record", "record a live cluster's watch streams to a file, headless"),
     "sim-server": ("sim_server", "serve the simulated fleet as a Kubernetes API on 127.0.0.1"),
+    "hub": ("hub", "one watcher for many screens: serve viewers and record everything, headless"),
+    "attach": ("attach", "dashboard fed by a hub (its directory, socket or https://HOST:PORT)"),
 }
 
 
