@@ -6,6 +6,7 @@ Exit codes: 0 every node Ready, 1 some node not Ready, 2 an error (one line on s
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import orjson
@@ -72,7 +73,12 @@ def _evaluate_source(args: argparse.Namespace, settings):
     if args.replay:
         from ..sources.replay import ReplaySource
 
-        rep = ReplaySource(args.replay, settings=settings)
+        path = args.replay
+        if args.at and os.path.isdir(path):  # a hub's flight recorder: read up to --at only
+            from ..sources.segments import window
+
+            path, _, args.at = window(path, None, args.at)
+        rep = ReplaySource(path, settings=settings)
         t = parse_when(args.at, rep.replay.start) if args.at else rep.replay.end
         rep.replay.seek(t)
         for p in rep.problems[:20]:

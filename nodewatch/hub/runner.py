@@ -6,11 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..core.settings import Settings
 from . import paths
-from .segments import SegmentedRecorder
+from .flight_recorder import SegmentedRecorder
 from .server import Hub
 
 
@@ -31,7 +29,7 @@ class HubRunner:
                 directory / paths.RECORDINGS, {**info, "hub": True}, self.source.state.settings,
                 segment_seconds=parse_age(args.segment), keep_seconds=parse_age(args.keep),
                 keep_bytes=parse_size(args.keep_bytes), clock=self.source.clock,
-                records=self.source.state.node_records, extras=self._keyframe_extras)
+                records=self.source.state.node_records)
             self.source.recorder = self.recorder
         tcp = ssl_context = token = None
         self.viewer_config: Path | None = None
@@ -46,17 +44,6 @@ class HubRunner:
             ssl_context, token = load_or_create(directory, host, int(port))
         self.hub = Hub(self.source, str(directory / paths.SOCKET), tcp=tcp, ssl_context=ssl_context, token=token,
                        tick_seconds=getattr(args, "tick_seconds", 1.0))
-
-    def _keyframe_extras(self) -> list[bytes]:
-        """Certificate dates and stream health at a rotation, as v1 lines."""
-        st = self.source.state
-        t = self.source.clock.now()
-        lines = [orjson.dumps({"t": t, "cert": {"node": n, "not_after": c.not_after, "source": c.source}})
-                 for n, c in sorted(st.cert_dates().items())]
-        for res, h in sorted(self.hub.last_health.items()):
-            fields: dict[str, Any] = {f: getattr(h, f) for f in h.__slots__}
-            lines.append(orjson.dumps({"t": t, "health": fields}))
-        return lines
 
     def start(self) -> None:
         try:
