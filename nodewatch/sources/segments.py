@@ -196,7 +196,7 @@ def resolve_when(text: str, directory: str) -> float:
     from the first segment. Raises ValueError for the user."""
     segs = list_segments(directory)
     if not segs:
-        raise RecordingError(f"{directory}: no nodewatch recording segments in this directory")
+        raise RecordingError(f"{directory}: is a directory, not a recording, and holds no hub recording segments")
     m = CLOCK_RE.match(text.strip())
     if not m:
         return parse_when(text, segs[0].start)
@@ -229,7 +229,7 @@ def open_segments(directory: str, start: float | None = None, end: float | None 
         end = directory.end if end is None else end
     segs = select_segments(list_segments(directory), start, end)
     if not segs:
-        raise RecordingError(f"{directory}: no nodewatch recording segments in this directory")
+        raise RecordingError(f"{directory}: is a directory, not a recording, and holds no hub recording segments")
     problems: list[str] = []
     raw = SegmentStream(iter_segment_lines(segs, problems, end), f"{directory} ({len(segs)} segments)")
     raw.problems = problems
