@@ -241,6 +241,8 @@ class Hub:
     async def _shutdown(self) -> None:
         for srv in self._servers:
             srv.close()
+        me = asyncio.current_task()
+        serving = [t for t in asyncio.all_tasks() if t is not me]
         bye = protocol.encode({"k": "bye", "now": self.source.clock.now(), "reason": "the hub is shutting down"})
         for v in list(self._viewers.values()):
             try:
@@ -250,6 +252,8 @@ class Hub:
                 pass
             v.closed = True
             v.wake.set()
+        if serving:  # each ends on its closed connection (cancelling them upsets asyncio's streams)
+            await asyncio.wait(serving, timeout=2)
 
     async def _serve_unix(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await self._serve(reader, writer, authenticated=True)
