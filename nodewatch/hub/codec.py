@@ -59,15 +59,12 @@ def view_from_wire(w: list) -> NodeView:
     try:
         (name, zone, state, ready, observed, duration, grace, skew, eviction_at, taints, cordoned, pressure,
          net, cert, kubelet, causes, since, nc, sd, excluded) = w
-        return NodeView(
-            name=name, zone=intern(zone), state=_STATES[state], ready=ready, lease_observed_at=observed,
-            lease_duration=duration, grace=grace, skew=skew, eviction_at=eviction_at,
-            taints=tuple(Taint(k, e, val, ta) for k, e, val, ta in taints) if taints else (),
-            cordoned=cordoned, pressure=tuple(intern(p) for p in pressure) if pressure else (),
-            network_unavailable=net, cert_not_after=cert, kubelet_version=intern(kubelet),
-            causes=_causes(causes) if causes else (), state_since=since,
-            next_change=math.inf if nc is None else nc, sort_deadline=math.inf if sd is None else sd,
-            excluded=excluded,
+        return NodeView(  # positional, in VIEW_FIELDS order: the fastest way to build 65,000 of them
+            name, intern(zone), _STATES[state], ready, observed, duration, grace, skew, eviction_at,
+            tuple(Taint(k, e, val, ta) for k, e, val, ta in taints) if taints else (), cordoned,
+            tuple(intern(p) for p in pressure) if pressure else (), net, cert, intern(kubelet),
+            _causes(causes) if causes else (), since, math.inf if nc is None else nc,
+            math.inf if sd is None else sd, excluded,
         )
     except (ValueError, TypeError, KeyError) as exc:
         raise WireError(f"malformed node view: {type(exc).__name__}: {str(exc)[:100]}") from None
