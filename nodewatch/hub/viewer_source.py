@@ -80,7 +80,6 @@ class ViewerSource:
         if address.host is not None and not token:
             raise ValueError("a hub over TCP needs a token (--token-file)")
         self.address = address
-        self.name = address.display
         self.state = ViewerState()
         self.clock = HubClock(self.state)
         self.replay = None
@@ -99,6 +98,12 @@ class ViewerSource:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._task: asyncio.Task | None = None
+
+    @property
+    def name(self) -> str:
+        """For the header: the hub's own source (``context prod @ https://...``), and the hub."""
+        hub_source = self.state.name
+        return f"{hub_source} · via {self.address.display}" if hub_source else self.address.display
 
     # --- Source -----------------------------------------------------------------------------------
 
