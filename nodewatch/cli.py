@@ -17,6 +17,8 @@ COMMANDS = {
     "record": ("record", "record a live cluster's watch streams to a file, headless"),
     "sim-server": ("sim_server", "serve the simulated fleet as a Kubernetes API on 127.0.0.1"),
     "testbed": ("testbed", "a real Kubernetes v1.20 control plane on 127.0.0.1 with simulated kubelets"),
+    "hub": ("hub", "one watcher for many screens: serve viewers and record everything, headless"),
+    "attach": ("attach", "dashboard fed by a hub (its directory, socket or https://HOST:PORT)"),
 }
 
 

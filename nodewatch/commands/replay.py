@@ -13,6 +13,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "`get -w --output-watch-events -o json` log, or - for stdin")
     parser.add_argument("--speed", type=float, default=1.0, metavar="X", help="playback speed (default 1)")
     parser.add_argument("--start", metavar="WHEN", help="RFC 3339 or +SECONDS from the start")
+    parser.add_argument("--from", dest="from_", metavar="WHEN", help="a hub's recordings directory: from "
+                        "HH:MM (UTC), RFC 3339 or +SECONDS; only the segments needed are read")
+    parser.add_argument("--to", metavar="WHEN", help="a hub's recordings directory: up to this time")
     add_dashboard_arguments(parser, record=False)
     add_settings_arguments(parser)
 
@@ -21,7 +24,13 @@ def run(args: argparse.Namespace) -> int:
     from ..sources.replay import RecordingError, ReplaySource
 
     try:
-        source = ReplaySource(args.file, settings=settings_from_args(args), speed=args.speed, start_at=args.start)
+        path, start = args.file, args.start
+        if args.from_ or args.to:  # a hub's flight recorder: read only the segments of the window
+            from ..sources.segments import window
+
+            path, from_, _ = window(args.file, args.from_, args.to)
+            start = start or from_
+        source = ReplaySource(path, settings=settings_from_args(args), speed=args.speed, start_at=start)
     except (RecordingError, OSError, ValueError) as exc:
         return fail(f"{args.file}: {exc}")
     return run_app(source, args, problems=source.problems)

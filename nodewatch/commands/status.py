@@ -15,6 +15,7 @@ once with exit 2; only a server that is slow, or down for a while, is waited for
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import orjson
@@ -93,7 +94,12 @@ def _evaluate_source(args: argparse.Namespace, settings):
     if args.replay:
         from ..sources.replay import ReplaySource
 
-        rep = ReplaySource(args.replay, settings=settings)
+        path = args.replay
+        if args.at and os.path.isdir(path):  # a hub's flight recorder: read up to --at only
+            from ..sources.segments import window
+
+            path, _, args.at = window(path, None, args.at)
+        rep = ReplaySource(path, settings=settings)
         try:
             for p in rep.problems[:20]:
                 print(f"nodewatch: {args.replay}: {p}", file=sys.stderr)

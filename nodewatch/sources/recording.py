@@ -23,6 +23,7 @@ large). nodewatch never reads Secrets, and credentials never reach this module.
 from __future__ import annotations
 
 import gzip
+import os
 import sys
 import threading
 import zlib
@@ -237,6 +238,10 @@ def open_binary(path: str) -> IO[bytes]:
     """The file (``-``: stdin), transparently gunzipped. Raises RecordingError when it cannot be opened."""
     if path == "-":
         raw: IO[bytes] = _stdin()
+    elif os.path.isdir(path):  # the hub's flight recorder: a directory of segments, read as one
+        from .segments import open_segments
+
+        return open_segments(path)
     else:
         try:
             raw = open(path, "rb")  # noqa: SIM115

@@ -1,0 +1,96 @@
+"""``nodewatch hub``: one watcher for many screens, with a flight recorder.
+
+One process keeps the live source (or ``--demo``) and the one FleetState, records everything it
+receives into rotating segments under ``DIR/recordings``, and serves viewers (``nodewatch
+attach``) on ``DIR/hub.sock`` (0600), and optionally over TCP with TLS and a token (``--listen``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from .common import (
+    CommandError,
+    add_demo_arguments,
+    add_live_arguments,
+    add_settings_arguments,
+    settings_from_args,
+)
+
+SIZE_UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
+TIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..hub.paths import DEFAULT_DIR
+
+    parser.add_argument("--dir", metavar="DIR", help=f"the hub's directory (default {DEFAULT_DIR}, created 0700)")
+    parser.add_argument("--demo", action="store_true", help="serve the simulated fleet instead of a cluster")
+    parser.add_argument("--listen", metavar="HOST:PORT",
+                        help="also serve viewers over TCP with TLS and a token (written to DIR/viewer.json)")
+    g = parser.add_argument_group("flight recorder")
+    g.add_argument("--keep", default="24h", metavar="AGE", help="keep recordings this long (default 24h)")
+    g.add_argument("--keep-bytes", default="2G", metavar="SIZE", help="and at most this much (default 2G)")
+    g.add_argument("--segment", default="15m", metavar="AGE", help="start a new segment this often (default 15m)")
+    g.add_argument("--no-record", action="store_true", help="do not record")
+    add_live_arguments(parser)
+    add_demo_arguments(parser, flag_prefix="demo-")
+    add_settings_arguments(parser)
+
+
+def parse_age(text: str) -> float:
+    t = text.strip().lower()
+    unit = t[-1:] if t[-1:] in TIME_UNITS else "s"
+    num = t[:-1] if t[-1:] in TIME_UNITS else t
+    try:
+        v = float(num) * TIME_UNITS[unit]
+    except ValueError:
+        raise CommandError(f"{text!r}: expected an age like 90s, 15m, 24h, 7d") from None
+    if v <= 0:
+        raise CommandError(f"{text!r}: must be more than zero")
+    return v
+
+
+def parse_size(text: str) -> int:
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = t[-1:] if t[-1:] in SIZE_UNITS and t[-1:] else ""
+    num = t[:-1] if unit else t
+    try:
+        v = int(float(num) * SIZE_UNITS[unit])
+    except ValueError:
+        raise CommandError(f"{text!r}: expected a size like 500M or 2G") from None
+    if v <= 0:
+        raise CommandError(f"{text!r}: must be more than zero")
+    return v
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..hub import paths
+    from ..hub.runner import HubRunner
+
+    directory = paths.ensure_private_dir(Path(os.path.expanduser(args.dir)) if args.dir else paths.default_dir())
+    lock = open(directory / paths.LOCK, "w")  # noqa: SIM115 - held for the life of the process
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        raise CommandError(f"{directory}: another hub is running with this directory") from None
+    runner = HubRunner(args, directory, settings_from_args(args))
+    runner.start()
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stop.set())
+    for line in runner.banner():
+        print(line, flush=True)
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        runner.stop()
+    print("nodewatch hub: stopped", file=sys.stderr)
+    return 0

@@ -1,0 +1,231 @@
+"""The flight recorder: recording format v1 in rotating gzip segments (read back by
+``sources/segments.py``).
+
+Writing (``SegmentedRecorder``): the hub records everything its source receives, always, into
+``DIR/recordings/nodewatch-<UTC start>-<n>.jsonl.gz``, a new segment every ``segment_seconds``,
+dropping the oldest segments beyond ``keep_seconds`` or ``keep_bytes``. Each segment is a complete
+v1 recording that replays on its own: it begins with a *keyframe*, the fleet as it is at the
+rotation written as a list (``"list": true`` items, ``SYNCED`` per resource, the certificate
+dates and the streams' health, all of which the recorder has seen pass), so replaying from 03:12 does not need the segments of the night
+before. The header's ``source.segment`` says how many lines the keyframe has, so a reader that
+goes on from the previous segment skips it. Each segment is flushed at least once a second (the
+``Recorder`` contract): a ``kill -9`` loses at most the last second, and a restarted hub starts a
+new segment (with a new keyframe once its lists arrive).
+
+What the keyframe is made of: Nodes are rebuilt from the state's records (``keyframe_lines``); the
+other resources are kept as the last line bytes received for each object (Leases are ~300 bytes
+each; pods and events are only those of watched nodes), so a rotation never asks the API server
+for anything.
+
+Reading is ``sources/segments.py``: a directory of segments reads as one v1 recording.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+import orjson
+
+from ..core.clock import Clock, SystemClock
+from ..core.settings import Settings
+from ..core.views import RESOURCES
+from ..sources.recording import Recorder, sanitize
+from ..sources.segments import list_segments, segment_name
+from .keyframe_lines import node_to_dict
+
+SEGMENT_SECONDS = 15 * 60.0
+KEEP_SECONDS = 24 * 3600.0
+KEEP_BYTES = 2 * 1024 ** 3
+EXACT_SECONDS = 900.0
+"""Objects received this recently are written into a keyframe with their own receive time."""
+
+
+# --- writing ----------------------------------------------------------------------------------------
+
+
+class SegmentedRecorder:
+    """A ``Recorder`` (same methods) that rotates, keeps a keyframe at the head of each segment,
+    and enforces retention. Thread-safe."""
+
+    def __init__(self, directory: str | os.PathLike, source: dict[str, Any], settings: Settings, *,
+                 segment_seconds: float = SEGMENT_SECONDS, keep_seconds: float | None = KEEP_SECONDS,
+                 keep_bytes: int | None = KEEP_BYTES, clock: Clock | None = None,
+                 records: Callable[[], dict] | None = None) -> None:
+        """``clock``: the clock that decides rotation and retention (the source's: virtual for the
+        demo; tests move a ManualClock). ``records``: the state's ``node_records`` (the Nodes of
+        each keyframe)."""
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.source = dict(source)
+        self.settings = settings
+        self.segment_seconds = segment_seconds
+        self.keep_seconds = keep_seconds
+        self.keep_bytes = keep_bytes
+        self.clock: Clock = clock or SystemClock()
+        self.records = records
+        self._lock = threading.RLock()
+        self._last: dict[tuple[str, str, str], tuple[float, bool, bytes]] = {}
+        """(resource, namespace, name) -> when the object was last received, whether as a list
+        item, and its JSON: for keyframes (not Nodes)."""
+        self._synced: set[str] = set()
+        self._health: dict[str, dict[str, Any]] = {}
+        self._certs: dict[str, tuple[float, str]] = {}
+        self._current: Recorder | None = None
+        self._opened_at = 0.0
+        self._n = max((s.n for s in list_segments(self.directory)), default=0)
+        self._closed = False
+        self.segments_written = 0
+        self.lines = 0
+
+    # --- the Recorder interface (what the sources call) ---
+
+    def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False) -> None:
+        data = b"null" if obj is None else orjson.dumps(sanitize(obj), default=str)  # once: file and keyframe
+        with self._lock:
+            if self._closed:
+                return
+            seg = self._segment()  # first: a keyframe written now must not hold this event yet
+            if etype == "SYNCED":
+                self._synced.add(resource)
+            elif resource != "nodes" and isinstance(obj, dict) and etype in ("ADDED", "MODIFIED", "DELETED"):
+                meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+                key = (resource, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+                if etype == "DELETED":
+                    self._last.pop(key, None)
+                else:
+                    self._last[key] = (t, listing, data)
+            seg._write_line(_line(orjson.dumps(t), resource, etype, data, listing), t)  # noqa: SLF001
+            self.lines += 1
+
+    def write_health(self, resource: str, t: float, **health: Any) -> None:
+        with self._lock:
+            if not self._closed:
+                seg = self._segment()
+                self._health.setdefault(resource, {}).update(health)
+                seg.write_health(resource, t, **health)
+
+    def write_cert(self, node: str, not_after: float, source: str, t: float) -> None:
+        with self._lock:
+            if not self._closed:
+                seg = self._segment()
+                cur = self._certs.get(node)
+                if cur is None or not_after > cur[0]:
+                    self._certs[node] = (not_after, source)
+                seg.write_cert(node, not_after, source, t)
+
+    def write_settings(self, t: float, settings: Settings) -> None:
+        with self._lock:
+            self.settings = settings
+            if not self._closed:
+                self._segment().write_settings(t, settings)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._current is not None:
+                self._current.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._current is not None:
+                self._current.close()
+                self._current = None
+
+    # --- rotation ---
+
+    def _segment(self) -> Recorder:
+        now = self.clock.now()
+        cur = self._current
+        if cur is not None and now - self._opened_at < self.segment_seconds:
+            return cur
+        self.rotate(now)
+        assert self._current is not None
+        return self._current
+
+    def rotate(self, now: float | None = None) -> Path:
+        """Close the current segment and open the next one, headed by a keyframe. Returns its path."""
+        with self._lock:
+            now = self.clock.now() if now is None else now
+            lines = self._keyframe(now) if self._current is not None else []
+            if self._current is not None:
+                self._current.close()
+            self._n += 1
+            path = self.directory / segment_name(now, self._n)
+            source = {**self.source, "segment": {"n": self._n, "keyframe_lines": len(lines)}}
+            rec = Recorder(str(path), source, self.settings, started_at=now)
+            for line in lines:
+                rec._write_line(line, now)  # noqa: SLF001 - complete v1 lines, written as they are
+            rec.flush()
+            self._current = rec
+            self._opened_at = now
+            self.segments_written += 1
+            self._retain(now)
+            return path
+
+    def _keyframe(self, t: float) -> list[bytes]:
+        """The fleet at ``t`` as v1 lines (see the module docstring).
+
+        Objects received in the last ``EXACT_SECONDS`` keep their receive time and list flag, so a
+        replay of this segment alone sees each recent lease renewal arrive when the hub saw it
+        (lease ages exactly the hub's); the lines come after the ``SYNCED`` lines for that. Older
+        objects (a stopped kubelet's lease) are written as list items at ``t``: their age is then
+        measured from the lease's renewTime, like any listed lease. Nodes, SYNCED lines and those
+        old objects, certificate dates and health do not depend on their time; they go first, at the
+        earliest time written."""
+        recent, old = [], []
+        for (resource, _, _), (rt, listing, obj) in self._last.items():
+            (recent if rt >= t - EXACT_SECONDS else old).append((rt, listing, resource, obj))
+        recent.sort(key=lambda x: x[0])
+        first = orjson.dumps(min(recent[0][0], t) if recent else t)
+        out: list[bytes] = []
+        if self.records is not None:
+            for rec in self.records().values():
+                out.append(_line(first, "nodes", "ADDED", orjson.dumps(node_to_dict(rec)), True))
+        for _, _, resource, obj in old:
+            out.append(_line(first, resource, "ADDED", obj, True))
+        for resource in RESOURCES:
+            if resource in self._synced:
+                out.append(_line(first, resource, "SYNCED", b"null", True))
+        tt = first  # certificates and health do not depend on their line's time: with the rest, first
+        for node, (not_after, source) in sorted(self._certs.items()):
+            out.append(b'{"t":' + tt + b',"cert":' + orjson.dumps({"node": node, "not_after": not_after,
+                                                                    "source": source}) + b"}")
+        for resource, health in sorted(self._health.items()):
+            out.append(b'{"t":' + tt + b',"health":' + orjson.dumps({"resource": resource, **health}, default=str)
+                       + b"}")
+        for rt, listing, resource, obj in recent:
+            out.append(_line(orjson.dumps(rt), resource, "MODIFIED", obj, listing))
+        return out
+
+    def _retain(self, now: float) -> None:
+        """Drop the oldest segments beyond the age and size limits (never the one being written)."""
+        segs = [s for s in list_segments(self.directory) if self._current is None or s.path.name != Path(self._current.path).name]
+        if self.keep_seconds is not None:
+            # a segment may go once the *next* one starts before the horizon: what it holds is older
+            for a, b in zip(segs, segs[1:] + [None]):
+                nxt = b.start if b is not None else self._opened_at
+                if nxt < now - self.keep_seconds:
+                    _unlink(a.path)
+        if self.keep_bytes is not None:
+            segs = [s for s in list_segments(self.directory) if s.path.exists()]
+            total = sum(s.size for s in segs)
+            for s in segs[:-1]:  # the newest (being written) stays
+                if total <= self.keep_bytes:
+                    break
+                total -= s.size
+                _unlink(s.path)
+
+
+def _line(t: bytes, resource: str, etype: str, obj: bytes, listing: bool) -> bytes:
+    return (b'{"t":' + t + b',"resource":"' + resource.encode() + b'","type":"' + etype.encode() + b'","object":'
+            + obj + (b',"list":true}' if listing else b"}"))
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass

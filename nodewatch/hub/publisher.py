@@ -1,0 +1,125 @@
+"""What the hub has told its viewers, and what changed since: snapshots and deltas of the fleet.
+
+The hub evaluates the fleet once per tick (``FleetState.evaluate`` at the hub's ``now``) and turns
+the result into one frame that every up-to-date viewer gets, encoded once: the views that changed
+since the previous tick, the nodes gone, the labels that changed, and the small ``meta`` (counts,
+zones, health, settings). A viewer that just arrived, or fell behind, gets a snapshot instead,
+built from the same bookkeeping, so snapshot + deltas always equal what the hub evaluated.
+
+Viewers receive evaluated views, not watch events: they never run the rules, so no viewer can
+disagree with the hub about a node (and none needs the memory of a FleetState).
+
+Labels travel as indexes into a table of ``[key, value]`` pairs that grows as new pairs appear
+(zone, instance type, pool... repeat on thousands of nodes; the hostname label does not), so a
+65,000-node snapshot carries each distinct pair once.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+from ..core.objects import NodeRecord
+from ..core.views import FleetView
+from . import protocol
+from .codec import VIEW_FIELDS, to_wire, view_to_wire
+
+_key = operator.attrgetter(*VIEW_FIELDS)
+
+
+class Publisher:
+    """The hub's bookkeeping of what viewers were sent. Used from one thread (the hub's ticker)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.seq = 0
+        """Number of the last frame built; deltas are numbered so a viewer can tell a gap."""
+        self._keys: dict[str, tuple] = {}
+        self._wire: dict[str, list] = {}
+        self._records: dict[str, NodeRecord] = {}
+        self._labels: dict[str, list[int]] = {}
+        self._pairs: dict[tuple[str, str], int] = {}
+        self._pair_list: list[list[str]] = []
+        self._meta: dict[str, Any] = {}
+        self._now = 0.0
+        self._snapshot: bytes | None = None
+
+    def update(self, view: FleetView, records: dict[str, NodeRecord], now: float, *,
+               problems: int, name: str) -> bytes:
+        """Take in the fleet as evaluated at ``now``; returns the delta frame since the last update."""
+        self.seq += 1
+        self.name = name
+        up: list[list] = []
+        keys, wire = self._keys, self._wire
+        seen = set()
+        for v in view.nodes:
+            n = v.name
+            seen.add(n)
+            k = _key(v)
+            if keys.get(n) != k:
+                keys[n] = k
+                wire[n] = w = view_to_wire(v)
+                up.append(w)
+        gone = [n for n in keys if n not in seen]
+        for n in gone:
+            del keys[n]
+            del wire[n]
+            self._records.pop(n, None)
+            self._labels.pop(n, None)
+        labels: dict[str, list[int]] = {}
+        first_pair = len(self._pair_list)
+        for n, rec in records.items():
+            if self._records.get(n) is rec:
+                continue
+            self._records[n] = rec
+            idx = self._label_indexes(rec.labels)
+            if self._labels.get(n) != idx:
+                self._labels[n] = idx
+                labels[n] = idx
+        self._meta = _meta(view, problems)
+        self._now = now
+        self._snapshot = None
+        msg: dict[str, Any] = {"k": "delta", "seq": self.seq, "now": now, "name": name, "meta": self._meta,
+                               "up": up, "del": gone}
+        if labels:
+            msg["labels"] = labels
+            msg["pairs_from"] = first_pair
+            msg["pairs"] = self._pair_list[first_pair:]
+        return protocol.encode(msg)
+
+    def snapshot(self) -> bytes:
+        """The whole fleet as of the last update (built once per tick, shared by every viewer)."""
+        if self._snapshot is None:
+            self._snapshot = protocol.encode({
+                "k": "snap", "seq": self.seq, "now": self._now, "name": self.name, "meta": self._meta,
+                "nodes": list(self._wire.values()), "pairs": self._pair_list, "labels": self._labels,
+            })
+        return self._snapshot
+
+    def _label_indexes(self, labels: dict[str, str]) -> list[int]:
+        pairs = self._pairs
+        out = []
+        for kv in labels.items():
+            i = pairs.get(kv)
+            if i is None:
+                i = pairs[kv] = len(self._pair_list)
+                self._pair_list.append(list(kv))
+            out.append(i)
+        return out
+
+
+def _meta(view: FleetView, problems: int) -> dict[str, Any]:
+    """Everything of a FleetView but its nodes: small, sent in full every tick."""
+    return {
+        "settings": to_wire(view.settings),
+        "zones": to_wire(view.zones),
+        "counts": {s.name: n for s, n in view.counts.items()},
+        "all_zones_full": view.all_zones_full,
+        "leases_blind": view.leases_blind,
+        "blind_reason": view.blind_reason,
+        "health": to_wire(view.health),
+        "generation": view.generation,
+        "statefulset_at_risk": view.statefulset_at_risk,
+        "controller_suspect": view.controller_suspect,
+        "problems": problems,
+    }

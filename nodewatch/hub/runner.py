@@ -1,0 +1,92 @@
+"""A hub assembled from the command line: its source, its flight recorder, its listeners."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..core.settings import Settings
+from . import paths
+from .flight_recorder import SegmentedRecorder
+from .server import Hub
+
+
+class HubRunner:
+    """What ``nodewatch hub`` runs; tests build one with ``args`` of their own."""
+
+    def __init__(self, args: argparse.Namespace, directory: Path, settings: Settings) -> None:
+        from ..commands.common import CommandError
+        from ..commands.hub import parse_age, parse_size
+
+        self.directory = directory
+        self.source = _source(args, settings)
+        self.recorder: SegmentedRecorder | None = None
+        if not getattr(args, "no_record", False):
+            info = self.source.recording_source() if hasattr(self.source, "recording_source") else {
+                "kind": "demo", "name": self.source.name}
+            self.recorder = SegmentedRecorder(
+                directory / paths.RECORDINGS, {**info, "hub": True}, self.source.state.settings,
+                segment_seconds=parse_age(args.segment), keep_seconds=parse_age(args.keep),
+                keep_bytes=parse_size(args.keep_bytes), clock=self.source.clock,
+                records=self.source.state.node_records)
+            self.source.recorder = self.recorder
+        tcp = ssl_context = token = None
+        self.viewer_config: Path | None = None
+        if getattr(args, "listen", None):
+            from .tls import load_or_create
+
+            host, _, port = args.listen.rpartition(":")
+            host = host.strip("[]")
+            if not host or not port.isdigit():
+                raise CommandError(f"--listen {args.listen!r}: expected HOST:PORT")
+            tcp = (host, int(port))
+            ssl_context, token = load_or_create(directory, host, int(port))
+        self.hub = Hub(self.source, str(directory / paths.SOCKET), tcp=tcp, ssl_context=ssl_context, token=token,
+                       tick_seconds=getattr(args, "tick_seconds", 1.0))
+
+    def start(self) -> None:
+        try:
+            self.hub.start()
+        except OSError as exc:
+            from ..commands.common import CommandError
+
+            self.stop()
+            raise CommandError(f"cannot listen: {exc.strerror or exc}") from None
+        if self.hub.tcp is not None:
+            from .tls import write_viewer_config
+
+            self.viewer_config = write_viewer_config(self.directory, self.hub.tcp[0], self.hub.tcp_port or 0)
+
+    def stop(self) -> None:
+        self.hub.stop()
+        if self.recorder is not None:
+            self.recorder.close()
+
+    def banner(self) -> list[str]:
+        out = [f"nodewatch hub: {self.source.name}", f"  viewers: nodewatch attach {self.directory}"]
+        if self.viewer_config is not None:
+            out.append(f"  over TCP: nodewatch attach {self.viewer_config}  (TLS; token in "
+                       f"{self.directory / 'token'})")
+        if self.recorder is not None:
+            out.append(f"  recording: {self.recorder.directory}")
+        return out
+
+
+def _source(args: argparse.Namespace, settings: Settings) -> Any:
+    from ..commands.common import CommandError
+
+    if getattr(args, "demo", False):
+        from ..sources.demo import DemoSource
+
+        return DemoSource(settings=settings, nodes=args.nodes, scenario=args.scenario, seed=args.seed,
+                          speed=args.speed)
+    from ..sources.live import KubeconfigError
+    from .live import HubLiveSource
+
+    try:
+        return HubLiveSource(settings, kubeconfig=args.kubeconfig, context=args.context,
+                             cert_cache_dir=args.cert_cache_dir, probe_kubelet_tls=args.probe_kubelet_tls,
+                             kubelet_metrics=args.kubelet_metrics)
+    except KubeconfigError as exc:
+        raise CommandError(str(exc)) from None

@@ -1,0 +1,399 @@
+"""The hub: one source, one FleetState, any number of viewers.
+
+Three kinds of threads, and who owns what:
+
+- the source's own threads (the live source's watches, or the demo's feeder) feed the state, and
+  the flight recorder (``segments.py``) when there is one;
+- the *ticker* evaluates the fleet once per ``tick_seconds`` at the source clock's ``now`` and
+  builds one delta frame (``publisher.py``), plus one details frame per node some viewer drills
+  into; it never writes to a socket;
+- the *loop* thread (asyncio) accepts viewers, reads their requests and writes frames.
+
+A viewer never slows the hub or another viewer: the ticker hands each frame to the loop, which
+appends it to each viewer's bounded queue (the same bytes object for all: encoded once). A viewer
+whose queue is over ``max_queue_frames`` frames or ``max_queue_bytes`` has its queue dropped and
+gets a fresh snapshot when it drains, followed by the deltas after that snapshot (the loop keeps
+the last few).
+
+Viewers are read-only: the only requests are ``hello``, ``focus`` (a node for the drill-down: the
+hub asks its source to watch that node's pods and events, within the source's cap) and ``ping``.
+Nothing of the source's credentials is in any frame: frames carry evaluated views only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import hmac
+import logging
+import os
+import ssl
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.source import Source
+from . import protocol
+from .codec import to_wire
+from .publisher import Publisher
+
+log = logging.getLogger("nodewatch.hub")
+
+TICK_SECONDS = 1.0
+MAX_QUEUE_FRAMES = 30
+"""A viewer this many frames behind (30 s at one frame a second) is dropped to a fresh snapshot."""
+MAX_QUEUE_BYTES = 64 * 1024 * 1024
+RECENT_DELTAS = 16
+"""Deltas kept to follow a snapshot that was built while they were being sent."""
+MAX_DETAILS_PODS = 200
+MAX_DETAILS_EVENTS = 50
+MAX_NODE_NAME = 253
+
+
+@dataclass(eq=False)
+class Viewer:
+    """One attached viewer, as the loop sees it."""
+
+    id: int
+    peer: str
+    writer: asyncio.StreamWriter
+    queue: collections.deque = field(default_factory=collections.deque)
+    queued_bytes: int = 0
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    seq: int = -1
+    """The seq of the last fleet frame (snapshot or delta) queued for it; -1: waiting for a snapshot."""
+    focus: str | None = None
+    authenticated: bool = False
+    snapshots: int = 0
+    dropped: int = 0
+    sent_bytes: int = 0
+    closed: bool = False
+
+
+class Hub:
+    """See the module docstring. ``start()`` returns once the socket accepts viewers."""
+
+    def __init__(self, source: Source, socket_path: str | None, *, tcp: tuple[str, int] | None = None,
+                 ssl_context: ssl.SSLContext | None = None, token: str | None = None,
+                 tick_seconds: float | None = TICK_SECONDS, max_queue_frames: int = MAX_QUEUE_FRAMES,
+                 max_queue_bytes: int = MAX_QUEUE_BYTES) -> None:
+        """``tick_seconds`` None: no ticker thread; the caller calls ``tick()`` (tests)."""
+        if tcp is not None and (ssl_context is None or not token):
+            raise ValueError("a TCP listener needs TLS and a token")
+        self.source = source
+        self.socket_path = socket_path
+        self.tcp = tcp
+        self.tcp_port: int | None = None
+        self.ssl_context = ssl_context
+        self.token = token
+        self.tick_seconds = tick_seconds
+        self.max_queue_frames = max_queue_frames
+        self.max_queue_bytes = max_queue_bytes
+        self.publisher = Publisher(source.name)
+        self._pub_lock = threading.Lock()
+        self._viewers: dict[int, Viewer] = {}
+        self._next_id = 0
+        self._recent: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=RECENT_DELTAS)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._servers: list[asyncio.base_events.Server] = []
+        self._loop_thread: threading.Thread | None = None
+        self._ticker: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._start_error: BaseException | None = None
+        self.ticks = 0
+        self.last_tick_seconds = 0.0
+        self.last_health: dict = {}
+        """The streams' health at the last tick (the recorder's keyframes write it)."""
+
+    # --- life -------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.source.start()
+        self.tick()  # a first frame, so the first viewer gets a snapshot at once
+        self._loop_thread = threading.Thread(target=self._run_loop, name="hub-loop", daemon=True)
+        self._loop_thread.start()
+        self._ready.wait(30)
+        if self._start_error is not None:
+            self.source.stop()
+            raise self._start_error
+        if self.tick_seconds is not None:
+            self._ticker = threading.Thread(target=self._tick_loop, name="hub-ticker", daemon=True)
+            self._ticker.start()
+
+    def stop(self) -> None:
+        """Say goodbye to every viewer, close the sockets, stop the source; idempotent."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            fut = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
+            try:
+                fut.result(timeout=5)
+            except Exception:  # noqa: BLE001 - shutting down regardless
+                pass
+            loop.call_soon_threadsafe(loop.stop)
+        if self._loop_thread is not None:
+            self._loop_thread.join(timeout=5)
+        if self._ticker is not None:
+            self._ticker.join(timeout=5)
+        self.source.stop()
+        if self.socket_path:
+            try:
+                os.unlink(self.socket_path)
+            except OSError:
+                pass
+
+    # --- the ticker ---------------------------------------------------------------------------------
+
+    def _tick_loop(self) -> None:
+        assert self.tick_seconds is not None
+        while not self._stop.wait(self.tick_seconds):
+            try:
+                self.tick()
+            except Exception:  # noqa: BLE001 - a failed tick is logged; the next one tries again
+                log.exception("hub tick failed")
+
+    def tick(self) -> int:
+        """Evaluate the fleet at the source's ``now`` and send the change to every viewer; returns
+        the frame's sequence number. Called by the ticker thread, or by a test."""
+        import time
+
+        started = time.perf_counter()
+        state = self.source.state
+        now = self.source.clock.now()
+        view = state.evaluate(now)
+        records = state.node_records()
+        self.last_health = view.health
+        with self._pub_lock:
+            frame = self.publisher.update(view, records, now, problems=state.problem_count(),
+                                          name=self.source.name)
+            seq = self.publisher.seq
+        details = self._details_frames(now)
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(self._broadcast, seq, frame, details)
+        self.ticks += 1
+        self.last_tick_seconds = time.perf_counter() - started
+        return seq
+
+    def _details_frames(self, now: float) -> dict[str, bytes]:
+        """One details frame per node that some viewer drills into."""
+        foci = {v.focus for v in list(self._viewers.values()) if v.focus}
+        return {node: self._details_frame(node, now) for node in foci}
+
+    def _details_frame(self, node: str, now: float) -> bytes:
+        d = self.source.state.node_details(node, now, max_pods=MAX_DETAILS_PODS, max_events=MAX_DETAILS_EVENTS)
+        scoped = getattr(self.source, "scoped_nodes", None)
+        watched = True if scoped is None else node in scoped()
+        return protocol.encode({"k": "details", "now": now, "node": node, "d": to_wire(d), "watched": watched})
+
+    def snapshot(self) -> tuple[int, bytes]:
+        """The last tick's snapshot frame and its seq (built once per tick, shared)."""
+        with self._pub_lock:
+            return self.publisher.seq, self.publisher.snapshot()
+
+    def _set_foci(self) -> None:
+        foci = [v.focus for v in sorted(self._viewers.values(), key=lambda v: -v.id) if v.focus]
+        focus_many = getattr(self.source, "focus_nodes", None)
+        if focus_many is not None:
+            focus_many(list(dict.fromkeys(foci)))
+        else:
+            self.source.focus_node(foci[0] if foci else None)
+
+    # --- the loop ---------------------------------------------------------------------------------
+
+    def _run_loop(self) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._listen())
+        except BaseException as exc:  # noqa: BLE001 - handed to start()
+            self._start_error = exc
+            self._ready.set()
+            loop.close()
+            return
+        self._loop = loop
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    async def _listen(self) -> None:
+        if self.socket_path:
+            if os.path.exists(self.socket_path):
+                os.unlink(self.socket_path)  # a stale socket of a hub that died (the caller holds the lock)
+            old = os.umask(0o177)
+            try:
+                srv = await asyncio.start_unix_server(self._serve_unix, path=self.socket_path)
+            finally:
+                os.umask(old)
+            os.chmod(self.socket_path, 0o600)
+            self._servers.append(srv)
+        if self.tcp is not None:
+            host, port = self.tcp
+            srv = await asyncio.start_server(self._serve_tcp, host, port, ssl=self.ssl_context)
+            self.tcp_port = srv.sockets[0].getsockname()[1]
+            self._servers.append(srv)
+
+    async def _shutdown(self) -> None:
+        for srv in self._servers:
+            srv.close()
+        me = asyncio.current_task()
+        serving = [t for t in asyncio.all_tasks() if t is not me]
+        bye = protocol.encode({"k": "bye", "now": self.source.clock.now(), "reason": "the hub is shutting down"})
+        for v in list(self._viewers.values()):
+            try:
+                v.writer.write(bye)
+                v.writer.close()
+            except (OSError, RuntimeError):
+                pass
+            v.closed = True
+            v.wake.set()
+        if serving:  # each ends on its closed connection (cancelling them upsets asyncio's streams)
+            await asyncio.wait(serving, timeout=2)
+
+    async def _serve_unix(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await self._serve(reader, writer, authenticated=True)
+
+    async def _serve_tcp(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await self._serve(reader, writer, authenticated=False)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, authenticated: bool) -> None:
+        self._next_id += 1
+        peer = str(writer.get_extra_info("peername") or "unix")
+        v = Viewer(self._next_id, peer, writer, authenticated=authenticated)
+        sender = None
+        try:
+            if not authenticated and not await self._authenticate(reader, v):
+                return
+            self._viewers[v.id] = v
+            hello = {"k": "hello", "v": protocol.VERSION, "now": self.source.clock.now(), "name": self.source.name,
+                     "tick_seconds": self.tick_seconds, "max_queue_frames": self.max_queue_frames}
+            writer.write(protocol.encode(hello))
+            sender = asyncio.ensure_future(self._send_loop(v))
+            await self._resnapshot(v)
+            while not v.closed:
+                msg = await protocol.read_frame(reader, protocol.MAX_REQUEST)
+                if msg is None:
+                    break
+                await self._request(v, msg)
+        except (protocol.ProtocolError, ConnectionError, OSError) as exc:
+            log.info("viewer %s: %s", v.peer, exc)
+        finally:
+            v.closed = True
+            v.wake.set()
+            had_focus = self._viewers.pop(v.id, None) is not None and v.focus is not None
+            if sender is not None:
+                await asyncio.gather(sender, return_exceptions=True)
+            try:
+                writer.close()
+            except (OSError, RuntimeError):
+                pass
+            if had_focus:
+                self._set_foci()
+
+    async def _authenticate(self, reader: asyncio.StreamReader, v: Viewer) -> bool:
+        try:
+            msg = await asyncio.wait_for(protocol.read_frame(reader, protocol.MAX_REQUEST), 10)
+        except asyncio.TimeoutError:
+            return False
+        token = msg.get("token") if msg else None
+        if not (msg and msg["k"] == "hello" and isinstance(token, str) and self.token
+                and hmac.compare_digest(token.encode(), self.token.encode())):
+            v.writer.write(protocol.encode({"k": "error", "now": self.source.clock.now(), "error": "bad token"}))
+            await v.writer.drain()
+            return False
+        v.authenticated = True
+        return True
+
+    async def _request(self, v: Viewer, msg: dict[str, Any]) -> None:
+        kind = msg["k"]
+        if kind == "focus":
+            node = msg.get("node")
+            if node is not None and (not isinstance(node, str) or not node or len(node) > MAX_NODE_NAME):
+                raise protocol.ProtocolError("focus: not a node name")
+            v.focus = node
+            self._set_foci()
+            if node is not None:
+                loop = asyncio.get_running_loop()
+                frame = await loop.run_in_executor(None, self._details_frame, node, self.source.clock.now())
+                if v.focus == node:
+                    self._enqueue(v, frame)
+        elif kind == "ping":
+            self._enqueue(v, protocol.encode({"k": "pong", "now": self.source.clock.now()}))
+        elif kind == "hello":
+            pass  # a viewer on the Unix socket may say hello too; nothing to check
+        else:
+            raise protocol.ProtocolError(f"unknown request {kind[:40]!r}")
+
+    def _drop_to_snapshot(self, v: Viewer) -> None:
+        """Forget what ``v`` has not been sent yet; it gets a fresh snapshot instead."""
+        v.seq = -1
+        v.queue.clear()
+        v.queued_bytes = 0
+        asyncio.ensure_future(self._resnapshot(v))
+
+    async def _resnapshot(self, v: Viewer) -> None:
+        """Queue a fresh snapshot for ``v`` (built off the loop), then the deltas after it."""
+        v.seq = -1
+        loop = asyncio.get_running_loop()
+        seq, snap = await loop.run_in_executor(None, self.snapshot)
+        if v.closed:
+            return
+        v.snapshots += 1
+        self._enqueue(v, snap)
+        v.seq = seq
+        for s, frame in self._recent:
+            if s > seq:
+                self._enqueue(v, frame)
+                v.seq = s
+
+    def _broadcast(self, seq: int, frame: bytes, details: dict[str, bytes]) -> None:
+        self._recent.append((seq, frame))
+        for v in list(self._viewers.values()):
+            if v.seq < 0:
+                continue  # waiting for its snapshot; it will follow with the recent deltas
+            if len(v.queue) >= self.max_queue_frames or v.queued_bytes + len(frame) > self.max_queue_bytes:
+                v.dropped += 1
+                self._drop_to_snapshot(v)
+                continue
+            if seq != v.seq + 1:
+                self._drop_to_snapshot(v)
+                continue
+            self._enqueue(v, frame)
+            v.seq = seq
+            if v.focus and v.focus in details:
+                self._enqueue(v, details[v.focus])
+
+    def _enqueue(self, v: Viewer, frame: bytes) -> None:
+        v.queue.append(frame)
+        v.queued_bytes += len(frame)
+        v.wake.set()
+
+    async def _send_loop(self, v: Viewer) -> None:
+        w = v.writer
+        try:
+            while not v.closed:
+                if not v.queue:
+                    v.wake.clear()
+                    await v.wake.wait()
+                    continue
+                frame = v.queue.popleft()
+                v.queued_bytes -= len(frame)
+                w.write(frame)
+                v.sent_bytes += len(frame)
+                await w.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            v.closed = True
+
+    # --- for tests, bench and the status line ------------------------------------------------------
+
+    def viewer_stats(self) -> list[dict[str, Any]]:
+        return [{"id": v.id, "peer": v.peer, "queued": len(v.queue), "queued_bytes": v.queued_bytes,
+                 "snapshots": v.snapshots, "dropped": v.dropped, "sent_bytes": v.sent_bytes, "focus": v.focus}
+                for v in list(self._viewers.values())]

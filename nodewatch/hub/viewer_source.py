@@ -1,0 +1,254 @@
+"""A hub as the dashboard's Source: ``nodewatch attach``.
+
+The connection runs in its own thread (an asyncio loop: one socket, read and written from one
+thread, TLS or not). Frames go into a ``ViewerState``; the clock is the hub's (the ``now`` of the
+last frame), so lease ages are the hub's and every screen attached to one hub agrees.
+
+When the hub goes away the state says so at once (the dashboard turns blind, with a banner that
+says since when) and the connection is retried, with a short backoff, for ``reconnect_for``
+seconds; after that ``gone`` is set and ``on_gone`` called, so ``attach`` exits instead of showing
+a dead screen forever. A refused token is final at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import protocol
+from .codec import WireError
+from .viewer_state import ViewerState
+
+CONNECT_TIMEOUT = 5.0
+BACKOFF = (0.1, 0.25, 0.5, 1.0, 2.0)
+SOCKET_NAME = "hub.sock"
+
+
+@dataclass(frozen=True)
+class HubAddress:
+    """Where a hub listens: a Unix socket path, or TCP with TLS."""
+
+    path: str | None = None
+    host: str | None = None
+    port: int | None = None
+
+    @property
+    def display(self) -> str:
+        return f"hub {self.path}" if self.path else f"hub https://{self.host}:{self.port}"
+
+
+def parse_address(text: str) -> HubAddress:
+    """``DIR`` (its ``hub.sock``), a socket path, ``unix:PATH``, ``https://HOST:PORT`` or ``HOST:PORT``.
+    Raises ValueError with a message for the user."""
+    if text.startswith("unix:"):
+        return HubAddress(path=text[5:])
+    if text.startswith("https://") or (":" in text and not text.startswith(("/", ".", "~"))):
+        rest = text.removeprefix("https://").rstrip("/")
+        host, _, port = rest.rpartition(":")
+        host = host.strip("[]")
+        if not host or not port.isdigit():
+            raise ValueError(f"{text!r}: expected https://HOST:PORT")
+        return HubAddress(host=host, port=int(port))
+    path = os.path.expanduser(text)
+    if os.path.isdir(path):
+        path = os.path.join(path, SOCKET_NAME)
+    return HubAddress(path=path)
+
+
+class HubClock:
+    """The hub's clock as last heard: the ``now`` of the newest frame."""
+
+    def __init__(self, state: ViewerState) -> None:
+        self._state = state
+
+    def now(self) -> float:
+        t = self._state.hub_now
+        return time.time() if t is None else t
+
+
+class ViewerSource:
+    """A ``Source`` fed by a hub; see the module docstring."""
+
+    def __init__(self, address: HubAddress, *, token: str | None = None, ca_file: str | None = None,
+                 reconnect_for: float = 120.0, first_frame_timeout: float = 5.0,
+                 on_gone: Callable[[str], None] | None = None) -> None:
+        if address.host is not None and not token:
+            raise ValueError("a hub over TCP needs a token (--token-file)")
+        self.address = address
+        self.state = ViewerState()
+        self.clock = HubClock(self.state)
+        self.replay = None
+        self.token = token
+        self.ca_file = ca_file
+        self.reconnect_for = reconnect_for
+        self.first_frame_timeout = first_frame_timeout
+        self.on_gone = on_gone
+        self.gone = threading.Event()
+        self.gone_reason = ""
+        self.connections = 0
+        self._focus: str | None = None
+        self._first = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._task: asyncio.Task | None = None
+
+    @property
+    def name(self) -> str:
+        """For the header: the hub's own source (``context prod @ https://...``), and the hub."""
+        hub_source = self.state.name
+        return f"{hub_source} · via {self.address.display}" if hub_source else self.address.display
+
+    # --- Source -----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Connect, and wait (up to ``first_frame_timeout``) for the first snapshot, so that the
+        dashboard's first frame shows the fleet rather than an empty table."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="hub-viewer", daemon=True)
+        self._thread.start()
+        self._first.wait(self.first_frame_timeout)
+
+    def stop(self) -> None:
+        self._stop.set()
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:
+                pass
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    def focus_node(self, node: str | None) -> None:
+        self._focus = node
+        self._send({"k": "focus", "node": node})
+
+    def wait_first_frame(self, timeout: float) -> bool:
+        return self._first.wait(timeout)
+
+    # --- the connection thread ----------------------------------------------------------------------
+
+    def _send(self, msg: dict) -> None:
+        loop, writer = self._loop, self._writer
+        if loop is None or writer is None:
+            return
+        frame = protocol.encode(msg, compress=False)
+
+        def write() -> None:
+            if self._writer is writer and not writer.is_closing():
+                writer.write(frame)
+
+        try:
+            loop.call_soon_threadsafe(write)
+        except RuntimeError:
+            pass
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            self._task = loop.create_task(self._connect_forever())
+            loop.run_until_complete(self._task)
+        except asyncio.CancelledError:
+            pass
+        finally:
+            loop.close()
+            self._first.set()
+
+    async def _connect_forever(self) -> None:
+        failing_since: float | None = None
+        attempt = 0
+        while not self._stop.is_set():
+            try:
+                reader, writer = await asyncio.wait_for(self._open(), CONNECT_TIMEOUT)
+            except (OSError, asyncio.TimeoutError, ssl.SSLError) as exc:
+                self.state.set_connected(False, _why(exc))
+            else:
+                attempt = 0
+                failing_since = None
+                final = await self._session(reader, writer)
+                if final:
+                    self._give_up(final)
+                    return
+            now = time.monotonic()
+            failing_since = failing_since if failing_since is not None else now
+            if now - failing_since >= self.reconnect_for:
+                self._give_up(f"the hub has been unreachable for {self.reconnect_for:g}s "
+                              f"({self.state.last_error})")
+                return
+            await asyncio.sleep(BACKOFF[min(attempt, len(BACKOFF) - 1)])
+            attempt += 1
+
+    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        a = self.address
+        limit = 2 ** 20
+        if a.path is not None:
+            return await asyncio.open_unix_connection(a.path, limit=limit)
+        ctx = ssl.create_default_context(cafile=self.ca_file)
+        return await asyncio.open_connection(a.host, a.port, ssl=ctx, limit=limit)
+
+    async def _session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str | None:
+        """One connection, until it ends. Returns a reason to stop trying, or None to try again."""
+        self._writer = writer
+        self.connections += 1
+        try:
+            hello = {"k": "hello", "v": protocol.VERSION}
+            if self.token:
+                hello["token"] = self.token
+            writer.write(protocol.encode(hello, compress=False))
+            if self._focus is not None:
+                writer.write(protocol.encode({"k": "focus", "node": self._focus}, compress=False))
+            while True:
+                msg = await protocol.read_frame(reader)
+                if msg is None:
+                    self.state.set_connected(False, "the hub closed the connection")
+                    return None
+                kind = msg["k"]
+                if kind == "error":
+                    error = str(msg.get("error", "refused"))[:200]
+                    self.state.set_connected(False, error)
+                    return f"the hub refused the connection: {error}"
+                if kind == "bye":
+                    self.state.set_connected(False, str(msg.get("reason", "the hub is shutting down"))[:200])
+                    return None
+                if kind == "hello":
+                    if msg.get("v") != protocol.VERSION:
+                        return f"the hub speaks protocol {msg.get('v')!r}, this viewer {protocol.VERSION}"
+                    continue
+                if kind in ("snap", "delta", "details"):
+                    self.state.receive(msg)
+                    if kind == "snap":
+                        self.state.set_connected(True)
+                        self._first.set()
+        except (protocol.ProtocolError, WireError, OSError, ssl.SSLError, KeyError, ValueError, TypeError) as exc:
+            self.state.set_connected(False, _why(exc))
+            return None
+        finally:
+            self._writer = None
+            writer.close()
+
+    def _give_up(self, reason: str) -> None:
+        self.gone_reason = reason
+        self.state.set_connected(False, reason)
+        self.gone.set()
+        self._first.set()
+        if self.on_gone is not None:
+            self.on_gone(reason)
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "no hub socket"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, asyncio.TimeoutError):
+        return "connection timed out"
+    return (str(exc) or type(exc).__name__)[:200]

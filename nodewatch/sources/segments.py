@@ -1,0 +1,236 @@
+"""Reading a directory of recording segments (the hub's flight recorder) as one v1 recording.
+
+The hub (``nodewatch/hub/flight_recorder.py``) writes ``nodewatch-<UTC start>-<n>.jsonl.gz``
+segments; each begins with a *keyframe* (the fleet at the rotation, as list items) whose length the
+header's ``source.segment.keyframe_lines`` gives. Read as one stream (``open_segments``): the
+header of the first segment, then every line in order, the keyframes of the later segments skipped
+(the previous segment led up to them), from the last segment that starts at or before ``start``
+to the last that starts at or before ``end``, and no line after ``end``. A segment cut short by a
+crash is read up to its last whole line and the next one carries on.
+
+``open_binary`` (``recording.py``) hands a directory to ``open_segments``; a ``SegmentWindow`` (a
+directory path that also carries the window) is how ``replay --from/--to`` and ``status --at``
+narrow the segments read.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Iterator
+
+import orjson
+
+from ..core.timeutil import format_time, parse_time, parse_when
+from .recording import HEADER_KEY, RecordingError
+
+SEGMENT_RE = re.compile(r"^nodewatch-(\d{8}T\d{6}Z)-(\d+)\.jsonl(\.gz)?$")
+CLOCK_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
+
+
+def segment_name(t: float, n: int) -> str:
+    return time.strftime("nodewatch-%Y%m%dT%H%M%SZ", time.gmtime(t)) + f"-{n:06d}.jsonl.gz"
+
+
+@dataclass(frozen=True)
+class Segment:
+    path: Path
+    start: float
+    """From the file name (the time the segment was opened, UTC, to the second)."""
+    n: int
+
+    @property
+    def size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+
+def list_segments(directory: str | os.PathLike) -> list[Segment]:
+    """The segments in ``directory``, oldest first."""
+    out = []
+    for entry in os.scandir(directory):
+        m = SEGMENT_RE.match(entry.name)
+        if m and entry.is_file():
+            t = parse_time(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.strptime(m.group(1), "%Y%m%dT%H%M%SZ")))
+            out.append(Segment(Path(entry.path), float(t or 0.0), int(m.group(2))))
+    out.sort(key=lambda s: (s.start, s.n, s.path.name))
+    return out
+
+
+# --- reading ------------------------------------------------------------------------------------------
+
+
+def select_segments(segments: list[Segment], start: float | None, end: float | None) -> list[Segment]:
+    """The segments that hold [start, end]: from the last one opened at or before ``start``."""
+    if not segments:
+        return []
+    first = 0
+    if start is not None:
+        for i, s in enumerate(segments):
+            if s.start <= start:
+                first = i
+    last = len(segments)
+    if end is not None:
+        last = max(first + 1, sum(1 for s in segments if s.start <= end))
+    return segments[first:last]
+
+
+def iter_segment_lines(segments: list[Segment], problems: list[str], end: float | None = None) -> Iterator[bytes]:
+    """The lines of ``segments`` as one v1 recording: the first header, every event line, the
+    keyframes of later segments skipped; stops after the first line later than ``end``."""
+    first = True
+    for seg in segments:
+        try:
+            raw = open(seg.path, "rb")  # noqa: SIM115 - closed below
+        except OSError as exc:
+            problems.append(f"{seg.path.name}: cannot open ({exc.strerror or exc})")
+            continue
+        with raw:
+            stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if seg.path.name.endswith(".gz") else raw
+            lines = _whole_lines(stream, seg.path.name, problems)
+            head = next(lines, None)
+            if head is None:
+                continue
+            try:
+                header = orjson.loads(head)
+            except orjson.JSONDecodeError:
+                problems.append(f"{seg.path.name}: no header, skipped")
+                continue
+            if not isinstance(header, dict) or HEADER_KEY not in header:
+                problems.append(f"{seg.path.name}: not a nodewatch recording, skipped")
+                continue
+            skip = 0
+            if not first:
+                src = header.get("source") if isinstance(header.get("source"), dict) else {}
+                segment = src.get("segment") if isinstance(src.get("segment"), dict) else {}
+                k = segment.get("keyframe_lines")
+                skip = k if isinstance(k, int) and k > 0 else 0
+            else:
+                yield head if head.endswith(b"\n") else head + b"\n"
+            first = False
+            for line in lines:
+                if skip:
+                    skip -= 1
+                    continue
+                if end is not None and _line_time(line) > end:
+                    return
+                yield line
+
+
+def _whole_lines(stream: IO[bytes], name: str, problems: list[str]) -> Iterator[bytes]:
+    """Complete lines only: a crash leaves a partial last line, or a gzip stream without its end."""
+    try:
+        for line in stream:
+            if not line.endswith(b"\n"):
+                problems.append(f"{name}: the last line is cut short (the hub stopped abruptly), skipped")
+                return
+            yield line
+    except (EOFError, zlib.error, gzip.BadGzipFile, OSError):
+        problems.append(f"{name}: ends abruptly (the hub stopped without closing it); read up to there")
+
+
+def _line_time(line: bytes) -> float:
+    """The ``t`` of a v1 line, cheaply: the recorder writes it first."""
+    if line.startswith(b'{"t":'):
+        end = line.find(b",", 5)
+        try:
+            return float(line[5:end])
+        except ValueError:
+            pass
+    try:
+        t = orjson.loads(line).get("t")
+        return float(t) if isinstance(t, (int, float)) else float("-inf")
+    except (orjson.JSONDecodeError, AttributeError):
+        return float("-inf")
+
+
+class SegmentStream(io.RawIOBase):
+    """The lines of several segments as one readable binary stream (what ``open_binary`` returns
+    for a directory): replay and ``status`` read it like one recording."""
+
+    def __init__(self, lines: Iterator[bytes], name: str) -> None:
+        self._lines = lines
+        self._buf = b""
+        self.name = name
+        self.problems: list[str] = []
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not self._buf:
+            nxt = next(self._lines, None)
+            if nxt is None:
+                return 0
+            self._buf = nxt
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
+
+
+class SegmentWindow(str):
+    """A directory of segments, and the part of it wanted: still the directory's path as a string
+    (for messages and names), with ``start`` and ``end`` for ``open_segments``."""
+
+    start: float | None = None
+    end: float | None = None
+
+    def __new__(cls, directory: str, start: float | None, end: float | None) -> "SegmentWindow":
+        self = super().__new__(cls, directory)
+        self.start, self.end = start, end
+        return self
+
+
+def resolve_when(text: str, directory: str) -> float:
+    """A ``--from``/``--to``/``--at`` for a directory of segments: ``HH:MM[:SS]`` (UTC) is the
+    latest such time of day not after the newest line recorded; else RFC 3339 or ``+SECONDS``
+    from the first segment. Raises ValueError for the user."""
+    segs = list_segments(directory)
+    if not segs:
+        raise RecordingError(f"{directory}: is a directory, not a recording, and holds no hub recording segments")
+    m = CLOCK_RE.match(text.strip())
+    if not m:
+        return parse_when(text, segs[0].start)
+    h, mi, sec = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+    if h > 23 or mi > 59 or sec > 59:
+        raise ValueError(f"{text!r}: not a time of day")
+    try:
+        end = max(segs[-1].path.stat().st_mtime, segs[-1].start)  # the last flush: the newest line
+    except OSError:
+        end = segs[-1].start
+    t = end - end % 86400 + h * 3600 + mi * 60 + sec
+    return t - 86400 if t > end else t
+
+
+def window(directory: str, start: str | None, end: str | None) -> tuple[SegmentWindow, str | None, str | None]:
+    """The directory narrowed to [start, end] (either may be None), and both as RFC 3339 (for the
+    options that take one)."""
+    a = resolve_when(start, directory) if start else None
+    b = resolve_when(end, directory) if end else None
+    if a is not None and b is not None and b < a:
+        raise ValueError(f"--to {end} is before --from {start}")
+    return (SegmentWindow(directory, a, b), format_time(a, micro=True) if a is not None else None,
+            format_time(b, micro=True) if b is not None else None)
+
+
+def open_segments(directory: str, start: float | None = None, end: float | None = None) -> IO[bytes]:
+    """A directory of segments as one buffered v1 stream (the hook in ``open_binary``)."""
+    if isinstance(directory, SegmentWindow):
+        start = directory.start if start is None else start
+        end = directory.end if end is None else end
+    segs = select_segments(list_segments(directory), start, end)
+    if not segs:
+        raise RecordingError(f"{directory}: is a directory, not a recording, and holds no hub recording segments")
+    problems: list[str] = []
+    raw = SegmentStream(iter_segment_lines(segs, problems, end), f"{directory} ({len(segs)} segments)")
+    raw.problems = problems
+    return io.BufferedReader(raw, 1 << 20)

@@ -1,0 +1,78 @@
+"""Helpers of the hub's tests: a hub on the demo fleet ticked by hand, and raw protocol clients."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from pathlib import Path
+from typing import Any, Iterator
+
+from nodewatch.hub import protocol
+from nodewatch.hub.codec import view_to_wire
+from nodewatch.hub.server import Hub
+from nodewatch.hub.viewer_source import HubAddress, ViewerSource
+from nodewatch.sources.demo import DemoSource
+
+
+@contextlib.contextmanager
+def demo_hub(tmp_path: Path, nodes: int = 60, **kw: Any) -> Iterator[Hub]:
+    """A started hub on a demo fleet, with no ticker: the test calls ``hub.tick()`` and moves the
+    demo's virtual time with ``advance(hub, seconds)``."""
+    src = DemoSource(nodes=nodes, scenario=kw.pop("scenario", "incident"), seed=1, speed=0.0)
+    hub = Hub(src, str(tmp_path / "hub.sock"), tick_seconds=None, **kw)
+    hub.start()
+    try:
+        yield hub
+    finally:
+        hub.stop()
+
+
+def advance(hub: Hub, seconds: float) -> int:
+    """Move the demo fleet ``seconds`` of virtual time on, then tick; returns the frame's seq."""
+    src = hub.source
+    t = src.clock.now() + seconds
+    src.advance_to(t)  # type: ignore[attr-defined]
+    src.clock.seek(t)  # type: ignore[attr-defined]
+    return hub.tick()
+
+
+@contextlib.contextmanager
+def viewer(hub: Hub, **kw: Any) -> Iterator[ViewerSource]:
+    v = ViewerSource(HubAddress(path=hub.socket_path), **kw)
+    v.start()
+    try:
+        yield v
+    finally:
+        v.stop()
+
+
+class RawClient:
+    """A protocol client on a blocking socket (reads only when told: a stuck viewer, too)."""
+
+    def __init__(self, path: str, rcvbuf: int | None = None) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        if rcvbuf is not None:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.sock.connect(path)
+        self.sock.settimeout(10)
+
+    def send(self, msg: dict) -> None:
+        self.sock.sendall(protocol.encode(msg, compress=False))
+
+    def read(self) -> dict[str, Any] | None:
+        return protocol.recv_frame(self.sock)
+
+    def read_until(self, kind: str, seq: int | None = None) -> dict[str, Any]:
+        while True:
+            msg = self.read()
+            assert msg is not None, "the hub closed the connection"
+            if msg["k"] == kind and (seq is None or msg.get("seq") == seq):
+                return msg
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def hub_wire(hub: Hub, now: float) -> dict[str, list]:
+    """Every node's view as the hub evaluates it at ``now``, in wire form."""
+    return {v.name: view_to_wire(v) for v in hub.source.state.evaluate(now).nodes}
