@@ -143,3 +143,60 @@ def taints_text(taints: tuple[Taint, ...], now: float, max_len: int = 40) -> str
 def version_key(v: str) -> tuple:
     """``v1.33.10`` sorts after ``v1.33.9``."""
     return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.\-+]", v.lstrip("v"))[:3])
+
+
+# --- compact forms (narrow terminals: every column still there, in fewer cells) ----------------
+
+_TAINT_KEY_SHORT = {
+    "unreachable": "unreach",
+    "not-ready": "notready",
+    "unschedulable": "unsched",
+    "memory-pressure": "mem",
+    "disk-pressure": "disk",
+    "pid-pressure": "pid",
+    "network-unavailable": "net",
+    "out-of-service": "oos",
+}
+_EFFECTS_SHORT = {"NoExecute": "NE", "NoSchedule": "NS", "PreferNoSchedule": "PNS"}
+
+
+def conditions_compact(ready: str | None, pressure: tuple[str, ...], network_unavailable: bool) -> str:
+    """``R·D··``: :func:`conditions_text` without the spaces (five cells)."""
+    return conditions_text(ready, pressure, network_unavailable).replace(" ", "")
+
+
+def taints_compact(taints: tuple[Taint, ...], now: float, max_len: int = 16) -> str:
+    """``unreach:NE 3m +1``: the most telling taint with well-known keys and effects abbreviated."""
+    if not taints:
+        return ""
+    first = sorted(taints, key=lambda t: (t.effect != "NoExecute", t.key))[0]
+    key = first.key.removeprefix(_TAINT_PREFIX)
+    key = _TAINT_KEY_SHORT.get(key, key) if first.key.startswith(_TAINT_PREFIX) else key
+    age = f" {short_duration(now - first.time_added)}" if first.time_added is not None else ""
+    more = f" +{len(taints) - 1}" if len(taints) > 1 else ""
+    label = safe(f"{key}:{_EFFECTS_SHORT.get(first.effect, first.effect)}", max_len)
+    if len(label) + len(age) + len(more) > max_len:
+        more = ""  # the label and its age say more than the count of the others
+    return safe(label, max(1, max_len - len(age))) + age + more
+
+
+def grace_compact(ready: str | None, state_word: str, grace_remaining: float | None, since: float | None,
+                  now: float) -> str:
+    """The grace column in ten cells: ``in 46s`` (NotReady then), ``over 5s`` (grace ran out, the
+    controller has not acted yet), ``down 7m52s`` (Ready Unknown or False, since when known)."""
+    if ready in ("Unknown", "False") or ready is None and state_word not in ("Ready", "Late", "Overdue"):
+        return f"down {duration(now - since)}" if since is not None else "down"
+    if grace_remaining is None:
+        return "?"
+    if grace_remaining > 0:
+        return f"in {duration(grace_remaining)}"
+    return f"over {duration(-grace_remaining)}"
+
+
+def eviction_compact(eviction_in: float | None) -> str:
+    """``in 4m17s`` / ``2m52s ago`` / empty: the eviction column in ten cells."""
+    if eviction_in is None:
+        return ""
+    if eviction_in > 0:
+        return f"in {duration(eviction_in)}"
+    return f"{duration(-eviction_in)} ago"

@@ -26,7 +26,16 @@ from .objects import (
 )
 from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX
 from .settings import Settings
-from .views import MAX_EVENTS_PER_NODE, MAX_TIMELINE, CertInfo, LeaseTrack, Problem, WatchHealth
+from .views import (
+    MAX_EVENTS_PER_NODE,
+    MAX_TIMELINE,
+    PROBLEM_ERROR,
+    PROBLEM_NOTICE,
+    CertInfo,
+    LeaseTrack,
+    Problem,
+    WatchHealth,
+)
 
 
 class Ingest(Evaluation):
@@ -63,10 +72,15 @@ class Ingest(Evaluation):
                 ok += self.apply(resource, etype, obj, received_at, listing)
         return ok
 
-    def problem(self, at: float | None, where: str, message: str) -> None:
+    def problem(self, at: float | None, where: str, message: str, kind: str = PROBLEM_ERROR) -> None:
+        """Something could not be used (kept with the last ``MAX_PROBLEMS``; the header counts them)."""
         with self.lock:
-            self.problems.append(Problem(at, where, message[:500]))
+            self.problems.append(Problem(at, where, message[:500], kind))
             self.generation += 1
+
+    def notice(self, at: float | None, where: str, message: str) -> None:
+        """Nothing failed, but the operator should know of a limit (shown apart from the errors)."""
+        self.problem(at, where, message, PROBLEM_NOTICE)
 
     def update_health(self, resource: str, **changes: Any) -> WatchHealth:
         with self.lock:

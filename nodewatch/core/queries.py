@@ -17,6 +17,7 @@ from .objects import EventRecord, NodeRecord
 from .rules import pod_eviction_at, with_default_tolerations
 from .views import (
     AT_RISK_STATES,
+    PROBLEM_NOTICE,
     CertInfo,
     NodeDetails,
     NodeView,
@@ -134,6 +135,12 @@ class Queries(Evaluation):
     def problem_count(self) -> int:
         with self.lock:
             return len(self.problems)
+
+    def problem_counts(self) -> tuple[int, int]:
+        """(errors, notices) among the problems kept."""
+        with self.lock:
+            notices = sum(1 for p in self.problems if p.kind == PROBLEM_NOTICE)
+            return len(self.problems) - notices, notices
 
     def recent_problems(self, n: int) -> list[Problem]:
         """The last ``n`` things the state could not use, oldest first."""

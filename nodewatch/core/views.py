@@ -50,13 +50,20 @@ class WatchHealth:
     forbidden: bool = False
 
 
+PROBLEM_ERROR = "error"
+PROBLEM_NOTICE = "notice"
+
+
 @dataclass(slots=True)
 class Problem:
-    """Something nodewatch could not use, said where and why."""
+    """Something nodewatch could not use, said where and why; or (``kind`` notice) a limit it works
+    within that the operator should know of (only 50 of 4,338 nodes' pods watched, TLS unverified)."""
 
     at: float | None
     where: str
     message: str
+    kind: str = PROBLEM_ERROR
+    """``error``: data or a request that failed; ``notice``: nothing failed, but something is limited."""
 
 
 @dataclass(slots=True)

@@ -9,6 +9,8 @@ each zone; the summary says what an SRE must know first.
 
 from __future__ import annotations
 
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 from textual.widgets import Static
 
@@ -28,35 +30,82 @@ def rate_text(rate: float) -> str:
     return f"{rate:g}/s"
 
 
-def zone_text(view: FleetView, palette: Palette, *, compact: bool = False) -> Text:
-    """``zones (ready/total · taint rate)  eu-west-1a ● Normal 4/5 · 0.1/s │ ...``.
+class ItemLines:
+    """Items laid out on as many lines as the width needs, never broken inside an item.
 
-    Zone names are shown without their region when the zone name is unique (``eu-west-1a``);
-    ``compact`` drops the taint rates.
+    Rich wraps text at any space, which cut ``us-east-1a ● Normal 4/5`` into ``us-east-1a ●`` /
+    ``Normal 4/5`` and dropped the space at the break. Here each item stays whole (cut with an
+    ellipsis only when it alone is wider than the screen), items are joined by ``sep``, and every
+    line after the first starts with ``indent``.
     """
-    t = Text(no_wrap=False, overflow="fold")
-    if view.all_zones_full:
-        t.append(" ALL ZONES DOWN: evictions stopped (the controller assumes its own connectivity is broken) ",
-                 palette.banner)
-        t.append("\n")
-    t.append(" zones", palette.header)
-    t.append(" (ready/total" + ("" if compact else " · taint rate") + ") ", palette.muted)
-    if not view.zones:
-        t.append(" (no nodes)", palette.muted)
+
+    def __init__(self, head: Text, items: list[Text], sep: Text, indent: str = " ") -> None:
+        self.head, self.items, self.sep, self.indent = head, items, sep, indent
+
+    def lines(self, width: int) -> list[Text]:
+        width = max(1, width)
+        out: list[Text] = []
+        line = self.head.copy()
+        has_item = False
+        for item in self.items:
+            if has_item and line.cell_len + self.sep.cell_len + item.cell_len <= width:
+                line.append_text(self.sep)
+            elif has_item or (line.cell_len + item.cell_len > width and line.plain.strip()):
+                out.append(line)
+                line = Text(self.indent)
+            line.append_text(item)
+            has_item = True
+        out.append(line)
+        for t in out:
+            t.truncate(width, overflow="ellipsis")
+        return out
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for t in self.lines(options.max_width):
+            t.no_wrap = True
+            yield t
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(1, options.max_width)
+
+
+def zone_items(view: FleetView, palette: Palette, *, compact: bool = False) -> list[Text]:
+    """One item per zone: ``eu-west-1a ● Normal 4/5 · 0.1/s``; ``compact`` leaves out the taint rate
+    and the word of a Normal zone (its ``●`` says it)."""
     shorts = [zone_short(z.name) for z in view.zones]
     unique = len(set(shorts)) == len(shorts)
+    items = []
     for i, z in enumerate(view.zones):
-        if i:
-            t.append(" │", palette.muted)
-        t.append(" ")
+        t = Text()
         label = shorts[i] if unique else z.name
         t.append(safe(label, 40) if label else "(no zone)", "bold")
         style = palette.zones.get(z.state)
-        t.append(f" {ZONE_SYMBOL[z.state]} {z.state.value}", style)
+        word = "" if compact and z.state is ZoneState.NORMAL else f" {z.state.value}"
+        t.append(f" {ZONE_SYMBOL[z.state]}{word}", style)
         t.append(f" {z.ready}/{z.nodes}")
         if not compact:
             t.append(f" · {rate_text(z.taint_rate)}", palette.muted)
-    return t
+        items.append(t)
+    return items
+
+
+def zone_text(view: FleetView, palette: Palette, *, compact: bool = False) -> RenderableType:
+    """``zones (ready/total · taint rate)  eu-west-1a ● Normal 4/5 · 0.1/s │ ...``, wrapped between
+    zones (:class:`ItemLines`).
+
+    Zone names are shown without their region when the zone name is unique (``eu-west-1a``);
+    ``compact`` drops the taint rates and the word "Normal".
+    """
+    head = Text()
+    head.append(" zones", palette.header)
+    head.append(" (ready/total" + ("" if compact else " · taint rate") + ") ", palette.muted)
+    items = zone_items(view, palette, compact=compact) or [Text("(no nodes)", palette.muted)]
+    strip = ItemLines(head, items, Text(" │ ", palette.muted))
+    if not view.all_zones_full:
+        return strip
+    banner = Text(" ALL ZONES DOWN: evictions stopped (the controller assumes its own connectivity is broken) ",
+                  palette.banner)
+    return Group(banner, strip)
 
 
 def summary_text(view: FleetView, palette: Palette) -> Text:
@@ -87,7 +136,7 @@ class ZoneStrip(Static):
     ZoneStrip { height: auto; max-height: 6; }
     """
 
-    def show(self, text: Text) -> None:
+    def show(self, text: RenderableType) -> None:
         self.update(text)
 
 
