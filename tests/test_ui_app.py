@@ -105,7 +105,10 @@ async def test_cursor_keys_and_enter_open_the_drilldown_and_escape_closes_it():
         assert isinstance(app.screen, DrillDown) and app.screen.node == "worker-b-0"
         assert src.focused == ["worker-b-0"]
         pods = static_text(app.screen.query_one("#dd-pods"))
-        assert "prod/db-0 ⚠ at risk" in pods and FENCING_ADVICE in pods
+        advice = FENCING_ADVICE.split(":")[0]
+        assert "prod/db-0 ⚠ at risk" in pods and advice in pods
+        everything = "\n".join(static_text(w) for w in app.screen.query("#dd-summary, .section"))
+        assert everything.count(advice) == 1  # the advice is said once, with the pods
         assert app.screen.query_one("#dd-pods").has_class("-risk")
         cause = static_text(app.screen.query_one("#dd-cause"))
         assert "systemctl status kubelet" in cause and "6443" in cause

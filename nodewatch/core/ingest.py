@@ -9,6 +9,8 @@ the event that is nearly all the traffic, moves only its view's lease fields (``
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections import deque
 from typing import Any, Iterable
 
@@ -27,6 +29,7 @@ from .objects import (
 from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX
 from .settings import Settings
 from .views import (
+    MAX_BEATS,
     MAX_EVENTS_PER_NODE,
     MAX_TIMELINE,
     PROBLEM_ERROR,
@@ -164,6 +167,7 @@ class Ingest(Evaluation):
         name = rec.name
         if etype == "DELETED":
             self.leases.pop(name, None)
+            self.beats.pop(name, None)
             self._dirty.add(name)
             return
         duration = rec.duration_seconds or self.settings.lease_duration_seconds
@@ -188,6 +192,7 @@ class Ingest(Evaluation):
                 track.observed_at = rec.renew_time
             if known:  # a listed lease was renewed at some unknown earlier time: no skew to learn
                 track.skew = received_at - rec.renew_time
+            self._beat(name, received_at if known else math.nan)
             track.renewals += 1
             if self._renewed_on_time(name, track):
                 return
@@ -195,6 +200,20 @@ class Ingest(Evaluation):
             track.renew_time = None
             track.observed_at = None
         self._dirty.add(name)
+
+    def _beat(self, node: str, received_at: float) -> None:
+        """Remember one renewal's receive time for the heartbeat history (NaN: when it happened is
+        unknown, a gap). Bounded: the last ``MAX_BEATS``; a node never seen renewing has none."""
+        beats = self.beats.get(node)
+        if beats is None:
+            if received_at != received_at:  # NaN: nothing before it to break
+                return
+            beats = self.beats[node] = array("d")
+        elif received_at != received_at and beats[-1] != beats[-1]:
+            return  # one gap mark is enough
+        beats.append(received_at)
+        if len(beats) > MAX_BEATS:
+            del beats[0]
 
     def _on_pod(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
         rec = pod_from_dict(obj)

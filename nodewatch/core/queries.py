@@ -100,6 +100,7 @@ class Queries(Evaluation):
                 name=name, now=now, view=self.node_view(name, now), record=self.nodes.get(name), lease=lease,
                 cert=self.certs.get(name), pods=self.pods_on(name, now)[:max_pods],
                 events=self.events_for(name)[:max_events], timeline=self.timeline_for(name, now),
+                beats=list(self.beats.get(name, ())),
             )
 
     def node_count(self) -> int:

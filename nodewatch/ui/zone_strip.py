@@ -9,8 +9,7 @@ each zone; the summary says what an SRE must know first.
 
 from __future__ import annotations
 
-from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.measure import Measurement
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.widgets import Static
 
@@ -18,6 +17,7 @@ from ..core.format import zone_short
 from ..core.rules import ZoneState
 from ..core.text import safe
 from ..core.views import FleetView
+from .item_lines import ItemLines
 from .theme import Palette
 
 ZONE_SYMBOL = {ZoneState.NORMAL: "●", ZoneState.PARTIAL: "◐", ZoneState.FULL: "○"}
@@ -28,45 +28,6 @@ def rate_text(rate: float) -> str:
     if rate <= 0:
         return "0/s (stopped)"
     return f"{rate:g}/s"
-
-
-class ItemLines:
-    """Items laid out on as many lines as the width needs, never broken inside an item.
-
-    Rich wraps text at any space, which cut ``us-east-1a ● Normal 4/5`` into ``us-east-1a ●`` /
-    ``Normal 4/5`` and dropped the space at the break. Here each item stays whole (cut with an
-    ellipsis only when it alone is wider than the screen), items are joined by ``sep``, and every
-    line after the first starts with ``indent``.
-    """
-
-    def __init__(self, head: Text, items: list[Text], sep: Text, indent: str = " ") -> None:
-        self.head, self.items, self.sep, self.indent = head, items, sep, indent
-
-    def lines(self, width: int) -> list[Text]:
-        width = max(1, width)
-        out: list[Text] = []
-        line = self.head.copy()
-        has_item = False
-        for item in self.items:
-            if has_item and line.cell_len + self.sep.cell_len + item.cell_len <= width:
-                line.append_text(self.sep)
-            elif has_item or (line.cell_len + item.cell_len > width and line.plain.strip()):
-                out.append(line)
-                line = Text(self.indent)
-            line.append_text(item)
-            has_item = True
-        out.append(line)
-        for t in out:
-            t.truncate(width, overflow="ellipsis")
-        return out
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        for t in self.lines(options.max_width):
-            t.no_wrap = True
-            yield t
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return Measurement(1, options.max_width)
 
 
 def zone_items(view: FleetView, palette: Palette, *, compact: bool = False) -> list[Text]:
