@@ -26,6 +26,10 @@ from .views import (
 )
 
 
+MAX_TAINTS_IN_TIMELINE = 32
+"""A hostile node may carry thousands of taints: the timeline takes the first few."""
+
+
 class Queries(Evaluation):
     """Part of ``FleetState``: what readers may ask it."""
 
@@ -73,7 +77,7 @@ class Queries(Evaluation):
                 rc = rec.conditions.get("Ready")
                 if rc is not None and rc.last_transition is not None and not any("Ready" in k for k in known):
                     items.append((rc.last_transition, f"Ready is {rc.status} ({rc.reason or 'no reason'}) since"))
-                for t in rec.taints:
+                for t in rec.taints[:MAX_TAINTS_IN_TIMELINE]:
                     if t.time_added is not None and not any(t.key in k for k in known):
                         items.append((t.time_added, f"taint {t.key}:{t.effect} added"))
             view = self.node_view(node, now)

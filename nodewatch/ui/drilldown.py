@@ -56,6 +56,7 @@ MAX_ADDRESSES = 8
 MAX_RESOURCES = 12
 MAX_CAUSES = 6
 MAX_TIMELINE_SHOWN = 20
+MAX_TIMELINE_TEXT = 120
 MAX_MESSAGE = 240
 """Characters of one message (an event's, a condition's, a cause's) shown."""
 
@@ -78,13 +79,16 @@ def human_ago(t: float | None, now: float) -> str:
         return ago(t, now)
 
 
-def _grid(*headers: str) -> Table:
-    """A borderless table; the last column (messages) wraps, the others are cut with an ellipsis."""
+def _grid(*headers: str, wrap_last: bool = True) -> Table:
+    """A borderless table; the last column (messages) takes the room left and wraps (unless
+    ``wrap_last`` is False: one line per row), the others are cut with an ellipsis."""
     t = Table(box=None, pad_edge=False, show_header=bool(headers), header_style="bold", expand=True,
               padding=(0, 1))
     for i, h in enumerate(headers):
         last = i == len(headers) - 1
-        t.add_column(h, overflow="fold" if last else "ellipsis", no_wrap=not last, ratio=1 if last else None)
+        wraps = last and wrap_last
+        t.add_column(h, overflow="fold" if wraps else "ellipsis", no_wrap=not wraps, ratio=1 if last else None,
+                     max_width=None if last else 48)
     return t
 
 
@@ -184,10 +188,7 @@ def events_section(d: NodeDetails, p: Palette) -> RenderableType:
     """The newest events, one line each (the message cut at the screen's edge)."""
     if not d.events:
         return Text("no events seen for this node", p.muted)
-    t = Table(box=None, pad_edge=False, show_header=True, header_style="bold", expand=True, padding=(0, 1))
-    for h in ("WHEN", "TYPE", "REASON", "FROM"):
-        t.add_column(h, no_wrap=True, overflow="ellipsis", max_width=40)
-    t.add_column("MESSAGE", no_wrap=True, overflow="ellipsis", ratio=1)
+    t = _grid("WHEN", "TYPE", "REASON", "FROM", "MESSAGE", wrap_last=False)
     for e in d.events[:MAX_EVENTS_SHOWN]:
         count = f" ×{e.count}" if e.count > 1 else ""
         t.add_row(Text(ago(e.time, d.now)), Text(safe(e.type, 12), p.warn if e.type == "Warning" else p.muted),
@@ -272,7 +273,7 @@ def conditions_section(d: NodeDetails, p: Palette) -> RenderableType:
     r = d.record
     if r is None or not r.conditions:
         return Text("no conditions", p.muted)
-    t = _grid("TYPE", "STATUS", "REASON", "HEARTBEAT", "TRANSITION", "MESSAGE")
+    t = _grid("TYPE", "STATUS", "REASON", "HEARTBEAT", "TRANSITION", "MESSAGE", wrap_last=False)
     for c in islice(r.conditions.values(), MAX_CONDITIONS):
         healthy = "True" if c.type == "Ready" else "False"
         style = p.good if c.status == healthy else p.warn if c.status == "Unknown" and c.type != "Ready" else p.bad
@@ -286,7 +287,7 @@ def taints_section(d: NodeDetails, p: Palette) -> RenderableType:
     r = d.record
     if r is None or not r.taints:
         return Text("no taints", p.muted)
-    t = _grid("KEY", "VALUE", "EFFECT", "ADDED")
+    t = _grid("KEY", "VALUE", "EFFECT", "ADDED", wrap_last=False)
     for tn in r.taints[:MAX_TAINTS]:
         t.add_row(Text(safe(tn.key, 80)), Text(safe(tn.value, 60)),
                   Text(safe(tn.effect, 20), p.warn if tn.effect == "NoExecute" else p.muted),
@@ -337,7 +338,7 @@ def timeline_section(d: NodeDetails, p: Palette) -> RenderableType:
     for when, what in shown:
         future = when > d.now
         t.add_row(Text(clock_time(when)), Text(ago(when, d.now), p.warn if future else p.muted),
-                  Text(safe(what, MAX_MESSAGE), p.accent if future else Style()))
+                  Text(safe(what, MAX_TIMELINE_TEXT), p.accent if future else Style()))
     left_out = len(d.timeline) - len(shown)
     return Group(more(left_out, "earlier entries", p), t) if left_out > 0 else t
 

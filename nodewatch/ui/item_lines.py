@@ -20,23 +20,44 @@ class ItemLines:
     line after the first starts with ``indent``.
     """
 
-    def __init__(self, head: Text, items: list[Text], sep: Text, indent: str = " ") -> None:
+    def __init__(self, head: Text, items: list[Text], sep: Text, indent: str = " ", *,
+                 max_lines: int | None = None, what: str = "", fallback: ItemLines | None = None) -> None:
         self.head, self.items, self.sep, self.indent = head, items, sep, indent
+        self.max_lines = max_lines
+        """At most this many lines: the last then ends with ``+N more {what}``."""
+        self.what = what
+        self.fallback = fallback
+        """Shorter items to use instead when these need more than ``max_lines`` lines."""
 
     def lines(self, width: int) -> list[Text]:
         width = max(1, width)
         out: list[Text] = []
+        counts: list[int] = []
+        """Items on each line of ``out``."""
         line = self.head.copy()
-        has_item = False
+        n = 0
         for item in self.items:
-            if has_item and line.cell_len + self.sep.cell_len + item.cell_len <= width:
+            if n and line.cell_len + self.sep.cell_len + item.cell_len <= width:
                 line.append_text(self.sep)
-            elif has_item or (line.cell_len + item.cell_len > width and line.plain.strip()):
+            elif n or (line.cell_len + item.cell_len > width and line.plain.strip()):
                 out.append(line)
-                line = Text(self.indent)
+                counts.append(n)
+                line, n = Text(self.indent), 0
             line.append_text(item)
-            has_item = True
+            n += 1
         out.append(line)
+        counts.append(n)
+        if self.max_lines is not None and len(out) > self.max_lines:
+            if self.fallback is not None:
+                return self.fallback.lines(width)
+            keep = max(1, self.max_lines)
+            hidden = sum(counts[keep:])
+            out = out[:keep]
+            tail = Text(f" +{hidden} more {self.what}".rstrip(), "dim")
+            last = out[-1]
+            if last.cell_len + tail.cell_len > width:
+                last.truncate(max(0, width - tail.cell_len - 1), overflow="ellipsis")
+            last.append_text(tail)
         for t in out:
             t.truncate(width, overflow="ellipsis")
         return out

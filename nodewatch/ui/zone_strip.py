@@ -20,6 +20,8 @@ from ..core.views import FleetView
 from .item_lines import ItemLines
 from .theme import Palette
 
+MAX_LINES = 5
+"""Lines of zones at most (a sixth for the ALL ZONES DOWN banner); more zones: "+N more zones"."""
 ZONE_SYMBOL = {ZoneState.NORMAL: "●", ZoneState.PARTIAL: "◐", ZoneState.FULL: "○"}
 
 
@@ -55,13 +57,18 @@ def zone_text(view: FleetView, palette: Palette, *, compact: bool = False) -> Re
     zones (:class:`ItemLines`).
 
     Zone names are shown without their region when the zone name is unique (``eu-west-1a``);
-    ``compact`` drops the taint rates and the word "Normal".
+    ``compact`` drops the taint rates and the word "Normal" (the full form falls back to it when
+    the zones would not fit in ``MAX_LINES``).
     """
-    head = Text()
-    head.append(" zones", palette.header)
-    head.append(" (ready/total" + ("" if compact else " · taint rate") + ") ", palette.muted)
-    items = zone_items(view, palette, compact=compact) or [Text("(no nodes)", palette.muted)]
-    strip = ItemLines(head, items, Text(" │ ", palette.muted))
+    def lines(compact: bool, fallback: ItemLines | None = None) -> ItemLines:
+        head = Text()
+        head.append(" zones", palette.header)
+        head.append(" (ready/total" + ("" if compact else " · taint rate") + ") ", palette.muted)
+        items = zone_items(view, palette, compact=compact) or [Text("(no nodes)", palette.muted)]
+        return ItemLines(head, items, Text(" │ ", palette.muted), max_lines=MAX_LINES, what="zones",
+                         fallback=fallback)
+
+    strip = lines(True) if compact else lines(False, fallback=lines(True))
     if not view.all_zones_full:
         return strip
     banner = Text(" ALL ZONES DOWN: evictions stopped (the controller assumes its own connectivity is broken) ",
