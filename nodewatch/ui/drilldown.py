@@ -149,7 +149,8 @@ def cause_section(d: NodeDetails, p: Palette) -> RenderableType:
         out.append("nothing wrong that the API shows\n", p.good)
     out.append("since ", "bold")
     if v.state_since is not None:
-        out.append(f"{clock_time(v.state_since)} ({human_ago(v.state_since, d.now)}): {v.state.word}")
+        day_away = abs(d.now - v.state_since) >= 86400
+        out.append(f"{clock_time(v.state_since, date=day_away)} ({human_ago(v.state_since, d.now)}): {v.state.word}")
     else:
         out.append(f"? ({v.state.word}; when it began is not known)", p.muted)
     if v.lease_observed_at is not None:
