@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 
 from .evaluation import Evaluation
 from .objects import EventRecord, NodeRecord
-from .rules import pod_eviction_at, with_default_tolerations
+from .rules import noexecute_taints, pod_eviction_at, with_default_tolerations
 from .views import (
     AT_RISK_STATES,
     PROBLEM_NOTICE,
@@ -45,7 +45,9 @@ class Queries(Evaluation):
         with self.lock:
             rec = self.nodes.get(node)
             view = self.node_view(node, now)
-            taints = rec.taints if rec else ()
+            # Only NoExecute taints decide an eviction: filter once, not once per pod (a node may
+            # carry thousands of taints and hundreds of pods).
+            taints = noexecute_taints(rec.taints) if rec else []
             out = []
             for key in sorted(self.pods_by_node.get(node, ())):
                 p = self.pods.get(key)
