@@ -6,6 +6,8 @@ after moving the ManualClock, so nothing waits for a timer.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from factories import T0, node, taint
 from textual.binding import Binding
@@ -18,7 +20,9 @@ from nodewatch.ui.app import NodewatchApp, run_dashboard
 from nodewatch.ui.commands import NodewatchCommands
 from nodewatch.ui.drilldown import FENCING_ADVICE, DrillDown
 from nodewatch.ui.fleet_table import FleetTable
+from nodewatch.ui.header import header_text
 from nodewatch.ui.help import HelpScreen
+from nodewatch.ui.problems import ProblemsScreen
 from nodewatch.ui.replay_bar import ReplayBar
 from nodewatch.ui.rows import COLUMN_KEYS, NOT_READY
 
@@ -105,7 +109,10 @@ async def test_cursor_keys_and_enter_open_the_drilldown_and_escape_closes_it():
         assert isinstance(app.screen, DrillDown) and app.screen.node == "worker-b-0"
         assert src.focused == ["worker-b-0"]
         pods = static_text(app.screen.query_one("#dd-pods"))
-        assert "prod/db-0 ⚠ at risk" in pods and FENCING_ADVICE in pods
+        advice = FENCING_ADVICE.split(":")[0]
+        assert "prod/db-0 ⚠ at risk" in pods and advice in pods
+        everything = "\n".join(static_text(w) for w in app.screen.query("#dd-summary, .section"))
+        assert everything.count(advice) == 1  # the advice is said once, with the pods
         assert app.screen.query_one("#dd-pods").has_class("-risk")
         cause = static_text(app.screen.query_one("#dd-cause"))
         assert "systemctl status kubelet" in cause and "6443" in cause
@@ -420,3 +427,58 @@ async def test_big_fleets_evaluate_in_a_worker_thread(monkeypatch):
         # a result that a key press overtook is dropped
         app._show_if_current(app._tick_seq - 1, src.state.evaluate(T0), T0, 0.0)
         assert app.now == T0 + 61
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 120, 160])
+async def test_the_zone_strip_breaks_between_zones_never_inside_one(width):
+    src, app = make_app()
+    # more zones, with long names, so that the strip wraps at every width
+    for i in range(9):
+        assert src.state.apply("nodes", "ADDED", node(f"extra-{i}", zone=f"us-east-{i}-long-zone-name",
+                                                      region=f"us-east-{i}"), T0)
+    async with app.run_test(size=(width, 40)) as pilot:
+        await pilot.pause()
+        lines = static_text(app.query_one("#zones")).split("\n")
+        assert len(lines) > 1
+        joined = " │ ".join(line.strip(" │") for line in lines)
+        hidden = int(joined.rsplit("+", 1)[1].split()[0]) if "more zones" in joined else 0
+        shown_zones = sum(joined.count(sym) for sym in "●◐○")
+        assert len(lines) <= 5 and shown_zones + hidden == 12  # the zones left out are counted, not lost
+        assert (hidden > 0) == (width < 100), (width, hidden)  # the compact form is tried first
+        for z in [*(f"us-east-{i}-long-zone-name ● " for i in range(9 - hidden)), "eu-1b ○ FullDisruption 0/3"]:
+            assert z in joined, (z, lines)  # every item whole on one line
+        for line in lines[1:]:
+            assert line.startswith(" ") and not line.startswith("  "), lines  # one space in, none lost
+
+
+async def test_header_names_errors_and_notices_and_p_lists_them():
+    src, app = make_app()
+    state = src.state
+    assert not state.apply("nodes", "ADDED", {"kind": "Node", "metadata": {}}, T0 - 60)  # unusable: an error
+    state.notice(T0 - 30, "pods/events", f"{4338:,} nodes need pod and event watches; only 50 are watched")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        header = static_text(app.query_one("#header"))
+        assert "1 error · 1 notice (p)" in header and "unusable" not in header
+        await pilot.press("p")
+        await pilot.pause()
+        assert isinstance(app.screen, ProblemsScreen)
+        text = static_text(app.screen.query_one("#problems-table"))
+        lines = [line for line in text.split("\n") if "error" in line or "notice" in line]
+        assert lines[0].lstrip().startswith("error") and "07:59:00Z (1m00s ago)" in lines[0]
+        assert "nodes ADDED" in lines[0]
+        assert lines[1].lstrip().startswith("notice") and "pods/events" in lines[1] and "4,338 nodes" in lines[1]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ProblemsScreen)
+
+
+async def test_header_counts_read_with_thousands_and_fit_a_narrow_terminal():
+    src, app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        header = static_text(app.query_one("#header")).split("\n")[1]
+        assert header.startswith(" ✖1 »3 ?0 ✗0 !1 ~1 ✓6 │ 12 nodes")  # symbol-first: the counts fit
+    text = header_text("x", dataclasses.replace(src.state.evaluate(T0), nodes=[None] * 65_000), T0,
+                       app.palette, virtual=False)
+    assert "65,000 nodes" in text.plain

@@ -7,6 +7,8 @@ between captures. Update after an intended change with ``pytest tests/test_ui_sn
 
 from __future__ import annotations
 
+import pytest
+
 from nodewatch.ui.app import NodewatchApp
 from ui_support import incident_source
 
@@ -44,14 +46,49 @@ def _recorded_incident():
 
 
 def test_snapshot_replay_of_the_committed_recording(snap_compare):
-    from simserver import wait_until
-
     app = NodewatchApp(_recorded_incident(), refresh_seconds=3600)
     app.animation_level = "none"
-
-    async def timeline_sampled(pilot) -> None:  # the fleet timeline is sampled in a thread
-        assert wait_until(lambda: app.history.complete, 30)
-        app.tick()
-        await pilot.pause()
-
     assert snap_compare(app, terminal_size=SIZE, run_before=timeline_sampled)
+
+
+async def timeline_sampled(pilot) -> None:
+    """The fleet timeline of a recording is sampled in a background thread: wait for it, then tick,
+    so the snapshot does not race it."""
+    from simserver import wait_until
+
+    app = pilot.app
+    assert wait_until(lambda: app.history.complete, 30)
+    app.tick()
+    await pilot.pause()
+
+
+# --- the committed recording at the three sizes people use: 80x24, 120x40 (an SSH window), 200x60 --
+
+SIZES = [(80, 24), (120, 40), (200, 60)]
+UNREACHABLE = "general-euw1b-19"
+"""In the recording 90 s in: Ready Unknown since the start, evicted, a StatefulSet pod at risk."""
+SLOW = "compute-euw1c-26"
+"""In the recording 90 s in: renewing late (~25 s apart): its heartbeat history shows it."""
+
+
+def _recorded_app(**kwargs) -> NodewatchApp:
+    app = NodewatchApp(_recorded_incident(), refresh_seconds=3600, **kwargs)
+    app.animation_level = "none"
+    return app
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_snapshot_recorded_main_screen(snap_compare, size):
+    """Every column in some form at 120; state, name, lease age, grace, eviction and conditions at 80."""
+    assert snap_compare(_recorded_app(), terminal_size=size, run_before=timeline_sampled)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_snapshot_recorded_drilldown_unreachable(snap_compare, size):
+    """Why, since when, the newest events and the pods at risk with the advice, on the first screen."""
+    assert snap_compare(_recorded_app(focus=UNREACHABLE), terminal_size=size, run_before=timeline_sampled)
+
+
+def test_snapshot_recorded_drilldown_heartbeat_history(snap_compare):
+    """A node renewing late: the intervals between its renewals against renew, late and grace."""
+    assert snap_compare(_recorded_app(focus=SLOW), terminal_size=(120, 40), run_before=timeline_sampled)

@@ -9,6 +9,7 @@ fields belong to the core: readers outside it use ``FleetState``'s methods and t
 from __future__ import annotations
 
 import threading
+from array import array
 from collections import deque
 
 from sortedcontainers import SortedKeyList
@@ -64,3 +65,7 @@ class FleetData:
         self._due: list[tuple[float, str]] = []
         """A heap of (time, node): when a view's rules could give another state with time alone."""
         self._blind_cached: bool | None = None
+        self.beats: dict[str, array] = {}
+        """Per node: receive times of its last ``MAX_BEATS`` observed lease renewals (``array('d')``,
+        NaN = a gap). Derived from the lease events like the caches, so not in keyframes: a restored
+        keyframe starts with none and the events replayed after it add theirs."""

@@ -52,32 +52,35 @@ def bar(fraction: float | None, width: int) -> str:
 
 
 def grace_text(state_word: str, ready: str | None, grace_remaining: float | None, since: float | None,
-               now: float) -> str:
+               now: float, *, compact: bool = False) -> str:
     """The grace countdown column.
 
     Ready as far as the API knows: ``NotReady in 12s`` (when ``kubectl get nodes`` will show
     NotReady, give or take a monitor period), or ``grace over 5s ago`` once the grace has run out
     but the controller has not acted yet. Otherwise how long the node has been down:
-    ``Unknown for 3m`` / ``NotReady for 40s``.
+    ``Unknown for 3m`` / ``NotReady for 40s``. ``compact`` (ten cells, the state column says the
+    rest): ``in 12s``, ``over 5s``, ``down 3m00s``.
     """
-    if ready == "Unknown" or ready is None and state_word not in ("Ready", "Late", "Overdue"):
-        return f"Unknown for {duration(now - since)}" if since is not None else "Unknown"
-    if ready == "False":
-        return f"NotReady for {duration(now - since)}" if since is not None else "NotReady"
+    if ready in ("Unknown", "False") or ready is None and state_word not in ("Ready", "Late", "Overdue"):
+        word = "down" if compact else "NotReady" if ready == "False" else "Unknown"
+        if since is None:
+            return word
+        return f"{word}{'' if compact else ' for'} {duration(now - since)}"
     if grace_remaining is None:
-        return "lease age unknown"
+        return "?" if compact else "lease age unknown"
     if grace_remaining > 0:
-        return f"NotReady in {duration(grace_remaining)}"
-    return f"grace over {duration(-grace_remaining)}"
+        return f"{'in' if compact else 'NotReady in'} {duration(grace_remaining)}"
+    return f"{'over' if compact else 'grace over'} {duration(-grace_remaining)}"
 
 
-def eviction_text(eviction_in: float | None) -> str:
-    """``evict in 4m32s`` / ``evicting 12s over`` / empty when no eviction is pending."""
+def eviction_text(eviction_in: float | None, *, compact: bool = False) -> str:
+    """``evict in 4m32s`` / ``evicted 12s ago`` / empty when no eviction is pending; ``compact``:
+    ``in 4m32s`` / ``12s ago``."""
     if eviction_in is None:
         return ""
     if eviction_in > 0:
-        return f"evict in {duration(eviction_in)}"
-    return f"evicted {duration(-eviction_in)} ago"
+        return f"{'in' if compact else 'evict in'} {duration(eviction_in)}"
+    return f"{'' if compact else 'evicted '}{duration(-eviction_in)} ago"
 
 
 def cert_text(not_after: float | None, now: float) -> str:
@@ -143,3 +146,38 @@ def taints_text(taints: tuple[Taint, ...], now: float, max_len: int = 40) -> str
 def version_key(v: str) -> tuple:
     """``v1.33.10`` sorts after ``v1.33.9``."""
     return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.\-+]", v.lstrip("v"))[:3])
+
+
+# --- compact forms (narrow terminals: every column still there, in fewer cells) ----------------
+
+_TAINT_KEY_SHORT = {
+    "unreachable": "unreach",
+    "not-ready": "notready",
+    "unschedulable": "unsched",
+    "memory-pressure": "mem",
+    "disk-pressure": "disk",
+    "pid-pressure": "pid",
+    "network-unavailable": "net",
+    "out-of-service": "oos",
+}
+_EFFECTS_SHORT = {"NoExecute": "NE", "NoSchedule": "NS", "PreferNoSchedule": "PNS"}
+
+
+def conditions_compact(ready: str | None, pressure: tuple[str, ...], network_unavailable: bool) -> str:
+    """``R·D··``: :func:`conditions_text` without the spaces (five cells)."""
+    return conditions_text(ready, pressure, network_unavailable).replace(" ", "")
+
+
+def taints_compact(taints: tuple[Taint, ...], now: float, max_len: int = 16) -> str:
+    """``unreach:NE 3m +1``: the most telling taint with well-known keys and effects abbreviated."""
+    if not taints:
+        return ""
+    first = sorted(taints, key=lambda t: (t.effect != "NoExecute", t.key))[0]
+    key = first.key.removeprefix(_TAINT_PREFIX)
+    key = _TAINT_KEY_SHORT.get(key, key) if first.key.startswith(_TAINT_PREFIX) else key
+    age = f" {short_duration(now - first.time_added)}" if first.time_added is not None else ""
+    more = f" +{len(taints) - 1}" if len(taints) > 1 else ""
+    label = safe(f"{key}:{_EFFECTS_SHORT.get(first.effect, first.effect)}", max_len)
+    if len(label) + len(age) + len(more) > max_len:
+        more = ""  # the label and its age say more than the count of the others
+    return safe(label, max(1, max_len - len(age))) + age + more

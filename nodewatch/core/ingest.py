@@ -9,6 +9,8 @@ the event that is nearly all the traffic, moves only its view's lease fields (``
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections import deque
 from typing import Any, Iterable
 
@@ -26,7 +28,17 @@ from .objects import (
 )
 from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX, keep_eviction_start
 from .settings import Settings
-from .views import MAX_EVENTS_PER_NODE, MAX_TIMELINE, CertInfo, LeaseTrack, Problem, WatchHealth
+from .views import (
+    MAX_BEATS,
+    MAX_EVENTS_PER_NODE,
+    MAX_TIMELINE,
+    PROBLEM_ERROR,
+    PROBLEM_NOTICE,
+    CertInfo,
+    LeaseTrack,
+    Problem,
+    WatchHealth,
+)
 
 
 class Ingest(Evaluation):
@@ -63,10 +75,15 @@ class Ingest(Evaluation):
                 ok += self.apply(resource, etype, obj, received_at, listing)
         return ok
 
-    def problem(self, at: float | None, where: str, message: str) -> None:
+    def problem(self, at: float | None, where: str, message: str, kind: str = PROBLEM_ERROR) -> None:
+        """Something could not be used (kept with the last ``MAX_PROBLEMS``; the header counts them)."""
         with self.lock:
-            self.problems.append(Problem(at, where, message[:500]))
+            self.problems.append(Problem(at, where, message[:500], kind))
             self.generation += 1
+
+    def notice(self, at: float | None, where: str, message: str) -> None:
+        """Nothing failed, but the operator should know of a limit (shown apart from the errors)."""
+        self.problem(at, where, message, PROBLEM_NOTICE)
 
     def update_health(self, resource: str, **changes: Any) -> WatchHealth:
         with self.lock:
@@ -152,6 +169,7 @@ class Ingest(Evaluation):
         name = rec.name
         if etype == "DELETED":
             self.leases.pop(name, None)
+            self.beats.pop(name, None)
             self._dirty.add(name)
             return
         duration = rec.duration_seconds or self.settings.lease_duration_seconds
@@ -176,6 +194,7 @@ class Ingest(Evaluation):
                 track.observed_at = rec.renew_time
             if known:  # a listed lease was renewed at some unknown earlier time: no skew to learn
                 track.skew = received_at - rec.renew_time
+            self._beat(name, received_at if known else math.nan)
             track.renewals += 1
             if self._renewed_on_time(name, track):
                 return
@@ -183,6 +202,20 @@ class Ingest(Evaluation):
             track.renew_time = None
             track.observed_at = None
         self._dirty.add(name)
+
+    def _beat(self, node: str, received_at: float) -> None:
+        """Remember one renewal's receive time for the heartbeat history (NaN: when it happened is
+        unknown, a gap). Bounded: the last ``MAX_BEATS``; a node never seen renewing has none."""
+        beats = self.beats.get(node)
+        if beats is None:
+            if received_at != received_at:  # NaN: nothing before it to break
+                return
+            beats = self.beats[node] = array("d")
+        elif received_at != received_at and beats[-1] != beats[-1]:
+            return  # one gap mark is enough
+        beats.append(received_at)
+        if len(beats) > MAX_BEATS:
+            del beats[0]
 
     def _on_pod(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
         rec = pod_from_dict(obj)

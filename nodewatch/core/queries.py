@@ -14,15 +14,20 @@ from contextlib import AbstractContextManager
 
 from .evaluation import Evaluation
 from .objects import EventRecord, NodeRecord
-from .rules import pod_eviction_at, with_default_tolerations
+from .rules import noexecute_taints, pod_eviction_at, with_default_tolerations
 from .views import (
     AT_RISK_STATES,
+    PROBLEM_NOTICE,
     CertInfo,
     NodeDetails,
     NodeView,
     PodView,
     Problem,
 )
+
+
+MAX_TAINTS_IN_TIMELINE = 32
+"""A hostile node may carry thousands of taints: the timeline takes the first few."""
 
 
 class Queries(Evaluation):
@@ -40,7 +45,9 @@ class Queries(Evaluation):
         with self.lock:
             rec = self.nodes.get(node)
             view = self.node_view(node, now)
-            taints = rec.taints if rec else ()
+            # Only NoExecute taints decide an eviction: filter once, not once per pod (a node may
+            # carry thousands of taints and hundreds of pods).
+            taints = noexecute_taints(rec.taints) if rec else []
             out = []
             for key in sorted(self.pods_by_node.get(node, ())):
                 p = self.pods.get(key)
@@ -72,7 +79,7 @@ class Queries(Evaluation):
                 rc = rec.conditions.get("Ready")
                 if rc is not None and rc.last_transition is not None and not any("Ready" in k for k in known):
                     items.append((rc.last_transition, f"Ready is {rc.status} ({rc.reason or 'no reason'}) since"))
-                for t in rec.taints:
+                for t in rec.taints[:MAX_TAINTS_IN_TIMELINE]:
                     if t.time_added is not None and not any(t.key in k for k in known):
                         items.append((t.time_added, f"taint {t.key}:{t.effect} added"))
             view = self.node_view(node, now)
@@ -99,6 +106,7 @@ class Queries(Evaluation):
                 name=name, now=now, view=self.node_view(name, now), record=self.nodes.get(name), lease=lease,
                 cert=self.certs.get(name), pods=self.pods_on(name, now)[:max_pods],
                 events=self.events_for(name)[:max_events], timeline=self.timeline_for(name, now),
+                beats=list(self.beats.get(name, ())),
             )
 
     def node_count(self) -> int:
@@ -134,6 +142,12 @@ class Queries(Evaluation):
     def problem_count(self) -> int:
         with self.lock:
             return len(self.problems)
+
+    def problem_counts(self) -> tuple[int, int]:
+        """(errors, notices) among the problems kept."""
+        with self.lock:
+            notices = sum(1 for p in self.problems if p.kind == PROBLEM_NOTICE)
+            return len(self.problems) - notices, notices
 
     def recent_problems(self, n: int) -> list[Problem]:
         """The last ``n`` things the state could not use, oldest first."""

@@ -104,8 +104,8 @@ class LiveSource:
             for node, (not_after, source) in cached.items():
                 self._remember_cert(node, not_after, f"{source} (cached)" if "cached" not in source else source)
             if not self.conn.verify_tls:
-                self.state.problem(self.clock.now(), "kubeconfig", "TLS verification is off "
-                                                                   "(insecure-skip-tls-verify in the kubeconfig)")
+                self.state.notice(self.clock.now(), "kubeconfig", "TLS verification is off "
+                                                                  "(insecure-skip-tls-verify in the kubeconfig)")
             if self.cert_cache.error:
                 self.state.problem(self.clock.now(), "cert cache", self.cert_cache.error)
             for spec in MAIN_STREAMS:
@@ -320,8 +320,9 @@ class LiveSource:
         if over != self._over_limit_reported:
             self._over_limit_reported = over
             if over > 0:
-                self._on_problem("pods/events", f"{len(wanted_all)} nodes need pod and event watches; only "
-                                                 f"{MAX_SCOPED_NODES} are watched (the focused node first)")
+                self.state.notice(self.clock.now(), "pods/events",
+                                  f"{len(wanted_all):,} nodes need pod and event watches; only "
+                                  f"{MAX_SCOPED_NODES} are watched (the focused node first)")
         wanted_set = set(wanted)
         with self._lock:
             drop = [n for n in self._scoped if n not in wanted_set]

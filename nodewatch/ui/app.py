@@ -40,6 +40,7 @@ from .header import Banner, FleetHeader, banner_text, header_text
 from .help import HelpScreen
 from .keymap import keymap_path, load_keymap
 from .messages import NodeChosen
+from .problems import ProblemsScreen
 from .replay_bar import NextChange, ReplayBar, mark_text, next_speed
 from .rows import COLUMN_KEYS, NOT_READY, RowQuery, select_rows, state_slice
 from .theme import Palette, palette_from_variables
@@ -86,6 +87,7 @@ class NodewatchApp(App):
         Binding("z", "filter_zone", "Zone filter", show=False, id="app.filter_zone"),
         Binding("w", "toggle_wall", "Wall", id="app.wall"),
         Binding("T", "toggle_theme", "Light/dark", show=False, id="app.theme"),
+        Binding("p", "problems", "Problems", id="app.problems"),
         Binding("space", "replay_toggle", "Play/pause", id="replay.toggle"),
         Binding("plus,equals_sign", "replay_faster", "Faster", id="replay.faster"),
         Binding("minus", "replay_slower", "Slower", show=False, id="replay.slower"),
@@ -252,7 +254,8 @@ class NodewatchApp(App):
         ctx = RowContext(now, p, blind_since)
         virtual = not isinstance(self.source.clock, SystemClock)
         self.query_one("#header", FleetHeader).show(
-            header_text(self.source.name, view, now, p, virtual=virtual, problems=state.problem_count()))
+            header_text(self.source.name, view, now, p, virtual=virtual, problems=state.problem_counts(),
+                        width=self.size.width, problems_key=self.keymap.get("app.problems", "p")))
         self.query_one("#banner", Banner).show(banner_text(view, now, p))
         if self.wall:
             wall = self.query_one("#wall", WallView)
@@ -281,7 +284,7 @@ class NodewatchApp(App):
         else:
             timeline.start, timeline.end = live_span(self.history, now)
         timeline.refresh()
-        if isinstance(self.screen, DrillDown):
+        if isinstance(self.screen, (DrillDown, ProblemsScreen)):
             self.screen.show(state, now, p)
         self.ticks += 1
         self.last_tick_seconds = time.perf_counter() - started
@@ -379,7 +382,7 @@ class NodewatchApp(App):
         """The bindings by screen, with the keys the user's keymap gave them."""
         app_keys = [b for b in self.BINDINGS if isinstance(b, Binding) and not (b.id or "").startswith("replay.")]
         groups = [("Dashboard", app_keys), ("Fleet table", list(FleetTable.BINDINGS)),
-                  ("Drill-down", list(DrillDown.BINDINGS))]
+                  ("Drill-down", list(DrillDown.BINDINGS)), ("Errors and notices", list(ProblemsScreen.BINDINGS))]
         if self.source.replay is not None:
             groups.append(("Replay", [b for b in self.BINDINGS if isinstance(b, Binding) and (b.id or "").startswith("replay.")]))
         groups.append(("Everywhere", [Binding("ctrl+p", "command_palette", "Command palette", id="app.palette"),
@@ -390,6 +393,12 @@ class NodewatchApp(App):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self._binding_groups(), str(keymap_path())))
+
+    def action_problems(self) -> None:
+        """The list behind the header's error and notice counts."""
+        if not isinstance(self.screen, ProblemsScreen):
+            self.push_screen(ProblemsScreen())
+            self.call_after_refresh(self.tick)
 
     @on(NodeChosen)
     def _node_chosen(self, event: NodeChosen) -> None:
@@ -420,7 +429,7 @@ class NodewatchApp(App):
         return True
 
     def _on_main_screen(self) -> bool:
-        return not isinstance(self.screen, (DrillDown, HelpScreen))
+        return not isinstance(self.screen, (DrillDown, HelpScreen, ProblemsScreen))
 
     def action_replay_toggle(self) -> None:
         r = self.source.replay
@@ -480,7 +489,7 @@ class NodewatchApp(App):
 
 def binding_ids() -> set[str]:
     """Every binding id a keymap may name."""
-    classes = (NodewatchApp, FleetTable, DrillDown, HelpScreen)
+    classes = (NodewatchApp, FleetTable, DrillDown, HelpScreen, ProblemsScreen)
     return {b.id for cls in classes for b in cls.BINDINGS if isinstance(b, Binding) and b.id}
 
 

@@ -18,9 +18,11 @@ from ..core.format import (
     bar,
     cert_text,
     clock_time,
+    conditions_compact,
     conditions_text,
     eviction_text,
     grace_text,
+    taints_compact,
     taints_text,
     zone_short,
 )
@@ -56,11 +58,12 @@ CellKey = tuple
 """A cell as one flat tuple ``(text, style, text, style...)``: one styled text (two items) or a few
 parts. Hashable and one object, so a tick that rebuilds the time columns allocates little."""
 
-STATIC_KEYS = ("state", "name", "zone", "cond", "kubelet", "cause")
+STATIC_KEYS = ("state", "name", "zone", "cond", "cond.c", "kubelet", "cause")
 """Columns that depend only on the node's view fields (state, zone, conditions, version, causes), not
 on ``now``. The core updates views in place, so the widget caches them by those fields' values."""
-TIME_KEYS = ("renew", "grace", "evict", "taints", "cert")
-"""Columns that move with the clock: ages, countdowns, the taint's age, the certificate's days."""
+TIME_KEYS = ("renew", "renew.c", "grace", "grace.c", "evict", "evict.c", "taints", "taints.c", "cert")
+"""Columns that move with the clock: ages, countdowns, the taint's age, the certificate's days.
+A ``.c`` key is the column's compact form (``rows.Column.cell``), for narrow terminals."""
 
 
 def _cell_segments(cell: CellKey, width: int, base: Style) -> list[Segment]:
@@ -162,42 +165,54 @@ def changed_cells(old: CellKey, new: CellKey, width: int) -> tuple[int, int]:
 def static_cells(v: NodeView, p: Palette) -> dict[str, CellKey]:
     """The columns that do not move with the clock. Cluster strings pass through ``safe``."""
     flags = cond_flags(v)
+    cond_style = p.bad if flags >= 4 else p.warn if flags else p.muted
     return {
         "state": (f"{v.state.symbol} {v.state.word}", p.state(v.state)),
         "name": (safe(v.name, 80), Style(bold=v.state is not NodeState.READY)),
         "zone": (safe(zone_short(v.zone), 40), p.muted),
-        "cond": (conditions_text(v.ready, v.pressure, v.network_unavailable),
-                 p.bad if flags >= 4 else p.warn if flags else p.muted),
+        "cond": (conditions_text(v.ready, v.pressure, v.network_unavailable), cond_style),
+        "cond.c": (conditions_compact(v.ready, v.pressure, v.network_unavailable), cond_style),
         "kubelet": (safe(v.kubelet_version, 20), p.muted),
         "cause": (safe(v.cause, 300), Style()),
     }
 
 
 def time_cells(v: NodeView, ctx: RowContext) -> dict[str, CellKey]:
-    """The columns that move with ``ctx.now``."""
+    """The columns that move with ``ctx.now``, in their full and compact (``.c``) forms."""
     p = ctx.palette
     now = ctx.now
     age = v.lease_age(now)
     renew: CellKey
+    renew_c: CellKey
     if age is None:
         if ctx.blind_since is not None:
             renew = (f"? since {clock_time(ctx.blind_since).rstrip('Z')}", p.warn)
+            renew_c = ("     ?", p.warn)
         else:
             renew = ("no lease" if v.lease_observed_at is None else "?", p.muted)
+            renew_c = (" none" if v.lease_observed_at is None else "     ?", p.muted)
     else:
         late = 2 * renew_interval(v.lease_duration)
         style = p.bad if age > v.grace else p.warn if age > late else p.good
         b = bar(age / v.grace if v.grace else 1.0, 9)
         filled = b.rstrip("░")
         renew = (filled, style, "─" * (len(b) - len(filled)), p.muted, f" {duration(age):>5}", style)
-    grace = grace_text(v.state.word, v.ready, v.grace_remaining(now), v.state_since, now)
+        renew_c = (f"{duration(age):>6}", style)
+    remaining = v.grace_remaining(now)
+    grace_style = p.state(v.state) if v.state is not NodeState.READY else p.muted
     ev_in = v.eviction_in(now)
+    ev_style = p.bad if ev_in is not None and ev_in < 60 else p.warn
     has_ne = any(t.effect == "NoExecute" for t in v.taints)
+    taint_style = p.warn if has_ne else p.muted
     return {
         "renew": renew,
-        "grace": (grace, p.state(v.state) if v.state is not NodeState.READY else p.muted),
-        "evict": (eviction_text(ev_in), p.bad if ev_in is not None and ev_in < 60 else p.warn),
-        "taints": (taints_text(v.taints, now, 40), p.warn if has_ne else p.muted),
+        "renew.c": renew_c,
+        "grace": (grace_text(v.state.word, v.ready, remaining, v.state_since, now), grace_style),
+        "grace.c": (grace_text(v.state.word, v.ready, remaining, v.state_since, now, compact=True), grace_style),
+        "evict": (eviction_text(ev_in), ev_style),
+        "evict.c": (eviction_text(ev_in, compact=True), ev_style),
+        "taints": (taints_text(v.taints, now, 40), taint_style),
+        "taints.c": (taints_compact(v.taints, now, 16), taint_style),
         "cert": (cert_text(v.cert_not_after, now), p.cert.get(v.cert_level(now), Style())),
     }
 
@@ -218,7 +233,7 @@ def render_row(v: NodeView, ctx: RowContext, columns: list[tuple[Column, int]], 
     segs: list[Segment] = []
     last = len(columns) - 1
     for i, (col, w) in enumerate(columns):
-        segs.extend(cell_and_separator(cells[col.key], w, base, i < last))
+        segs.extend(cell_and_separator(cells[col.cell], w, base, i < last))
     strip = Strip(segs)
     return strip.adjust_cell_length(width, base)
 

@@ -1,19 +1,33 @@
-"""The drill-down of one node: everything the API says about it, and what to do next.
+"""The drill-down of one node: why it is down, since when, what is at risk; then everything else.
 
 Opened with Enter on a row. It asks the source for the node's pods and events
-(``source.focus_node``), repaints every tick (countdowns move) and closes with Escape. All cluster
-text is rendered through ``safe`` into ``Text`` cells of Rich tables: shown, never interpreted.
+(``source.focus_node``), repaints every tick (countdowns move) and closes with Escape.
+
+The first screen answers the operator's questions in order: the title (state, how long, the
+eviction countdown), "Why and since when" (likely causes, when the state began, every countdown,
+the checks to run), the newest events, the pods at risk with the fencing advice (said once, in the
+pods box), and the heartbeat history. Below: conditions, timeline, lease, certificate, taints, and
+the Node's labels, addresses and capacity. Every section is full width (no two boxes of unequal
+height side by side, so no blank gaps), and every list and string is capped (``MAX_*``, "+N more"):
+a node with 10,000 conditions or 100 KB strings draws in the same few screens as any other.
+
+All cluster text goes through ``safe`` into ``Text``: shown, never interpreted.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import heapq
+from itertools import islice
+
+import humanize
 from rich.console import Group, RenderableType
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
@@ -22,6 +36,8 @@ from ..core.fleet import FleetState
 from ..core.format import ago, cert_text, clock_time, eviction_text, grace_text
 from ..core.text import duration, safe
 from ..core.views import NodeDetails
+from .heartbeat import HeartbeatChart
+from .item_lines import ItemLines
 from .theme import DEFAULT_PALETTE, Palette
 
 FENCING_ADVICE = (
@@ -30,16 +46,49 @@ FENCING_ADVICE = (
 )
 MAX_LABELS = 40
 MAX_PODS = 200
+"""Pods asked of the state (at-risk ones come first)."""
+MAX_PODS_SHOWN = 10
 MAX_EVENTS = 50
+MAX_EVENTS_SHOWN = 6
+MAX_CONDITIONS = 16
+MAX_TAINTS = 16
+MAX_ADDRESSES = 8
+MAX_RESOURCES = 12
+MAX_CAUSES = 6
+MAX_TIMELINE_SHOWN = 20
+MAX_TIMELINE_TEXT = 120
+MAX_MESSAGE = 240
+"""Characters of one message (an event's, a condition's, a cause's) shown."""
 
 
-def _grid(*headers: str) -> Table:
-    """A borderless table; the last column (messages) wraps, the others are cut with an ellipsis."""
+def more(n: int, what: str, p: Palette) -> Text:
+    """The line that says what a capped list left out."""
+    return Text(f"+{humanize.intcomma(n)} more {what}", p.muted)
+
+
+def human_ago(t: float | None, now: float) -> str:
+    """``9 minutes ago`` / ``in 4 months``: prose for the drill-down (tables keep ``3m05s``)."""
+    if t is None:
+        return "?"
+    try:
+        d = now - t
+        if d >= 0:
+            return humanize.naturaltime(dt.timedelta(seconds=d))
+        return f"in {humanize.naturaldelta(dt.timedelta(seconds=-d))}"
+    except (OverflowError, ValueError):
+        return ago(t, now)
+
+
+def _grid(*headers: str, wrap_last: bool = True) -> Table:
+    """A borderless table; the last column (messages) takes the room left and wraps (unless
+    ``wrap_last`` is False: one line per row), the others are cut with an ellipsis."""
     t = Table(box=None, pad_edge=False, show_header=bool(headers), header_style="bold", expand=True,
               padding=(0, 1))
     for i, h in enumerate(headers):
         last = i == len(headers) - 1
-        t.add_column(h, overflow="fold" if last else "ellipsis", no_wrap=not last, ratio=1 if last else None)
+        wraps = last and wrap_last
+        t.add_column(h, overflow="fold" if wraps else "ellipsis", no_wrap=not wraps, ratio=1 if last else None,
+                     max_width=None if last else 48)
     return t
 
 
@@ -55,28 +104,132 @@ def _kv(rows: list[tuple[str, Text | str]]) -> Table:
 def _when(t: float | None, now: float) -> Text:
     if t is None:
         return Text("?")
-    return Text(f"{clock_time(t, date=True)} ({ago(t, now)})")
+    return Text(f"{clock_time(t, date=True)} ({human_ago(t, now)})")
 
 
-def summary_section(d: NodeDetails, p: Palette) -> RenderableType:
+def _with_more(body: RenderableType, left_out: int, what: str, p: Palette) -> RenderableType:
+    return Group(body, more(left_out, what, p)) if left_out > 0 else body
+
+
+def title_section(d: NodeDetails, p: Palette) -> RenderableType:
+    """One line (wrapped between items, never inside one): name │ state │ for how long │ eviction."""
     v = d.view
-    t = Text()
-    t.append(safe(d.name, 120), "bold")
+    name = Text(safe(d.name, 120), "bold")
+    sep = Text(" │ ", p.muted)
     if v is None:
-        t.append("  not in the fleet (deleted, or not seen yet)", p.muted)
-        return t
-    t.append("  ")
-    t.append(f"{v.state.symbol} {v.state.word}", p.state(v.state))
-    t.append("  " + grace_text(v.state.word, v.ready, v.grace_remaining(d.now), v.state_since, d.now))
+        return ItemLines(Text(" "), [name, Text("not in the fleet (deleted, or not seen yet)", p.muted)], sep)
+    items = [name, Text(f"{v.state.symbol} {v.state.word}", p.state(v.state)),
+             Text(grace_text(v.state.word, v.ready, v.grace_remaining(d.now), v.state_since, d.now))]
     ev = eviction_text(v.eviction_in(d.now))
     if ev:
-        t.append("  " + ev, p.warn)
+        items.append(Text(ev, p.warn))
     if v.cordoned:
-        t.append("  cordoned", p.warn)
+        items.append(Text("cordoned", p.warn))
+    at_risk = sum(1 for pod in d.pods if pod.statefulset_risk)
+    if at_risk:
+        items.append(Text(f"⚠ {at_risk} StatefulSet {'pod' if at_risk == 1 else 'pods'} at risk (see Pods)", p.bad))
+    return ItemLines(Text(" "), items, sep)
+
+
+def cause_section(d: NodeDetails, p: Palette) -> RenderableType:
+    """Why, since when, what happens next (every countdown), and what to run on the node."""
+    v = d.view
+    if v is None:
+        return Text("not in the fleet", p.muted)
+    out = Text()
+    if v.causes:
+        for c in v.causes[:MAX_CAUSES]:
+            out.append("• ", p.warn)
+            out.append(safe(c.text, MAX_MESSAGE))
+            out.append("\n")
+        if len(v.causes) > MAX_CAUSES:
+            out.append_text(more(len(v.causes) - MAX_CAUSES, "causes", p))
+            out.append("\n")
+    else:
+        out.append("nothing wrong that the API shows\n", p.good)
+    out.append("since ", "bold")
+    if v.state_since is not None:
+        day_away = abs(d.now - v.state_since) >= 86400
+        out.append(f"{clock_time(v.state_since, date=day_away)} ({human_ago(v.state_since, d.now)}): {v.state.word}")
+    else:
+        out.append(f"? ({v.state.word}; when it began is not known)", p.muted)
+    if v.lease_observed_at is not None:
+        out.append(f" · last lease renewal seen {human_ago(v.lease_observed_at, d.now)}", p.muted)
+    out.append("\ncountdowns ", "bold")
+    nexts: list[tuple[str, Style]] = []
+    remaining = v.grace_remaining(d.now)
+    if v.ready == "True" and remaining is not None:
+        nexts.append((f"NotReady {human_ago(d.now + remaining, d.now)} unless it renews"
+                      if remaining > 0 else f"grace ran out {human_ago(d.now + remaining, d.now)}",
+                      p.warn if remaining <= 0 else Style()))
+    ev_in = v.eviction_in(d.now)
+    if ev_in is not None:
+        nexts.append((f"pods without a longer toleration: evicted {human_ago(d.now + ev_in, d.now)} "
+                      f"({clock_time(d.now + ev_in)})", p.bad if ev_in < 60 else p.warn))
+    if v.cert_not_after is not None:
+        level = v.cert_level(d.now)
+        nexts.append((f"kubelet certificate expires {human_ago(v.cert_not_after, d.now)}"
+                      if v.cert_not_after > d.now else f"kubelet certificate expired {human_ago(v.cert_not_after, d.now)}",
+                      p.cert.get(level, Style())))
+    if not nexts:
+        nexts.append(("nothing due", p.muted))
+    for i, (text, style) in enumerate(nexts):
+        if i:
+            out.append(" · ", p.muted)
+        out.append(text, style)
+    checks = checks_for(list(v.causes)) if v.causes else []
+    if checks:
+        out.append("\nchecks to run on the node:", "bold")
+        for cmd in checks[:8]:
+            out.append(f"\n  $ {cmd}", p.accent)
+    return out
+
+
+def events_section(d: NodeDetails, p: Palette) -> RenderableType:
+    """The newest events, one line each (the message cut at the screen's edge)."""
+    if not d.events:
+        return Text("no events seen for this node", p.muted)
+    t = _grid("WHEN", "TYPE", "REASON", "FROM", "MESSAGE", wrap_last=False)
+    for e in d.events[:MAX_EVENTS_SHOWN]:
+        count = f" ×{e.count}" if e.count > 1 else ""
+        t.add_row(Text(ago(e.time, d.now)), Text(safe(e.type, 12), p.warn if e.type == "Warning" else p.muted),
+                  Text(safe(e.reason, 40) + count), Text(safe(e.source, 60), p.muted),
+                  Text(safe(e.message, MAX_MESSAGE)))
+    return _with_more(t, len(d.events) - MAX_EVENTS_SHOWN, "older events", p)
+
+
+def pods_section(d: NodeDetails, p: Palette) -> RenderableType:
+    """At-risk pods first, with the fencing advice above them (the one place it is said)."""
+    if not d.pods:
+        return Text("no pods seen on this node", p.muted)
+    t = Table(box=None, pad_edge=False, show_header=True, header_style="bold", expand=True, padding=(0, 1))
+    t.add_column("NAMESPACE/NAME", no_wrap=True, overflow="ellipsis", ratio=3)
+    t.add_column("OWNER", no_wrap=True, overflow="ellipsis", ratio=2)
+    t.add_column("PHASE", no_wrap=True, overflow="ellipsis", ratio=2)
+    t.add_column("EVICTION", no_wrap=True, overflow="ellipsis", min_width=16)
+    for pod in d.pods[:MAX_PODS_SHOWN]:
+        style = p.bad if pod.statefulset_risk else Style()
+        ev = eviction_text(pod.eviction_at - d.now if pod.eviction_at is not None else None) or "-"
+        phase = safe(pod.phase, 20) + (" Terminating" if pod.terminating else "")
+        if pod.disruption_target:
+            phase += " DisruptionTarget"
+        name = Text(f"{safe(pod.namespace, 40)}/{safe(pod.name, 80)}", style)
+        if pod.statefulset_risk:
+            name.append(" ⚠ at risk", p.bad)
+        t.add_row(name, Text(f"{safe(pod.owner_kind, 30)}/{safe(pod.owner_name, 60)}" if pod.owner_kind else "-"),
+                  Text(phase), Text(ev))
+    body = _with_more(t, len(d.pods) - MAX_PODS_SHOWN, "pods", p)
     if any(pod.statefulset_risk for pod in d.pods):
-        t.append("\n⚠ StatefulSet pods at risk: ", p.bad)
-        t.append(FENCING_ADVICE, p.bad)
-    return t
+        return Group(Text(f"⚠ StatefulSet pods at risk: {FENCING_ADVICE}", p.bad), body)
+    return body
+
+
+def heartbeat_section(d: NodeDetails, p: Palette) -> RenderableType:
+    ls, v = d.lease, d.view
+    if ls is None or v is None:
+        return Text("no Lease in kube-node-lease for this node: no heartbeat to show", p.muted)
+    return HeartbeatChart(d.beats, now=d.now, grace=v.grace, lease_duration=ls.duration, skew=ls.skew,
+                          palette=p, last_seen=v.lease_observed_at)
 
 
 def node_section(d: NodeDetails, p: Palette) -> RenderableType:
@@ -84,24 +237,32 @@ def node_section(d: NodeDetails, p: Palette) -> RenderableType:
     if r is None:
         return Text("no Node object", p.muted)
     labels = Text()
-    for i, (k, val) in enumerate(sorted(r.labels.items())[:MAX_LABELS]):
+    for i, (k, val) in enumerate(heapq.nsmallest(MAX_LABELS, r.labels.items())):
         if i:
             labels.append("\n")
         labels.append(safe(k, 80), p.muted)
         labels.append("=")
         labels.append(safe(val, 80))
     if len(r.labels) > MAX_LABELS:
-        labels.append(f"\n… {len(r.labels) - MAX_LABELS} more", p.muted)
-    res = sorted(set(r.capacity) | set(r.allocatable))
+        labels.append("\n")
+        labels.append_text(more(len(r.labels) - MAX_LABELS, "labels", p))
+    keys = heapq.nsmallest(MAX_RESOURCES + 1, set(r.capacity) | set(r.allocatable))
     resources = Text(", ".join(f"{safe(k, 40)} {safe(r.allocatable.get(k, '?'), 20)}/{safe(r.capacity.get(k, '?'), 20)}"
-                               for k in res[:12]))
+                               for k in keys[:MAX_RESOURCES]))
+    if len(keys) > MAX_RESOURCES:
+        resources.append(" ")
+        resources.append_text(more(len(set(r.capacity) | set(r.allocatable)) - MAX_RESOURCES, "resources", p))
+    addresses = Text(", ".join(f"{safe(a, 20)} {safe(b, 60)}" for a, b in r.addresses[:MAX_ADDRESSES]))
+    if len(r.addresses) > MAX_ADDRESSES:
+        addresses.append(" ")
+        addresses.append_text(more(len(r.addresses) - MAX_ADDRESSES, "addresses", p))
     return _kv([
         ("zone", safe(r.zone, 60) or "(no zone)"),
         ("kubelet", safe(r.kubelet_version, 40)),
         ("runtime", safe(r.runtime_version, 60)),
         ("kernel", safe(r.kernel_version, 60)),
         ("os", safe(r.os_image, 60)),
-        ("addresses", ", ".join(f"{safe(a, 20)} {safe(b, 60)}" for a, b in r.addresses[:8])),
+        ("addresses", addresses),
         ("alloc/capacity", resources),
         ("created", _when(r.created, d.now)),
         ("cordoned", "yes" if r.unschedulable else "no"),
@@ -113,26 +274,26 @@ def conditions_section(d: NodeDetails, p: Palette) -> RenderableType:
     r = d.record
     if r is None or not r.conditions:
         return Text("no conditions", p.muted)
-    t = _grid("TYPE", "STATUS", "REASON", "HEARTBEAT", "TRANSITION", "MESSAGE")
-    for c in r.conditions.values():
+    t = _grid("TYPE", "STATUS", "REASON", "HEARTBEAT", "TRANSITION", "MESSAGE", wrap_last=False)
+    for c in islice(r.conditions.values(), MAX_CONDITIONS):
         healthy = "True" if c.type == "Ready" else "False"
         style = p.good if c.status == healthy else p.warn if c.status == "Unknown" and c.type != "Ready" else p.bad
         t.add_row(Text(safe(c.type, 30)), Text(safe(c.status, 10), style),
                   Text(safe(c.reason, 40)), Text(ago(c.last_heartbeat, d.now)),
-                  Text(ago(c.last_transition, d.now)), Text(safe(c.message, 300)))
-    return t
+                  Text(ago(c.last_transition, d.now)), Text(safe(c.message, MAX_MESSAGE)))
+    return _with_more(t, len(r.conditions) - MAX_CONDITIONS, "conditions", p)
 
 
 def taints_section(d: NodeDetails, p: Palette) -> RenderableType:
     r = d.record
     if r is None or not r.taints:
         return Text("no taints", p.muted)
-    t = _grid("KEY", "VALUE", "EFFECT", "ADDED")
-    for tn in r.taints:
+    t = _grid("KEY", "VALUE", "EFFECT", "ADDED", wrap_last=False)
+    for tn in r.taints[:MAX_TAINTS]:
         t.add_row(Text(safe(tn.key, 80)), Text(safe(tn.value, 60)),
                   Text(safe(tn.effect, 20), p.warn if tn.effect == "NoExecute" else p.muted),
                   _when(tn.time_added, d.now) if tn.time_added is not None else Text("-"))
-    return t
+    return _with_more(t, len(r.taints) - MAX_TAINTS, "taints", p)
 
 
 def lease_section(d: NodeDetails, p: Palette) -> RenderableType:
@@ -148,7 +309,7 @@ def lease_section(d: NodeDetails, p: Palette) -> RenderableType:
                      p.bad if age is not None and v is not None and age > v.grace else Style())),
         ("duration", f"{ls.duration:g}s (renews every {ls.duration / 4:g}s)"),
         ("observed skew", f"{ls.skew:+.1f}s (receive time - renewTime)" if ls.skew is not None else "?"),
-        ("renewals seen", str(ls.renewals)),
+        ("renewals seen", humanize.intcomma(ls.renewals)),
     ]
     if v is not None:
         rows.append(("grace", f"{v.grace:g}s"))
@@ -174,77 +335,35 @@ def timeline_section(d: NodeDetails, p: Palette) -> RenderableType:
     if not d.timeline:
         return Text("nothing recorded yet", p.muted)
     t = _grid("WHEN", "", "WHAT")
-    for when, what in d.timeline[-30:]:
+    shown = d.timeline[-MAX_TIMELINE_SHOWN:]
+    for when, what in shown:
         future = when > d.now
         t.add_row(Text(clock_time(when)), Text(ago(when, d.now), p.warn if future else p.muted),
-                  Text(safe(what, 200), p.accent if future else Style()))
-    return t
-
-
-def pods_section(d: NodeDetails, p: Palette) -> RenderableType:
-    if not d.pods:
-        return Text("no pods seen on this node", p.muted)
-    t = _grid("NAMESPACE/NAME", "OWNER", "PHASE", "EVICTION")
-    for pod in d.pods:
-        style = p.bad if pod.statefulset_risk else Style()
-        ev = eviction_text(pod.eviction_at - d.now if pod.eviction_at is not None else None) or "-"
-        phase = safe(pod.phase, 20) + (" Terminating" if pod.terminating else "")
-        if pod.disruption_target:
-            phase += " DisruptionTarget"
-        name = Text(f"{safe(pod.namespace, 40)}/{safe(pod.name, 80)}", style)
-        if pod.statefulset_risk:
-            name.append(" ⚠ at risk", p.bad)
-        t.add_row(name, Text(f"{safe(pod.owner_kind, 30)}/{safe(pod.owner_name, 60)}" if pod.owner_kind else "-"),
-                  Text(phase), Text(ev))
-    if any(pod.statefulset_risk for pod in d.pods):
-        return Group(t, Text(f"⚠ {FENCING_ADVICE}", p.bad))
-    return t
-
-
-def events_section(d: NodeDetails, p: Palette) -> RenderableType:
-    if not d.events:
-        return Text("no events seen for this node", p.muted)
-    t = _grid("WHEN", "TYPE", "REASON", "FROM", "MESSAGE")
-    for e in d.events:
-        count = f" ×{e.count}" if e.count > 1 else ""
-        t.add_row(Text(ago(e.time, d.now)), Text(safe(e.type, 12), p.warn if e.type == "Warning" else p.muted),
-                  Text(safe(e.reason, 40) + count), Text(safe(e.source, 60), p.muted), Text(safe(e.message, 300)))
-    return t
-
-
-def cause_section(d: NodeDetails, p: Palette) -> RenderableType:
-    v = d.view
-    if v is None or not v.causes:
-        return Text("nothing wrong that the API shows", p.good)
-    out = Text()
-    for c in v.causes:
-        out.append("• ", p.warn)
-        out.append(safe(c.text, 300))
-        out.append("\n")
-    out.append("checks to run on the node:\n", "bold")
-    for cmd in checks_for(list(v.causes)):
-        out.append(f"  $ {cmd}\n", p.accent)
-    out.rstrip()
-    return out
+                  Text(safe(what, MAX_TIMELINE_TEXT), p.accent if future else Style()))
+    left_out = len(d.timeline) - len(shown)
+    return Group(more(left_out, "earlier entries", p), t) if left_out > 0 else t
 
 
 SECTIONS = (
+    ("cause", "Why, and since when", cause_section),
+    ("events", "Events (newest first)", events_section),
     ("pods", "Pods", pods_section),
+    ("heartbeat", "Heartbeats: intervals between lease renewals", heartbeat_section),
     ("conditions", "Conditions", conditions_section),
-    ("cause", "Likely cause and checks", cause_section),
     ("timeline", "Timeline", timeline_section),
     ("lease", "Lease", lease_section),
     ("cert", "Kubelet client certificate", cert_section),
     ("taints", "Taints", taints_section),
-    ("events", "Events (newest first)", events_section),
     ("node", "Node", node_section),
 )
-WIDE_SECTIONS = {"pods", "conditions", "taints", "events", "node"}
-"""Full-width sections; the others pair up two by two (keep their count even)."""
+"""Top to bottom, in the order an operator asks: every box full width, so none leaves a gap."""
 
 
 class DrillDown(Screen):
     """One node in full. The app refreshes it each tick with ``show``."""
+
+    AUTO_FOCUS = "#dd-scroll"
+    """The sections scroll with the arrow and page keys at once."""
 
     BINDINGS = [
         Binding("escape", "close", "Back", id="drilldown.close"),
@@ -252,10 +371,8 @@ class DrillDown(Screen):
     ]
 
     DEFAULT_CSS = """
-    DrillDown #dd-summary { height: auto; padding: 0 1; background: $panel; }
-    DrillDown Grid { grid-size: 2; grid-rows: auto; grid-columns: 1fr 1fr; height: auto; grid-gutter: 0 1; }
+    DrillDown #dd-summary { height: auto; max-height: 3; background: $panel; }
     DrillDown .section { height: auto; border: round $foreground 30%; padding: 0 1; }
-    DrillDown .section.-wide { column-span: 2; }
     DrillDown #dd-pods.-risk { border: heavy $error; }
     """
 
@@ -267,22 +384,23 @@ class DrillDown(Screen):
     def compose(self) -> ComposeResult:
         yield Static(Text(safe(self.node, 120)), id="dd-summary")
         with VerticalScroll(id="dd-scroll"):
-            with Grid():
-                for key, title, _ in SECTIONS:
-                    wide = key in WIDE_SECTIONS
-                    box = Static(Text(""), id=f"dd-{key}", classes="section -wide" if wide else "section")
-                    box.border_title = title
-                    yield box
+            for key, title, _ in SECTIONS:
+                box = Static(Text(""), id=f"dd-{key}", classes="section")
+                box.border_title = title
+                yield box
         yield Footer()
 
     def show(self, state: FleetState, now: float, palette: Palette) -> NodeDetails:
         """Redraw from the state at ``now``; returns the snapshot (tests read it)."""
         self.palette = palette
         d = state.node_details(self.node, now, max_pods=MAX_PODS, max_events=MAX_EVENTS)
-        self.query_one("#dd-summary", Static).update(summary_section(d, palette))
+        self.query_one("#dd-summary", Static).update(title_section(d, palette))
         for key, _, fn in SECTIONS:
             self.query_one(f"#dd-{key}", Static).update(fn(d, palette))
-        self.query_one("#dd-pods").set_class(any(p.statefulset_risk for p in d.pods), "-risk")
+        pods = self.query_one("#dd-pods")
+        pods.set_class(any(p.statefulset_risk for p in d.pods), "-risk")
+        at_risk = sum(1 for p in d.pods if p.statefulset_risk)
+        pods.border_title = f"Pods ({len(d.pods)}{f', {at_risk} at risk' if at_risk else ''})"
         return d
 
     def action_close(self) -> None:

@@ -293,7 +293,7 @@ class FleetTable(ScrollView, can_focus=True):
             static = (shown, ctx.palette, static_cells(v, ctx.palette))
             self._static[v.name] = static
         cells = {**static[2], **time_cells(v, ctx)}
-        return _Line(layout, base, tuple(cells[c.key] for c, _ in cols))
+        return _Line(layout, base, tuple(cells[c.cell] for c, _ in cols))
 
     def _refresh_changed(self) -> None:
         """Refresh the regions of the visible cells that differ from what was drawn; no full refresh."""

@@ -6,6 +6,7 @@ no node can be judged by its lease age, and the screen must not let anyone think
 
 from __future__ import annotations
 
+import humanize
 from rich.text import Text
 from textual.widgets import Static
 
@@ -19,8 +20,13 @@ STATES_BY_RANK = tuple(sorted(NodeState, key=lambda s: s.rank))
 
 
 def header_text(source_name: str, view: FleetView, now: float, palette: Palette, *, virtual: bool,
-                problems: int = 0) -> Text:
-    """Two lines: source, settings and clock; then the counts per state and each stream's health."""
+                problems: tuple[int, int] = (0, 0), width: int = 200, problems_key: str = "p") -> Text:
+    """Two lines: source, settings and clock; then the counts per state and each stream's health.
+
+    ``problems`` is (errors, notices) as ``FleetState.problem_counts`` says; they are named for what
+    they are, with the key that lists them. Narrower than 110 cells the counts go symbol-first
+    (``✖1 »3 ?3``) so that the whole line still fits.
+    """
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append(" nodewatch ", palette.accent)
     t.append(clock_time(now, date=True), "bold")
@@ -32,11 +38,23 @@ def header_text(source_name: str, view: FleetView, now: float, palette: Palette,
     t.append(safe(view.settings.summary(), 160))
     t.append("\n ")
     total = len(view.nodes)
+    narrow = width < 110
     for s in STATES_BY_RANK:
         n = view.counts.get(s, 0)
-        t.append(f"{s.symbol} {s.word} {n}", palette.state(s) if n else palette.muted)
-        t.append("  ")
-    t.append(f"│ {total} nodes ", palette.muted)
+        count = humanize.intcomma(n)
+        t.append(f"{s.symbol}{count}" if narrow else f"{s.symbol} {s.word} {count}",
+                 palette.state(s) if n else palette.muted)
+        t.append(" " if narrow else "  ")
+    t.append(f"│ {nodes_phrase(total)} ", palette.muted)
+    errors, notices = problems
+    if errors or notices:
+        t.append("│ ", palette.muted)
+        if errors:
+            t.append(f"{humanize.intcomma(errors)} {'error' if errors == 1 else 'errors'}", palette.bad)
+        if notices:
+            t.append(" · " if errors else "", palette.muted)
+            t.append(f"{humanize.intcomma(notices)} {'notice' if notices == 1 else 'notices'}", palette.warn)
+        t.append(f" ({problems_key}) ", palette.muted)
     for res in sorted(view.health):
         h = view.health[res]
         if h.forbidden:
@@ -48,9 +66,12 @@ def header_text(source_name: str, view: FleetView, now: float, palette: Palette,
             t.append(f" {res}:listing", palette.warn)
         else:
             t.append(f" {res}:ok", palette.muted)
-    if problems:
-        t.append(f"  {problems} unusable objects", palette.warn)
     return t
+
+
+def nodes_phrase(n: int) -> str:
+    """``65,000 nodes`` / ``1 node``."""
+    return f"{humanize.intcomma(n)} {'node' if n == 1 else 'nodes'}"
 
 
 def banner_text(view: FleetView, now: float, palette: Palette) -> Text | None:

@@ -8,7 +8,7 @@ worst first, so one state is a slice of it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ..core.format import version_key
@@ -28,11 +28,23 @@ class Column:
     title: str
     width: int
     """Fixed width; for the two flexible columns (name, cause) the minimum."""
-    drop: int
-    """Narrow screens drop columns with the highest ``drop`` first; 0 = never dropped."""
     sort: Callable[[NodeView], Any] | None
     """Sort key (ascending = most urgent first where that means something); None: fleet order."""
     flex: bool = False
+    compact_width: int | None = None
+    """The width of the column's compact form (``R·D··``, ``unreach:NE 3m``), if it has one."""
+    compact_title: str = ""
+    compact: bool = False
+    """This is the compact form: its cells come from ``cell`` (``cond.c``...)."""
+
+    @property
+    def cell(self) -> str:
+        """The key of the cell this column draws (``cells.py`` makes both forms)."""
+        return f"{self.key}.c" if self.compact else self.key
+
+    def compacted(self) -> Column:
+        assert self.compact_width is not None
+        return replace(self, width=self.compact_width, title=self.compact_title or self.title, compact=True)
 
 
 def cond_flags(v: NodeView) -> int:
@@ -40,17 +52,20 @@ def cond_flags(v: NodeView) -> int:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("state", "STATE", 10, 0, None),
-    Column("name", "NODE", 12, 0, lambda v: v.name, flex=True),
-    Column("zone", "ZONE", 12, 5, lambda v: (v.zone, v.state.rank, v.name)),
-    Column("renew", "RENEW AGE", 16, 3, lambda v: (v.lease_observed_at if v.lease_observed_at is not None else INF, v.name)),
-    Column("grace", "GRACE", 18, 0, lambda v: (v.lease_observed_at + v.grace if v.lease_observed_at is not None else INF, v.state.rank, v.name)),
-    Column("evict", "EVICTION", 18, 1, lambda v: (v.eviction_at if v.eviction_at is not None else INF, v.name)),
-    Column("cond", "R M D P N", 9, 4, lambda v: (-cond_flags(v), v.name)),
-    Column("taints", "TAINTS", 26, 6, lambda v: (-len(v.taints), v.name)),
-    Column("cert", "CERT", 7, 7, lambda v: (v.cert_not_after if v.cert_not_after is not None else INF, v.name)),
-    Column("kubelet", "KUBELET", 10, 8, lambda v: (version_key(v.kubelet_version), v.name)),
-    Column("cause", "LIKELY CAUSE", 32, 0, lambda v: (v.cause == "", v.cause, v.name), flex=True),
+    Column("state", "STATE", 10, None),
+    Column("name", "NODE", 12, lambda v: v.name, flex=True),
+    Column("zone", "ZONE", 12, lambda v: (v.zone, v.state.rank, v.name)),
+    Column("renew", "RENEW AGE", 16, lambda v: (v.lease_observed_at if v.lease_observed_at is not None else INF, v.name),
+           compact_width=6, compact_title="RENEW"),
+    Column("grace", "GRACE", 18, lambda v: (v.lease_observed_at + v.grace if v.lease_observed_at is not None else INF, v.state.rank, v.name),
+           compact_width=10),
+    Column("evict", "EVICTION", 18, lambda v: (v.eviction_at if v.eviction_at is not None else INF, v.name),
+           compact_width=10, compact_title="EVICT"),
+    Column("cond", "R M D P N", 9, lambda v: (-cond_flags(v), v.name), compact_width=5, compact_title="RMDPN"),
+    Column("taints", "TAINTS", 26, lambda v: (-len(v.taints), v.name), compact_width=16),
+    Column("cert", "CERT", 7, lambda v: (v.cert_not_after if v.cert_not_after is not None else INF, v.name)),
+    Column("kubelet", "KUBELET", 10, lambda v: (version_key(v.kubelet_version), v.name)),
+    Column("cause", "LIKELY CAUSE", 32, lambda v: (v.cause == "", v.cause, v.name), flex=True),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
 WALL_COLUMNS = ("state", "name", "zone", "grace", "evict", "cause")
@@ -59,30 +74,69 @@ NAME_SCAN_TICKS = 16
 """How often (in ticks) the name column's width is fitted to the first 2,000 rows again."""
 SEP = " "
 
+NARROWING: tuple[tuple[str, str | int], ...] = (
+    ("drop", "kubelet"),
+    ("compact", "cond"),
+    ("compact", "taints"),
+    ("drop", "zone"),
+    ("compact", "renew"),
+    ("cause", 20),
+    ("compact", "evict"),
+    ("compact", "grace"),
+    ("cause", 12),
+    ("drop", "cause"),
+    ("drop", "cert"),
+    ("drop", "taints"),
+    ("drop", "cond"),
+    ("drop", "evict"),
+    ("drop", "renew"),
+)
+"""What a narrower screen gives up, in order, until the columns fit: the version and the zone (in
+the zone strip anyway) go, the condition, taint, lease-age, eviction and grace columns take their
+compact forms, the likely cause is cut then dropped (it is in the drill-down); only then do the
+certificate, taint and condition columns go. Whatever room is left over is given back, most
+valuable first. At 120 columns every column but the zone and the version is there; at 80 the
+state, name, lease age, grace, eviction and conditions (and the main taint) still are."""
+
 
 def layout_columns(width: int, keys: tuple[str, ...] = COLUMN_KEYS, name_width: int = NAME_MAX
                    ) -> list[tuple[Column, int]]:
     """The columns that fit ``width`` cells, with their widths, in display order.
 
     ``name_width`` is the longest name shown (capped): the name column takes no more, and the
-    likely cause gets the rest.
+    likely cause gets the rest. The node's name is what the operator reads first: whole names cost
+    every step of :data:`NARROWING` before they cost letters of the name (a cut "general-apse" is
+    the same for a thousand nodes).
     """
-    cols = [c for c in COLUMNS if c.key in keys]
-    chosen = list(cols)
     name_min = next(c.width for c in COLUMNS if c.key == "name")
     name_want = max(name_min, min(name_width, NAME_MAX))
+    cause_min = next(c.width for c in COLUMNS if c.key == "cause")
+    steps = [s for s in NARROWING if s[0] == "cause" and "cause" in keys or s[1] in keys]
 
-    def need(cs: list[Column], name_w: int) -> int:
-        return sum(name_w if c.key == "name" else c.width for c in cs) + len(SEP) * (len(cs) - 1)
+    def columns(applied: list[tuple[str, str | int]]) -> list[Column]:
+        dropped = {k for op, k in applied if op == "drop"}
+        compact = {k for op, k in applied if op == "compact"}
+        return [c.compacted() if c.key in compact else c for c in COLUMNS if c.key in keys and c.key not in dropped]
 
-    # The node's name is what the operator reads first: whole names cost optional columns before
-    # they cost letters of the name (a cut "general-apse" is the same for a thousand nodes).
-    for c in sorted(cols, key=lambda c: -c.drop):
-        if need(chosen, name_want) <= width or c.drop == 0:
-            continue
-        chosen.remove(c)
-    name_w = max(name_min, min(name_want, width - need(chosen, 0)))
-    spare = max(0, width - need(chosen, name_w))
+    def need(applied: list[tuple[str, str | int]], name_w: int) -> int:
+        cmin = min([cause_min, *(int(k) for op, k in applied if op == "cause")])
+        cs = columns(applied)
+        return (sum(name_w if c.key == "name" else cmin if c.key == "cause" else c.width for c in cs)
+                + len(SEP) * (len(cs) - 1))
+
+    applied: list[tuple[str, str | int]] = []
+    for step in steps:
+        if need(applied, name_want) <= width:
+            break
+        applied.append(step)
+    for step in reversed(list(applied)):  # give back what the later steps made room for
+        trial = [s for s in applied if s != step]
+        if need(trial, name_want) <= width:
+            applied = trial
+    chosen = columns(applied)
+    name_w = max(name_min, min(name_want, width - need(applied, 0)))
+    spare = max(0, width - need(applied, name_w))
+    cmin = min([cause_min, *(int(k) for op, k in applied if op == "cause")])
     out: list[tuple[Column, int]] = []
     has_cause = any(c.key == "cause" for c in chosen)
     for c in chosen:
@@ -90,7 +144,7 @@ def layout_columns(width: int, keys: tuple[str, ...] = COLUMN_KEYS, name_width: 
         if c.key == "name":
             w = name_w + (0 if has_cause else spare)
         elif c.key == "cause":
-            w += spare
+            w = cmin + spare
         out.append((c, w))
     return out
 

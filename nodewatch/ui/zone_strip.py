@@ -9,6 +9,7 @@ each zone; the summary says what an SRE must know first.
 
 from __future__ import annotations
 
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.widgets import Static
 
@@ -16,8 +17,11 @@ from ..core.format import zone_short
 from ..core.rules import ZoneState
 from ..core.text import safe
 from ..core.views import FleetView
+from .item_lines import ItemLines
 from .theme import Palette
 
+MAX_LINES = 5
+"""Lines of zones at most (a sixth for the ALL ZONES DOWN banner); more zones: "+N more zones"."""
 ZONE_SYMBOL = {ZoneState.NORMAL: "●", ZoneState.PARTIAL: "◐", ZoneState.FULL: "○"}
 
 
@@ -28,35 +32,48 @@ def rate_text(rate: float) -> str:
     return f"{rate:g}/s"
 
 
-def zone_text(view: FleetView, palette: Palette, *, compact: bool = False) -> Text:
-    """``zones (ready/total · taint rate)  eu-west-1a ● Normal 4/5 · 0.1/s │ ...``.
-
-    Zone names are shown without their region when the zone name is unique (``eu-west-1a``);
-    ``compact`` drops the taint rates.
-    """
-    t = Text(no_wrap=False, overflow="fold")
-    if view.all_zones_full:
-        t.append(" ALL ZONES DOWN: evictions stopped (the controller assumes its own connectivity is broken) ",
-                 palette.banner)
-        t.append("\n")
-    t.append(" zones", palette.header)
-    t.append(" (ready/total" + ("" if compact else " · taint rate") + ") ", palette.muted)
-    if not view.zones:
-        t.append(" (no nodes)", palette.muted)
+def zone_items(view: FleetView, palette: Palette, *, compact: bool = False) -> list[Text]:
+    """One item per zone: ``eu-west-1a ● Normal 4/5 · 0.1/s``; ``compact`` leaves out the taint rate
+    and the word of a Normal zone (its ``●`` says it)."""
     shorts = [zone_short(z.name) for z in view.zones]
     unique = len(set(shorts)) == len(shorts)
+    items = []
     for i, z in enumerate(view.zones):
-        if i:
-            t.append(" │", palette.muted)
-        t.append(" ")
+        t = Text()
         label = shorts[i] if unique else z.name
         t.append(safe(label, 40) if label else "(no zone)", "bold")
         style = palette.zones.get(z.state)
-        t.append(f" {ZONE_SYMBOL[z.state]} {z.state.value}", style)
+        word = "" if compact and z.state is ZoneState.NORMAL else f" {z.state.value}"
+        t.append(f" {ZONE_SYMBOL[z.state]}{word}", style)
         t.append(f" {z.ready}/{z.nodes}")
         if not compact:
             t.append(f" · {rate_text(z.taint_rate)}", palette.muted)
-    return t
+        items.append(t)
+    return items
+
+
+def zone_text(view: FleetView, palette: Palette, *, compact: bool = False) -> RenderableType:
+    """``zones (ready/total · taint rate)  eu-west-1a ● Normal 4/5 · 0.1/s │ ...``, wrapped between
+    zones (:class:`ItemLines`).
+
+    Zone names are shown without their region when the zone name is unique (``eu-west-1a``);
+    ``compact`` drops the taint rates and the word "Normal" (the full form falls back to it when
+    the zones would not fit in ``MAX_LINES``).
+    """
+    def lines(compact: bool, fallback: ItemLines | None = None) -> ItemLines:
+        head = Text()
+        head.append(" zones", palette.header)
+        head.append(" (ready/total" + ("" if compact else " · taint rate") + ") ", palette.muted)
+        items = zone_items(view, palette, compact=compact) or [Text("(no nodes)", palette.muted)]
+        return ItemLines(head, items, Text(" │ ", palette.muted), max_lines=MAX_LINES, what="zones",
+                         fallback=fallback)
+
+    strip = lines(True) if compact else lines(False, fallback=lines(True))
+    if not view.all_zones_full:
+        return strip
+    banner = Text(" ALL ZONES DOWN: evictions stopped (the controller assumes its own connectivity is broken) ",
+                  palette.banner)
+    return Group(banner, strip)
 
 
 def summary_text(view: FleetView, palette: Palette) -> Text:
@@ -87,7 +104,7 @@ class ZoneStrip(Static):
     ZoneStrip { height: auto; max-height: 6; }
     """
 
-    def show(self, text: Text) -> None:
+    def show(self, text: RenderableType) -> None:
         self.update(text)
 
 
