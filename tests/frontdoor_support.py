@@ -198,6 +198,9 @@ class Chromium:
         self._reader = asyncio.ensure_future(self._read())
         await self.send("Page.enable")
         await self.send("Network.enable")
+        # The page gets the whole window (headless Chromium takes some of it for window chrome).
+        await self.send("Emulation.setDeviceMetricsOverride", width=self.width, height=self.height,
+                        deviceScaleFactor=1, mobile=False)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

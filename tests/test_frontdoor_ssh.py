@@ -20,7 +20,7 @@ from simserver import wait_until
 class Door:
     """An SSH door on its own loop thread, with one authorized client key."""
 
-    def __init__(self, tmp: Path, viewer: list[str], *, key_options: str = "", wall_users=()) -> None:
+    def __init__(self, tmp: Path, viewer: list[str], *, key_options: str = "", wall_users=(), **kw) -> None:
         need("ssh", "openssh-client")
         self.tmp = tmp
         self.key, self.public = client_key(tmp)
@@ -29,7 +29,7 @@ class Door:
         self.thread = DoorThread()
         self.door = self.thread.run(start_ssh(
             "127.0.0.1:0", self.authorized, tmp / "hub" / HOST_KEY_NAME, wall_command_for(viewer, wall_users),
-            env={"PROBE_PIDFILE": str(tmp / "viewer.pid")}))
+            env={"PROBE_PIDFILE": str(tmp / "viewer.pid")}, **kw))
         self.port = self.door.port
 
     def ssh(self, *extra: str, user: str = "alice") -> list[str]:
@@ -194,6 +194,31 @@ def test_without_a_terminal_the_session_says_so(door_factory, probe):
     door = door_factory(probe)
     r = run_ssh(door.port, door.key, "-T")
     assert r.returncode == 1 and "connect with `ssh -t`" in r.stderr
+
+
+def test_closing_the_door_ends_its_sessions(door_factory, tmux, probe, tmp_path):
+    door = door_factory(probe)
+    tmux.start("p", door.ssh())
+    tmux.wait_screen("p", "size")
+    pid = int((tmp_path / "viewer.pid").read_text())
+    door.close()
+    assert tmux.wait_exit("p") != 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert run_ssh(door.port, door.key, "-tt").returncode == 255  # nobody listens any more
+
+
+def test_sessions_are_bounded(door_factory, tmux, probe):
+    door = door_factory(probe, max_sessions=1)
+    tmux.start("one", door.ssh())
+    tmux.wait_screen("one", "size")
+    r = run_ssh(door.port, door.key, "-tt")
+    assert r.returncode == 1 and "already shows 1 viewers" in r.stdout + r.stderr
+    tmux.keys("one", "quit", "Enter")
+    assert tmux.wait_exit("one") == 3
+    wait_until(lambda: not door.door.sessions, 10)
+    tmux.start("two", door.ssh())
+    tmux.wait_screen("two", "size")
 
 
 # --- the host key --------------------------------------------------------------------------------

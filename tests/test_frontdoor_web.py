@@ -5,6 +5,7 @@ default, and the URL written where the hub's users find it."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -123,3 +124,27 @@ def test_viewer_command_is_quoted(tmp_path):
     out = subprocess.run(line, shell=True, capture_output=True, text=True, timeout=30)
     assert out.stdout == "hi\n" and not marker.exists()
     assert "NODEWATCH_FORCE_TTY=1" in line and "'K=v w'" in line
+
+
+def test_closing_the_door_ends_its_viewers(tmp_path):
+    pidfile = tmp_path / "viewer.pid"
+    viewer = ["sh", "-c", f'echo $$ > {pidfile}; exec "$@"', "viewer", *DEMO_VIEWER, "--wall"]
+    thread = DoorThread()
+    door = thread.run(start_web("127.0.0.1:0", "a-token", viewer))
+
+    async def browse() -> None:
+        async with Chromium() as browser:
+            assert await browser.open(door.url) == 200
+            await _wait_received(browser, DEMO_NODE.encode())
+            assert door.sessions == 1
+            # the hub stops while a browser watches (from the doors' own thread)
+            await asyncio.to_thread(thread.close, door)
+            await browser.wait_for("document.body.classList.contains('-closed')")  # "Session ended."
+
+    try:
+        asyncio.run(browse())
+    finally:
+        if thread.thread.is_alive():
+            thread.close(door)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pidfile.read_text()), 0)

@@ -42,6 +42,8 @@ log = logging.getLogger("nodewatch.frontdoor.web")
 
 TOKEN_NAME = "web-token"
 URL_NAME = "web-url"
+SHUTDOWN_SECONDS = 5.0
+"""How long closing the door waits for its viewers to quit."""
 MAX_SESSIONS = 32
 """Viewers at once (one process per open page)."""
 HOST_HEADER = re.compile(r"[A-Za-z0-9.\-]+(:\d+)?|\[[0-9A-Fa-f:.]+\](:\d+)?")
@@ -69,10 +71,21 @@ class WebFrontDoor:
     @property
     def sessions(self) -> int:
         """Viewers running now (open websockets)."""
-        return self._server.sessions
+        return len(self._server.session_tasks)
 
     def close(self) -> None:
-        self._closing = asyncio.ensure_future(self._runner.cleanup())
+        """Stop listening and end every viewer (each gets Textual's quit, as when a page closes)."""
+        if getattr(self, "_closing", None) is None:
+            self._closing = asyncio.ensure_future(self._shut())
+
+    async def _shut(self) -> None:
+        # aiohttp would wait for open websockets to end by themselves: end them first.
+        tasks = list(self._server.session_tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=SHUTDOWN_SECONDS)
+        await self._runner.cleanup()
 
     async def wait_closed(self) -> None:
         closing = getattr(self, "_closing", None)
@@ -91,7 +104,8 @@ async def start_web(listen: str | tuple[str, int], token: str, command: Sequence
         raise ValueError("the web front door needs a token")
     server = _TokenServer(viewer_shell_command(command, env or {}), host, port, title=title, token=token,
                           max_sessions=max_sessions)
-    runner = web.AppRunner(await server._make_app(), handle_signals=False, access_log=None)
+    runner = web.AppRunner(await server._make_app(), handle_signals=False, access_log=None,
+                           shutdown_timeout=SHUTDOWN_SECONDS)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
@@ -112,7 +126,7 @@ class _TokenServer(Server):
         super().__init__(command, host=host, port=port, title=title)
         self.token = token
         self.max_sessions = max_sessions
-        self.sessions = 0
+        self.session_tasks: set[asyncio.Task] = set()
 
     @property
     def cookie(self) -> str:
@@ -144,13 +158,15 @@ class _TokenServer(Server):
             origin = request.headers.get("Origin")
             if origin is not None and origin.split("://", 1)[-1] != request.host:
                 return web.Response(status=403, text="nodewatch: a viewer opens only from this server's own page\n")
-            if self.sessions >= self.max_sessions:
+            if len(self.session_tasks) >= self.max_sessions:
                 return web.Response(status=503, text=f"nodewatch: already {self.max_sessions} viewers; try later\n")
-            self.sessions += 1
+            task = asyncio.current_task()
+            assert task is not None
+            self.session_tasks.add(task)
             try:
                 return await handler(request)
             finally:
-                self.sessions -= 1
+                self.session_tasks.discard(task)
         response = await handler(request)
         if request.query.get("token"):
             response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
