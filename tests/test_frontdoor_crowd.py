@@ -8,7 +8,8 @@ import time
 
 from frontdoor_support import DEMO_NODE, DEMO_VIEWER, Chromium, Tmux, _wait_async, client_key, need, ssh_argv
 from nodewatch.frontdoor.background import DoorThread
-from nodewatch.frontdoor.ssh import HOST_KEY_NAME, start_ssh
+from nodewatch.frontdoor.doors import HOST_KEY_NAME
+from nodewatch.frontdoor.ssh import start_ssh
 from nodewatch.frontdoor.viewer import wall_command_for
 from nodewatch.frontdoor.web import start_web
 from simserver import wait_until

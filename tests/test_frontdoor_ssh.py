@@ -4,7 +4,6 @@ client's size, resizes, the end of a session, and everything the door must refus
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -12,7 +11,8 @@ import pytest
 
 from frontdoor_support import DEMO_NODE, DEMO_VIEWER, PROBE_VIEWER, Tmux, client_key, need, run_ssh, ssh_argv
 from nodewatch.frontdoor.background import DoorThread
-from nodewatch.frontdoor.ssh import HOST_KEY_NAME, start_ssh
+from nodewatch.frontdoor.doors import HOST_KEY_NAME
+from nodewatch.frontdoor.ssh import start_ssh
 from nodewatch.frontdoor.viewer import wall_command_for
 from simserver import wait_until
 

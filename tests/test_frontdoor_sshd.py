@@ -10,7 +10,6 @@ import re
 import shlex
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest

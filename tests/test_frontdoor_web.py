@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from pathlib import Path
 
 import aiohttp
 import pytest
@@ -15,7 +14,8 @@ import pytest
 from frontdoor_support import DEMO_NODE, DEMO_VIEWER, Chromium, luminance_stddev
 from nodewatch.frontdoor.background import DoorThread
 from nodewatch.frontdoor.files import web_token
-from nodewatch.frontdoor.web import URL_NAME, start_web, viewer_shell_command
+from nodewatch.frontdoor.doors import URL_NAME
+from nodewatch.frontdoor.web import start_web, viewer_shell_command
 
 PAGE_DRAWN = "document.body.classList.contains('-first-byte')"
 """textual-serve's page marks the body when the first byte of the viewer's screen arrives."""

@@ -6,21 +6,17 @@ logins only (an OpenSSH authorized_keys file, re-read at each login so that remo
 effect at once); no shell, no command of the client's choosing, no subsystem (sftp/scp), no port,
 agent or X11 forwarding. A key's options choose the viewer's mode (``viewer.py``).
 
-    python -m nodewatch.frontdoor.ssh --listen 127.0.0.1:2222 --authorized-keys FILE DIR
-
-runs this door alone (the hub runs it with ``start_ssh``); the host key is made in DIR on first
-start (``DIR/ssh_host_ed25519_key``).
+The hub opens it with ``doors.open_doors`` (or ``start_ssh``); ``python -m nodewatch.frontdoor``
+runs it alone. The host key is made in the hub's directory on first start (``doors.HOST_KEY_NAME``).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import os
 import re
 import shutil
-import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,11 +26,10 @@ import asyncssh
 from .files import host_key
 from .listen import parse_listen
 from .pty_child import PtyChild
-from .viewer import CommandFor, KeyOptionError, default_viewer_command, wall_command_for
+from .viewer import CommandFor, KeyOptionError
 
 log = logging.getLogger("nodewatch.frontdoor.ssh")
 
-HOST_KEY_NAME = "ssh_host_ed25519_key"
 MAX_SESSIONS = 64
 """Viewers at once, over all clients: each is a process, so a bound keeps a busy door from
 exhausting the host."""
@@ -296,55 +291,3 @@ class _ViewerSession(asyncssh.SSHServerSession):
     def _who(self) -> str:
         peer = self.conn.get_extra_info("peername") or ("?", 0)
         return f"{self._user()}@{peer[0]}:{peer[1]}"
-
-
-# --- running this door alone ------------------------------------------------------------------
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m nodewatch.frontdoor.ssh",
-                                description="Serve the nodewatch dashboard to SSH clients (one viewer per session).")
-    p.add_argument("dir", metavar="DIR", help="the hub's directory: the host key is kept here; the viewer attaches to it")
-    p.add_argument("--listen", default="127.0.0.1:2222", metavar="HOST:PORT", help="default 127.0.0.1:2222")
-    p.add_argument("--authorized-keys", required=True, metavar="FILE", help="OpenSSH authorized_keys file")
-    p.add_argument("--wall-user", action="append", default=[], metavar="USER",
-                   help="SSH user names that get wall mode (also: a key's environment=\"NODEWATCH_WALL=1\")")
-    p.add_argument("--viewer", metavar="COMMAND",
-                   help="viewer command line instead of `nodewatch attach DIR` (e.g. 'nodewatch demo')")
-    p.add_argument("-v", "--verbose", action="store_true", help="log every login and session")
-    return p
-
-
-def viewer_argv(text: str | None, directory: str) -> list[str]:
-    import shlex
-
-    return shlex.split(text) if text else default_viewer_command(directory)
-
-
-async def _serve(args: argparse.Namespace) -> None:
-    directory = Path(args.dir)
-    door = await start_ssh(args.listen, args.authorized_keys, directory / HOST_KEY_NAME,
-                           wall_command_for(viewer_argv(args.viewer, args.dir), args.wall_user))
-    print(f"nodewatch: SSH front door on {door.host}:{door.port} (keys: {door.authorized_keys})", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        door.close()
-        await door.wait_closed()
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(message)s")
-    logging.getLogger("asyncssh").setLevel(logging.WARNING)
-    try:
-        asyncio.run(_serve(args))
-    except KeyboardInterrupt:
-        return 0
-    except (OSError, ValueError) as exc:
-        print(f"nodewatch: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,14 +11,12 @@ another site cannot open a viewer with a visitor's cookie. ``Authorization: Bear
 The viewer runs in wall mode unless asked otherwise, and reads nothing but the hub: nothing a
 browser types can change what another screen shows.
 
-    python -m nodewatch.frontdoor.web --listen 127.0.0.1:8080 DIR
-
-runs this door alone (the hub runs it with ``start_web``).
+The hub opens it with ``doors.open_doors`` (or ``start_web``); ``python -m nodewatch.frontdoor``
+runs it alone.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import hmac
 import logging
@@ -26,7 +24,6 @@ import os
 import re
 import shlex
 import socket
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,14 +31,11 @@ from typing import Any
 from aiohttp import web
 from textual_serve.server import Server
 
-from .files import replace_private, web_token
+from .files import replace_private
 from .listen import parse_listen, url_host
-from .viewer import default_viewer_command
 
 log = logging.getLogger("nodewatch.frontdoor.web")
 
-TOKEN_NAME = "web-token"
-URL_NAME = "web-url"
 SHUTDOWN_SECONDS = 5.0
 """How long closing the door waits for its viewers to quit."""
 MAX_SESSIONS = 32
@@ -195,48 +189,3 @@ def _int(text: str, default: int) -> int:
         return max(6, min(int(text), 64))
     except ValueError:
         return default
-
-
-# --- running this door alone ------------------------------------------------------------------
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m nodewatch.frontdoor.web",
-                                description="Serve the nodewatch dashboard to browsers (one viewer per page).")
-    p.add_argument("dir", metavar="DIR", help="the hub's directory: the token is kept here (web-token), the URL written "
-                   "to web-url; the viewer attaches to it")
-    p.add_argument("--listen", default="127.0.0.1:8080", metavar="HOST:PORT", help="default 127.0.0.1:8080")
-    p.add_argument("--full", action="store_true", help="the full dashboard instead of wall mode")
-    p.add_argument("--viewer", metavar="COMMAND",
-                   help="viewer command line instead of `nodewatch attach DIR` (e.g. 'nodewatch demo')")
-    p.add_argument("-v", "--verbose", action="store_true", help="log refused requests")
-    return p
-
-
-async def _serve(args: argparse.Namespace) -> None:
-    directory = Path(args.dir)
-    argv = shlex.split(args.viewer) if args.viewer else default_viewer_command(args.dir)
-    door = await start_web(args.listen, web_token(directory / TOKEN_NAME), argv + ([] if args.full else ["--wall"]),
-                           url_file=directory / URL_NAME)
-    print(f"nodewatch: web front door: {door.url}", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        door.close()
-        await door.wait_closed()
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(message)s")
-    try:
-        asyncio.run(_serve(args))
-    except KeyboardInterrupt:
-        return 0
-    except (OSError, ValueError) as exc:
-        print(f"nodewatch: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
