@@ -1,5 +1,6 @@
-"""Layers: the core, the sources and the simulator never import the UI toolkit (harlequin's import
-hygiene); and nothing outside the core reads the fleet state's fields."""
+"""Layers: the core, the sources, the simulator, the hub and the testbed never import the UI toolkit
+(harlequin's import hygiene); nothing outside the core reads the fleet state's fields; and readers
+ask the state only what ``core.source.FleetReader`` offers, which every state implements."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import nodewatch
 
-NO_UI_PACKAGES = ("nodewatch.core", "nodewatch.sources", "nodewatch.sim")
+NO_UI_PACKAGES = ("nodewatch.core", "nodewatch.sources", "nodewatch.sim", "nodewatch.hub", "nodewatch.testbed")
 
 
 def _modules() -> list[str]:
@@ -113,3 +114,47 @@ def test_no_module_outside_the_core_touches_the_state_fields():
         for line, field in _reaching_in(path.read_text(), fields):
             found.setdefault((rel, field), []).append(line)
     assert not found, f"modules outside the core read FleetState's fields (use its queries): {found}"
+
+
+def _reader_members() -> set[str]:
+    from nodewatch.core.source import FleetReader
+
+    return {n for n in vars(FleetReader) if not n.startswith("_")}
+
+
+def test_every_state_a_reader_gets_answers_all_of_fleet_reader():
+    import inspect
+
+    from nodewatch.core.fleet import FleetState
+    from nodewatch.core.source import FleetReader
+    from nodewatch.hub.viewer_state import ViewerState
+
+    members = _reader_members()
+    assert {"evaluate", "node_details", "node_labels", "pod_records_on"} <= members
+    for cls in (FleetState, ViewerState):
+        for name in members:
+            impl = getattr(cls, name, None)
+            assert callable(impl), f"{cls.__name__} lacks {name}"
+            want = [p.name for p in inspect.signature(getattr(FleetReader, name)).parameters.values()]
+            got = [p.name for p in inspect.signature(impl).parameters.values()]
+            assert got == want, (cls.__name__, name, got, want)
+
+
+def test_the_ui_asks_the_state_only_what_fleet_reader_offers():
+    """Calls on ``....state.X(...)`` / ``state.X(...)`` in the UI and the fleet history: a hub viewer
+    must be able to answer each (it found a gap once: the history read the state's pod index)."""
+    root = Path(nodewatch.__file__).parent
+    members = _reader_members()
+    files = [*sorted((root / "ui").glob("*.py")), root / "core" / "history.py", root / "core" / "search.py"]
+    asked: dict[str, list[str]] = {}
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                target = node.func.value
+                named = (isinstance(target, ast.Name) and target.id == "state") or (
+                    isinstance(target, ast.Attribute) and target.attr == "state")
+                if named:
+                    asked.setdefault(node.func.attr, []).append(f"{path.name}:{node.lineno}")
+    assert asked, "the scan found no calls on the state at all"
+    unknown = {k: v for k, v in asked.items() if k not in members}
+    assert not unknown, f"the UI asks the state for what FleetReader does not offer: {unknown}"

@@ -95,10 +95,13 @@ def _evaluate_source(args: argparse.Namespace, settings):
         from ..sources.replay import ReplaySource
 
         path = args.replay
-        if args.at and os.path.isdir(path):  # a hub's flight recorder: read up to --at only
-            from ..sources.segments import window
+        covered_until = None
+        if os.path.isdir(path):  # a hub's flight recorder: read up to --at only
+            from ..sources.segments import recorded_until, window
 
-            path, _, args.at = window(path, None, args.at)
+            covered_until = recorded_until(path)
+            if args.at:
+                path, _, args.at = window(path, None, args.at)
         rep = ReplaySource(path, settings=settings)
         try:
             for p in rep.problems[:20]:
@@ -107,7 +110,7 @@ def _evaluate_source(args: argparse.Namespace, settings):
             if r.events == 0:
                 raise ValueError(f"{args.replay}: no usable events in the recording, nothing to report")
             t = parse_when(args.at, r.start) if args.at else r.end
-            if not r.start <= t <= r.end:
+            if not r.start <= t <= max(r.end, covered_until or r.end):
                 raise ValueError(f"--at {args.at}: {format_time(t)} is {'before' if t < r.start else 'after'} "
                                  f"the recording ({format_time(r.start)} to {format_time(r.end)})")
             r.seek(t)

@@ -30,7 +30,7 @@ from .settings import Settings
 from .views import AT_RISK_STATES, FleetView
 
 if TYPE_CHECKING:
-    from .fleet import FleetState
+    from .source import FleetReader
 
 STATE_ORDER: tuple[NodeState, ...] = tuple(sorted(NodeState, key=lambda s: s.rank))
 """Worst first: the order of a sample's counts."""
@@ -215,7 +215,7 @@ class HistoryRecorder:
 
     # --- sampling ----------------------------------------------------------------------------------
 
-    def observe(self, state: FleetState, view: FleetView) -> None:
+    def observe(self, state: FleetReader, view: FleetView) -> None:
         """One sample of ``view`` (``state.evaluate(t)``), and the marks since the previous sample.
         ``state`` is asked only for the pods of nodes at risk."""
         t = view.at
@@ -232,7 +232,7 @@ class HistoryRecorder:
             self._observe_blind(view)
             at_risk = self._observe_nodes(view, first)
         # Pods are read outside our lock (the state takes its own).
-        pods = _pods_of(state, at_risk)
+        pods = state.pod_records_on(at_risk)
         with self.lock:
             self._observe_pods(t, pods, at_risk, first)
 
@@ -359,17 +359,6 @@ class HistoryRecorder:
         self._terminating = terminating
         self._sts = sts
 
-
-def _pods_of(state: FleetState, nodes: list[str]) -> dict[str, list[PodRecord]]:
-    """The pod records on these nodes, by name. Read here rather than through ``pods_on``, which
-    also computes every pod's eviction time (its tolerations): that made sampling a 2,000-node
-    incident five times dearer than replaying it, for answers the history does not use."""
-    with state.lock:
-        out = {}
-        for node in nodes:
-            keys = sorted(state.pods_by_node.get(node, ()))
-            out[node] = [state.pods[k] for k in keys if k in state.pods]
-        return out
 
 
 def _worse(a: Sample, b: Sample) -> bool:

@@ -13,7 +13,7 @@ import math
 from contextlib import AbstractContextManager
 
 from .evaluation import Evaluation
-from .objects import EventRecord, NodeRecord
+from .objects import EventRecord, NodeRecord, PodRecord
 from .rules import noexecute_taints, pod_eviction_at, with_default_tolerations
 from .views import (
     AT_RISK_STATES,
@@ -148,6 +148,22 @@ class Queries(Evaluation):
         with self.lock:
             notices = sum(1 for p in self.problems if p.kind == PROBLEM_NOTICE)
             return len(self.problems) - notices, notices
+
+    def node_labels(self, name: str) -> dict[str, str] | None:
+        """The node's labels: the record's own dict, replaced (never mutated) when the Node changes."""
+        with self.lock:
+            rec = self.nodes.get(name)
+            return rec.labels if rec is not None else None
+
+    def pod_records_on(self, nodes: list[str]) -> dict[str, list[PodRecord]]:
+        """The pod records on these nodes, by node, sorted. Records, not ``pods_on``'s views: the
+        fleet history samples nodes at risk every second and needs no eviction times."""
+        with self.lock:
+            out = {}
+            for node in nodes:
+                keys = sorted(self.pods_by_node.get(node, ()))
+                out[node] = [self.pods[k] for k in keys if k in self.pods]
+            return out
 
     def recent_problems(self, n: int) -> list[Problem]:
         """The last ``n`` things the state could not use, oldest first."""

@@ -1,6 +1,7 @@
 """Search the fleet by node name or label (``team=storage``, ``zone=eu-1a``), for one reader.
 
-Labels live in the Node records, which only the state holds; views carry the name alone. A search
+Labels live in the Node records, which only the state holds (``FleetReader.node_labels``); views carry
+the name alone. A search
 box is re-applied every tick, so each node's answer is remembered until its record changes (records
 are replaced, never mutated: identity says "changed"), and a tick of a 65,000-node fleet does not
 rescan 65,000 label sets.
@@ -13,13 +14,13 @@ from typing import TYPE_CHECKING
 from .views import NodeView
 
 if TYPE_CHECKING:
-    from .fleet import FleetState
+    from .source import FleetReader
 
 
 class LabelSearch:
     """One reader's search (each keeps its own memory of answers)."""
 
-    def __init__(self, state: FleetState) -> None:
+    def __init__(self, state: FleetReader) -> None:
         self.state = state
         self._term = ""
         self._memo: dict[str, tuple[object, bool]] = {}
@@ -33,19 +34,17 @@ class LabelSearch:
             self._memo.clear()
         memo = self._memo
         out = []
-        state = self.state
-        with state.lock:
-            records = state.nodes
-            for v in rows:
-                rec = records.get(v.name)
-                hit = memo.get(v.name)
-                if hit is None or hit[0] is not rec:
-                    ok = term in v.name.lower() or (rec is not None and any(
-                        term in f"{k}={val}".lower() for k, val in rec.labels.items()))
-                    memo[v.name] = hit = (rec, ok)
-                if hit[1]:
-                    out.append(v)
-            known = len(records)
+        labels_of = self.state.node_labels
+        for v in rows:
+            labels = labels_of(v.name)
+            hit = memo.get(v.name)
+            if hit is None or hit[0] is not labels:
+                ok = term in v.name.lower() or (labels is not None and any(
+                    term in f"{k}={val}".lower() for k, val in labels.items()))
+                memo[v.name] = hit = (labels, ok)
+            if hit[1]:
+                out.append(v)
+        known = len(rows)
         if len(memo) > 2 * max(known, 1000):
             memo.clear()
         return out

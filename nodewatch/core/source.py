@@ -5,10 +5,37 @@ and the sources implement an interface they do not own."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 from .clock import Clock
-from .fleet import FleetState
+from .objects import PodRecord
+from .views import FleetView, NodeDetails, Problem
+
+
+class FleetReader(Protocol):
+    """Every question a reader (the dashboard, the fleet history, the label search) may ask of the
+    fleet. ``FleetState`` answers them from watch events; a hub viewer's ``ViewerState`` answers
+    them from the hub's frames. tests/test_layers.py checks that both implement all of it, and that
+    the UI asks nothing else."""
+
+    def evaluate(self, now: float) -> FleetView:
+        """Every node's view at ``now``, worst first, with zones, counts and stream health."""
+    def node_count(self) -> int: ...
+    def has_node(self, name: str) -> bool: ...
+    def problem_count(self) -> int: ...
+    def problem_counts(self) -> tuple[int, int]:
+        """(errors, notices)."""
+    def recent_problems(self, n: int) -> list[Problem]:
+        """The last ``n`` problems, oldest first."""
+    def node_details(self, name: str, now: float, *, max_pods: int | None = None,
+                     max_events: int | None = None) -> NodeDetails:
+        """The drill-down of one node."""
+    def node_labels(self, name: str) -> Mapping[str, str] | None:
+        """The node's labels (the same object until they change: readers may memoise by identity),
+        or None for an unknown node."""
+    def pod_records_on(self, nodes: list[str]) -> dict[str, list[PodRecord]]:
+        """The pod records on these nodes (what the fleet history needs of nodes at risk)."""
 
 
 @runtime_checkable
@@ -41,7 +68,7 @@ class Source(Protocol):
 
     name: str
     """For the header: ``context prod @ https://...``, ``demo: incident, 30 nodes``, ``replay FILE``."""
-    state: FleetState
+    state: FleetReader
     clock: Clock
     replay: ReplayControls | None
 

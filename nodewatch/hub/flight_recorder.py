@@ -149,13 +149,16 @@ class SegmentedRecorder:
         """Close the current segment and open the next one, headed by a keyframe. Returns its path."""
         with self._lock:
             now = self.clock.now() if now is None else now
-            lines = self._keyframe(now) if self._current is not None else []
+            lines, earliest = self._keyframe(now) if self._current is not None else ([], now)
             if self._current is not None:
                 self._current.close()
             self._n += 1
             path = self.directory / segment_name(now, self._n)
             source = {**self.source, "segment": {"n": self._n, "keyframe_lines": len(lines)}}
-            rec = Recorder(str(path), source, self.settings, started_at=now)
+            # The header dates the segment from its earliest line: the keyframe's recent objects keep
+            # their receive times (up to EXACT_SECONDS back), and a reader refuses lines from before
+            # a recording started (sources/recording.TimeFrame).
+            rec = Recorder(str(path), source, self.settings, started_at=earliest)
             for line in lines:
                 rec._write_line(line, now)  # noqa: SLF001 - complete v1 lines, written as they are
             rec.flush()
@@ -165,8 +168,8 @@ class SegmentedRecorder:
             self._retain(now)
             return path
 
-    def _keyframe(self, t: float) -> list[bytes]:
-        """The fleet at ``t`` as v1 lines (see the module docstring).
+    def _keyframe(self, t: float) -> tuple[list[bytes], float]:
+        """The fleet at ``t`` as v1 lines (see the module docstring), and the earliest time written.
 
         Objects received in the last ``EXACT_SECONDS`` keep their receive time and list flag, so a
         replay of this segment alone sees each recent lease renewal arrive when the hub saw it
@@ -179,7 +182,8 @@ class SegmentedRecorder:
         for (resource, _, _), (rt, listing, obj) in self._last.items():
             (recent if rt >= t - EXACT_SECONDS else old).append((rt, listing, resource, obj))
         recent.sort(key=lambda x: x[0])
-        first = orjson.dumps(min(recent[0][0], t) if recent else t)
+        earliest = min(recent[0][0], t) if recent else t
+        first = orjson.dumps(earliest)
         out: list[bytes] = []
         if self.records is not None:
             for rec in self.records().values():
@@ -198,7 +202,7 @@ class SegmentedRecorder:
                        + b"}")
         for rt, listing, resource, obj in recent:
             out.append(_line(orjson.dumps(rt), resource, "MODIFIED", obj, listing))
-        return out
+        return out, earliest
 
     def _retain(self, now: float) -> None:
         """Drop the oldest segments beyond the age and size limits (never the one being written)."""

@@ -45,7 +45,7 @@ class Publisher:
         self._snapshot: bytes | None = None
 
     def update(self, view: FleetView, records: dict[str, NodeRecord], now: float, *,
-               problems: int, name: str) -> bytes:
+               problems: int, name: str, recent: list | None = None) -> bytes:
         """Take in the fleet as evaluated at ``now``; returns the delta frame since the last update."""
         self.seq += 1
         self.name = name
@@ -76,7 +76,7 @@ class Publisher:
             if self._labels.get(n) != idx:
                 self._labels[n] = idx
                 labels[n] = idx
-        self._meta = _meta(view, problems)
+        self._meta = _meta(view, problems, recent)
         self._now = now
         self._snapshot = None
         msg: dict[str, Any] = {"k": "delta", "seq": self.seq, "now": now, "name": name, "meta": self._meta,
@@ -108,7 +108,7 @@ class Publisher:
         return out
 
 
-def _meta(view: FleetView, problems: int) -> dict[str, Any]:
+def _meta(view: FleetView, problems: int, recent: list | None = None) -> dict[str, Any]:
     """Everything of a FleetView but its nodes: small, sent in full every tick."""
     return {
         "settings": to_wire(view.settings),
@@ -122,4 +122,5 @@ def _meta(view: FleetView, problems: int) -> dict[str, Any]:
         "statefulset_at_risk": view.statefulset_at_risk,
         "controller_suspect": view.controller_suspect,
         "problems": problems,
+        "recent_problems": to_wire(recent or []),
     }

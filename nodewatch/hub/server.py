@@ -37,6 +37,9 @@ from . import protocol
 from .codec import to_wire
 from .publisher import Publisher
 
+RECENT_PROBLEMS = 50
+"""How many of the newest problems every frame carries, for the viewers' problems pane."""
+
 log = logging.getLogger("nodewatch.hub")
 
 TICK_SECONDS = 1.0
@@ -168,7 +171,7 @@ class Hub:
         self.last_health = view.health
         with self._pub_lock:
             frame = self.publisher.update(view, records, now, problems=state.problem_count(),
-                                          name=self.source.name)
+                                          name=self.source.name, recent=state.recent_problems(RECENT_PROBLEMS))
             seq = self.publisher.seq
         details = self._details_frames(now)
         loop = self._loop

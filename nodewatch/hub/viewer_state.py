@@ -1,8 +1,7 @@
 """The fleet as a hub's viewer holds it: the hub's evaluated views, not watch events.
 
-``ViewerState`` answers the questions the dashboard asks a ``FleetState`` (``evaluate``,
-``node_count``, ``problem_count``, ``node_details``, and the ``lock``/``nodes`` that the label
-search reads) from the frames of a hub. It never runs a rule: every view, count and zone is the
+``ViewerState`` implements ``core.source.FleetReader``, the questions the dashboard asks a
+``FleetState``, from the frames of a hub. It never runs a rule: every view, count and zone is the
 hub's, evaluated at the hub's ``now``, so every screen attached to one hub shows the same thing.
 
 Frames are decoded by the connection thread and merged into ``_pending``; they are applied when the
@@ -23,7 +22,8 @@ from ..core.fleet_data import sort_key
 from ..core.format import clock_time
 from ..core.rules import NodeState
 from ..core.settings import Settings
-from ..core.views import FleetView, NodeDetails, NodeView, WatchHealth, ZoneView
+from ..core.objects import PodRecord
+from ..core.views import PROBLEM_NOTICE, FleetView, NodeDetails, NodeView, Problem, WatchHealth, ZoneView
 from .codec import from_wire, view_from_wire
 
 HUB_STREAM = "hub"
@@ -78,6 +78,8 @@ class ViewerState:
         self._lost_at_wall: float | None = None
         self._lost_at_hub: float | None = None
         self._details: tuple[str, NodeDetails, bool] | None = None
+        self._problems: list[Problem] = []
+        self._label_dicts: dict[str, tuple[LabelRecord, dict[str, str]]] = {}
         self.frames = 0
 
     # --- fed by the connection thread -------------------------------------------------------------
@@ -131,6 +133,7 @@ class ViewerState:
         self._zones = from_wire(list[ZoneView], meta.get("zones", []))
         self._health = from_wire(dict[str, WatchHealth], meta.get("health", {}))
         self._counts = {s: int((meta.get("counts") or {}).get(s.name, 0)) for s in NodeState}
+        self._problems = from_wire(list[Problem], meta.get("recent_problems", []))
         self.frames += 1
 
     def set_connected(self, connected: bool, error: str = "") -> None:
@@ -210,6 +213,33 @@ class ViewerState:
     def problem_count(self) -> int:
         with self.lock:
             return int(self._meta.get("problems", 0))
+
+    def recent_problems(self, n: int) -> list[Problem]:
+        with self.lock:
+            recent = self._problems
+        return recent[-n:] if n > 0 else []
+
+    def problem_counts(self) -> tuple[int, int]:
+        """(errors, notices) of the hub's state; the split is known for the recent problems sent."""
+        with self.lock:
+            total = int(self._meta.get("problems", 0))
+            notices = sum(1 for p in self._problems if p.kind == PROBLEM_NOTICE)
+        return total - notices, notices
+
+    def node_labels(self, name: str) -> dict[str, str] | None:
+        with self.lock:
+            rec = self.nodes.get(name)
+            if rec is None:
+                return None
+            labels = self._label_dicts.get(name)
+            if labels is None or labels[0] is not rec:
+                labels = self._label_dicts[name] = (rec, rec.labels)
+            return labels[1]
+
+    def pod_records_on(self, nodes: list[str]) -> dict[str, list[PodRecord]]:
+        """Empty: a viewer holds no pods (the hub's drill-down frames carry one node's pod views),
+        so a viewer's own fleet timeline has no eviction marks."""
+        return {}
 
     def node_details(self, name: str, now: float, *, max_pods: int | None = None,
                      max_events: int | None = None) -> NodeDetails:

@@ -190,6 +190,18 @@ class SegmentWindow(str):
         return self
 
 
+def recorded_until(directory: str) -> float | None:
+    """When the hub last wrote to this directory (its newest segment's last flush): a flight
+    recorder covers the time up to here even where nothing changed since its last line."""
+    segs = list_segments(directory)
+    if not segs:
+        return None
+    try:
+        return max(segs[-1].path.stat().st_mtime, segs[-1].start)
+    except OSError:
+        return segs[-1].start
+
+
 def resolve_when(text: str, directory: str) -> float:
     """A ``--from``/``--to``/``--at`` for a directory of segments: ``HH:MM[:SS]`` (UTC) is the
     latest such time of day not after the newest line recorded; else RFC 3339 or ``+SECONDS``
@@ -203,10 +215,7 @@ def resolve_when(text: str, directory: str) -> float:
     h, mi, sec = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
     if h > 23 or mi > 59 or sec > 59:
         raise ValueError(f"{text!r}: not a time of day")
-    try:
-        end = max(segs[-1].path.stat().st_mtime, segs[-1].start)  # the last flush: the newest line
-    except OSError:
-        end = segs[-1].start
+    end = recorded_until(directory) or segs[-1].start
     t = end - end % 86400 + h * 3600 + mi * 60 + sec
     return t - 86400 if t > end else t
 
