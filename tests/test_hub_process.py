@@ -42,6 +42,13 @@ def _cluster_wide(count: Counter) -> Counter:
     return Counter({k: n for k, n in count.items() if not k[1].endswith(("/pods", "/events")) and k[1] != "/version"})
 
 
+def _every_watch_logged(srv) -> bool:
+    """The server logs a watch when it ends: after the client stops, wait until it has logged the
+    watch of each cluster-wide stream (nodes, leases, CSRs)."""
+    count, _ = _requests(srv)
+    return sum(1 for k in _cluster_wide(count) if k[2]) >= 3
+
+
 def test_the_api_server_sees_one_watcher_however_many_viewers(tmp_path):
     with running_server(tmp_path / "a", fleet=make_fleet(nodes=30)) as ref_srv:
         ref = LiveSource(Settings(), kubeconfig=str(ref_srv.kubeconfig_path), cert_cache_dir=str(tmp_path / "c1"))
@@ -49,6 +56,7 @@ def test_the_api_server_sees_one_watcher_however_many_viewers(tmp_path):
         assert ref.wait_synced(20)
         wait_until(ref.watching)
         ref.stop()
+        wait_until(lambda: _every_watch_logged(ref_srv))
         reference, _ = _requests(ref_srv)
     with running_server(tmp_path / "b", fleet=make_fleet(nodes=30)) as srv:
         src = HubLiveSource(Settings(), kubeconfig=str(srv.kubeconfig_path), cert_cache_dir=str(tmp_path / "c2"))
@@ -74,6 +82,7 @@ def test_the_api_server_sees_one_watcher_however_many_viewers(tmp_path):
             for v in viewers:
                 v.stop()
             hub.stop()
+        wait_until(lambda: _every_watch_logged(srv))
         count, scoped = _requests(srv)
     assert _cluster_wide(count) == _cluster_wide(reference)  # lists and watches of nodes, leases, CSRs
     assert all(n == 1 for k, n in _cluster_wide(count).items() if k[2]), "one watch per stream"
