@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-$(shell cat pyproject.toml | $(PYTHON) -c "import sys,hashlib;print(hashlib.sha1(sys.stdin.buffer.read()).hexdigest()[:12])")
 
-.PHONY: demo test test-fast test-testbed bench screenshots clean
+.PHONY: demo test test-fast test-testbed system-deps bench screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,21 @@ demo: $(STAMP)
 test: test-fast
 	@if [ -z "$(ARGS)" ]; then $(MAKE) --no-print-directory test-testbed; fi
 
-test-fast: $(STAMP)
+# Programs the tests use as a user would meet them: tmux (the TUI), OpenSSH's client and server (the
+# SSH front door and ForceCommand), Chromium (the web front door). Installed with apt-get when
+# missing and possible (root); otherwise the tests that need them say so and skip.
+SYSTEM_PACKAGES = tmux openssh-client openssh-server chromium
+
+system-deps:
+	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing$$missing (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "note: not root, so$$missing not installed: the tests that need them will skip"; fi; \
+	fi
+
+test-fast: $(STAMP) system-deps
 	$(BIN)/python -m pytest -n 2 -q $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$rc
 
 test-testbed: $(STAMP)
