@@ -13,6 +13,7 @@ import math
 
 from .causes import likely_causes
 from .fleet_data import FleetData, sort_key
+from .objects import NodeRecord, awaited_node
 from .rules import (
     PRESSURE_CONDITIONS,
     NodeState,
@@ -49,9 +50,18 @@ class Evaluation(FleetData):
             return True, f"lease stream silent for {now - h.last_activity:.0f}s (no event, no bookmark)"
         return False, ""
 
+    def _record(self, name: str) -> NodeRecord | None:
+        """The node's record; until the node list is synced, a placeholder for a node known only
+        from its Lease (``awaited_node``), so the first frame needs the small Lease list alone."""
+        rec = self.nodes.get(name)
+        if rec is None and "nodes" not in self.synced and name in self.leases:
+            return awaited_node(name)
+        return rec
+
     def _view(self, name: str, now: float, blind: bool, grace: float) -> NodeView:
         s = self.settings
-        rec = self.nodes[name]
+        rec = self._record(name)
+        assert rec is not None
         track = self.leases.get(name)
         ready = rec.ready
         duration = track.duration if track else s.lease_duration_seconds
@@ -121,7 +131,7 @@ class Evaluation(FleetData):
             state_since=since,
             next_change=nxt,
             sort_deadline=sort_deadline,
-            excluded=rec.exclude_disruption,
+            excluded=rec.exclude_disruption or rec.awaited,  # no labels yet: in no zone
         )
 
     def evaluate(self, now: float) -> FleetView:
@@ -187,7 +197,7 @@ class Evaluation(FleetData):
         """Recompute one node's view and move it within the order, counts and zone tallies."""
         views = self._views
         old = views.get(name)
-        if name not in self.nodes:
+        if self._record(name) is None:
             if old is not None:
                 self._unplace(old)
                 del views[name]
