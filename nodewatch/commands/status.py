@@ -70,14 +70,12 @@ def _evaluate_source(args: argparse.Namespace, settings):
         demo.advance_to(t)
         return demo.state, t
     if args.replay:
-        from ..sources.replay import ReplaySource
+        from ..sources.replay import state_at
 
-        rep = ReplaySource(args.replay, settings=settings)
-        t = parse_when(args.at, rep.replay.start) if args.at else rep.replay.end
-        rep.replay.seek(t)
-        for p in rep.problems[:20]:
+        state, t, problems = state_at(args.replay, args.at, settings)  # one pass, no index
+        for p in problems[:20]:
             print(f"nodewatch: {args.replay}: {p}", file=sys.stderr)
-        return rep.state, t
+        return state, t
     if args.at:
         raise ValueError("--at needs --replay FILE or --demo")
     live = live_source_from_args(args, settings)

@@ -262,10 +262,20 @@ Record = NodeRecord | LeaseRecord
 class TypedDecoder:
     """Lists and watch lines of one resource (nodes or leases), decoded into records."""
 
-    def __init__(self, list_type: type, event_type: type, build) -> None:
+    def __init__(self, object_type: type, list_type: type, event_type: type, build) -> None:
+        self._object = msgspec.json.Decoder(object_type)
         self._list = msgspec.json.Decoder(list_type)
         self._event = msgspec.json.Decoder(event_type)
         self._build = build
+
+    def decode_object(self, data: bytes) -> Record | None:
+        """One object (a recording line's); None without a name. Raises ``WireError`` when it
+        does not fit the types."""
+        try:
+            obj = self._object.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise WireError(str(exc)) from None
+        return self._build(obj)
 
     def decode_list(self, data: bytes) -> tuple[list[Record], str, str | None]:
         """(records, the list's resourceVersion, its continue token). Items without a name are
@@ -302,8 +312,8 @@ class TypedDecoder:
 
 
 DECODERS: dict[str, TypedDecoder] = {
-    "nodes": TypedDecoder(_NodeList, _NodeEvent, _node_record),
-    "leases": TypedDecoder(_LeaseList, _LeaseEvent, _lease_record),
+    "nodes": TypedDecoder(_Node, _NodeList, _NodeEvent, _node_record),
+    "leases": TypedDecoder(_Lease, _LeaseList, _LeaseEvent, _lease_record),
 }
 """The resources with a typed decoder; the others (pods, events, CSRs: few) are read as dicts."""
 

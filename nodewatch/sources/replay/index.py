@@ -87,23 +87,7 @@ class EventIndex:
 
     def settings(self, given: Settings | None) -> Settings:
         """``given`` (completed with the server version of the header), else the header's settings."""
-        hs = self.header.get("settings") if isinstance(self.header.get("settings"), dict) else {}
-        version = hs.get("server_version") if isinstance(hs.get("server_version"), str) else None
-        if given is not None:
-            return given if given.server_version else given.with_server_version(version)
-        s = Settings(server_version=version)
-        overridden = hs.get("overridden")
-        if isinstance(overridden, list):
-            chosen = {}
-            for name in overridden:
-                v = hs.get(name)
-                if isinstance(name, str) and isinstance(v, (int, float)) and not isinstance(v, bool):
-                    chosen[name] = v
-            try:
-                s = s.override(**chosen)
-            except (ValueError, TypeError):
-                self.problems.append("header: unusable settings overrides ignored")
-        return s
+        return header_settings(self.header, given, self.problems)
 
     def source_name(self) -> str | None:
         """The recorded source's name, from the header."""
@@ -192,11 +176,7 @@ class EventIndex:
         if e is None:
             return None
         if e.etype == "SETTINGS":
-            hs = self.header.get("settings")
-            if isinstance(hs, dict) and not hs.get("server_version") and isinstance(e.health, dict):
-                version = e.health.get("server_version")
-                if isinstance(version, str) and version:
-                    hs["server_version"] = version  # learned after the header was written
+            learn_version(self.header, e)
             return None
         prev = dup.seen(line, n)
         if prev is not None:
@@ -232,6 +212,39 @@ class EventIndex:
         self._times = array("d", (times[i] for i in order))
         self._offsets = array("q", (self._offsets[i] for i in order))
         self._lengths = array("l", (self._lengths[i] for i in order))
+
+
+def header_settings(header: dict, given: Settings | None, problems: list[str]) -> Settings:
+    """``given`` (completed with the server version of the header), else the header's settings."""
+    hs = header.get("settings") if isinstance(header.get("settings"), dict) else {}
+    version = hs.get("server_version") if isinstance(hs.get("server_version"), str) else None
+    if given is not None:
+        return given if given.server_version else given.with_server_version(version)
+    s = Settings(server_version=version)
+    overridden = hs.get("overridden")
+    if isinstance(overridden, list):
+        chosen = {}
+        for name in overridden:
+            v = hs.get(name)
+            if isinstance(name, str) and isinstance(v, (int, float)) and not isinstance(v, bool):
+                chosen[name] = v
+        try:
+            s = s.override(**chosen)
+        except (ValueError, TypeError):
+            problems.append("header: unusable settings overrides ignored")
+    return s
+
+
+def learn_version(header: dict, e: Entry) -> bool:
+    """A SETTINGS line carrying the server version the header did not know: into the header.
+    True when it was learned."""
+    hs = header.get("settings")
+    if isinstance(hs, dict) and not hs.get("server_version") and isinstance(e.health, dict):
+        version = e.health.get("server_version")
+        if isinstance(version, str) and version:
+            hs["server_version"] = version  # learned after the header was written
+            return True
+    return False
 
 
 def apply_entry(state: FleetState, e: Entry, received_known: bool) -> None:
