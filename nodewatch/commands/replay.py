@@ -21,7 +21,8 @@ def run(args: argparse.Namespace) -> int:
     from ..sources.replay import RecordingError, ReplaySource
 
     try:
-        source = ReplaySource(args.file, settings=settings_from_args(args), speed=args.speed, start_at=args.start)
+        source = ReplaySource(args.file, settings=settings_from_args(args), speed=args.speed, start_at=args.start,
+                              background=True)  # the first frame at once; the rest is indexed meanwhile
     except (RecordingError, OSError, ValueError) as exc:
         return fail(f"{args.file}: {exc}")
     return run_app(source, args)

@@ -58,10 +58,12 @@ class Evaluation(FleetData):
         return False, ""
 
     def _record(self, name: str) -> NodeRecord | None:
-        """The node's record; until the node list is synced, a placeholder for a node known only
-        from its Lease (``awaited_node``), so the first frame needs the small Lease list alone."""
+        """The node's record; while a node stream is listing (watched, not synced yet), a
+        placeholder for a node known only from its Lease (``awaited_node``), so the first frame
+        needs the small Lease list alone. (A source without a node stream, a kubectl log of leases,
+        has no placeholders: no Node is coming.)"""
         rec = self.nodes.get(name)
-        if rec is None and "nodes" not in self.synced and name in self.leases:
+        if rec is None and "nodes" not in self.synced and "nodes" in self.health and name in self.leases:
             return awaited_node(name)
         return rec
 

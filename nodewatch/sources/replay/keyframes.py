@@ -56,18 +56,26 @@ class Keyframes:
 
     def _build(self) -> None:
         scratch = FleetState(self._settings)
-        n = len(self._index)
+        index = self._index
         prev: dict | None = None
+        a = 0
         try:
-            for a in range(0, n, KEYFRAME_EVENTS):
-                if self._stopped.is_set():
+            while not self._stopped.is_set():
+                complete = index.complete  # read before the length: then the length is final
+                n = len(index)
+                if n - a < KEYFRAME_EVENTS and not complete:
+                    index.wait_more(a + KEYFRAME_EVENTS - 1, timeout=0.5)  # the index is still growing
+                    continue
+                if a >= n:
                     return
                 if a:
                     prev = scratch.snapshot(prev)
                     self._states.append(prev)  # before _at: a reader that finds ``a`` finds its state
                     self._at.append(a)
                     self._freeze()
-                self._index.apply_range(scratch, a, min(n, a + KEYFRAME_EVENTS))
+                b = min(n, a + KEYFRAME_EVENTS)
+                index.apply_range(scratch, a, b)
+                a = b
         except (OSError, ValueError):
             return  # the replay was closed and its file with it
         finally:
