@@ -111,3 +111,13 @@ def test_one_pass_reads_gzip_and_puts_slightly_late_lines_in_time_order(tmp_path
         state, t, problems = state_at(p, None)
         assert (t, state.leases["a"].renew_time) == (T0 + 20, T0 + 20)
         assert problems == ["1 lines are out of time order (up to 10.0s back); replayed in time order"]
+
+
+def test_nodes_and_leases_come_out_as_records_and_the_index_skips_objects():
+    from nodewatch.core.objects import LeaseRecord, NodeRecord
+
+    e = parse(1, orjson.dumps(LINES[0]) + b"\n", [])
+    assert type(e.obj) is NodeRecord and e.obj.name == "n1"
+    e = parse(2, orjson.dumps(LINES[1]) + b"\n", [])
+    assert type(e.obj) is LeaseRecord
+    assert stamp(2, orjson.dumps(LINES[1]) + b"\n", []).obj is None

@@ -28,11 +28,12 @@ class _Line(msgspec.Struct, gc=False):
     t: Optional[float] = None
     resource: Optional[str] = None
     type: Optional[str] = None
-    object: Optional[msgspec.Raw] = None
+    # msgspec.Raw cannot be in a union: a missing field stays None, a JSON null becomes Raw(b"null")
+    object: msgspec.Raw = None  # type: ignore[assignment]
     list: Optional[bool] = None
-    health: Optional[msgspec.Raw] = None
-    cert: Optional[msgspec.Raw] = None
-    settings: Optional[msgspec.Raw] = None
+    health: msgspec.Raw = None  # type: ignore[assignment]
+    cert: msgspec.Raw = None  # type: ignore[assignment]
+    settings: msgspec.Raw = None  # type: ignore[assignment]
 
 
 _decode_line = msgspec.json.Decoder(_Line).decode
