@@ -93,3 +93,21 @@ def test_records_pass_through_the_dict_readers():
     assert node_from_dict(rec) is rec
     lrec = lease_from_dict(raw_lease("a", T0))
     assert lease_from_dict(lrec) is lrec
+
+
+def test_pods_decode_to_the_same_records_both_ways():
+    from factories import pod
+
+    from nodewatch.core.objects import pod_from_dict
+
+    objs = [pod("web-1", "n1"), pod("db-0", "n2", owner_kind="StatefulSet", owner_name="db", deleting=T0,
+                                    tolerations=[{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                                                  "effect": "NoExecute", "tolerationSeconds": 30}]),
+            {"metadata": {"name": "bare"}},
+            {"metadata": {"name": "owned", "namespace": "x", "ownerReferences": [{"kind": "Job", "name": "j"},
+                                                                               {"kind": "ReplicaSet", "name": "r",
+                                                                                "controller": True}]},
+             "status": {"phase": "Running", "conditions": [{"type": "DisruptionTarget", "status": "True"}]}}]
+    records, _, _ = DECODERS["pods"].decode_list(_list("PodList", objs))
+    assert records == [pod_from_dict(o) for o in objs]
+    assert pod_from_dict(records[0]) is records[0]

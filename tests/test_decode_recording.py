@@ -11,7 +11,7 @@ import pytest
 from factories import T0, lease, node
 from test_replay import generate
 
-from nodewatch.core.objects import lease_from_dict, node_from_dict
+from nodewatch.core.objects import lease_from_dict, node_from_dict, pod_from_dict
 from nodewatch.core.settings import Settings
 from nodewatch.core.timeutil import parse_when
 from nodewatch.sources.recording import Recorder, parse_line
@@ -40,7 +40,7 @@ LINES = [
 def _same_object(resource: str, fast, plain) -> bool:
     if isinstance(fast, dict) or fast is None:
         return fast == plain
-    return fast == {"nodes": node_from_dict, "leases": lease_from_dict}[resource](plain)
+    return fast == {"nodes": node_from_dict, "leases": lease_from_dict, "pods": pod_from_dict}[resource](plain)
 
 
 @pytest.mark.parametrize("d", LINES, ids=range(len(LINES)))

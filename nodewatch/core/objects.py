@@ -250,6 +250,9 @@ class PodRecord:
 
 
 def pod_from_dict(obj: Any) -> PodRecord:
+    """The record of a Pod as parsed JSON; a record decoded already (``wire``) passes through."""
+    if type(obj) is PodRecord:
+        return obj
     meta = _meta(obj, "Pod")
     spec = _d(obj.get("spec"))
     status = _d(obj.get("status"))

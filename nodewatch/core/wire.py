@@ -1,4 +1,4 @@
-"""Typed decoding of Nodes and Leases: JSON bytes straight to the records of ``objects.py``.
+"""Typed decoding of Nodes, Leases and Pods: JSON bytes straight to the records of ``objects.py``.
 
 Why: a production Node is 10-20 KB of JSON, mostly ``status.images`` and ``managedFields``, which
 nodewatch never reads. Parsing it into dicts (orjson) and then picking the few fields
@@ -27,10 +27,11 @@ from .objects import (
     Condition,
     LeaseRecord,
     NodeRecord,
+    PodRecord,
     _shared_map,
     _str_map,
 )
-from .rules import LABEL_EXCLUDE_DISRUPTION, Taint, zone_key
+from .rules import LABEL_EXCLUDE_DISRUPTION, Taint, Toleration, zone_key
 from .timeutil import parse_time
 
 # Optional[...] rather than "X | None": msgspec reads these annotations at class creation.
@@ -117,6 +118,46 @@ class _Lease(Struct, gc=False):
     spec: Optional[_LeaseSpec] = None
 
 
+class _Owner(Struct, gc=False):
+    kind: _S = None
+    name: _S = None
+    controller: Optional[bool] = None
+
+
+class _PodMeta(_Meta, gc=False):
+    ownerReferences: Optional[list[_Owner]] = None
+    deletionTimestamp: _S = None
+
+
+class _Toleration(Struct, gc=False):
+    key: _S = None
+    operator: _S = None
+    value: _S = None
+    effect: _S = None
+    tolerationSeconds: Optional[Union[int, float]] = None
+
+
+class _PodSpec(Struct, gc=False):
+    nodeName: _S = None
+    tolerations: Optional[list[_Toleration]] = None
+
+
+class _PodCondition(Struct, gc=False):
+    type: _S = None
+    status: _S = None
+
+
+class _PodStatus(Struct, gc=False):
+    phase: _S = None
+    conditions: Optional[list[_PodCondition]] = None
+
+
+class _Pod(Struct, gc=False):
+    metadata: Optional[_PodMeta] = None
+    spec: Optional[_PodSpec] = None
+    status: Optional[_PodStatus] = None
+
+
 class _ListMeta(Struct, gc=False):
     resourceVersion: _S = None
     continue_: _S = field(default=None, name="continue")
@@ -130,6 +171,16 @@ class _NodeList(Struct, gc=False):
 class _LeaseList(Struct, gc=False):
     metadata: Optional[_ListMeta] = None
     items: Optional[list[_Lease]] = None
+
+
+class _PodList(Struct, gc=False):
+    metadata: Optional[_ListMeta] = None
+    items: Optional[list[_Pod]] = None
+
+
+class _PodEvent(Struct, gc=False):
+    type: str = ""
+    object: Optional[_Pod] = None
 
 
 class _NodeEvent(Struct, gc=False):
@@ -254,9 +305,38 @@ def _lease_record(le: _Lease) -> LeaseRecord | None:
                        duration_seconds=duration, resource_version=meta.resourceVersion or "")
 
 
+def _pod_record(p: _Pod) -> PodRecord | None:
+    meta = p.metadata
+    if meta is None or not meta.name:
+        return None
+    owner_kind = owner_name = ""
+    owners = meta.ownerReferences
+    if owners:
+        chosen = next((o for o in owners if o.controller is True), owners[0])
+        owner_kind, owner_name = chosen.kind or "", chosen.name or ""
+    spec, status = p.spec, p.status
+    tolerations: tuple[Toleration, ...] = ()
+    node_name = phase = ""
+    disruption = False
+    if spec is not None:
+        node_name = spec.nodeName or ""
+        if spec.tolerations:
+            tolerations = tuple(
+                Toleration(key=t.key or "", operator=t.operator or "Equal", value=t.value or "", effect=t.effect or "",
+                           seconds=None if t.tolerationSeconds is None else float(t.tolerationSeconds))
+                for t in spec.tolerations)
+    if status is not None:
+        phase = status.phase or ""
+        disruption = any(c.type == "DisruptionTarget" and c.status == "True" for c in status.conditions or ())
+    return PodRecord(namespace=meta.namespace or "default", name=meta.name, node_name=node_name,
+                     owner_kind=owner_kind, owner_name=owner_name, phase=phase,
+                     deletion_timestamp=_time(meta.deletionTimestamp), tolerations=tolerations,
+                     disruption_target=disruption, uid=meta.uid or "")
+
+
 # --- decoders ------------------------------------------------------------------------------------
 
-Record = NodeRecord | LeaseRecord
+Record = NodeRecord | LeaseRecord | PodRecord
 
 
 class TypedDecoder:
@@ -314,8 +394,9 @@ class TypedDecoder:
 DECODERS: dict[str, TypedDecoder] = {
     "nodes": TypedDecoder(_Node, _NodeList, _NodeEvent, _node_record),
     "leases": TypedDecoder(_Lease, _LeaseList, _LeaseEvent, _lease_record),
+    "pods": TypedDecoder(_Pod, _PodList, _PodEvent, _pod_record),
 }
-"""The resources with a typed decoder; the others (pods, events, CSRs: few) are read as dicts."""
+"""The resources with a typed decoder; the others (events, CSRs: few and small) are read as dicts."""
 
 
 def record_key(rec: Record) -> tuple[str, str]:
