@@ -19,7 +19,7 @@ KEYFRAME_EVENTS = 20_000
 
 
 class Keyframes:
-    """Built by a background thread from the start; usable (partly) at once."""
+    """Built by a background thread once started (``start``); usable (partly) at once."""
 
     def __init__(self, index: EventIndex, settings: Settings) -> None:
         self._index = index
@@ -31,7 +31,16 @@ class Keyframes:
         self._stopped = threading.Event()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._build, name="replay-keyframes", daemon=True)
-        self._thread.start()
+        self._started = False
+        self._start_lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start building (once). Not at construction: on a 2-core machine the build would take the
+        GIL from the first frame of a replay, which needs none of it."""
+        with self._start_lock:
+            if not self._started and not self._stopped.is_set():
+                self._started = True
+                self._thread.start()
 
     def __len__(self) -> int:
         return len(self._at)
@@ -45,12 +54,15 @@ class Keyframes:
         return self._at[k], self._states[k]
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until every keyframe is built (seeks are fast from then on)."""
+        """Wait until every keyframe is built (seeks are fast from then on); starts the build."""
+        self.start()
         return self._done.wait(timeout)
 
     def close(self) -> None:
         self._stopped.set()
-        self._thread.join(timeout=5)
+        with self._start_lock:
+            if self._started:
+                self._thread.join(timeout=5)
         self._at, self._states = [], []
         self._thaw()
 

@@ -71,7 +71,10 @@ def parse(n: int, line: bytes, problems: list[str]) -> Entry | None:
             except WireError:
                 obj = None
         if obj is None:
-            obj = orjson.loads(memoryview(d.object))
+            try:
+                obj = orjson.loads(memoryview(d.object))
+            except orjson.JSONDecodeError:  # what msgspec lets through and orjson does not (lone surrogates)
+                return parse_line(n, line, problems)
     return Entry(n, d.t, d.resource, d.type, obj, d.list is True)  # type: ignore[arg-type]
 
 

@@ -63,6 +63,7 @@ class ReplayPlayer:
         if self._thread is None and not self._stopped.is_set():
             self._thread = threading.Thread(target=self._run, name="replay", daemon=True)
             self._thread.start()
+            self.keyframes.start()
         self.play()
 
     def close(self) -> None:
