@@ -12,12 +12,15 @@ import traceback
 
 from .harness import Figure, print_table
 
-GROUPS = ["core_ingest", "memory", "frame", "start", "live_path", "sim_realtime", "replay_seek", "terminal"]
+GROUPS = ["core_ingest", "memory", "process_memory", "frame", "start", "live_path", "sim_realtime", "replay_seek",
+          "replay_read", "terminal"]
 QUICK = {
     "core_ingest": {"nodes": 500, "events": 20_000},
     "memory": {"nodes": 2_000},
     "frame": {"sizes": (1_000, 5_000)},
-    "start": {"nodes": 2_000},
+    "start": {"nodes": 2_000, "lever_repeat": 1},
+    "replay_read": {"nodes": 200, "minutes": 3},
+    "process_memory": {"nodes": 2_000, "seconds": 2.0},
     "live_path": {"nodes": 2_000, "seconds": 2.0},
     "sim_realtime": {"nodes": 300, "seconds": 3.0},
     "replay_seek": {"nodes": 200, "minutes": 5},

@@ -19,9 +19,14 @@ EXPECTED = [
     "memory: resident size at 2,000 nodes",
     "frame: fleet table, 1,000 nodes",
     "frame: fleet table, 5,000 nodes",
-    "start: list 2,000 nodes + leases -> first full frame",
+    "memory: dashboard process, 2,000-node incident",
+    "memory: status --kubeconfig, 2,000-node incident",
+    "start: 2,000 nodes -> first useful frame (from the Leases)",
+    "start: 2,000 nodes -> complete frame",
     "live path: lease events/s",
     "replay: seek in 5 min x 200 nodes",
+    "replay: status --replay --at +90 (3 min x 200 nodes)",
+    "replay: nodewatch replay -> first frame (3 min x 200 nodes)",
     "terminal: bytes/s at 1 refresh/s, 2,000 nodes",
 ]
 

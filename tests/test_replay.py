@@ -201,3 +201,20 @@ def test_settings_from_the_header_and_given_settings(tmp_path, open_replay):
     given = open_replay(path, settings=Settings().override(grace_seconds=33))
     assert given.state.settings.grace == 33
     assert given.state.settings.server_version == "v1.30.1"
+
+
+def test_indexed_in_the_background_seeks_wait_for_the_index_and_are_exact(recording, monkeypatch, open_replay):
+    from nodewatch.sources.replay import index as index_mod
+
+    monkeypatch.setattr(index_mod, "PUBLISH_EVERY", 64)  # show the growing index often
+    monkeypatch.setattr(index_mod, "REORDER_WINDOW", 5.0)
+    full = open_replay(recording)
+    src = open_replay(recording, background=True)
+    player = src.replay
+    assert player.start == full.replay.start  # known at once
+    for offset in (599, 20, 333.3, 599.9):  # the first one waits for the index to get there
+        t = T0 + offset
+        player.seek(t)
+        assert states(src.state.evaluate(t)) == brute_force(recording, t), offset
+    assert player.wait_indexed(10)
+    assert (player.end, player.events, src.problems) == (full.replay.end, full.replay.events, full.problems)

@@ -30,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
 
             path, from_, _ = window(args.file, args.from_, args.to)
             start = start or from_
-        source = ReplaySource(path, settings=settings_from_args(args), speed=args.speed, start_at=start)
+        source = ReplaySource(path, settings=settings_from_args(args), speed=args.speed, start_at=start,
+                              background=True)  # the first frame at once; the rest is indexed meanwhile
     except (RecordingError, OSError, ValueError) as exc:
         return fail(f"{args.file}: {exc}")
     return run_app(source, args, problems=source.problems)

@@ -69,14 +69,15 @@ def run(args: argparse.Namespace) -> int:
         server.start()
     except OSError as e:
         return fail(f"sim-server: cannot listen on 127.0.0.1:{args.port or 'any'}: {e}")
+    # SIGTERM is taken before the address is printed: whoever reads it may stop the server at once.
+    done = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: done.set())
     kubeconfig = Path(args.kubeconfig_out).resolve()
     print(f"nodewatch sim-server: {args.nodes} nodes, scenario {args.scenario}, speed {args.speed}x")
     print(f"  API server:  {server.url}")
     print(f"  kubeconfig:  {kubeconfig}")
     print(f"  export KUBECONFIG={kubeconfig}")
     print("Ctrl-C to stop.", flush=True)
-    done = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: done.set())
     try:
         while not done.wait(1.0):
             if server.fleet_error is not None:

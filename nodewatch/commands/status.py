@@ -92,7 +92,7 @@ def _evaluate_source(args: argparse.Namespace, settings):
         demo.advance_to(t)
         return demo.state, t
     if args.replay:
-        from ..sources.replay import ReplaySource
+        from ..sources.replay import state_at
 
         path = args.replay
         covered_until = None
@@ -102,21 +102,16 @@ def _evaluate_source(args: argparse.Namespace, settings):
             covered_until = recorded_until(path)
             if args.at:
                 path, _, args.at = window(path, None, args.at)
-        rep = ReplaySource(path, settings=settings)
-        try:
-            for p in rep.problems[:20]:
-                print(f"nodewatch: {args.replay}: {p}", file=sys.stderr)
-            r = rep.replay
-            if r.events == 0:
-                raise ValueError(f"{args.replay}: no usable events in the recording, nothing to report")
-            t = parse_when(args.at, r.start) if args.at else r.end
-            if not r.start <= t <= max(r.end, covered_until or r.end):
-                raise ValueError(f"--at {args.at}: {format_time(t)} is {'before' if t < r.start else 'after'} "
-                                 f"the recording ({format_time(r.start)} to {format_time(r.end)})")
-            r.seek(t)
-            return rep.state, t
-        finally:
-            rep.stop()
+        state, seen, problems = state_at(path, args.at, settings)  # one pass, no index
+        for p in problems[:20]:
+            print(f"nodewatch: {args.replay}: {p}", file=sys.stderr)
+        if seen.events == 0:
+            raise ValueError(f"{args.replay}: no usable events in the recording, nothing to report")
+        end = max(seen.last, covered_until or seen.last)
+        if seen.at < seen.start or (seen.read_to_end and seen.at > end):
+            raise ValueError(f"--at {args.at}: {format_time(seen.at)} is {'before' if seen.at < seen.start else 'after'} "
+                             f"the recording ({format_time(seen.start)} to {format_time(end)})")
+        return state, seen.at
     if args.at:
         raise ValueError("--at needs --replay FILE or --demo")
     live = live_source_from_args(args, settings)

@@ -27,6 +27,7 @@ class CauseKind(enum.Enum):
     PRESSURE = "pressure"
     CORDONED = "cordoned"
     NO_LEASE = "no-lease"
+    NODE_AWAITED = "node-awaited"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +80,12 @@ def likely_causes(
 ) -> list[Cause]:
     """Every cause the API supports for this node, most telling first (empty when Ready)."""
     out: list[Cause] = []
+    if node.awaited:
+        out.append(Cause(CauseKind.NODE_AWAITED, "Node object not received yet (node list in progress): "
+                                                  "state from the Lease alone"))
     if state is NodeState.READY:
         # Ready, but worth saying: pressure (the kubelet may be evicting pods itself) and cordoning.
-        return _pressure_and_cordon(node)
+        return out + _pressure_and_cordon(node)
     cert_expired = cert_not_after is not None and cert_not_after <= now
     if cert_expired:
         out.append(Cause(CauseKind.CERT_EXPIRED,

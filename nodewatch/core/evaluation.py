@@ -11,8 +11,11 @@ from __future__ import annotations
 import heapq
 import math
 
+from sortedcontainers import SortedKeyList
+
 from .causes import likely_causes
 from .fleet_data import FleetData, sort_key
+from .objects import NodeRecord, awaited_node
 from .rules import (
     PRESSURE_CONDITIONS,
     NodeState,
@@ -25,6 +28,11 @@ from .rules import (
     zone_taint_rate,
 )
 from .views import AT_RISK_STATES, FleetView, LeaseTrack, NodeView, WatchHealth, ZoneView
+
+
+BULK_MIN = 1_000
+"""Evaluations with at least this many nodes to refresh, and at least half the fleet, rebuild every
+view and sort once (``_rebuild``)."""
 
 
 class Evaluation(FleetData):
@@ -49,9 +57,20 @@ class Evaluation(FleetData):
             return True, f"lease stream silent for {now - h.last_activity:.0f}s (no event, no bookmark)"
         return False, ""
 
+    def _record(self, name: str) -> NodeRecord | None:
+        """The node's record; while a node stream is listing (watched, not synced yet), a
+        placeholder for a node known only from its Lease (``awaited_node``), so the first frame
+        needs the small Lease list alone. (A source without a node stream, a kubectl log of leases,
+        has no placeholders: no Node is coming.)"""
+        rec = self.nodes.get(name)
+        if rec is None and "nodes" not in self.synced and "nodes" in self.health and name in self.leases:
+            return awaited_node(name)
+        return rec
+
     def _view(self, name: str, now: float, blind: bool, grace: float) -> NodeView:
         s = self.settings
-        rec = self.nodes[name]
+        rec = self._record(name)
+        assert rec is not None
         track = self.leases.get(name)
         ready = rec.ready
         duration = track.duration if track else s.lease_duration_seconds
@@ -121,7 +140,7 @@ class Evaluation(FleetData):
             state_since=since,
             next_change=nxt,
             sort_deadline=sort_deadline,
-            excluded=rec.exclude_disruption,
+            excluded=rec.exclude_disruption or rec.awaited,  # no labels yet: in no zone
         )
 
     def evaluate(self, now: float) -> FleetView:
@@ -149,8 +168,11 @@ class Evaluation(FleetData):
                 v = views.get(name)
                 if v is not None and v.next_change == t:
                     todo.add(name)
-            for name in todo:
-                self._refresh(name, now, blind, grace)
+            if len(todo) >= BULK_MIN and 2 * len(todo) >= len(views):
+                self._rebuild(todo.union(views), now, blind, grace)
+            else:
+                for name in todo:
+                    self._refresh(name, now, blind, grace)
             order = self._order
             counts = dict(self._counts)
             zones = self._zone_views()
@@ -183,11 +205,33 @@ class Evaluation(FleetData):
                 controller_suspect=controller_suspect,
             )
 
+    def _rebuild(self, names: set[str], now: float, blind: bool, grace: float) -> None:
+        """Every view anew, the order sorted once: when most of the fleet changed (the first
+        evaluation, the node list arriving after the leases, the lease stream going blind), 65,000
+        moves within the order cost more than one sort (measured: 2.6 s against 0.9 s)."""
+        views: dict[str, NodeView] = {}
+        self._views = views
+        self._counts = {st: 0 for st in NodeState}
+        self._tally = {}
+        due: list[tuple[float, str]] = []
+        counts = self._counts
+        for name in names:
+            if self._record(name) is None:
+                continue
+            v = views[name] = self._view(name, now, blind, grace)
+            counts[v.state] += 1
+            self._tally_add(v, 1)
+            if v.next_change != math.inf:
+                due.append((v.next_change, name))
+        heapq.heapify(due)
+        self._due = due
+        self._order = SortedKeyList(views.values(), key=sort_key)
+
     def _refresh(self, name: str, now: float, blind: bool, grace: float) -> None:
         """Recompute one node's view and move it within the order, counts and zone tallies."""
         views = self._views
         old = views.get(name)
-        if name not in self.nodes:
+        if self._record(name) is None:
             if old is not None:
                 self._unplace(old)
                 del views[name]

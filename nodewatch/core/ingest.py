@@ -105,6 +105,8 @@ class Ingest(Evaluation):
                 h.last_activity = received_at
         if etype == "SYNCED":
             self.synced.add(resource)
+            if resource == "nodes":
+                self._dirty.update(self.leases)  # placeholders of nodes that do not exist go
             self.generation += 1
             return True
         if etype == "BOOKMARK":

@@ -213,7 +213,8 @@ class LiveSource:
 
     def _reflector(self, spec: ResourceSpec) -> Reflector:
         return Reflector(self.conn, spec, self._sink, self._on_health, self._on_problem,
-                         watch_timeout=self.watch_timeout, stall_timeout=self.stall_timeout, wall=self.clock.now)
+                         watch_timeout=self.watch_timeout, stall_timeout=self.stall_timeout, wall=self.clock.now,
+                         typed=self.recorder is None)  # a recorder writes the objects themselves
 
     def _sink(self, batch: Batch) -> None:
         st = self.state

@@ -420,10 +420,11 @@ class TimeFrame:
                              f"({format_time(self.anchor)}), skipped")
         return False
 
-    def trim(self, times: Any, lines: Any) -> tuple[int, int]:
-        """(lo, hi): the part of the sorted ``times`` kept; lines alone at the ends are reported."""
+    def trim(self, times: Any, lines: Any, start_fixed: bool = False) -> tuple[int, int]:
+        """(lo, hi): the part of the sorted ``times`` kept; lines alone at the ends are reported.
+        ``start_fixed``: the first events are in use already; only the end may be trimmed."""
         lo, hi = 0, len(times)
-        while hi - lo > 2 and times[lo + 1] - times[lo] > MAX_GAP:
+        while not start_fixed and hi - lo > 2 and times[lo + 1] - times[lo] > MAX_GAP:
             self._wild(lines[lo], times[lo], times[lo + 1])
             lo += 1
         while hi - lo > 2 and times[hi - 1] - times[hi - 2] > MAX_GAP:

@@ -30,6 +30,7 @@ from typing import Any, Callable
 import orjson
 import urllib3
 
+from ..core.wire import DECODERS, TypedDecoder, WireError, record_key
 from .kubeconfig import ApiError, Connection
 
 PAGE_SIZE = 500
@@ -37,6 +38,12 @@ BACKOFF_INITIAL = 0.8
 BACKOFF_CAP = 30.0
 BACKOFF_RESET_AFTER = 60.0
 READ_CHUNK = 256 * 1024
+WATCH_LIST_REFUSED = (400, 404, 405, 422)
+"""Answers to a ``sendInitialEvents`` watch that mean "not offered here": a 1.20 server rejects
+``resourceVersionMatch`` on a watch (422 Invalid), a 1.27+ server without the WatchList feature
+rejects ``sendInitialEvents`` (422 Invalid); then paged lists, as client-go falls back."""
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+"""The annotation of the BOOKMARK that ends a streaming list's initial events."""
 QUICK_END = 1.0
 """A stream that ends sooner than this without any event counts as a failure (backoff)."""
 
@@ -49,6 +56,26 @@ _gc_holders = 0
 _gc_was_enabled = True
 
 
+def pause_gc() -> None:
+    """Pause the cyclic garbage collector while a list is decoded (see ``gc_paused``)."""
+    global _gc_holders, _gc_was_enabled
+    with _gc_lock:
+        if _gc_holders == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_holders += 1
+
+
+def resume_gc() -> None:
+    """Undo one ``pause_gc``; the last one resumes the collector and freezes what survived."""
+    global _gc_holders
+    with _gc_lock:
+        _gc_holders -= 1
+        if _gc_holders == 0 and _gc_was_enabled:
+            gc.enable()
+            gc.freeze()
+
+
 @contextmanager
 def gc_paused():
     """Pause the cyclic garbage collector while lists are decoded.
@@ -59,20 +86,11 @@ def gc_paused():
     the last list ends, the collector resumes and what survived (the state) is frozen out of its
     way (``gc.freeze``), so later collections do not walk it again.
     """
-    global _gc_holders, _gc_was_enabled
-    with _gc_lock:
-        if _gc_holders == 0:
-            _gc_was_enabled = gc.isenabled()
-            gc.disable()
-        _gc_holders += 1
+    pause_gc()
     try:
         yield
     finally:
-        with _gc_lock:
-            _gc_holders -= 1
-            if _gc_holders == 0 and _gc_was_enabled:
-                gc.enable()
-                gc.freeze()
+        resume_gc()
 
 
 @dataclass(frozen=True)
@@ -110,6 +128,10 @@ def events_of(node: str) -> ResourceSpec:
 
 class Gone(Exception):
     """410: the resourceVersion is too old; relist."""
+
+
+class WatchListRefused(Exception):
+    """The server does not offer a streaming list (``sendInitialEvents``): use paged lists."""
 
 
 class StreamBroken(Exception):
@@ -152,7 +174,11 @@ class Reflector:
                  on_problem: Callable[[str, str], None],
                  *, watch_timeout: float = 300.0, stall_timeout: float = 60.0,
                  page_size: int = PAGE_SIZE, wall: Callable[[], float] = time.time,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, typed: bool = True, watch_list: bool = True) -> None:
+        """``typed``: hand nodes and leases over as records decoded by ``core.wire`` (fast); False:
+        as parsed JSON dicts, for a sink that needs the objects themselves (a recorder).
+        ``watch_list``: list through a streaming list (a watch with ``sendInitialEvents``) where
+        the server offers it; False: paged lists only."""
         self.conn = conn
         self.spec = spec
         self.sink = sink
@@ -163,8 +189,16 @@ class Reflector:
         self.page_size = page_size
         self.wall = wall
         self._rng = rng or random.Random()
+        self.decoder: TypedDecoder | None = DECODERS.get(spec.resource) if typed else None
         self.backoff = Backoff(rng=self._rng)
         self.resource_version: str | None = None
+        self.watch_list: bool | None = None if watch_list else False
+        """Streaming lists: None until tried, True once one worked, False when refused (paged lists)."""
+        self._initial: dict[tuple[str, str], None] | None = None
+        self._paged_next = False
+        """A streaming list ended before its initial events did: the next list is a paged one
+        (client-go's fallback too: a list that always breaks halfway must still make progress)."""
+        """Keys seen so far while a streaming list sends its initial events; None outside one."""
         self.known: dict[tuple[str, str], None] = {}
         """Keys (namespace, name) of the objects handed over and not deleted: what a relist reconciles."""
         self.relists = 0
@@ -227,13 +261,16 @@ class Reflector:
         self._need_list = True
         while not self._stop.is_set():
             try:
-                if self._need_list:
+                if self._need_list and (self.watch_list is False or self._paged_next):
+                    self._paged_next = False
                     self._list()
                     self._need_list = False
                 started = time.monotonic()
-                got = self._watch()
+                got = self._watch(initial=self._need_list)
                 if not got and time.monotonic() - started < QUICK_END:
                     self._sleep(self.backoff.next_delay())
+            except WatchListRefused:
+                self.watch_list = False  # paged lists from now on (the next pass lists at once)
             except Gone:
                 self._need_list = True
                 self._health(synced=False, last_error="410 Gone: resourceVersion too old, relisting")
@@ -326,49 +363,77 @@ class Reflector:
             if first_page:
                 self._connected()
                 first_page = False
-            try:
-                page = orjson.loads(data)
-            except orjson.JSONDecodeError:
-                raise ApiError(0, f"list of {self.spec.what}: answer is not JSON") from None
-            if not isinstance(page, dict):
-                raise ApiError(0, f"list of {self.spec.what}: answer is not an object")
-            now = self.wall()
-            batch: Batch = []
-            for item in page.get("items") or ():
-                key = _key(item)
-                if key is None:
-                    continue
-                seen[key] = None
-                batch.append((self.spec.resource, "ADDED", item, now, True))
+            batch, page_rv, cont = self._decode_page(data, seen)
             if batch:
                 self.sink(batch)
-            meta = page.get("metadata") if isinstance(page.get("metadata"), dict) else {}
-            rv = str(meta.get("resourceVersion") or rv)
-            cont = meta.get("continue") or None
+            rv = page_rv or rv
             if not cont or self._stop.is_set():
                 break
-        now = self.wall()
-        gone = [k for k in self.known if k not in seen]
-        tail: Batch = [(self.spec.resource, "DELETED", deleted_stub(k), now, False) for k in gone]
-        tail.append((self.spec.resource, "SYNCED", None, now, False))
-        self.known = seen
-        self.sink(tail)
-        self.relists += 1
         self.resource_version = rv
-        self._health(synced=True, relists=self.relists - 1, last_error="")
+        self._finish_list(seen, self.wall(), [])
+
+    def _decode_page(self, data: bytes, seen: dict[tuple[str, str], None]) -> tuple[Batch, str, str | None]:
+        """One list page: (its items as listing ADDED events, its resourceVersion, its continue
+        token); every item's key goes into ``seen``."""
+        resource = self.spec.resource
+        if self.decoder is not None:
+            try:
+                records, rv, cont = self.decoder.decode_list(data)
+            except WireError:
+                pass  # an unexpected type somewhere: the forgiving dict path below reads it
+            else:
+                now = self.wall()
+                batch: Batch = []
+                for rec in records:
+                    seen[record_key(rec)] = None
+                    batch.append((resource, "ADDED", rec, now, True))
+                return batch, rv, cont
+        try:
+            page = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise ApiError(0, f"list of {self.spec.what}: answer is not JSON") from None
+        if not isinstance(page, dict):
+            raise ApiError(0, f"list of {self.spec.what}: answer is not an object")
+        now = self.wall()
+        batch = []
+        for item in page.get("items") or ():
+            key = _key(item)
+            if key is None:
+                continue
+            seen[key] = None
+            batch.append((resource, "ADDED", item, now, True))
+        meta = page.get("metadata") if isinstance(page.get("metadata"), dict) else {}
+        return batch, str(meta.get("resourceVersion") or ""), meta.get("continue") or None
 
     # --- watch ------------------------------------------------------------------------------------
 
-    def _watch(self) -> bool:
-        """One watch stream until it ends. True if it delivered anything."""
+    def _watch(self, initial: bool = False) -> bool:
+        """One watch stream until it ends. True if it delivered anything.
+
+        ``initial``: a streaming list (Kubernetes 1.27+): the server first sends every object as
+        ADDED, then a BOOKMARK annotated ``k8s.io/initial-events-end``; from there on the same
+        stream is an ordinary watch. What the server sends before that bookmark is handed over as
+        listing items, and the bookmark ends the list as the last page of a paged list does.
+        Raises ``WatchListRefused`` when the server does not offer it.
+        """
         q = self._query()
         q.update({"watch": "true", "allowWatchBookmarks": "true",
                   "timeoutSeconds": int(self.watch_timeout * (1.0 + self._rng.random()))})
-        if self.resource_version:
+        if initial:
+            q.update({"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"})
+        elif self.resource_version:
             q["resourceVersion"] = self.resource_version
-        resp = self.conn.get(self.spec.path, q, timeout=(10.0, self.stall_timeout))
+        try:
+            resp = self.conn.get(self.spec.path, q, timeout=(10.0, self.stall_timeout))
+        except ApiError as exc:
+            if initial and exc.status in WATCH_LIST_REFUSED:
+                raise WatchListRefused(str(exc)) from None
+            raise
         self._resp = resp
         got = False
+        if initial:
+            self._initial = {}
+            pause_gc()
         try:
             self._connected()
             buf = b""
@@ -397,6 +462,10 @@ class Reflector:
                     got = True
                     self.sink(batch)
         finally:
+            if self._initial is not None:  # the stream ended before its initial events did
+                self._initial = None
+                self._paged_next = True
+                resume_gc()
             self._resp = None
             try:
                 resp.release_conn()
@@ -407,47 +476,100 @@ class Reflector:
     def _decode(self, lines: list[bytes]) -> Batch:
         now = self.wall()
         batch: Batch = []
-        resource = self.spec.resource
-        known = self.known
         try:
             for line in lines:
-                if not line.strip():
-                    continue
-                try:
-                    ev = orjson.loads(line)
-                    etype = ev["type"]
-                    obj = ev["object"]
-                except (orjson.JSONDecodeError, KeyError, TypeError):
-                    raise StreamBroken(f"{self.spec.what}: garbled or truncated JSON line in the watch stream "
-                                       f"({len(line)} bytes)") from None
-                if etype == "ERROR":
-                    code = obj.get("code") if isinstance(obj, dict) else None
-                    if code == 410:
-                        raise Gone()
-                    msg = obj.get("message") if isinstance(obj, dict) else None
-                    raise ApiError(code if isinstance(code, int) else 0, str(msg or "watch error")[:300])
-                meta = obj.get("metadata") if isinstance(obj, dict) else None
-                if isinstance(meta, dict):
-                    rv = meta.get("resourceVersion")
-                    if rv:
-                        self.resource_version = str(rv)
-                if etype == "BOOKMARK":
-                    batch.append((resource, "BOOKMARK", obj, now, False))
-                    continue
-                key = _key(obj)
-                if key is None:
-                    continue
-                if etype == "DELETED":
-                    known.pop(key, None)
-                else:
-                    known[key] = None
-                batch.append((resource, etype, obj, now, False))
-                self.events += 1
+                if line.strip():
+                    self._read_line(line, now, batch)
         except BaseException:
             if batch:
                 self.sink(batch)  # what came before the bad line is good
             raise
         return batch
+
+    def _read_line(self, line: bytes, now: float, batch: Batch) -> None:
+        """One watch line into ``batch``: typed when the decoder can, else as a dict."""
+        resource = self.spec.resource
+        obj: Any
+        if self.decoder is not None:
+            try:
+                etype, obj, rv = self.decoder.decode_event(line)
+            except WireError:
+                pass  # ERROR, BOOKMARK or an unexpected type: read as a dict below
+            else:
+                if rv:
+                    self.resource_version = rv
+                if obj is not None:
+                    self._hand_over(etype, obj, record_key(obj), now, batch)
+                return
+        try:
+            ev = orjson.loads(line)
+            etype = ev["type"]
+            obj = ev["object"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            raise StreamBroken(f"{self.spec.what}: garbled or truncated JSON line in the watch stream "
+                               f"({len(line)} bytes)") from None
+        if etype == "ERROR":
+            code = obj.get("code") if isinstance(obj, dict) else None
+            if code == 410:
+                raise Gone()
+            msg = obj.get("message") if isinstance(obj, dict) else None
+            raise ApiError(code if isinstance(code, int) else 0, str(msg or "watch error")[:300])
+        meta = obj.get("metadata") if isinstance(obj, dict) else None
+        if isinstance(meta, dict):
+            rv = meta.get("resourceVersion")
+            if rv:
+                self.resource_version = str(rv)
+        if etype == "BOOKMARK":
+            if self._initial is not None:
+                ann = meta.get("annotations") if isinstance(meta, dict) else None
+                if not (isinstance(ann, dict) and ann.get(INITIAL_EVENTS_END) == "true"):
+                    # a server that ignored sendInitialEvents sends plain bookmarks: not a list
+                    raise WatchListRefused("a bookmark before the end of the initial events")
+                self._end_initial(now, batch)
+                return
+            batch.append((resource, "BOOKMARK", obj, now, False))
+            return
+        key = _key(obj)
+        if key is not None:
+            self._hand_over(etype, obj, key, now, batch)
+
+    def _hand_over(self, etype: str, obj: Any, key: tuple[str, str], now: float, batch: Batch) -> None:
+        """An object event into ``batch``; keeps ``known`` (or, in a streaming list, the keys seen)."""
+        initial = self._initial
+        if initial is not None:
+            initial[key] = None
+            batch.append((self.spec.resource, etype, obj, now, True))
+            return
+        if etype == "DELETED":
+            self.known.pop(key, None)
+        else:
+            self.known[key] = None
+        batch.append((self.spec.resource, etype, obj, now, False))
+        self.events += 1
+
+    def _end_initial(self, now: float, batch: Batch) -> None:
+        """The initial events of a streaming list are complete: end the list like a paged one
+        (``batch``, the events before the bookmark, is handed over with the list's end)."""
+        seen = self._initial
+        assert seen is not None
+        self._initial = None
+        resume_gc()
+        self._finish_list(seen, now, batch[:])
+        batch.clear()
+        self.watch_list = True
+        self._need_list = False
+
+    def _finish_list(self, seen: dict[tuple[str, str], None], now: float, before: Batch) -> None:
+        """The end of a list (paged or streamed) that saw ``seen``: ``before``, then DELETED for
+        every object known before and absent now (no stale objects), then SYNCED, into the sink;
+        only then is the resource counted as listed (``wait_synced`` finds it in the state)."""
+        gone = [k for k in self.known if k not in seen]
+        tail: Batch = before + [(self.spec.resource, "DELETED", deleted_stub(k), now, False) for k in gone]
+        tail.append((self.spec.resource, "SYNCED", None, now, False))
+        self.known = seen
+        self.sink(tail)
+        self.relists += 1
+        self._health(synced=True, relists=self.relists - 1, last_error="")
 
 
 def _key(obj: Any) -> tuple[str, str] | None:

@@ -7,12 +7,14 @@ the index, not the objects. A background pass applies everything once on a scrat
 a *keyframe* (a copy of the state's records) every ``KEYFRAME_EVENTS`` events (``keyframes.py``);
 a seek restores the nearest keyframe before ``t`` and applies the few events between, so the state
 becomes exactly what it was at ``t``, in a fraction of a second, backward or forward
-(``player.py``). The look-ahead to the next node state change is ``lookahead.py``.
+(``player.py``). The look-ahead to the next node state change is ``lookahead.py``. One instant
+alone (``status --replay``) needs no index: ``instant.py`` reads the file once.
 """
 
 from __future__ import annotations
 
 from ..recording import RecordingError
+from .instant import state_at
 from .player import ReplayPlayer, ReplaySource
 
-__all__ = ["RecordingError", "ReplayPlayer", "ReplaySource"]
+__all__ = ["RecordingError", "ReplayPlayer", "ReplaySource", "state_at"]

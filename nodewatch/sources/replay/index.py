@@ -1,23 +1,33 @@
 """The index of a recording: time, byte offset and length of every event line, read once.
 
 Gzipped files, stdin and kubectl logs are first copied (normalized to v1 lines) into a temporary
-spool file so that every format gets the same random access (``os.pread`` of one line).
+spool file so that every format gets the same random access; a plain file is mapped in memory
+(``mmap``), so reading an event again costs no system call.
+
+The index is kept in time order as it grows (a line that steps back is inserted where it belongs),
+and may be built in the background (``background=True``, the dashboard: its first frame needs only
+the first events): readers see the events up to ``REORDER_WINDOW`` seconds before the newest line
+read (``len(index)``), which no later line can precede any more, and ``wait_for(t)`` blocks until
+the index has reached ``t``. Indexing reads only each line's time and kind (``lines.stamp``).
 """
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import math
+import mmap
 import os
 import tempfile
+import threading
 from array import array
 from typing import IO, Any, Iterator
 
 import orjson
 
 from ...core.fleet import FleetState
-from ...core.views import WatchHealth
 from ...core.settings import Settings
+from ...core.views import WatchHealth
 from ..kubectl_format import iter_entries as kubectl_entries
 from ..kubectl_format import looks_like_kubectl
 from ..recording import (
@@ -29,17 +39,23 @@ from ..recording import (
     iter_lines,
     open_binary,
     parse_header,
-    parse_line,
 )
+from .lines import parse, stamp
 
 OUT_OF_ORDER_REPORT = 1.0
 """Lines that step back in time by more than this many seconds are reported (less is thread jitter)."""
+REORDER_WINDOW = 30.0
+"""While the index grows, events this close to the newest line read are not shown to readers yet: a
+later line may still step back before them. A line later than that is placed at the earliest
+position not yet shown (and reported)."""
+PUBLISH_EVERY = 4096
+"""Lines indexed between two updates of what readers see."""
 
 
 class EventIndex:
     """Where each event of a recording is, in time order; ``problems`` says what was skipped and why."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, background: bool = False) -> None:
         self.problems: list[str] = []
         self.header: dict = {}
         self.format = "v1"
@@ -51,63 +67,106 @@ class EventIndex:
         self._lines = array("I")
         """Line number of each event in the input (for the messages about wild times)."""
         self._frame: TimeFrame | None = None
+        self._background = background
         self._spool: IO[bytes] | None = None
         self._own_file: IO[bytes] | None = None
+        self._map: mmap.mmap | None = None
         self._fd = -1
-        self._load(path)
-        self.start = self._times[0] if len(self._times) else 0.0
-        self.end = self._times[-1] if len(self._times) else self.start
+        self._shown = 0
+        """Events readers may use: [0, shown) is final."""
+        self._shown_until = -math.inf
+        """Every event up to this time is among the shown ones."""
+        self._changed = threading.Condition()
+        self._complete = threading.Event()
+        self._closed = False
+        self._late = 0
+        self._too_late = 0
+        self._worst = 0.0
+        stream = open_binary(path)
+        try:
+            rest = self._open(path, stream)
+        except BaseException:
+            close_input(stream)
+            raise
+        if background:
+            threading.Thread(target=self._index_rest, args=(stream, rest), name="replay-index", daemon=True).start()
+            with self._changed:
+                self._changed.wait_for(lambda: self._shown > 0 or self._complete.is_set())
+        else:
+            self._index_rest(stream, rest)
 
     @property
     def times(self) -> array:
-        """Time of each event, ascending (read-only by convention: ``bisect`` it)."""
+        """Time of each event, ascending (read-only by convention: ``bisect`` it below ``len(self)``)."""
         return self._times
 
     def __len__(self) -> int:
-        return len(self._times)
+        """Events indexed for good (all of them once ``complete``)."""
+        return self._shown
+
+    @property
+    def complete(self) -> bool:
+        """The whole recording is indexed."""
+        return self._complete.is_set()
+
+    @property
+    def start(self) -> float:
+        """Time of the first event."""
+        return self._times[0] if self._shown else 0.0
+
+    @property
+    def end(self) -> float:
+        """Time of the last event indexed so far (of the recording, once ``complete``)."""
+        return self._times[self._shown - 1] if self._shown else 0.0
+
+    def count_until(self, t: float) -> int:
+        """How many indexed events have a time <= t."""
+        return bisect.bisect_right(self._times, t, 0, self._shown)
+
+    def wait_for(self, t: float, timeout: float | None = None) -> bool:
+        """Block until every event with a time <= t is indexed (or the whole recording is)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._complete.is_set() or self._shown_until >= t, timeout)
+
+    def wait_complete(self, timeout: float | None = None) -> bool:
+        return self._complete.wait(timeout)
+
+    def wait_more(self, than: int, timeout: float) -> None:
+        """Block until more than ``than`` events are indexed, the index is complete, or ``timeout``."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._shown > than or self._complete.is_set(), timeout)
 
     def read(self, i: int) -> Entry | None:
-        """Event ``i``, parsed again from the file."""
-        line = os.pread(self._fd, self._lengths[i], self._offsets[i])
-        return parse_line(0, line, [])
+        """Event ``i``, parsed again from the file (Nodes and Leases as records)."""
+        off, n = self._offsets[i], self._lengths[i]
+        m = self._map
+        line = m[off:off + n] if m is not None and off + n <= len(m) else os.pread(self._fd, n, off)
+        return parse(0, line, [])
 
     def apply_range(self, state: FleetState, a: int, b: int) -> None:
         """Apply events [a, b) to ``state``."""
         known = self.received_known
+        read = self.read
         with state.batch():
             for i in range(a, b):
-                e = self.read(i)
+                e = read(i)
                 if e is not None:
                     apply_entry(state, e, known)
 
     def close(self) -> None:
-        for f in (self._spool, self._own_file):
+        self._closed = True
+        self._complete.wait(5)  # the indexing thread stops at its next line
+        for f in (self._map, self._spool, self._own_file):
             if f is not None:
                 try:
                     f.close()
-                except OSError:
+                except (OSError, BufferError):
                     pass
-        self._spool = self._own_file = None
+        self._map = self._spool = self._own_file = None
 
     def settings(self, given: Settings | None) -> Settings:
         """``given`` (completed with the server version of the header), else the header's settings."""
-        hs = self.header.get("settings") if isinstance(self.header.get("settings"), dict) else {}
-        version = hs.get("server_version") if isinstance(hs.get("server_version"), str) else None
-        if given is not None:
-            return given if given.server_version else given.with_server_version(version)
-        s = Settings(server_version=version)
-        overridden = hs.get("overridden")
-        if isinstance(overridden, list):
-            chosen = {}
-            for name in overridden:
-                v = hs.get(name)
-                if isinstance(name, str) and isinstance(v, (int, float)) and not isinstance(v, bool):
-                    chosen[name] = v
-            try:
-                s = s.override(**chosen)
-            except (ValueError, TypeError):
-                self.problems.append("header: unusable settings overrides ignored")
-        return s
+        return header_settings(self.header, given, self.problems)
 
     def source_name(self) -> str | None:
         """The recorded source's name, from the header."""
@@ -117,55 +176,95 @@ class EventIndex:
 
     # --- loading ----------------------------------------------------------------------------------
 
-    def _load(self, path: str) -> None:
-        stream = open_binary(path)
-        try:
-            lines = iter_lines(stream, self.problems)
-            first = None
-            for n, line in lines:
-                if line.strip():
-                    first = (n, line)
-                    break
-            if first is None:
-                raise RecordingError(f"{path}: empty, nothing to replay")
-            plain = path != "-" and getattr(stream, "name", None) == path and not isinstance(stream, gzip.GzipFile)
-            if looks_like_kubectl(first[1]):
-                self.format = "kubectl"
-                self.received_known = False
-                self._spool_entries(kubectl_entries(_chain(first, lines), self.problems))
-            else:
-                self.header = parse_header(first[1])
-                self._frame = TimeFrame(self.header, self.problems)
-                if plain:
-                    self._index_plain(stream, lines)
-                else:
-                    self._spool_v1(lines)
-        finally:
-            close_input(stream)
-        if not len(self._times):
-            self.problems.append("no usable events in the recording")
-        self._sort_if_needed()
-        if self._frame is not None:
-            self._keep(*self._frame.trim(self._times, self._lines))
-        if self._spool is not None:
-            self._spool.flush()
+    def _open(self, path: str, stream: Any) -> Iterator[tuple[int, bytes]]:
+        """Read the first line (header or kubectl), set up random access; the lines that remain."""
+        lines = iter_lines(stream, self.problems)
+        first = None
+        for n, line in lines:
+            if line.strip():
+                first = (n, line)
+                break
+        if first is None:
+            raise RecordingError(f"{path}: empty, nothing to replay")
+        plain = path != "-" and getattr(stream, "name", None) == path and not isinstance(stream, gzip.GzipFile)
+        if looks_like_kubectl(first[1]):
+            self.format = "kubectl"
+            self.received_known = False
+            self._spool = tempfile.TemporaryFile(prefix="nodewatch-replay-")  # noqa: SIM115 - closed in close()
             self._fd = self._spool.fileno()
-        else:
+            return _chain(first, lines)
+        self.header = parse_header(first[1])
+        self._frame = TimeFrame(self.header, self.problems)
+        if plain:
             self._own_file = open(path, "rb")  # noqa: SIM115 - closed in close()
             self._fd = self._own_file.fileno()
+            try:
+                self._map = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
+            except (ValueError, OSError):
+                self._map = None  # an empty or unmappable file: pread
+        else:
+            self._spool = tempfile.TemporaryFile(prefix="nodewatch-replay-")  # noqa: SIM115 - closed in close()
+            self._fd = self._spool.fileno()
+        return lines
+
+    def _index_rest(self, stream: Any, lines: Iterator[tuple[int, bytes]]) -> None:
+        try:
+            if self.format == "kubectl":
+                self._spool_entries(kubectl_entries(lines, self.problems))
+            elif self._own_file is not None:
+                self._index_plain(stream, lines)
+            else:
+                self._spool_v1(lines)
+        except (OSError, ValueError) as exc:
+            if not self._closed:
+                self.problems.append(f"reading the recording failed: {type(exc).__name__}: {exc}")
+        finally:
+            close_input(stream)
+            self._finish()
+
+    def _finish(self) -> None:
+        if self._spool is not None:
+            try:
+                self._spool.flush()
+            except (OSError, ValueError):
+                pass
+        if self._frame is not None:
+            # A lone line far from all others does not move the recording's frame; readers of a
+            # background index may have used the first events already, so then only the end moves.
+            self._keep(*self._frame.trim(self._times, self._lines, start_fixed=self._background and self._shown > 0))
+        if not len(self._times):
+            self.problems.append("no usable events in the recording")
+        if self._late:
+            extra = (f", {self._too_late} of them more than {REORDER_WINDOW:g}s late: replayed where they came"
+                     if self._too_late else "")
+            self.problems.append(f"{self._late} lines are out of time order (up to {self._worst:.1f}s back); "
+                                 f"replayed in time order{extra}")
+        with self._changed:
+            self._shown = len(self._times)
+            self._complete.set()
+            self._changed.notify_all()
 
     def _index_plain(self, stream: Any, lines: Any) -> None:
         """Index an uncompressed v1 file in place: offsets into the file itself."""
         dup = DuplicateFilter(2048)
+        pos = stream.tell()
+        problems = self.problems
+        reported = len(problems)
         for n, line in lines:
-            # iter_lines reads with readline, so the position is exact right after each line
-            here = stream.tell() - len(line)
+            if len(problems) != reported:  # iter_lines skipped an over-long line: find our place again
+                reported = len(problems)
+                pos = stream.tell() - len(line)
+            here = pos
+            pos += len(line)
             e = self._check(n, line, dup)
             if e is not None:
                 self._add(e.t, here, len(line), n)
+            if self._closed:
+                return
 
     def _spool_v1(self, lines: Any) -> None:
-        spool = self._new_spool()
+        spool = self._spool
+        assert spool is not None
         dup = DuplicateFilter(2048)
         pos = 0
         for n, line in lines:
@@ -177,9 +276,12 @@ class EventIndex:
             spool.write(line)
             self._add(e.t, pos, len(line), n)
             pos += len(line)
+            if self._closed:
+                return
 
     def _spool_entries(self, entries: Any) -> None:
-        spool = self._new_spool()
+        spool = self._spool
+        assert spool is not None
         pos = 0
         for e in entries:
             d: dict[str, Any] = {"t": e.t, "resource": e.resource, "type": e.etype, "object": e.obj}
@@ -189,21 +291,15 @@ class EventIndex:
             spool.write(data)
             self._add(e.t, pos, len(data), e.line)
             pos += len(data)
-
-    def _new_spool(self) -> IO[bytes]:
-        self._spool = tempfile.TemporaryFile(prefix="nodewatch-replay-")  # noqa: SIM115 - closed in close()
-        return self._spool
+            if self._closed:
+                return
 
     def _check(self, n: int, line: bytes, dup: DuplicateFilter) -> Entry | None:
-        e = parse_line(n, line, self.problems)
+        e = stamp(n, line, self.problems)
         if e is None or (self._frame is not None and not self._frame.admit(e)):
             return None
         if e.etype == "SETTINGS":
-            hs = self.header.get("settings")
-            if isinstance(hs, dict) and not hs.get("server_version") and isinstance(e.health, dict):
-                version = e.health.get("server_version")
-                if isinstance(version, str) and version:
-                    hs["server_version"] = version  # learned after the header was written
+            learn_version(self.header, e)
             return None
         prev = dup.seen(line, n)
         if prev is not None:
@@ -212,10 +308,29 @@ class EventIndex:
         return e
 
     def _add(self, t: float | None, offset: int, length: int, line: int) -> None:
-        self._times.append(t if t is not None else 0.0)
-        self._offsets.append(offset)
-        self._lengths.append(length)
-        self._lines.append(min(line, 2**32 - 1))
+        """One event into the index, in time order; every ``PUBLISH_EVERY``, show readers more."""
+        t = t if t is not None else 0.0
+        times = self._times
+        if not times or t >= times[-1]:
+            times.append(t)
+            self._offsets.append(offset)
+            self._lengths.append(length)
+            self._lines.append(min(line, 2**32 - 1))
+        else:
+            back = times[-1] - t
+            if back > OUT_OF_ORDER_REPORT:
+                self._late += 1
+                self._worst = max(self._worst, back)
+            shown = self._shown
+            i = bisect.bisect_right(times, t, shown)  # never before what readers may have used
+            if i == shown and shown and times[shown - 1] > t:
+                self._too_late += 1
+            times.insert(i, t)
+            self._offsets.insert(i, offset)
+            self._lengths.insert(i, length)
+            self._lines.insert(i, min(line, 2**32 - 1))
+        if len(times) % PUBLISH_EVERY == 0:
+            self._publish()
 
     def _keep(self, lo: int, hi: int) -> None:
         """Keep events [lo, hi) only (the frame dropped wild times at the ends)."""
@@ -223,30 +338,53 @@ class EventIndex:
             self._times, self._offsets = self._times[lo:hi], self._offsets[lo:hi]
             self._lengths, self._lines = self._lengths[lo:hi], self._lines[lo:hi]
 
-    def _sort_if_needed(self) -> None:
-        times = self._times
-        worst = 0.0
-        late = 0
-        hi = -math.inf
-        ordered = True
-        for t in times:
-            if t < hi:
-                ordered = False
-                if hi - t > OUT_OF_ORDER_REPORT:
-                    late += 1
-                    worst = max(worst, hi - t)
-            else:
-                hi = t
-        if ordered:
-            return
-        if late:
-            self.problems.append(
-                f"{late} lines are out of time order (up to {worst:.1f}s back); replayed in time order")
-        order = sorted(range(len(times)), key=times.__getitem__)  # stable: equal times keep file order
-        self._times = array("d", (times[i] for i in order))
-        self._offsets = array("q", (self._offsets[i] for i in order))
-        self._lengths = array("l", (self._lengths[i] for i in order))
-        self._lines = array("I", (self._lines[i] for i in order))
+    def _frontier(self) -> float:
+        """Events up to this time are final: no line read later may step back before it."""
+        return self._times[-1] - REORDER_WINDOW if len(self._times) else -math.inf
+
+    def _publish(self) -> None:
+        if self._spool is not None:
+            self._spool.flush()  # what readers may read is in the file
+        frontier = self._frontier()
+        shown = bisect.bisect_right(self._times, frontier)
+        if shown > self._shown:
+            with self._changed:
+                self._shown = shown
+                self._shown_until = frontier
+                self._changed.notify_all()
+
+
+def header_settings(header: dict, given: Settings | None, problems: list[str]) -> Settings:
+    """``given`` (completed with the server version of the header), else the header's settings."""
+    hs = header.get("settings") if isinstance(header.get("settings"), dict) else {}
+    version = hs.get("server_version") if isinstance(hs.get("server_version"), str) else None
+    if given is not None:
+        return given if given.server_version else given.with_server_version(version)
+    s = Settings(server_version=version)
+    overridden = hs.get("overridden")
+    if isinstance(overridden, list):
+        chosen = {}
+        for name in overridden:
+            v = hs.get(name)
+            if isinstance(name, str) and isinstance(v, (int, float)) and not isinstance(v, bool):
+                chosen[name] = v
+        try:
+            s = s.override(**chosen)
+        except (ValueError, TypeError):
+            problems.append("header: unusable settings overrides ignored")
+    return s
+
+
+def learn_version(header: dict, e: Entry) -> bool:
+    """A SETTINGS line carrying the server version the header did not know: into the header.
+    True when it was learned."""
+    hs = header.get("settings")
+    if isinstance(hs, dict) and not hs.get("server_version") and isinstance(e.health, dict):
+        version = e.health.get("server_version")
+        if isinstance(version, str) and version:
+            hs["server_version"] = version  # learned after the header was written
+            return True
+    return False
 
 
 def apply_entry(state: FleetState, e: Entry, received_known: bool) -> None:

@@ -19,7 +19,7 @@ KEYFRAME_EVENTS = 20_000
 
 
 class Keyframes:
-    """Built by a background thread from the start; usable (partly) at once."""
+    """Built by a background thread once started (``start``); usable (partly) at once."""
 
     def __init__(self, index: EventIndex, settings: Settings) -> None:
         self._index = index
@@ -31,7 +31,16 @@ class Keyframes:
         self._stopped = threading.Event()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._build, name="replay-keyframes", daemon=True)
-        self._thread.start()
+        self._started = False
+        self._start_lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start building (once). Not at construction: on a 2-core machine the build would take the
+        GIL from the first frame of a replay, which needs none of it."""
+        with self._start_lock:
+            if not self._started and not self._stopped.is_set():
+                self._started = True
+                self._thread.start()
 
     def __len__(self) -> int:
         return len(self._at)
@@ -45,29 +54,40 @@ class Keyframes:
         return self._at[k], self._states[k]
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait until every keyframe is built (seeks are fast from then on)."""
+        """Wait until every keyframe is built (seeks are fast from then on); starts the build."""
+        self.start()
         return self._done.wait(timeout)
 
     def close(self) -> None:
         self._stopped.set()
-        self._thread.join(timeout=5)
+        with self._start_lock:
+            if self._started:
+                self._thread.join(timeout=5)
         self._at, self._states = [], []
         self._thaw()
 
     def _build(self) -> None:
         scratch = FleetState(self._settings)
-        n = len(self._index)
+        index = self._index
         prev: dict | None = None
+        a = 0
         try:
-            for a in range(0, n, KEYFRAME_EVENTS):
-                if self._stopped.is_set():
+            while not self._stopped.is_set():
+                complete = index.complete  # read before the length: then the length is final
+                n = len(index)
+                if n - a < KEYFRAME_EVENTS and not complete:
+                    index.wait_more(a + KEYFRAME_EVENTS - 1, timeout=0.5)  # the index is still growing
+                    continue
+                if a >= n:
                     return
                 if a:
                     prev = scratch.snapshot(prev)
                     self._states.append(prev)  # before _at: a reader that finds ``a`` finds its state
                     self._at.append(a)
                     self._freeze()
-                self._index.apply_range(scratch, a, min(n, a + KEYFRAME_EVENTS))
+                b = min(n, a + KEYFRAME_EVENTS)
+                index.apply_range(scratch, a, b)
+                a = b
         except (OSError, ValueError):
             return  # the replay was closed and its file with it
         finally:

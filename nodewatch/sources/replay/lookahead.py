@@ -56,7 +56,7 @@ def next_change(index: EventIndex, scratch: FleetState, first: int, pos: float) 
                 return t
         return None
 
-    n = len(times)
+    n = len(index)
     i = first
     while i < n:
         te = times[i]
@@ -75,8 +75,8 @@ def next_change(index: EventIndex, scratch: FleetState, first: int, pos: float) 
             apply_entry(scratch, e, known)
             if e.etype in ("HEALTH", "SYNCED"):
                 everything = True
-            elif e.resource in ("nodes", "leases") and isinstance(e.obj, dict):
-                name = (e.obj.get("metadata") or {}).get("name")
+            elif e.resource in ("nodes", "leases") and e.obj is not None:
+                name = e.obj.get("metadata", {}).get("name") if isinstance(e.obj, dict) else e.obj.name
                 if isinstance(name, str):
                     touched.add(name)
         i = j

@@ -6,7 +6,6 @@ Two objects because the ``Source`` protocol's ``start()`` is a method and ``Repl
 
 from __future__ import annotations
 
-import bisect
 import os
 import threading
 
@@ -30,8 +29,6 @@ class ReplayPlayer:
         self.clock = clock
         self.start = index.start
         """Virtual time of the first event."""
-        self.end = index.end
-        """Virtual time of the last event."""
         self.keyframes = Keyframes(index, state.settings)
         self._lock = threading.RLock()  # guards the cursor and state rebuilds
         self._cursor = 0
@@ -41,8 +38,13 @@ class ReplayPlayer:
         self._thread: threading.Thread | None = None
 
     @property
+    def end(self) -> float:
+        """Virtual time of the last event (indexed so far, while the index is built in the background)."""
+        return self.index.end
+
+    @property
     def events(self) -> int:
-        """Events in the recording."""
+        """Events in the recording (indexed so far)."""
         return len(self.index)
 
     @property
@@ -61,6 +63,7 @@ class ReplayPlayer:
         if self._thread is None and not self._stopped.is_set():
             self._thread = threading.Thread(target=self._run, name="replay", daemon=True)
             self._thread.start()
+            self.keyframes.start()
         self.play()
 
     def close(self) -> None:
@@ -75,20 +78,21 @@ class ReplayPlayer:
             self.index.close()
 
     def _run(self) -> None:
-        times = self.index.times
+        index = self.index
         while not self._stopped.is_set():
             self._wake.clear()
             with self._lock:
                 now = self.clock.now()
-                if now >= self.end and not self.clock.paused:
+                end = self.end
+                if now >= end and not self.clock.paused and index.complete:
                     self.clock.pause()
-                    self.clock.seek(self.end)
-                    now = self.end
-                target = bisect.bisect_right(times, now)
+                    self.clock.seek(end)
+                    now = end
+                target = index.count_until(now)
                 if target > self._cursor:
-                    self.index.apply_range(self.state, self._cursor, target)
+                    index.apply_range(self.state, self._cursor, target)
                     self._cursor = target
-                nxt = times[self._cursor] if self._cursor < len(times) else self.end
+                nxt = index.times[self._cursor] if self._cursor < len(index) else end
             if self.clock.paused or self.clock.speed <= 0:
                 wait = 0.5
             else:
@@ -125,8 +129,9 @@ class ReplayPlayer:
     def seek(self, t: float) -> None:
         """The state becomes exactly the state at ``t``: every event with time <= t applied, none after."""
         t = float(t)
+        self.index.wait_for(t)  # seek works as soon as the index has reached t
         with self._lock:
-            target = bisect.bisect_right(self.index.times, t)
+            target = self.index.count_until(t)
             kf_at, snapshot = self.keyframes.before(target)
             # forward and nearer than the keyframe: go on from here; else restore the keyframe
             if not (self._cursor <= target and target - self._cursor <= target - kf_at):
@@ -155,8 +160,11 @@ class ReplaySource:
     """A recording as a Source, paused at its start (or ``start_at``); ``replay`` has the controls."""
 
     def __init__(self, path: str, settings: Settings | None = None, speed: float = 1.0,
-                 start_at: str | None = None) -> None:
-        index = EventIndex(path)
+                 start_at: str | None = None, background: bool = False) -> None:
+        """``background``: index the recording in a thread and show its start at once (the
+        dashboard); seeks wait for the index to reach their target, ``end``, ``events`` and
+        ``problems`` grow until it is complete. False: indexed when this returns."""
+        index = EventIndex(path, background=background)
         self.problems = index.problems
         """What was skipped while reading the recording, and why (for the user)."""
         self.settings = index.settings(settings)

@@ -1,0 +1,164 @@
+"""One instant of a recording in one pass: what ``status --replay FILE --at T`` answers.
+
+Why not the index: a replay indexes the whole file so that it can seek anywhere, backward too, and
+then reads each event again to apply it. One answer needs neither: each line is read and parsed
+once (``lines.parse``), applied in time order, and reading stops shortly after ``T``.
+
+Time order without an index: lines may step back a little (threads of the recorder race); events
+wait in a small heap until no line ``REORDER_WINDOW`` seconds older can come, so the events are
+applied in the same order as a replay's sorted index gives them. A line later than that is applied
+where it comes, and reported.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+from typing import Iterator
+
+from ...core.fleet import FleetState
+from ...core.settings import Settings
+from ...core.timeutil import parse_when
+from ..kubectl_format import iter_entries as kubectl_entries
+from ..kubectl_format import looks_like_kubectl
+from ..recording import (
+    DuplicateFilter,
+    Entry,
+    RecordingError,
+    TimeFrame,
+    close_input,
+    iter_lines,
+    open_binary,
+    parse_header,
+)
+from .index import OUT_OF_ORDER_REPORT, apply_entry, header_settings, learn_version
+from .lines import parse
+
+REORDER_WINDOW = 30.0
+"""Seconds a line may step back in time and still be applied in time order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Instant:
+    """The instant a one-pass read answered for, and what it saw of the recording around it."""
+
+    at: float
+    """The instant the state is at (``when``, or the last event when ``when`` was None)."""
+    events: int
+    """Events read (0: nothing usable: no answer is possible)."""
+    start: float
+    """Time of the first event."""
+    last: float
+    """Time of the latest event read."""
+    read_to_end: bool
+    """The whole recording was read: ``last`` is its end (else it goes on after ``at``)."""
+
+
+def state_at(path: str, when: str | None, settings: Settings | None = None) -> tuple[FleetState, Instant, list[str]]:
+    """(the state at ``when``, the instant and what was seen of the recording, the problems met):
+    ``when`` is RFC 3339 or +SECONDS from the first event (``parse_when``); None: the end."""
+    problems: list[str] = []
+    stream = open_binary(path)
+    try:
+        lines = iter_lines(stream, problems)
+        first = next(((n, line) for n, line in lines if line.strip()), None)
+        if first is None:
+            raise RecordingError(f"{path}: empty, nothing to replay")
+        header: dict = {}
+        if looks_like_kubectl(first[1]):
+            known = False
+            entries: Iterator[Entry] = kubectl_entries(_chain(first, lines), problems)
+        else:
+            known = True
+            header = parse_header(first[1])
+            entries = _v1_entries(lines, header, problems)
+        state = FleetState(header_settings(header, settings, problems))
+        t = _apply_until(state, entries, when, known, header, settings, problems)
+    finally:
+        close_input(stream)
+    return state, t, problems
+
+
+def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, problems: list[str]) -> Iterator[Entry]:
+    dup = DuplicateFilter(2048)
+    frame = TimeFrame(header, problems)
+    for n, line in lines:
+        e = parse(n, line, problems)
+        if e is None or not frame.admit(e):
+            continue
+        if e.etype != "SETTINGS":
+            prev = dup.seen(line, n)
+            if prev is not None:
+                problems.append(f"line {n}: duplicate of line {prev}, skipped")
+                continue
+        yield e
+
+
+def _apply_until(state: FleetState, entries: Iterator[Entry], when: str | None, known: bool, header: dict,
+                 given: Settings | None, problems: list[str]) -> Instant:
+    heap: list[tuple[float, int, Entry]] = []
+    target = math.inf
+    start: float | None = None
+    hi = -math.inf
+    applied_to = -math.inf
+    late = too_late = 0
+    worst = 0.0
+    last = None
+    events = 0
+    to_end = True
+
+    def apply(e: Entry) -> None:
+        nonlocal start, target, last, applied_to
+        t = e.t or 0.0
+        if start is None:
+            start = t
+            if when:
+                try:
+                    target = parse_when(when, start)
+                except ValueError as exc:
+                    raise RecordingError(str(exc)) from None
+        if t <= target:
+            apply_entry(state, e, known)
+            last = t if last is None else max(last, t)
+        applied_to = max(applied_to, t)
+
+    with state.batch():
+        for seq, e in enumerate(entries):
+            events += 1
+            if e.etype == "SETTINGS":
+                if given is None or not given.server_version:
+                    if learn_version(header, e):
+                        state.set_settings(header_settings(header, given, problems))
+                continue
+            t = e.t or 0.0
+            if t < hi and hi - t > OUT_OF_ORDER_REPORT:
+                late += 1
+                worst = max(worst, hi - t)
+            if t < applied_to:
+                too_late += 1  # its place in time order has been applied already
+                apply(e)
+                continue
+            hi = max(hi, t)
+            if start is not None and hi > target + REORDER_WINDOW:
+                to_end = False
+                break  # nothing before the target can come any more
+            heapq.heappush(heap, (t, seq, e))
+            while heap and heap[0][0] < hi - REORDER_WINDOW:
+                apply(heapq.heappop(heap)[2])
+        while heap:
+            apply(heapq.heappop(heap)[2])
+    if start is None:
+        problems.append("no usable events in the recording")
+        return Instant(0.0, 0, 0.0, 0.0, True)
+    if late:
+        problems.append(f"{late} lines are out of time order (up to {worst:.1f}s back); replayed in time order"
+                        + (f", {too_late} of them more than {REORDER_WINDOW:g}s late: applied where they came"
+                           if too_late else ""))
+    at = target if math.isfinite(target) else (last if last is not None else start)
+    return Instant(at, events, start, max(hi, applied_to), to_end)
+
+
+def _chain(first: tuple[int, bytes], rest: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:
+    yield first
+    yield from rest

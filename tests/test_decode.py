@@ -1,0 +1,113 @@
+"""The typed decoder (``core.wire``) gives the same records as the forgiving dict readers, and falls
+back to them for whatever does not fit its types."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from factories import T0, lease, node, taint
+
+from nodewatch.core.objects import lease_from_dict, node_from_dict
+from nodewatch.core.wire import DECODERS, WireError, record_key
+
+from bench.objects import raw_lease, raw_node
+
+
+def _list(kind: str, items: list[dict], cont: str | None = None) -> bytes:
+    meta = {"resourceVersion": "77"}
+    if cont:
+        meta["continue"] = cont
+    return orjson.dumps({"kind": kind, "apiVersion": "v1", "metadata": meta, "items": items})
+
+
+NODES = [
+    raw_node(0),
+    raw_node(7),
+    node("n-tainted", "False", taints=[taint("node.kubernetes.io/unreachable", added=T0 - 60),
+                                       taint("node.kubernetes.io/not-ready", "NoSchedule")],
+         unschedulable=True, conditions={"MemoryPressure": "True"}, reason="KubeletNotReady", message="PLEG"),
+    node("n-bare", None, zone="", region=""),
+    {"metadata": {"name": "n-minimal"}},
+    {"metadata": {"name": "n-nulls", "labels": None}, "spec": None, "status": {"conditions": None, "nodeInfo": None}},
+    {"metadata": {"name": "n-excluded", "labels": {"node.kubernetes.io/exclude-disruption": ""}},
+     "status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "conditions": [{"type": "Ready"}, {"status": "True"}]}},
+]
+
+
+@pytest.mark.parametrize("obj", NODES, ids=lambda o: o["metadata"]["name"])
+def test_a_node_decodes_to_the_same_record_both_ways(obj):
+    records, rv, cont = DECODERS["nodes"].decode_list(_list("NodeList", [obj], cont="abc"))
+    assert (rv, cont) == ("77", "abc")
+    assert records == [node_from_dict(obj)]
+
+
+def test_leases_decode_to_the_same_records_both_ways():
+    objs = [raw_lease("a", T0), lease("b", None), lease("c", T0 - 5, duration=15),
+            {"metadata": {"name": "d", "namespace": "kube-node-lease"}, "spec": {"leaseDurationSeconds": 40.5}},
+            {"metadata": {"name": "e"}}]
+    records, rv, cont = DECODERS["leases"].decode_list(_list("LeaseList", objs))
+    assert (rv, cont) == ("77", None)
+    assert records == [lease_from_dict(o) for o in objs]
+
+
+def test_items_without_a_name_are_left_out_as_the_dict_path_does():
+    records, _, _ = DECODERS["nodes"].decode_list(_list("NodeList", [{"metadata": {}}, {}, raw_node(1)]))
+    assert [r.name for r in records] == [raw_node(1)["metadata"]["name"]]
+
+
+@pytest.mark.parametrize("bad", [
+    {"metadata": {"name": "x", "labels": {"a": 1}}},  # a label value that is not a string
+    {"metadata": {"name": "x"}, "status": {"conditions": "Ready"}},  # a list that is a string
+    {"metadata": {"name": "x"}, "spec": {"unschedulable": "yes"}},
+    {"metadata": {"name": "x"}, "status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": True}}}},
+])
+def test_what_does_not_fit_the_types_raises_for_the_dict_fallback(bad):
+    with pytest.raises(WireError):
+        DECODERS["nodes"].decode_list(_list("NodeList", [bad]))
+    node_from_dict(bad)  # and the dict path reads it, forgivingly
+
+
+def test_watch_lines_decode_with_their_resource_version():
+    obj = raw_node(3)
+    etype, rec, rv = DECODERS["nodes"].decode_event(orjson.dumps({"type": "MODIFIED", "object": obj}))
+    assert (etype, rv) == ("MODIFIED", obj["metadata"]["resourceVersion"])
+    assert rec == node_from_dict(obj)
+    assert record_key(rec) == ("", obj["metadata"]["name"])
+    _, lrec, _ = DECODERS["leases"].decode_event(orjson.dumps({"type": "ADDED", "object": raw_lease("a", T0)}))
+    assert record_key(lrec) == ("kube-node-lease", "a")
+
+
+@pytest.mark.parametrize("line", [
+    {"type": "BOOKMARK", "object": {"kind": "Lease", "metadata": {"resourceVersion": "9"}}},
+    {"type": "ERROR", "object": {"kind": "Status", "status": "Failure", "code": 410}},
+    {"type": "MODIFIED", "object": {"metadata": {"name": "a"}, "spec": {"renewTime": 5}}},
+])
+def test_bookmarks_errors_and_odd_lines_are_left_to_the_dict_path(line):
+    with pytest.raises(WireError):
+        DECODERS["leases"].decode_event(orjson.dumps(line))
+
+
+def test_records_pass_through_the_dict_readers():
+    rec = node_from_dict(raw_node(1))
+    assert node_from_dict(rec) is rec
+    lrec = lease_from_dict(raw_lease("a", T0))
+    assert lease_from_dict(lrec) is lrec
+
+
+def test_pods_decode_to_the_same_records_both_ways():
+    from factories import pod
+
+    from nodewatch.core.objects import pod_from_dict
+
+    objs = [pod("web-1", "n1"), pod("db-0", "n2", owner_kind="StatefulSet", owner_name="db", deleting=T0,
+                                    tolerations=[{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                                                  "effect": "NoExecute", "tolerationSeconds": 30}]),
+            {"metadata": {"name": "bare"}},
+            {"metadata": {"name": "owned", "namespace": "x", "ownerReferences": [{"kind": "Job", "name": "j"},
+                                                                               {"kind": "ReplicaSet", "name": "r",
+                                                                                "controller": True}]},
+             "status": {"phase": "Running", "conditions": [{"type": "DisruptionTarget", "status": "True"}]}}]
+    records, _, _ = DECODERS["pods"].decode_list(_list("PodList", objs))
+    assert records == [pod_from_dict(o) for o in objs]
+    assert pod_from_dict(records[0]) is records[0]
