@@ -111,3 +111,20 @@ def test_pods_decode_to_the_same_records_both_ways():
     records, _, _ = DECODERS["pods"].decode_list(_list("PodList", objs))
     assert records == [pod_from_dict(o) for o in objs]
     assert pod_from_dict(records[0]) is records[0]
+
+
+def test_extreme_numbers_are_range_checked_on_the_typed_path_too():
+    """A lease duration or toleration of 10**18 seconds is clamped the same way both paths read it."""
+    from nodewatch.core.objects import pod_from_dict
+
+    huge = 10**18
+    objs = [{"metadata": {"name": "x", "namespace": "kube-node-lease"},
+             "spec": {"leaseDurationSeconds": huge, "renewTime": "9999-12-31T23:59:59.000000Z"}}]
+    records, _, _ = DECODERS["leases"].decode_list(_list("LeaseList", objs))
+    assert records == [lease_from_dict(objs[0])]
+    assert records[0].duration_seconds is not None and records[0].duration_seconds < huge
+    pod = {"metadata": {"name": "p", "namespace": "d"},
+           "spec": {"nodeName": "n", "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoExecute",
+                                                      "tolerationSeconds": huge}]}}
+    typed, _, _ = DECODERS["pods"].decode_list(_list("PodList", [pod]))
+    assert typed == [pod_from_dict(pod)]

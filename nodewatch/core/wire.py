@@ -32,7 +32,7 @@ from .objects import (
     _str_map,
 )
 from .rules import LABEL_EXCLUDE_DISRUPTION, Taint, Toleration, zone_key
-from .timeutil import parse_time
+from .timeutil import parse_time, seconds
 
 # Optional[...] rather than "X | None": msgspec reads these annotations at class creation.
 _S = Optional[str]
@@ -300,7 +300,7 @@ def _lease_record(le: _Lease) -> LeaseRecord | None:
     else:
         holder, renew = spec.holderIdentity or "", _time(spec.renewTime)
         d = spec.leaseDurationSeconds
-        duration = None if d is None else float(d)
+        duration = seconds(d)  # range-checked as the dict reader does
     return LeaseRecord(name=meta.name, namespace=meta.namespace or "", holder=holder, renew_time=renew,
                        duration_seconds=duration, resource_version=meta.resourceVersion or "")
 
@@ -323,7 +323,7 @@ def _pod_record(p: _Pod) -> PodRecord | None:
         if spec.tolerations:
             tolerations = tuple(
                 Toleration(key=t.key or "", operator=t.operator or "Equal", value=t.value or "", effect=t.effect or "",
-                           seconds=None if t.tolerationSeconds is None else float(t.tolerationSeconds))
+                           seconds=seconds(t.tolerationSeconds))
                 for t in spec.tolerations)
     if status is not None:
         phase = status.phase or ""
