@@ -80,7 +80,10 @@ def cluster_text(view: FleetView, palette: Palette, *, compact: bool = False) ->
 
 def wall_cluster_text(view: FleetView, palette: Palette) -> RenderableType:
     """Wall mode: one line per cluster, worst first, for a screen across the room."""
-    rows = [cluster_item(c, palette) for c in _worst_first(view.clusters)]
+    rows = []
+    for c in _worst_first(view.clusters):
+        item = cluster_item(c, palette)
+        rows.append(item if c.error else Text(" ").append_text(item))  # an error cell has its own padding
     return Group(*rows)
 
 
