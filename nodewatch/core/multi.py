@@ -19,6 +19,7 @@ left out: its ``ClusterView`` carries the error, so it is a red cell, never a bl
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -40,6 +41,10 @@ from .views import (
 )
 
 STATES_BY_RANK = tuple(sorted(NodeState, key=lambda s: s.rank))
+_MERGE_KEY = operator.attrgetter("sort_deadline")
+"""Within one state, across clusters: the nearest deadline first. The sort is stable and each
+cluster's part is already in its fleet order, so ties keep cluster order, then name: a float key
+sorts 60,000 views several times faster than the tuple of ``fleet_data.sort_key``."""
 REQUIRED_STREAMS = ("nodes", "leases")
 """Without these a cluster's fleet cannot be judged: their trouble is the cluster's health."""
 
@@ -143,7 +148,7 @@ def merge_views(named: list[tuple[str, FleetView]], clusters: list[ClusterView],
             starts[i] += n
         counts[s] = len(part)
         if s is not NodeState.READY and len(named) > 1:
-            part.sort(key=lambda x: (x.sort_deadline, x.name, x.cluster))
+            part.sort(key=_MERGE_KEY)
         nodes.extend(part)
     zones = [dataclasses.replace(z, name=f"{name}/{z.name}") for name, v in named for z in v.zones]
     resources = sorted({r for _, v in named for r in v.health})
