@@ -68,6 +68,17 @@ def filter_label(f: str | NodeState | None) -> str:
     return f.word
 
 
+def next_choice(options: list[str], current: str | None) -> str | None:
+    """A filter key's cycle: all (None), then each option in turn, then all again (also when the
+    current choice is gone)."""
+    cycle: list[str | None] = [None, *options]
+    try:
+        i = cycle.index(current)
+    except ValueError:
+        i = 0
+    return cycle[(i + 1) % len(cycle)]
+
+
 class NodewatchApp(App):
     """The dashboard. See the module docstring."""
 
@@ -341,12 +352,8 @@ class NodewatchApp(App):
 
     def action_filter_cluster(self) -> None:
         """Several clusters: all, then each cluster in turn, then all again."""
-        clusters: list[str | None] = [None] + [c.name for c in (self.view.clusters if self.view else [])]
-        try:
-            i = clusters.index(self.query_rows.cluster)
-        except ValueError:
-            i = 0
-        self.set_cluster_filter(clusters[(i + 1) % len(clusters)])
+        clusters = [c.name for c in (self.view.clusters if self.view else [])]
+        self.set_cluster_filter(next_choice(clusters, self.query_rows.cluster))
 
     def action_sort_next(self) -> None:
         keys = with_cluster(COLUMN_KEYS) if self.view is not None and self.view.clusters else COLUMN_KEYS
@@ -361,12 +368,8 @@ class NodewatchApp(App):
         self.set_state_filter(STATE_FILTERS[(i + 1) % len(STATE_FILTERS)])
 
     def action_filter_zone(self) -> None:
-        zones: list[str | None] = [None] + [z.name for z in (self.view.zones if self.view else [])]
-        try:
-            i = zones.index(self.query_rows.zone)
-        except ValueError:
-            i = 0
-        self.set_zone_filter(zones[(i + 1) % len(zones)])
+        self.set_zone_filter(next_choice([z.name for z in (self.view.zones if self.view else [])],
+                                         self.query_rows.zone))
 
     def action_search(self) -> None:
         if self.wall:
