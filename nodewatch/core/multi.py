@@ -5,8 +5,9 @@ version implies, or its own override), judged by its own node lifecycle controll
 of one cluster ever changes the verdict on another. ``MultiFleet`` answers the ``FleetReader``
 questions over all of them:
 
-- ``evaluate(now)`` is one ``FleetView``: nodes worst first across every cluster (Ready nodes stay
-  grouped by cluster, each cluster's by name), states counted over all, zones named
+- ``evaluate(now)`` is one ``FleetView``: nodes worst first across every cluster (by state, then
+  the nearest deadline; equal deadlines, and Ready nodes, grouped by cluster, each cluster's by
+  name), states counted over all, zones named
   ``cluster/zone`` (the controller judges each cluster's zones apart), the watch health of each
   resource the worst of any cluster, and one ``ClusterView`` per cluster for the cluster strip.
 - Node names may repeat across clusters: every question about one node takes its key,
