@@ -14,6 +14,8 @@ from ..core.settings import Settings, check_setting
 
 if TYPE_CHECKING:
     from ..sources.live import LiveSource
+    from ..sources.multi import MultiSource
+    from ..sources.multi_config import ClusterSpec
     from ..sources.recording import Recorder
 
 
@@ -65,12 +67,62 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def add_live_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("live cluster")
     g.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-    g.add_argument("--context", metavar="NAME", help="kubeconfig context (default: the current context)")
+    g.add_argument("--context", metavar="NAME", action=_ContextAction,
+                   help="kubeconfig context (default: the current context); "
+                        "`watch` and `status` take it several times to watch several clusters")
     g.add_argument("--probe-kubelet-tls", action="store_true",
                    help="opt-in: TLS handshake to each node's kubelet port to read its serving certificate")
     g.add_argument("--kubelet-metrics", action="store_true",
                    help="opt-in: read the kubelet client cert TTL from /metrics via the node proxy (needs nodes/proxy)")
     g.add_argument("--cert-cache-dir", metavar="DIR", help="where kubelet cert NotAfter dates are remembered")
+
+
+class _ContextAction(argparse.Action):
+    """``--context``: the last one in ``context`` (what one-cluster commands read), every one in
+    ``contexts`` (several clusters at once)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        namespace.context = values
+        namespace.contexts = [*(getattr(namespace, "contexts", None) or []), values]
+
+
+def add_multi_arguments(parser: argparse.ArgumentParser) -> None:
+    """Several clusters at once (``watch`` and ``status``)."""
+    g = parser.add_argument_group("several clusters at once")
+    g.add_argument("--all-contexts", action="store_true", help="every context of the kubeconfig")
+    g.add_argument("--fleet", metavar="FILE",
+                   help="a fleet file: YAML list of clusters, each a context with optional kubeconfig, "
+                        "name and settings overrides (grace, toleration...)")
+
+
+def cluster_specs_from_args(args: argparse.Namespace) -> list[ClusterSpec] | None:
+    """The clusters several ``--context``, ``--all-contexts`` or ``--fleet`` ask for; None for one
+    cluster (one ``--context`` or none: the one-cluster dashboard, exactly as before). Raises
+    CommandError."""
+    from ..sources.kubeconfig import KubeconfigError
+    from ..sources.multi_config import FleetFileError, all_contexts, read_fleet_file, specs_from_contexts
+
+    contexts = list(getattr(args, "contexts", None) or [])
+    every = getattr(args, "all_contexts", False)
+    fleet = getattr(args, "fleet", None)
+    if sum(map(bool, (contexts, every, fleet))) > 1:
+        raise CommandError("choose one of --context (one or several), --all-contexts and --fleet")
+    try:
+        if fleet:
+            return read_fleet_file(fleet)
+        if every:
+            return specs_from_contexts(all_contexts(args.kubeconfig), args.kubeconfig)
+    except (FleetFileError, KubeconfigError) as exc:
+        raise CommandError(str(exc)) from None
+    specs = specs_from_contexts(contexts, args.kubeconfig)
+    return specs if len(specs) > 1 else None
+
+
+def multi_source(specs: list[ClusterSpec], args: argparse.Namespace, settings: Settings) -> MultiSource:
+    from ..sources.multi import MultiSource
+
+    return MultiSource(specs, settings, cert_cache_dir=args.cert_cache_dir, probe_kubelet_tls=args.probe_kubelet_tls,
+                       kubelet_metrics=args.kubelet_metrics)
 
 
 def live_source_from_args(args: argparse.Namespace, settings: Settings, record: str | None = None) -> LiveSource:

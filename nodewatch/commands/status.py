@@ -1,6 +1,8 @@
 """``nodewatch status``: the fleet once, as a table or the JSON contract, then exit.
 
 Exit codes: 0 every node Ready, 1 some node not Ready, 2 an error (one line on stderr).
+Several clusters at once (several ``--context``, ``--all-contexts``, ``--fleet``): see
+``status_multi.py``.
 
 An answer without nodes never looks like good news: a recording with no usable events, an ``--at``
 outside the recording's span, a moment of a recording (or a demo) without nodes, are errors
@@ -23,7 +25,16 @@ import orjson
 from ..core.report import fleet_json, fleet_table, terminal_safe_json
 from ..core.rules import NodeState
 from ..core.timeutil import format_time, parse_when
-from .common import add_live_arguments, add_settings_arguments, fail, live_source_from_args, settings_from_args
+from .common import (
+    add_live_arguments,
+    add_multi_arguments,
+    add_settings_arguments,
+    cluster_specs_from_args,
+    fail,
+    live_source_from_args,
+    multi_source,
+    settings_from_args,
+)
 
 MAX_DEMO_SECONDS = 86400.0
 """``status --demo --at`` simulates up to a day (every second of it is computed)."""
@@ -43,11 +54,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--wait", type=float, default=30.0, metavar="S",
                      help="live: how long to wait for the initial lists (default 30)")
     add_live_arguments(parser)
+    add_multi_arguments(parser)
     add_settings_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
+    specs = None if (args.demo or args.replay) else cluster_specs_from_args(args)
+    if specs is not None:
+        from .status_multi import run_multi
+
+        return run_multi(args, settings, specs)
     try:
         state, now = _evaluate_source(args, settings)
     except SystemExit:

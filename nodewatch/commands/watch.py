@@ -4,18 +4,35 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_live_arguments, add_settings_arguments, live_source_from_args, settings_from_args
+from .common import (
+    CommandError,
+    add_live_arguments,
+    add_multi_arguments,
+    add_settings_arguments,
+    cluster_specs_from_args,
+    live_source_from_args,
+    multi_source,
+    settings_from_args,
+)
 from .dashboard import add_dashboard_arguments, run_app
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_live_arguments(parser)
+    add_multi_arguments(parser)
     add_dashboard_arguments(parser)
     add_settings_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    source = live_source_from_args(args, settings_from_args(args), record=args.record)
+    settings = settings_from_args(args)
+    specs = cluster_specs_from_args(args)
+    if specs is not None:
+        if args.record:
+            raise CommandError("--record records one cluster; with several, record each with `nodewatch record`")
+        source = multi_source(specs, args, settings)
+    else:
+        source = live_source_from_args(args, settings, record=args.record)
     try:
         return run_app(source, args)
     finally:

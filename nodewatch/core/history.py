@@ -309,26 +309,27 @@ class HistoryRecorder:
         for v in view.nodes:
             if v.state is NodeState.READY:
                 break  # worst first: the rest are Ready
-            now_states[v.name] = (v.state, v.cause)
+            key = v.key  # cluster/name when several clusters meet
+            now_states[key] = (v.state, v.cause)
             if v.state in AT_RISK_STATES:
-                at_risk.append(v.name)
+                at_risk.append(key)
             for taint in v.taints:
                 if taint.effect == "NoExecute" and taint.key in EVICTION_TAINTS:
-                    key = (v.name, taint.key, taint.time_added)
-                    taints.add(key)
-                    if not first and key not in self._taints:
-                        self.marks.append(Mark(t, MarkKind.TAINT, v.name,
+                    tk = (key, taint.key, taint.time_added)
+                    taints.add(tk)
+                    if not first and tk not in self._taints:
+                        self.marks.append(Mark(t, MarkKind.TAINT, key,
                                                f"{taint.key.rsplit('/', 1)[-1]}:NoExecute", taint.time_added))
-            prev = self._states.get(v.name)
+            prev = self._states.get(key)
             if prev is None or prev[0] is not v.state:
                 age = v.lease_age(t)
                 stopped = v.lease_observed_at if age is not None and age > v.grace else None
-                self.changes.append(NodeChange(t, v.name, v.zone, prev[0] if prev else (None if first else NodeState.READY),
+                self.changes.append(NodeChange(t, key, v.zone, prev[0] if prev else (None if first else NodeState.READY),
                                                v.state, v.cause, tuple(c.kind.value for c in v.causes),
                                                v.state_since, stopped))
         gone = [name for name in self._states if name not in now_states]
         if gone:
-            ready = {v.name: v for v in view.nodes[len(now_states):]}
+            ready = {v.key: v for v in view.nodes[len(now_states):]}
             for name in gone:
                 v = ready.get(name)
                 self.changes.append(NodeChange(t, name, v.zone if v else "", self._states[name][0],

@@ -26,8 +26,8 @@ class LabelSearch:
         self._memo: dict[str, tuple[object, bool]] = {}
 
     def matches(self, term: str, rows: list[NodeView]) -> list[NodeView]:
-        """The rows whose name, or one of whose labels as ``key=value``, contains ``term``
-        (case-insensitive), in the given order."""
+        """The rows whose name (with its cluster, when there are several), or one of whose labels
+        as ``key=value``, contains ``term`` (case-insensitive), in the given order."""
         term = term.lower()
         if term != self._term:
             self._term = term
@@ -36,12 +36,13 @@ class LabelSearch:
         out = []
         labels_of = self.state.node_labels
         for v in rows:
-            labels = labels_of(v.name)
-            hit = memo.get(v.name)
+            key = v.key  # the name, or cluster/name when several clusters meet
+            labels = labels_of(key)
+            hit = memo.get(key)
             if hit is None or hit[0] is not labels:
-                ok = term in v.name.lower() or (labels is not None and any(
+                ok = term in key.lower() or (labels is not None and any(
                     term in f"{k}={val}".lower() for k, val in labels.items()))
-                memo[v.name] = hit = (labels, ok)
+                memo[key] = hit = (labels, ok)
             if hit[1]:
                 out.append(v)
         known = len(rows)

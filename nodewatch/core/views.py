@@ -97,6 +97,14 @@ class NodeView:
     sort_deadline: float
     excluded: bool = False
     """Labelled node.kubernetes.io/exclude-disruption: not counted in its zone."""
+    cluster: str = ""
+    """The cluster the node belongs to when several are watched at once ("": the only one)."""
+
+    @property
+    def key(self) -> str:
+        """What names this node wherever several clusters meet (rows, drill-down, search): its name
+        alone in a one-cluster run, ``cluster/name`` otherwise (see ``node_key``)."""
+        return node_key(self.cluster, self.name)
 
     def lease_age(self, now: float) -> float | None:
         return None if self.lease_observed_at is None else now - self.lease_observed_at
@@ -114,6 +122,19 @@ class NodeView:
     @property
     def cause(self) -> str:
         return "; ".join(c.text for c in self.causes)
+
+
+def node_key(cluster: str, name: str) -> str:
+    """``cluster/name``, or the name alone without a cluster. Node names never contain a slash (the
+    API server takes them as one path segment), so the last slash separates the two; the multi-cluster
+    reader splits by its known cluster names anyway (``core/multi.py``)."""
+    return f"{cluster}/{name}" if cluster else name
+
+
+def zone_key(v: NodeView) -> str:
+    """The name of the node's zone as the fleet view lists it: prefixed by its cluster when there
+    is one (two clusters may both have a zone ``eu-west-1a``; the controller judges each apart)."""
+    return f"{v.cluster}/{v.zone}" if v.cluster else v.zone
 
 
 @dataclass(slots=True)
@@ -139,6 +160,31 @@ class PodView:
     disruption_target: bool
 
 
+HEALTH_OK = "ok"
+HEALTH_WARN = "warn"
+HEALTH_BAD = "bad"
+
+
+@dataclass(slots=True)
+class ClusterView:
+    """One cluster of several, in a line: what the cluster strip and ``status`` say of it."""
+
+    name: str
+    settings: Settings
+    nodes: int
+    not_ready: int
+    zones_disrupted: int
+    statefulset_at_risk: int
+    all_zones_full: bool
+    controller_suspect: bool
+    health: str
+    """``HEALTH_OK``, ``HEALTH_WARN`` (listing, blind) or ``HEALTH_BAD`` (down, forbidden, an error)."""
+    health_text: str
+    """What is wrong with the watch, in a few words (``ok``, ``listing``, ``nodes down 2m``)."""
+    error: str = ""
+    """Why the cluster cannot be read at all (credentials rejected, refused, bad kubeconfig), or ""."""
+
+
 @dataclass(slots=True)
 class FleetView:
     at: float
@@ -155,6 +201,8 @@ class FleetView:
     statefulset_at_risk: int
     controller_suspect: bool
     """Nodes stay Overdue past grace + 2 monitor periods with Ready still True: the node controller may be down."""
+    clusters: list[ClusterView] = field(default_factory=list)
+    """One summary per cluster when several are watched at once; empty for a one-cluster fleet."""
 
     def node(self, name: str) -> NodeView | None:
         for v in self.nodes:
@@ -191,3 +239,5 @@ class NodeDetails:
     beats: list[float] = field(default_factory=list)
     """Receive times of the node's last observed lease renewals, oldest first (at most
     ``MAX_BEATS``); NaN marks a gap (a relist: renewals in between were not seen)."""
+    cluster: str = ""
+    """The node's cluster when several are watched ("": the only one)."""

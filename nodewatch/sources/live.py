@@ -51,12 +51,14 @@ class LiveSource:
     def __init__(self, settings: Settings, kubeconfig: str | None = None, context: str | None = None,
                  recorder: Recorder | None = None, probe_kubelet_tls: bool = False,
                  kubelet_metrics: bool = False, cert_cache_dir: str | None = None,
-                 watch_timeout: float = 300.0, stall_timeout: float = 60.0, clock: Clock | None = None) -> None:
+                 watch_timeout: float = 300.0, stall_timeout: float = 60.0, clock: Clock | None = None,
+                 state: FleetState | None = None) -> None:
         self.conn = Connection(kubeconfig, context)
         self.target = self.conn.target
         self.name = self.target.display
         self.settings = settings
-        self.state = FleetState(settings)
+        self.state = FleetState(settings) if state is None else state
+        """The state it feeds (``state``: one of several clusters', ``core/multi.py``)."""
         self.clock: Clock = clock or SystemClock()
         self.replay = None
         self.recorder = recorder

@@ -33,6 +33,7 @@ from ..core.source import Source
 from ..core.text import safe
 from ..core.views import FleetView
 from .cells import RowContext
+from .cluster_strip import ClusterStrip, cluster_text, wall_cluster_text
 from .commands import NodewatchCommands
 from .drilldown import DrillDown
 from .fleet_table import FleetTable
@@ -42,7 +43,7 @@ from .keymap import keymap_path, load_keymap
 from .messages import NodeChosen
 from .problems import ProblemsScreen
 from .replay_bar import NextChange, ReplayBar, mark_text, next_speed
-from .rows import COLUMN_KEYS, NOT_READY, RowQuery, select_rows, state_slice
+from .rows import COLUMN_KEYS, NOT_READY, WALL_COLUMNS, RowQuery, select_rows, state_slice, with_cluster
 from .theme import Palette, palette_from_variables
 from .timeline import FleetTimeline, history_for, live_span
 from .wall import WallView
@@ -51,7 +52,7 @@ from .zone_strip import IncidentSummary, ZoneStrip, summary_text, zone_text
 THREADED_EVALUATE_NODES = 5000
 """From this many nodes the periodic evaluate runs in a worker thread, off the event loop."""
 STATE_FILTERS: tuple[str | NodeState | None, ...] = (None, NOT_READY) + tuple(sorted(NodeState, key=lambda s: s.rank))
-MAIN_ONLY_ACTIONS = {"sort_next", "sort_reverse", "filter_state", "filter_zone", "search"}
+MAIN_ONLY_ACTIONS = {"sort_next", "sort_reverse", "filter_state", "filter_zone", "filter_cluster", "search"}
 MAX_NOTIFY_LINES = 12
 """A notification shows at most this many lines (each one bounded by ``safe``)."""
 REPLAY_ACTIONS = {"replay_toggle", "replay_faster", "replay_slower", "replay_step", "replay_seek", "replay_next_change",
@@ -65,6 +66,17 @@ def filter_label(f: str | NodeState | None) -> str:
         return "not Ready"
     assert isinstance(f, NodeState)
     return f.word
+
+
+def next_choice(options: list[str], current: str | None) -> str | None:
+    """A filter key's cycle: all (None), then each option in turn, then all again (also when the
+    current choice is gone)."""
+    cycle: list[str | None] = [None, *options]
+    try:
+        i = cycle.index(current)
+    except ValueError:
+        i = 0
+    return cycle[(i + 1) % len(cycle)]
 
 
 class NodewatchApp(App):
@@ -85,6 +97,8 @@ class NodewatchApp(App):
         Binding("r", "sort_reverse", "Reverse", show=False, id="app.sort_reverse"),
         Binding("f", "filter_state", "State filter", id="app.filter_state"),
         Binding("z", "filter_zone", "Zone filter", show=False, id="app.filter_zone"),
+        Binding("c", "filter_cluster", "Cluster filter", show=False, id="app.filter_cluster",
+                tooltip="several clusters: show one cluster's nodes, the next, ..., all"),
         Binding("w", "toggle_wall", "Wall", id="app.wall"),
         Binding("T", "toggle_theme", "Light/dark", show=False, id="app.theme"),
         Binding("p", "problems", "Problems", id="app.problems"),
@@ -143,6 +157,7 @@ class NodewatchApp(App):
         yield FleetHeader(Text(""), id="header")
         yield Banner(Text(""), id="banner")
         with Vertical(id="main"):
+            yield ClusterStrip(Text(""), id="clusters")
             yield ZoneStrip(Text(""), id="zones")
             yield IncidentSummary(Text(""), id="summary")
             yield Input(placeholder="search node names and labels (Enter: keep, Escape: clear)", id="search",
@@ -257,19 +272,30 @@ class NodewatchApp(App):
             header_text(self.source.name, view, now, p, virtual=virtual, problems=state.problem_counts(),
                         width=self.size.width, problems_key=self.keymap.get("app.problems", "p")))
         self.query_one("#banner", Banner).show(banner_text(view, now, p))
+        multi = bool(view.clusters)
+        cluster_width = max((len(c.name) for c in view.clusters), default=0)
+        cluster_width = min(max(cluster_width, 7), 24)
         if self.wall:
             wall = self.query_one("#wall", WallView)
             wall.show_counts(view, p)
+            wall.query_one("#wall-clusters", ClusterStrip).show(wall_cluster_text(view, p) if multi else None)
             wall.query_one("#wall-zones", ZoneStrip).show(zone_text(view, p, compact=True))
             table = wall.query_one("#wall-table", FleetTable)
+            if multi:
+                table.set_columns(with_cluster(WALL_COLUMNS), cluster_width)
             table.empty_message = "every node is Ready"
             table.set_rows(state_slice(view, NOT_READY), ctx)
         else:
+            self.query_one("#clusters", ClusterStrip).show(
+                cluster_text(view, p, compact=self.size.width < 120) if multi else None)
             self.query_one("#zones", ZoneStrip).show(zone_text(view, p, compact=self.size.width < 120))
             self.query_one("#summary", IncidentSummary).show(summary_text(view, p))
             q = self.query_rows
             table = self.query_one("#table", FleetTable)
-            table.empty_message = "no node matches the filters" if (q.states or q.zone or q.search) else "no nodes"
+            if multi:
+                table.set_columns(with_cluster(COLUMN_KEYS), cluster_width)
+            table.empty_message = ("no node matches the filters" if (q.states or q.zone or q.search or q.cluster)
+                                   else "no nodes")
             table.set_rows(select_rows(view, q, self.label_search), ctx, sort=q.sort, reverse=q.reverse)
         self._update_subtitle()
         timeline = self.query_one("#timeline", FleetTimeline)
@@ -292,6 +318,8 @@ class NodewatchApp(App):
     def _update_subtitle(self) -> None:
         q = self.query_rows
         parts = [f"sort {q.sort}{' reversed' if q.reverse else ''}", f"state {filter_label(q.states)}"]
+        if q.cluster is not None:
+            parts.append(f"cluster {safe(q.cluster, 40)}")
         if q.zone is not None:
             parts.append(f"zone {safe(q.zone, 40) or '(no zone)'}")
         if q.search:
@@ -318,9 +346,19 @@ class NodewatchApp(App):
         self.notify(f"zone filter: {'all' if zone is None else (safe(zone, 40) or '(no zone)')}", timeout=2,
                     markup=False)
 
+    def set_cluster_filter(self, cluster: str | None) -> None:
+        self._set_query(cluster=cluster)
+        self.notify(f"cluster filter: {'all' if cluster is None else safe(cluster, 40)}", timeout=2, markup=False)
+
+    def action_filter_cluster(self) -> None:
+        """Several clusters: all, then each cluster in turn, then all again."""
+        clusters = [c.name for c in (self.view.clusters if self.view else [])]
+        self.set_cluster_filter(next_choice(clusters, self.query_rows.cluster))
+
     def action_sort_next(self) -> None:
-        i = COLUMN_KEYS.index(self.query_rows.sort) if self.query_rows.sort in COLUMN_KEYS else -1
-        self.set_sort(COLUMN_KEYS[(i + 1) % len(COLUMN_KEYS)])
+        keys = with_cluster(COLUMN_KEYS) if self.view is not None and self.view.clusters else COLUMN_KEYS
+        i = keys.index(self.query_rows.sort) if self.query_rows.sort in keys else -1
+        self.set_sort(keys[(i + 1) % len(keys)])
 
     def action_sort_reverse(self) -> None:
         self._set_query(reverse=not self.query_rows.reverse)
@@ -330,12 +368,8 @@ class NodewatchApp(App):
         self.set_state_filter(STATE_FILTERS[(i + 1) % len(STATE_FILTERS)])
 
     def action_filter_zone(self) -> None:
-        zones: list[str | None] = [None] + [z.name for z in (self.view.zones if self.view else [])]
-        try:
-            i = zones.index(self.query_rows.zone)
-        except ValueError:
-            i = 0
-        self.set_zone_filter(zones[(i + 1) % len(zones)])
+        self.set_zone_filter(next_choice([z.name for z in (self.view.zones if self.view else [])],
+                                         self.query_rows.zone))
 
     def action_search(self) -> None:
         if self.wall:
@@ -405,7 +439,8 @@ class NodewatchApp(App):
         self.open_node(event.name)
 
     def open_node(self, name: str) -> None:
-        """The drill-down of ``name``; the source is asked for its pods and events."""
+        """The drill-down of ``name`` (a node key: ``cluster/name`` when several clusters are
+        watched); the source is asked for its pods and events."""
         if isinstance(self.screen, DrillDown):
             self.pop_screen()
         self.source.focus_node(name)
@@ -425,6 +460,8 @@ class NodewatchApp(App):
         if action in MAIN_ONLY_ACTIONS and (self.wall or not self._on_main_screen()):
             return False
         if action == "toggle_wall" and not self._on_main_screen():
+            return False
+        if action == "filter_cluster" and not (self.view is not None and self.view.clusters):
             return False
         return True
 

@@ -58,7 +58,7 @@ CellKey = tuple
 """A cell as one flat tuple ``(text, style, text, style...)``: one styled text (two items) or a few
 parts. Hashable and one object, so a tick that rebuilds the time columns allocates little."""
 
-STATIC_KEYS = ("state", "name", "zone", "cond", "cond.c", "kubelet", "cause")
+STATIC_KEYS = ("state", "cluster", "name", "zone", "cond", "cond.c", "kubelet", "cause")
 """Columns that depend only on the node's view fields (state, zone, conditions, version, causes), not
 on ``now``. The core updates views in place, so the widget caches them by those fields' values."""
 TIME_KEYS = ("renew", "renew.c", "grace", "grace.c", "evict", "evict.c", "taints", "taints.c", "cert")
@@ -168,6 +168,7 @@ def static_cells(v: NodeView, p: Palette) -> dict[str, CellKey]:
     cond_style = p.bad if flags >= 4 else p.warn if flags else p.muted
     return {
         "state": (f"{v.state.symbol} {v.state.word}", p.state(v.state)),
+        "cluster": (safe(v.cluster, 60), Style()),
         "name": (safe(v.name, 80), Style(bold=v.state is not NodeState.READY)),
         "zone": (safe(zone_short(v.zone), 40), p.muted),
         "cond": (conditions_text(v.ready, v.pressure, v.network_unavailable), cond_style),

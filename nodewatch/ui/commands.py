@@ -57,7 +57,7 @@ class NodewatchCommands(Provider):
             ]
         if app.view is not None:
             for v in app.view.nodes[:MAX_NODE_COMMANDS]:
-                cmds.append((f"Open node {safe(v.name, 80)}", partial(app.open_node, v.name),
+                cmds.append((f"Open node {safe(v.key, 80)}", partial(app.open_node, v.key),
                              f"{v.state.symbol} {v.state.word}"))
         return cmds
 

@@ -116,9 +116,10 @@ def title_section(d: NodeDetails, p: Palette) -> RenderableType:
     v = d.view
     name = Text(safe(d.name, 120), "bold")
     sep = Text(" │ ", p.muted)
+    where = [Text(f"cluster {safe(d.cluster, 60)}", p.accent)] if d.cluster else []
     if v is None:
-        return ItemLines(Text(" "), [name, Text("not in the fleet (deleted, or not seen yet)", p.muted)], sep)
-    items = [name, Text(f"{v.state.symbol} {v.state.word}", p.state(v.state)),
+        return ItemLines(Text(" "), [name, *where, Text("not in the fleet (deleted, or not seen yet)", p.muted)], sep)
+    items = [name, *where, Text(f"{v.state.symbol} {v.state.word}", p.state(v.state)),
              Text(grace_text(v.state.word, v.ready, v.grace_remaining(d.now), v.state_since, d.now))]
     ev = eviction_text(v.eviction_in(d.now))
     if ev:

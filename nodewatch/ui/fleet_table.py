@@ -37,7 +37,7 @@ from .cells import (
     time_cells,
 )
 from .messages import NodeChosen
-from .rows import COLUMN_KEYS, NAME_SCAN_TICKS, SEP, Column, layout_columns
+from .rows import CLUSTER_COLUMN, COLUMN_KEYS, NAME_SCAN_TICKS, SEP, Column, layout_columns
 from .theme import Palette
 
 
@@ -83,6 +83,8 @@ class FleetTable(ScrollView, can_focus=True):
         self.sort = "state"
         self.reverse = False
         self.selected_name: str | None = None
+        """The key (``NodeView.key``: the name, or cluster/name) of the node under the cursor."""
+        self.cluster_width = 0
         self.empty_message = "no nodes"
         self._layout: list[tuple[Column, int]] = []
         self._layout_key: tuple[int, int] = (-1, -1)
@@ -95,7 +97,7 @@ class FleetTable(ScrollView, can_focus=True):
         self._name_ticks = 0
         """Cell width of each node name as shown (cached: names rarely change)."""
         self._static: dict[str, tuple[tuple, Palette, dict[str, CellKey]]] = {}
-        """Per node name: the view fields and palette the static cells were made from, and the cells."""
+        """Per node key: the view fields and palette the static cells were made from, and the cells."""
         self._segments: dict[tuple, list[dict[CellKey, list[Segment]]]] = {}
         """(layout, base style) -> per column, cell -> the cell's segments (with the separator after
         it): unchanged cells are not rebuilt. Plain dicts, emptied when they grow too big."""
@@ -133,6 +135,16 @@ class FleetTable(ScrollView, can_focus=True):
             self._in_set_rows = False
         self._refresh_changed()
 
+    def set_columns(self, keys: tuple[str, ...], cluster_width: int = 0) -> None:
+        """Show these columns (the app adds the cluster column when several clusters are watched)."""
+        if keys != self.column_keys or cluster_width != self.cluster_width:
+            self.column_keys, self.cluster_width = keys, cluster_width
+            self._layout_key = (-1, -1)
+            self._segments.clear()
+            self._painted.clear()
+            self._pending_token = None
+            self.refresh()
+
     def _release_retired(self) -> None:
         self._retired = None
 
@@ -169,11 +181,11 @@ class FleetTable(ScrollView, can_focus=True):
             return
         name = self.selected_name
         c = min(self.cursor, len(rows) - 1)
-        if name is not None and rows[c].name != name:
+        if name is not None and rows[c].key != name:
             lo, hi = max(0, c - 256), min(len(rows), c + 256)
-            found = next((i for i in range(lo, hi) if rows[i].name == name), None)
+            found = next((i for i in range(lo, hi) if rows[i].key == name), None)
             if found is None:
-                found = next((i for i, v in enumerate(rows) if v.name == name), None)
+                found = next((i for i, v in enumerate(rows) if v.key == name), None)
             if found is not None:
                 c = found
         self.cursor = c
@@ -189,7 +201,7 @@ class FleetTable(ScrollView, can_focus=True):
 
     def watch_cursor(self, old: int, new: int) -> None:
         if self.rows:
-            self.selected_name = self.rows[new].name
+            self.selected_name = self.rows[new].key
         top = int(self.scroll_y)
         if new < top:
             self.scroll_to(y=new, animate=False, immediate=True)
@@ -230,7 +242,7 @@ class FleetTable(ScrollView, can_focus=True):
     def action_choose(self) -> None:
         v = self.current
         if v is not None:
-            self.post_message(NodeChosen(v.name))
+            self.post_message(NodeChosen(v.key))
 
     def on_click(self, event: events.Click) -> None:
         if event.y < 1 or not self.show_cursor:
@@ -252,7 +264,8 @@ class FleetTable(ScrollView, can_focus=True):
     def _columns(self, width: int) -> list[tuple[Column, int]]:
         key = (width, self._name_width)
         if key != self._layout_key:
-            self._layout = layout_columns(width, self.column_keys, self._name_width)
+            self._layout = layout_columns(width, self.column_keys, self._name_width,
+                                          self.cluster_width or CLUSTER_COLUMN.width)
             self._layout_key = key
             x, self._offsets = 0, []
             for _, w in self._layout:
@@ -286,12 +299,13 @@ class FleetTable(ScrollView, can_focus=True):
         base = ctx.base + ctx.palette.cursor if selected else ctx.base
         # The core updates views in place, so the cache is keyed by what the static cells show.
         shown = (v.state, v.zone, v.ready, v.pressure, v.network_unavailable, v.kubelet_version, v.causes)
-        static = self._static.get(v.name)
+        key = v.key
+        static = self._static.get(key)
         if static is None or static[1] is not ctx.palette or static[0] != shown:
             if len(self._static) > 4096:
                 self._static.clear()
             static = (shown, ctx.palette, static_cells(v, ctx.palette))
-            self._static[v.name] = static
+            self._static[key] = static
         cells = {**static[2], **time_cells(v, ctx)}
         return _Line(layout, base, tuple(cells[c.cell] for c, _ in cols))
 

@@ -35,7 +35,7 @@ def header_text(source_name: str, view: FleetView, now: float, palette: Palette,
     t.append(" │ ", palette.muted)
     t.append(safe(source_name, 80))
     t.append(" │ ", palette.muted)
-    t.append(safe(view.settings.summary(), 160))
+    t.append(safe(clusters_settings(view) if view.clusters else view.settings.summary(), 160))
     t.append("\n ")
     total = len(view.nodes)
     narrow = width < 110
@@ -67,6 +67,14 @@ def header_text(source_name: str, view: FleetView, now: float, palette: Palette,
         else:
             t.append(f" {res}:ok", palette.muted)
     return t
+
+
+def clusters_settings(view: FleetView) -> str:
+    """Several clusters: each has its own settings (its cell in the cluster strip says its grace);
+    the header says the range."""
+    graces = sorted({c.settings.grace for c in view.clusters})
+    grace = f"{graces[0]:g}s" if len(graces) == 1 else f"{graces[0]:g}-{graces[-1]:g}s"
+    return f"grace {grace} (each cluster's own: see its cell) · toleration {view.settings.toleration_seconds:g}s"
 
 
 def nodes_phrase(n: int) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from ..core.format import version_key
 from ..core.rules import NodeState
 from ..core.search import LabelSearch
-from ..core.views import FleetView, NodeView
+from ..core.views import FleetView, NodeView, zone_key
 
 INF = math.inf
 
@@ -68,6 +68,14 @@ COLUMNS: tuple[Column, ...] = (
     Column("cause", "LIKELY CAUSE", 32, lambda v: (v.cause == "", v.cause, v.name), flex=True),
 )
 COLUMN_KEYS = tuple(c.key for c in COLUMNS)
+CLUSTER_COLUMN = Column("cluster", "CLUSTER", 14, lambda v: (v.cluster, v.state.rank, v.sort_deadline, v.name))
+"""Only when several clusters are watched (``with_cluster``): between the state and the node."""
+ALL_COLUMNS: tuple[Column, ...] = (COLUMNS[0], CLUSTER_COLUMN, *COLUMNS[1:])
+
+
+def with_cluster(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The column keys with the cluster column (display order comes from ``ALL_COLUMNS``)."""
+    return keys if "cluster" in keys else (*keys, "cluster")
 WALL_COLUMNS = ("state", "name", "zone", "grace", "evict", "cause")
 NAME_MAX = 34
 NAME_SCAN_TICKS = 16
@@ -99,12 +107,12 @@ valuable first. At 120 columns every column but the zone and the version is ther
 state, name, lease age, grace, eviction and conditions (and the main taint) still are."""
 
 
-def layout_columns(width: int, keys: tuple[str, ...] = COLUMN_KEYS, name_width: int = NAME_MAX
-                   ) -> list[tuple[Column, int]]:
+def layout_columns(width: int, keys: tuple[str, ...] = COLUMN_KEYS, name_width: int = NAME_MAX,
+                   cluster_width: int = CLUSTER_COLUMN.width) -> list[tuple[Column, int]]:
     """The columns that fit ``width`` cells, with their widths, in display order.
 
     ``name_width`` is the longest name shown (capped): the name column takes no more, and the
-    likely cause gets the rest. The node's name is what the operator reads first: whole names cost
+    likely cause gets the rest (``cluster_width``: the cluster column's, when there is one). The node's name is what the operator reads first: whole names cost
     every step of :data:`NARROWING` before they cost letters of the name (a cut "general-apse" is
     the same for a thousand nodes).
     """
@@ -116,7 +124,8 @@ def layout_columns(width: int, keys: tuple[str, ...] = COLUMN_KEYS, name_width: 
     def columns(applied: list[tuple[str, str | int]]) -> list[Column]:
         dropped = {k for op, k in applied if op == "drop"}
         compact = {k for op, k in applied if op == "compact"}
-        return [c.compacted() if c.key in compact else c for c in COLUMNS if c.key in keys and c.key not in dropped]
+        return [c.compacted() if c.key in compact else replace(c, width=cluster_width) if c.key == "cluster" else c
+                for c in ALL_COLUMNS if c.key in keys and c.key not in dropped]
 
     def need(applied: list[tuple[str, str | int]], name_w: int) -> int:
         cmin = min([cause_min, *(int(k) for op, k in applied if op == "cause")])
@@ -162,6 +171,9 @@ class RowQuery:
     states: str | NodeState | None = None
     """None: all; ``NOT_READY``: all but Ready; a NodeState: only that state."""
     zone: str | None = None
+    """A zone as the fleet view names it (``cluster/zone`` when several clusters are watched)."""
+    cluster: str | None = None
+    """Only this cluster's nodes (several clusters watched)."""
     search: str = ""
     """Case-insensitive substring of the node's name, or of one of its labels (``key=value``)."""
     sort: str = "state"
@@ -189,16 +201,19 @@ def select_rows(view: FleetView, query: RowQuery, search: LabelSearch | None = N
 
     ``search`` looks in labels too; without it a search looks in node names only."""
     rows = view.nodes if query.states is None else state_slice(view, query.states)
+    if query.cluster is not None:
+        cluster = query.cluster
+        rows = [v for v in rows if v.cluster == cluster]
     if query.zone is not None:
         zone = query.zone
-        rows = [v for v in rows if v.zone == zone]
+        rows = [v for v in rows if zone_key(v) == zone]
     if query.search:
         if search is None:
             term = query.search.lower()
-            rows = [v for v in rows if term in v.name.lower()]
+            rows = [v for v in rows if term in v.key.lower()]
         else:
             rows = search.matches(query.search, rows)
-    col = next((c for c in COLUMNS if c.key == query.sort), None)
+    col = next((c for c in ALL_COLUMNS if c.key == query.sort), None)
     if col is not None and col.sort is not None:
         rows = sorted(rows, key=col.sort, reverse=query.reverse)
     elif query.reverse:

@@ -1,4 +1,5 @@
-"""Wall mode: for a screen across the room. Big counts, the zones, and only the nodes not Ready.
+"""Wall mode: for a screen across the room. Big counts, the clusters (when several are watched: one
+line each), the zones, and only the nodes not Ready.
 
 No cursor and nothing to click: it is read, not driven. Every count has its state's symbol and
 word next to it, so it reads on a monochrome screen and with ``NO_COLOR=1``.
@@ -16,6 +17,7 @@ from ..core.views import FleetView
 from .fleet_table import FleetTable
 from .rows import WALL_COLUMNS
 from .theme import Palette
+from .cluster_strip import ClusterStrip
 from .zone_strip import ZoneStrip
 
 STATES_BY_RANK = tuple(sorted(NodeState, key=lambda s: s.rank))
@@ -61,6 +63,7 @@ class WallView(Vertical):
         with Horizontal(id="wall-counts"):
             for s in STATES_BY_RANK:
                 yield CountBox(s)
+        yield ClusterStrip(id="wall-clusters", classes="-wall")
         yield ZoneStrip(id="wall-zones")
         yield FleetTable(columns=WALL_COLUMNS, show_cursor=False, id="wall-table")
 
