@@ -16,7 +16,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from ..sim.pki import cert_pem, issue_cert, make_ca
+from ..sim.pki import cert_pem, issue_cert, key_pem, make_ca
 
 ADMIN_USER = "nodewatch-testbed-admin"
 VIEWER_USER = "nodewatch-viewer"
@@ -73,11 +73,6 @@ class Pki:
         return self.dir / "tokens.csv"
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
-
-
 def _write_secret(path: Path, data: bytes) -> None:
     path.touch(mode=0o600)
     path.chmod(0o600)
@@ -101,9 +96,9 @@ def create(folder: Path, now: float | None = None) -> Pki:
         cert = issue_cert(ca, key.public_key(), name, not_before=t - 3600, not_after=t + LIFETIME,
                           client=False, server=True, dns_names=dns, ip_addresses=ips)
         cert_path.write_bytes(cert_pem(cert))
-        _write_secret(key_path, _key_pem(key))
+        _write_secret(key_path, key_pem(key))
     sa = ec.generate_private_key(ec.SECP256R1())
-    _write_secret(pki.service_account_key, _key_pem(sa))
+    _write_secret(pki.service_account_key, key_pem(sa))
     pki.service_account_pub.write_bytes(sa.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
     _write_secret(pki.tokens, (

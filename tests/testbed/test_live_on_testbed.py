@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from simserver import wait_until
 
 from nodewatch.core.settings import Settings
 from nodewatch.sources.live import LiveSource
@@ -25,12 +26,8 @@ def _live(testbed, settings: Settings) -> LiveSource:
 
 
 def _until(cond, timeout: float = 20.0) -> bool:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
+    """The suite's one poll (``simserver.wait_until``), with the testbed's longer default."""
+    return bool(wait_until(cond, timeout))
 
 
 def test_grace_default_comes_from_the_servers_version(testbed):

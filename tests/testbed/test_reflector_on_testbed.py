@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+from simserver import wait_until
 import yaml
 from campaign import GRACE, TOLERATION
 
@@ -29,12 +30,8 @@ pytestmark = [pytest.mark.testbed, pytest.mark.timeout(900)]
 
 
 def _until(cond, timeout: float = 30.0) -> bool:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
+    """The suite's one poll (``simserver.wait_until``), with the testbed's longer default."""
+    return bool(wait_until(cond, timeout))
 
 
 class Collected:
