@@ -223,7 +223,7 @@ class ViewerSource:
                     if msg.get("v") != protocol.VERSION:
                         return f"the hub speaks protocol {msg.get('v')!r}, this viewer {protocol.VERSION}"
                     continue
-                if kind in ("snap", "delta", "details"):
+                if kind in ("snap", "part", "delta", "details"):
                     self.state.receive(msg)
                     if kind == "snap":
                         self.state.set_connected(True)
