@@ -107,3 +107,22 @@ async def test_a_hub_that_goes_away_shows_at_once_and_tiny_terminals_work(tmp_pa
             banner = _text(app.query_one("#banner"))
             assert app.query_one("#banner").has_class("-on") and "hub connection lost" in banner
             assert len(app.query_one("#table", FleetTable).rows) == 12  # the last fleet, marked blind
+
+
+async def test_the_drill_down_says_when_the_hub_does_not_watch_the_nodes_pods_and_events(tmp_path):
+    with _hub_and_viewer(tmp_path) as (src, hub, v):
+        src.scoped_nodes = lambda: ["worker-b-0"]  # the hub's source is at its cap: only this one
+        app = NodewatchApp(v, refresh_seconds=3600)
+        async with app.run_test(size=SIZE) as pilot:
+            for node, watched in (("worker-b-1", False), ("worker-b-0", True)):
+                app.open_node(node)
+                await pilot.pause()
+                wait_until(lambda: v.state.details_watched(node) is watched)
+                app.tick()
+                await pilot.pause()
+                pods = " ".join(_text(app.screen.query_one("#dd-pods")).split())
+                events = " ".join(_text(app.screen.query_one("#dd-events")).split())
+                note = "pods and events: not watched (the hub watches the pods and events of 50 nodes at most"
+                assert (note in pods and note in events) is not watched, (pods, events)
+                await pilot.press("escape")
+                await pilot.pause()

@@ -77,6 +77,7 @@ class ViewerState:
         self._lost_at_wall: float | None = None
         self._lost_at_hub: float | None = None
         self._details: tuple[str, NodeDetails, bool] | None = None
+        self._details_cap: int | None = None
         self._problems: list[Problem] = []
         self._label_dicts: dict[str, tuple[tuple, dict[str, str]]] = {}
         self.frames = 0
@@ -89,8 +90,10 @@ class ViewerState:
         if kind == "details":
             node = str(msg.get("node"))
             d = from_wire(NodeDetails, msg.get("d"))
+            cap = msg.get("cap")
             with self.lock:
                 self._details = (node, d, bool(msg.get("watched", True)))
+                self._details_cap = cap if isinstance(cap, int) and not isinstance(cap, bool) else None
             return
         if kind in ("snap", "part"):
             self._receive_part(msg)
@@ -289,6 +292,14 @@ class ViewerState:
         with self.lock:
             got = self._details
         return got[2] if got is not None and got[0] == name else None
+
+    def details_not_watched(self, name: str) -> str | None:
+        if self.details_watched(name) is not False:
+            return None
+        cap = self._details_cap
+        at_most = f"{cap} nodes at most" if cap is not None else "a limited number of nodes"
+        return (f"not watched (the hub watches the pods and events of {at_most}: the nodes its viewers "
+                "drill into, newest first, then nodes not Ready)")
 
 
 def _pair(key: object, value: object, names: dict[str, str]) -> tuple[str, str]:
