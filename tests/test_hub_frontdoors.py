@@ -98,3 +98,15 @@ def test_ten_ssh_viewers_and_a_browser_watch_one_hub_and_the_api_server_sees_one
     lists = {path: n for (_, path, watch), n in wide.items() if not watch}
     assert len(watches) == 3 and set(watches.values()) == {1}, f"one watch per stream: {watches}"
     assert set(lists) == set(watches) and set(lists.values()) == {1}, f"one list per stream: {lists}"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--ssh", "127.0.0.1:0"], "--ssh needs --authorized-keys"),
+    (["--ssh", "127.0.0.1:0", "--authorized-keys", "/nonexistent/keys"], "no such file"),
+    (["--web", "127.0.0.1:99999"], "front door: '127.0.0.1:99999': port out of range"),
+])
+def test_bad_front_door_options_stop_the_hub_with_a_message(tmp_path, args, message):
+    r = subprocess.run([sys.executable, "-m", "nodewatch", "hub", "--demo", "--demo-nodes", "5", "--no-record",
+                        "--dir", str(tmp_path / "hub"), *args], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+    assert not (tmp_path / "hub" / "hub.sock").exists()
