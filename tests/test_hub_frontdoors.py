@@ -34,13 +34,16 @@ def _door_lines(proc: subprocess.Popen) -> tuple[int, str]:
 
 
 def _viewers_of(directory: Path) -> list[int]:
-    """Pids of the ``nodewatch attach DIR`` processes still running."""
+    """Pids of the ``nodewatch attach DIR`` processes still running (not yet reaped zombies count
+    as gone: the hub that started them has exited)."""
     out = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
             argv = (Path("/proc") / pid / "cmdline").read_bytes().split(b"\0")
+            if (Path("/proc") / pid / "stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                continue
         except OSError:
             continue
         if b"attach" in argv and str(directory).encode() in argv:
@@ -83,7 +86,9 @@ def test_ten_ssh_viewers_and_a_browser_watch_one_hub_and_the_api_server_sees_one
             assert hub.wait(60) == 0
             for user in users:  # the SSH door closed each session
                 tmux.wait_exit(user, 30)
-            assert _viewers_of(hub_dir) == [], "the hub's doors left viewers running"
+            # every viewer was told to quit (SIGHUP on a pty, Textual's quit on a page); one still
+            # drawing its last frame on a busy machine may take a moment after the hub has gone
+            wait_until(lambda: not _viewers_of(hub_dir), timeout=20)
         finally:
             tmux.close()
             if hub.poll() is None:
@@ -93,11 +98,9 @@ def test_ten_ssh_viewers_and_a_browser_watch_one_hub_and_the_api_server_sees_one
             hub.stderr.close()
         wait_until(lambda: every_watch_logged(srv))
         count, _ = api_requests(srv)
-    wide = cluster_wide(count)
-    watches = {path: n for (_, path, watch), n in wide.items() if watch}
-    lists = {path: n for (_, path, watch), n in wide.items() if not watch}
-    assert len(watches) == 3 and set(watches.values()) == {1}, f"one watch per stream: {watches}"
-    assert set(lists) == set(watches) and set(lists.values()) == {1}, f"one list per stream: {lists}"
+    wide = cluster_wide(count)  # {(method, path, watch?): requests} of nodes, leases and CSRs
+    assert len({path for (_, path, watch) in wide if watch}) == 3, wide
+    assert set(wide.values()) == {1}, f"each list and watch once, as one nodewatch asks: {wide}"
 
 
 @pytest.mark.parametrize("args, message", [
