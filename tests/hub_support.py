@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import socket
+from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import parse_qs, urlsplit
 
 from nodewatch.hub import protocol
 from nodewatch.hub.codec import view_to_wire
@@ -76,3 +78,32 @@ class RawClient:
 def hub_wire(hub: Hub, now: float) -> dict[str, list]:
     """Every node's view as the hub evaluates it at ``now``, in wire form."""
     return {v.name: view_to_wire(v) for v in hub.source.state.evaluate(now).nodes}
+
+
+# --- what the simulated API server was asked --------------------------------------------------------
+
+
+def api_requests(srv) -> tuple[Counter, set[str]]:
+    """(GETs by (path, watch?), nodes whose pods are watched) from the server's request log."""
+    count: Counter = Counter()
+    scoped: set[str] = set()
+    for r in list(srv.request_log):
+        u = urlsplit(r.target)
+        q = parse_qs(u.query)
+        watch = q.get("watch", ["false"])[0] in ("1", "true")
+        count[(r.method, u.path, watch)] += 1
+        for sel in q.get("fieldSelector", []):
+            if u.path.endswith("/pods") and sel.startswith("spec.nodeName="):
+                scoped.add(sel.split("=", 1)[1])
+    return count, scoped
+
+
+def cluster_wide(count: Counter) -> Counter:
+    return Counter({k: n for k, n in count.items() if not k[1].endswith(("/pods", "/events")) and k[1] != "/version"})
+
+
+def every_watch_logged(srv) -> bool:
+    """The server logs a watch when it ends: after the client stops, wait until it has logged the
+    watch of each cluster-wide stream (nodes, leases, CSRs)."""
+    count, _ = api_requests(srv)
+    return sum(1 for k in cluster_wide(count) if k[2]) >= 3

@@ -44,6 +44,69 @@ def test_every_viewer_shows_exactly_what_the_hub_evaluated_at_the_hubs_now(tmp_p
         assert len(states_seen) >= 3, "the incident moved nodes through several states"
 
 
+def test_a_snapshot_comes_worst_first_in_parts_that_add_up_to_the_fleet(tmp_path, monkeypatch):
+    from nodewatch.hub import publisher
+
+    monkeypatch.setattr(publisher, "FIRST_PART", 5)
+    monkeypatch.setattr(publisher, "PART", 8)
+    with demo_hub(tmp_path, nodes=60) as hub:
+        seq = advance(hub, 150)  # the incident under way: nodes in several states
+        now = hub.source.clock.now()
+        worst_first = [v.name for v in hub.source.state.evaluate(now).nodes]
+        records = hub.source.state.node_records()
+        c = RawClient(hub.socket_path)
+        try:
+            snap = c.read_until("snap")
+            assert snap["seq"] == seq and snap["parts"] == 7  # 5 + 7 parts of at most 8 = 60
+            frames = [snap] + [c.read_until("part") for _ in range(snap["parts"])]
+        finally:
+            c.close()
+        assert [len(f["nodes"]) for f in frames] == [5, 8, 8, 8, 8, 8, 8, 7]
+        assert [w[0] for f in frames for w in f["nodes"]] == worst_first
+        pairs: dict[int, list] = {}
+        for f in frames:
+            assert f["seq"] == seq and len(f["pair_idx"]) == len(f["pairs"])
+            pairs.update(zip(f["pair_idx"], f["pairs"]))
+            for name, idx in f["labels"].items():  # each part's labels resolve with what came so far
+                assert {pairs[i][0]: pairs[i][1] for i in idx} == records[name].labels
+        assert sorted(pairs) == list(range(len(pairs))) and len({n for f in frames for n in f["labels"]}) == 60
+        with viewer(hub) as v:
+            assert _viewer_wire(v) == hub_wire(hub, now)
+            assert [n.name for n in v.state.evaluate(now).nodes] == worst_first
+            assert all(v.state.node_labels(n) == records[n].labels for n in worst_first)
+            assert not v.state.loading and v.state.evaluate(now).health[HUB_STREAM].synced
+
+
+def test_a_viewer_draws_the_first_part_of_a_snapshot_while_the_rest_comes(tmp_path):
+    """The first part is the worst nodes: what the dashboard's first screen shows."""
+    from nodewatch.hub.viewer_state import ViewerState
+
+    with demo_hub(tmp_path, nodes=400) as hub:
+        advance(hub, 150)
+        now = hub.source.clock.now()
+        want = [v.name for v in hub.source.state.evaluate(now).nodes]
+        frames = _split(hub.snapshot()[1])
+    assert [f["k"] for f in frames] == ["snap", "part"]
+    state = ViewerState()
+    state.receive(frames[0])
+    first = state.evaluate(now)
+    assert state.loading and not first.health[HUB_STREAM].synced
+    assert [v.name for v in first.nodes] == want[:len(first.nodes)] and len(first.nodes) == 300
+    assert first.counts == hub.source.state.evaluate(now).counts  # the counts are the whole fleet's
+    state.receive(frames[1])
+    assert [v.name for v in state.evaluate(now).nodes] == want and not state.loading
+
+
+def _split(data: bytes) -> list[dict]:
+    out, pos = [], 0
+    while pos < len(data):
+        length, flags = protocol.HEADER.unpack_from(data, pos)
+        pos += protocol.HEADER.size
+        out.append(protocol.decode(flags, data[pos:pos + length]))
+        pos += length
+    return out
+
+
 def test_the_socket_is_private(tmp_path):
     with demo_hub(tmp_path, nodes=5) as hub:
         assert stat.S_IMODE(os.stat(hub.socket_path).st_mode) == 0o600

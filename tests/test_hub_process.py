@@ -8,11 +8,9 @@ import os
 import signal
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
-from hub_support import RawClient
+from hub_support import RawClient, api_requests, cluster_wide, every_watch_logged
 from simserver import make_fleet, running_server, wait_until
 
 from nodewatch.core.settings import Settings
@@ -23,32 +21,6 @@ from nodewatch.sources.live import LiveSource
 from nodewatch.sources.segments import iter_segment_lines, list_segments
 
 
-def _requests(srv) -> tuple[Counter, set[str]]:
-    """(GETs by (path, watch?), nodes whose pods are watched) from the server's request log."""
-    count: Counter = Counter()
-    scoped: set[str] = set()
-    for r in list(srv.request_log):
-        u = urlsplit(r.target)
-        q = parse_qs(u.query)
-        watch = q.get("watch", ["false"])[0] in ("1", "true")
-        count[(r.method, u.path, watch)] += 1
-        for sel in q.get("fieldSelector", []):
-            if u.path.endswith("/pods") and sel.startswith("spec.nodeName="):
-                scoped.add(sel.split("=", 1)[1])
-    return count, scoped
-
-
-def _cluster_wide(count: Counter) -> Counter:
-    return Counter({k: n for k, n in count.items() if not k[1].endswith(("/pods", "/events")) and k[1] != "/version"})
-
-
-def _every_watch_logged(srv) -> bool:
-    """The server logs a watch when it ends: after the client stops, wait until it has logged the
-    watch of each cluster-wide stream (nodes, leases, CSRs)."""
-    count, _ = _requests(srv)
-    return sum(1 for k in _cluster_wide(count) if k[2]) >= 3
-
-
 def test_the_api_server_sees_one_watcher_however_many_viewers(tmp_path):
     with running_server(tmp_path / "a", fleet=make_fleet(nodes=30)) as ref_srv:
         ref = LiveSource(Settings(), kubeconfig=str(ref_srv.kubeconfig_path), cert_cache_dir=str(tmp_path / "c1"))
@@ -56,8 +28,8 @@ def test_the_api_server_sees_one_watcher_however_many_viewers(tmp_path):
         assert ref.wait_synced(20)
         wait_until(ref.watching)
         ref.stop()
-        wait_until(lambda: _every_watch_logged(ref_srv))
-        reference, _ = _requests(ref_srv)
+        wait_until(lambda: every_watch_logged(ref_srv))
+        reference, _ = api_requests(ref_srv)
     with running_server(tmp_path / "b", fleet=make_fleet(nodes=30)) as srv:
         src = HubLiveSource(Settings(), kubeconfig=str(srv.kubeconfig_path), cert_cache_dir=str(tmp_path / "c2"))
         hub = Hub(src, str(tmp_path / "hub.sock"), tick_seconds=0.2)
@@ -82,10 +54,10 @@ def test_the_api_server_sees_one_watcher_however_many_viewers(tmp_path):
             for v in viewers:
                 v.stop()
             hub.stop()
-        wait_until(lambda: _every_watch_logged(srv))
-        count, scoped = _requests(srv)
-    assert _cluster_wide(count) == _cluster_wide(reference)  # lists and watches of nodes, leases, CSRs
-    assert all(n == 1 for k, n in _cluster_wide(count).items() if k[2]), "one watch per stream"
+        wait_until(lambda: every_watch_logged(srv))
+        count, scoped = api_requests(srv)
+    assert cluster_wide(count) == cluster_wide(reference)  # lists and watches of nodes, leases, CSRs
+    assert all(n == 1 for k, n in cluster_wide(count).items() if k[2]), "one watch per stream"
     assert set(focus) <= scoped and len(scoped) <= 50
 
 

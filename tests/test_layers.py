@@ -126,12 +126,13 @@ def test_every_state_a_reader_gets_answers_all_of_fleet_reader():
     import inspect
 
     from nodewatch.core.fleet import FleetState
+    from nodewatch.core.multi import MultiFleet
     from nodewatch.core.source import FleetReader
     from nodewatch.hub.viewer_state import ViewerState
 
     members = _reader_members()
     assert {"evaluate", "node_details", "node_labels", "pod_records_on"} <= members
-    for cls in (FleetState, ViewerState):
+    for cls in (FleetState, ViewerState, MultiFleet):
         for name in members:
             impl = getattr(cls, name, None)
             assert callable(impl), f"{cls.__name__} lacks {name}"

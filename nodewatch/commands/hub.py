@@ -3,6 +3,8 @@
 One process keeps the live source (or ``--demo``) and the one FleetState, records everything it
 receives into rotating segments under ``DIR/recordings``, and serves viewers (``nodewatch
 attach``) on ``DIR/hub.sock`` (0600), and optionally over TCP with TLS and a token (``--listen``).
+With ``--ssh`` and ``--web`` it also opens the front doors (``frontdoor/``): each SSH session and
+each browser page runs its own ``nodewatch attach DIR`` on the hub's socket.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ TIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..frontdoor.doors import add_frontdoor_arguments
     from ..hub.paths import DEFAULT_DIR
 
     parser.add_argument("--dir", metavar="DIR", help=f"the hub's directory (default {DEFAULT_DIR}, created 0700)")
@@ -39,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--keep-bytes", default="2G", metavar="SIZE", help="and at most this much (default 2G)")
     g.add_argument("--segment", default="15m", metavar="AGE", help="start a new segment this often (default 15m)")
     g.add_argument("--no-record", action="store_true", help="do not record")
+    add_frontdoor_arguments(parser)
     add_live_arguments(parser)
     add_demo_arguments(parser, flag_prefix="demo-")
     add_settings_arguments(parser)
@@ -71,9 +75,12 @@ def parse_size(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..frontdoor.doors import frontdoor_argument_error
     from ..hub import paths
     from ..hub.runner import HubRunner
 
+    if error := frontdoor_argument_error(args):
+        raise CommandError(error)
     directory = paths.ensure_private_dir(Path(os.path.expanduser(args.dir)) if args.dir else paths.default_dir())
     lock = open(directory / paths.LOCK, "w")  # noqa: SIM115 - held for the life of the process
     try:

@@ -236,6 +236,10 @@ class MultiFleet:
         d.cluster = m.name
         return d
 
+    def details_not_watched(self, name: str) -> str | None:
+        hit = self.split(name)
+        return None if hit is None else hit[0].state.details_not_watched(hit[1])
+
     def node_labels(self, name: str) -> Mapping[str, str] | None:
         hit = self.split(name)
         return None if hit is None else hit[0].state.node_labels(hit[1])

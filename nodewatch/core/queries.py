@@ -155,6 +155,11 @@ class Queries(Evaluation):
             rec = self.nodes.get(name)
             return rec.labels if rec is not None else None
 
+    def details_not_watched(self, name: str) -> str | None:
+        """None: a state fed by its own source has what that source watches (the focused node
+        comes first within the live source's cap); only a hub's viewer can be told otherwise."""
+        return None
+
     def pod_records_on(self, nodes: list[str]) -> dict[str, list[PodRecord]]:
         """The pod records on these nodes, by node, sorted. Records, not ``pods_on``'s views: the
         fleet history samples nodes at risk every second and needs no eviction times."""

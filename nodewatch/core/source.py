@@ -36,6 +36,9 @@ class FleetReader(Protocol):
         or None for an unknown node."""
     def pod_records_on(self, nodes: list[str]) -> dict[str, list[PodRecord]]:
         """The pod records on these nodes (what the fleet history needs of nodes at risk)."""
+    def details_not_watched(self, name: str) -> str | None:
+        """Why the pods and events of ``name`` are not watched (a hub's cap on scoped watches),
+        for the drill-down to say; None when they are, or when the reader cannot tell."""
 
 
 @runtime_checkable

@@ -8,8 +8,9 @@ newline, and refuses an absurd length before allocating it.
 Hub to viewer (every frame carries ``now``, the hub's clock: the only "now" a viewer shows):
 
 - ``hello``: protocol version, the source's name, the hub's limits.
-- ``snap``: the whole fleet: ``meta`` (counts, zones, health, settings...), every node's view,
-  every node's labels (for the search box). Sent first, and again to a viewer that fell behind.
+- ``snap``: the whole fleet: ``meta`` (counts, zones, health, settings...), then every node's view
+  and labels (for the search box), worst first, in this frame and the ``parts`` ``part`` frames
+  that follow it at once. Sent first, and again to a viewer that fell behind.
 - ``delta``: ``meta`` and the views that changed since the previous frame (``up``), the nodes gone
   (``del``), labels that changed. Applied in order on top of the snapshot.
 - ``details``: the drill-down node's pods, events, record and timeline, while one is asked for.

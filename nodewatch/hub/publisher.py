@@ -12,6 +12,13 @@ disagree with the hub about a node (and none needs the memory of a FleetState).
 Labels travel as indexes into a table of ``[key, value]`` pairs that grows as new pairs appear
 (zone, instance type, pool... repeat on thousands of nodes; the hostname label does not), so a
 65,000-node snapshot carries each distinct pair once.
+
+A snapshot is sent worst first and in parts: a ``snap`` frame with the meta and the first
+``FIRST_PART`` nodes (more than a screenful: the viewer draws its first frame from it), then
+``part`` frames of ``PART`` nodes, each with the labels of its nodes and the pairs not sent yet
+(the last one carries whatever pairs are left, so a viewer ends up with the whole table). A viewer
+decodes and builds one part at a time, never the whole fleet's JSON at once. The parts are
+concatenated into one bytes object: one queue entry for the hub, a stream of frames on the wire.
 """
 
 from __future__ import annotations
@@ -25,6 +32,10 @@ from . import protocol
 from .codec import VIEW_FIELDS, to_wire, view_to_wire
 
 _key = operator.attrgetter(*VIEW_FIELDS)
+FIRST_PART = 300
+"""Nodes in the ``snap`` frame itself: the worst first, more than any screen shows."""
+PART = 5000
+"""Nodes in each following ``part`` frame."""
 
 
 class Publisher:
@@ -41,6 +52,8 @@ class Publisher:
         self._pairs: dict[tuple[str, str], int] = {}
         self._pair_list: list[list[str]] = []
         self._meta: dict[str, Any] = {}
+        self._order: list = []
+        """The last view's nodes, worst first (the snapshot's order)."""
         self._now = 0.0
         self._snapshot: bytes | None = None
 
@@ -77,6 +90,7 @@ class Publisher:
                 self._labels[n] = idx
                 labels[n] = idx
         self._meta = _meta(view, problems, recent)
+        self._order = view.nodes
         self._now = now
         self._snapshot = None
         msg: dict[str, Any] = {"k": "delta", "seq": self.seq, "now": now, "name": name, "meta": self._meta,
@@ -88,12 +102,31 @@ class Publisher:
         return protocol.encode(msg)
 
     def snapshot(self) -> bytes:
-        """The whole fleet as of the last update (built once per tick, shared by every viewer)."""
+        """The whole fleet as of the last update, worst first, as a ``snap`` frame and its ``part``
+        frames (see the module docstring); built once per tick, shared by every viewer."""
         if self._snapshot is None:
-            self._snapshot = protocol.encode({
-                "k": "snap", "seq": self.seq, "now": self._now, "name": self.name, "meta": self._meta,
-                "nodes": list(self._wire.values()), "pairs": self._pair_list, "labels": self._labels,
-            })
+            wire, labels, pair_list = self._wire, self._labels, self._pair_list
+            order = [v.name for v in self._order]
+            chunks = [order[:FIRST_PART]] + [order[i:i + PART] for i in range(FIRST_PART, len(order), PART)]
+            unlisted = [n for n in labels if n not in wire]  # (a record the view does not list yet)
+            sent: set[int] = set()
+            frames = []
+            for i, names in enumerate(chunks):
+                last = i == len(chunks) - 1
+                part_labels = {n: labels[n] for n in (names + unlisted if last else names) if n in labels}
+                new = {j for idx in part_labels.values() for j in idx} - sent
+                if last:
+                    new = set(range(len(pair_list))) - sent
+                sent |= new
+                body: dict[str, Any] = {"seq": self.seq, "now": self._now, "nodes": [wire[n] for n in names],
+                                        "labels": part_labels, "pair_idx": sorted(new)}
+                body["pairs"] = [pair_list[j] for j in body["pair_idx"]]
+                if i == 0:
+                    msg = {"k": "snap", "name": self.name, "meta": self._meta, "parts": len(chunks) - 1, **body}
+                else:
+                    msg = {"k": "part", "i": i, **body}
+                frames.append(protocol.encode(msg))
+            self._snapshot = b"".join(frames)
         return self._snapshot
 
     def _label_indexes(self, labels: dict[str, str]) -> list[int]:

@@ -1,4 +1,9 @@
-"""A hub assembled from the command line: its source, its flight recorder, its listeners."""
+"""A hub assembled from the command line: its source, its flight recorder, its listeners, and
+its front doors (SSH and web, on an event loop of their own: ``frontdoor.background``).
+
+The doors start after the hub's socket accepts viewers (each session runs ``nodewatch attach
+DIR``, which connects to it) and close before the hub stops, so every session's viewer is ended
+by its door (SIGHUP, or Textual's quit for a page) rather than left showing a vanished hub."""
 
 from __future__ import annotations
 
@@ -20,6 +25,10 @@ class HubRunner:
         from ..commands.hub import parse_age, parse_size
 
         self.directory = directory
+        self.args = args
+        self.doors: list[Any] = []
+        self.door_lines: list[str] = []
+        self._door_thread: Any = None
         self.source = _source(args, settings)
         self.recorder: SegmentedRecorder | None = None
         if not getattr(args, "no_record", False):
@@ -57,8 +66,30 @@ class HubRunner:
             from .tls import write_viewer_config
 
             self.viewer_config = write_viewer_config(self.directory, self.hub.tcp[0], self.hub.tcp_port or 0)
+        if getattr(self.args, "ssh", None) or getattr(self.args, "web", None):
+            self._open_doors()
+
+    def _open_doors(self) -> None:
+        from ..commands.common import CommandError
+        from ..frontdoor.background import DoorThread
+        from ..frontdoor.doors import open_doors
+        from ..frontdoor.viewer import default_viewer_command
+
+        self._door_thread = DoorThread()
+        try:
+            self.doors = self._door_thread.run(open_doors(
+                self.directory, self.args, default_viewer_command(str(self.directory)),
+                announce=lambda line: self.door_lines.append("  " + line.removeprefix("nodewatch: "))))
+        except (OSError, ValueError) as exc:
+            self.stop()
+            raise CommandError(f"front door: {getattr(exc, 'strerror', None) or exc}") from None
 
     def stop(self) -> None:
+        """Close the doors (ending their sessions' viewers), then the hub; idempotent."""
+        thread, self._door_thread = self._door_thread, None
+        if thread is not None:
+            doors, self.doors = self.doors, []
+            thread.close(*doors)
         self.hub.stop()
         if self.recorder is not None:
             self.recorder.close()
@@ -70,7 +101,7 @@ class HubRunner:
                        f"{self.directory / 'token'})")
         if self.recorder is not None:
             out.append(f"  recording: {self.recorder.directory}")
-        return out
+        return out + self.door_lines
 
 
 def _source(args: argparse.Namespace, settings: Settings) -> Any:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.source import Source
+from ..sources.live import MAX_SCOPED_NODES
 from . import protocol
 from .codec import to_wire
 from .publisher import Publisher
@@ -190,7 +191,8 @@ class Hub:
         d = self.source.state.node_details(node, now, max_pods=MAX_DETAILS_PODS, max_events=MAX_DETAILS_EVENTS)
         scoped = getattr(self.source, "scoped_nodes", None)
         watched = True if scoped is None else node in scoped()
-        return protocol.encode({"k": "details", "now": now, "node": node, "d": to_wire(d), "watched": watched})
+        return protocol.encode({"k": "details", "now": now, "node": node, "d": to_wire(d), "watched": watched,
+                                "cap": MAX_SCOPED_NODES})
 
     def snapshot(self) -> tuple[int, bytes]:
         """The last tick's snapshot frame and its seq (built once per tick, shared)."""

@@ -131,6 +131,13 @@ class ViewerSource:
         self._focus = node
         self._send({"k": "focus", "node": node})
 
+    def open_history(self):
+        """The hub's last hour as a started ReplaySource, for the dashboard's history key (``h``).
+        Raises ``viewer_history.HistoryUnavailable`` (over TCP, or when the hub records nothing)."""
+        from .viewer_history import open_history
+
+        return open_history(self.address)
+
     def wait_first_frame(self, timeout: float) -> bool:
         return self._first.wait(timeout)
 
@@ -223,7 +230,7 @@ class ViewerSource:
                     if msg.get("v") != protocol.VERSION:
                         return f"the hub speaks protocol {msg.get('v')!r}, this viewer {protocol.VERSION}"
                     continue
-                if kind in ("snap", "delta", "details"):
+                if kind in ("snap", "part", "delta", "details"):
                     self.state.receive(msg)
                     if kind == "snap":
                         self.state.set_connected(True)

@@ -7,12 +7,17 @@ hub's, evaluated at the hub's ``now``, so every screen attached to one hub shows
 Frames are decoded by the connection thread and merged into ``_pending``; they are applied when the
 dashboard next calls ``evaluate`` (on its own thread), as the core applies its own changes inside
 ``evaluate``: a view handed to the dashboard is never changed while it is being drawn.
+
+A snapshot comes worst first in parts (``hub/publisher.py``): the first part is enough for the
+first screen, and the dashboard shows it while the rest is decoded, one part at a time (the hub's
+stream says "syncing" until the last part is in).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from sys import intern
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,21 +31,9 @@ from ..core.objects import PodRecord
 from ..core.views import PROBLEM_NOTICE, FleetView, NodeDetails, NodeView, Problem, WatchHealth, ZoneView
 from .codec import from_wire, view_from_wire
 
+MAX_LABEL_SETS = 20_000
 HUB_STREAM = "hub"
 """The pseudo-stream in the header's health list that says whether the hub is connected."""
-
-
-class LabelRecord:
-    """What the label search needs of a node record: its labels, as shared (key, value) pairs."""
-
-    __slots__ = ("pairs",)
-
-    def __init__(self, pairs: tuple[tuple[str, str], ...]) -> None:
-        self.pairs = pairs
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return dict(self.pairs)
 
 
 @dataclass
@@ -50,7 +43,7 @@ class _Pending:
     snapshot: bool = False
     up: dict[str, NodeView] = field(default_factory=dict)
     gone: set[str] = field(default_factory=set)
-    labels: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    labels: dict[str, tuple] = field(default_factory=dict)
 
 
 class ViewerState:
@@ -58,12 +51,18 @@ class ViewerState:
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.nodes: dict[str, LabelRecord] = {}
-        """Labels by node name, for ``core.search.LabelSearch``."""
+        self.nodes: dict[str, tuple] = {}
+        """Labels by node name, as ``(shared, *own)``: ``shared`` the tuple of (key, value) pairs
+        the node has in common with others (one tuple for every node of a pool), ``own`` the pairs
+        that name the node itself (its hostname label). 65,000 label dicts would be most of a
+        viewer's memory; ``node_labels`` makes one when asked."""
+        self._label_sets: dict[tuple, tuple] = {}
         self.settings = Settings()
         self._views: dict[str, NodeView] = {}
         self._order: SortedKeyList = SortedKeyList(key=sort_key)
-        self._pairs: list[tuple[str, str]] = []
+        self._pairs: dict[int, tuple[str, str]] = {}
+        self._parts_left = 0
+        """Parts of the last snapshot still to come."""
         self._pending = _Pending()
         self._meta: dict[str, Any] = {}
         self._zones: list[ZoneView] = []
@@ -78,8 +77,9 @@ class ViewerState:
         self._lost_at_wall: float | None = None
         self._lost_at_hub: float | None = None
         self._details: tuple[str, NodeDetails, bool] | None = None
+        self._details_cap: int | None = None
         self._problems: list[Problem] = []
-        self._label_dicts: dict[str, tuple[LabelRecord, dict[str, str]]] = {}
+        self._label_dicts: dict[str, tuple[tuple, dict[str, str]]] = {}
         self.frames = 0
 
     # --- fed by the connection thread -------------------------------------------------------------
@@ -90,26 +90,21 @@ class ViewerState:
         if kind == "details":
             node = str(msg.get("node"))
             d = from_wire(NodeDetails, msg.get("d"))
+            cap = msg.get("cap")
             with self.lock:
                 self._details = (node, d, bool(msg.get("watched", True)))
+                self._details_cap = cap if isinstance(cap, int) and not isinstance(cap, bool) else None
             return
-        if kind == "snap":
-            pairs = [(str(k), str(v)) for k, v in msg.get("pairs", [])]
-            views = {v.name: v for v in (view_from_wire(w) for w in msg.get("nodes", []))}
-            labels = {n: tuple(pairs[i] for i in idx) for n, idx in (msg.get("labels") or {}).items()}
-            with self.lock:
-                self._pairs = pairs
-                self._pending = _Pending(snapshot=True, up=views, labels=labels)
-                self._take_meta(msg)
+        if kind in ("snap", "part"):
+            self._receive_part(msg)
             return
         if kind == "delta":
             up = [view_from_wire(w) for w in msg.get("up", [])]
             with self.lock:
-                if msg.get("pairs"):
-                    start = int(msg.get("pairs_from", len(self._pairs)))
-                    del self._pairs[start:]
-                    self._pairs.extend((str(k), str(v)) for k, v in msg["pairs"])
                 pairs = self._pairs
+                names = {v.name: v.name for v in up}
+                for i, (k, v) in enumerate(msg.get("pairs") or [], int(msg.get("pairs_from", len(pairs)))):
+                    pairs[i] = _pair(k, v, names)
                 p = self._pending
                 for v in up:
                     p.up[v.name] = v
@@ -119,8 +114,46 @@ class ViewerState:
                     p.labels.pop(n, None)
                     p.gone.add(n)
                 for n, idx in (msg.get("labels") or {}).items():
-                    p.labels[n] = tuple(pairs[i] for i in idx)
+                    p.labels[n] = self._label_set(n, idx)
                 self._take_meta(msg)
+
+    def _receive_part(self, msg: dict[str, Any]) -> None:
+        """A ``snap`` frame (a new snapshot: meta and its first, worst nodes) or one of its ``part``s."""
+        first = msg["k"] == "snap"
+        if not first and int(msg.get("seq", -1)) != self.seq:
+            raise WireError("a snapshot part of another snapshot")
+        views = [view_from_wire(w) for w in msg.get("nodes", [])]
+        with self.lock:
+            if first:
+                self._pairs = {}
+                self._pending = _Pending(snapshot=True)
+                self._parts_left = int(msg.get("parts", 0))
+                self._take_meta(msg)
+            else:
+                self._parts_left -= 1
+            pairs = self._pairs
+            names = {v.name: v.name for v in views}
+            for i, (k, v) in zip(msg.get("pair_idx", []), msg.get("pairs", [])):
+                pairs[int(i)] = _pair(k, v, names)
+            p = self._pending
+            for v in views:
+                p.up[v.name] = v
+            for n, idx in (msg.get("labels") or {}).items():
+                p.labels[n] = self._label_set(n, idx)
+
+    def _label_set(self, name: str, idx: list[int]) -> tuple:
+        """A node's labels as kept in ``nodes`` (see there), from indexes into the pair table."""
+        pairs = [self._pairs[i] for i in idx]
+        shared = tuple(p for p in pairs if p[1] != name)
+        shared = self._label_sets.setdefault(shared, shared)
+        if len(self._label_sets) > MAX_LABEL_SETS:
+            self._label_sets.clear()  # (sharing is only a saving: a fleet this varied forgoes it)
+        return (shared, *(p for p in pairs if p[1] == name))
+
+    @property
+    def loading(self) -> bool:
+        """A snapshot is still coming in (the dashboard shows its first part meanwhile)."""
+        return self._parts_left > 0
 
     def _take_meta(self, msg: dict[str, Any]) -> None:
         self.hub_now = float(msg["now"])
@@ -155,7 +188,7 @@ class ViewerState:
         if p.snapshot:
             self._views = dict(p.up)
             self._order = SortedKeyList(self._views.values(), key=sort_key)
-            self.nodes = {n: LabelRecord(pairs) for n, pairs in p.labels.items()}
+            self.nodes = dict(p.labels)
         else:
             views, order = self._views, self._order
             for n in p.gone:
@@ -168,9 +201,9 @@ class ViewerState:
                 if old is not None:
                     order.remove(old)
                 views[n] = v
-                order.add(v)
+            order.update(p.up.values())  # in bulk: the rest of a snapshot is thousands at once
             for n, pairs in p.labels.items():
-                self.nodes[n] = LabelRecord(pairs)
+                self.nodes[n] = pairs
         self._pending = _Pending()
 
     def evaluate(self, now: float) -> FleetView:
@@ -180,7 +213,7 @@ class ViewerState:
             self._apply_pending()
             m = self._meta
             health = dict(self._health)
-            health[HUB_STREAM] = WatchHealth(HUB_STREAM, connected=self.connected, synced=self.hub_now is not None,
+            health[HUB_STREAM] = WatchHealth(HUB_STREAM, connected=self.connected, synced=self.hub_now is not None and not self.loading,
                                              last_activity=self.hub_now, down_since=self._lost_at_hub,
                                              last_error=self.last_error)
             blind, reason = bool(m.get("leases_blind")), str(m.get("blind_reason", ""))
@@ -228,12 +261,12 @@ class ViewerState:
 
     def node_labels(self, name: str) -> dict[str, str] | None:
         with self.lock:
-            rec = self.nodes.get(name)
-            if rec is None:
+            pairs = self.nodes.get(name)
+            if pairs is None:
                 return None
             labels = self._label_dicts.get(name)
-            if labels is None or labels[0] is not rec:
-                labels = self._label_dicts[name] = (rec, rec.labels)
+            if labels is None or labels[0] is not pairs:
+                labels = self._label_dicts[name] = (pairs, {**dict(pairs[0]), **dict(pairs[1:])})
             return labels[1]
 
     def pod_records_on(self, nodes: list[str]) -> dict[str, list[PodRecord]]:
@@ -259,3 +292,18 @@ class ViewerState:
         with self.lock:
             got = self._details
         return got[2] if got is not None and got[0] == name else None
+
+    def details_not_watched(self, name: str) -> str | None:
+        if self.details_watched(name) is not False:
+            return None
+        cap = self._details_cap
+        at_most = f"{cap} nodes at most" if cap is not None else "a limited number of nodes"
+        return (f"not watched (the hub watches the pods and events of {at_most}: the nodes its viewers "
+                "drill into, newest first, then nodes not Ready)")
+
+
+def _pair(key: object, value: object, names: dict[str, str]) -> tuple[str, str]:
+    """A label pair with shared strings: keys are few (interned), and a value that is a node's name
+    (the hostname label) is that name's string, not a second copy."""
+    k, v = intern(str(key)), str(value)
+    return k, names.get(v, v)

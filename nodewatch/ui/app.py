@@ -102,6 +102,9 @@ class NodewatchApp(App):
         Binding("w", "toggle_wall", "Wall", id="app.wall"),
         Binding("T", "toggle_theme", "Light/dark", show=False, id="app.theme"),
         Binding("p", "problems", "Problems", id="app.problems"),
+        Binding("h", "history", "History", id="app.history",
+                tooltip="replay the hub's last hour here while live goes on (l: back to live)"),
+        Binding("l", "live", "Back to live", id="app.live"),
         Binding("space", "replay_toggle", "Play/pause", id="replay.toggle"),
         Binding("plus,equals_sign", "replay_faster", "Faster", id="replay.faster"),
         Binding("minus", "replay_slower", "Slower", show=False, id="replay.slower"),
@@ -143,6 +146,8 @@ class NodewatchApp(App):
         self._last_worker_error = ""
         self.history, self._history_job = history_for(source)
         """The fleet timeline's history: a recording's (sampled in the background), or the ticks'."""
+        self._live_source: Source | None = None
+        """While a hub viewer replays the hub's history (``h``): the live source to go back to."""
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:
@@ -192,6 +197,8 @@ class NodewatchApp(App):
     def on_unmount(self) -> None:
         if self._history_job is not None:
             self._history_job.close()
+        if self._live_source is not None:
+            self.source.stop()  # the history this dashboard opened (the caller stops the live one)
 
     def _on_theme_changed(self, _theme: object) -> None:
         self.palette = palette_from_variables(self.get_css_variables())
@@ -463,10 +470,57 @@ class NodewatchApp(App):
             return False
         if action == "filter_cluster" and not (self.view is not None and self.view.clusters):
             return False
+        if action == "history":
+            return self._live_source is None and hasattr(self.source, "open_history") and self._on_main_screen()
+        if action == "live":
+            return self._live_source is not None and self._on_main_screen()
         return True
 
     def _on_main_screen(self) -> bool:
         return not isinstance(self.screen, (DrillDown, HelpScreen, ProblemsScreen))
+
+    # --- a hub viewer's history ------------------------------------------------------------------
+
+    def action_history(self) -> None:
+        """Replay the hub's last hour in this dashboard (``source.open_history``) while the live
+        source carries on underneath; ``l`` comes back to it."""
+        self.notify("opening the hub's last hour...", timeout=3)
+        self.run_worker(self._open_history, name="history", thread=True, exclusive=True, group="history",
+                        exit_on_error=False)
+
+    def _open_history(self) -> None:
+        live = self.source
+        try:
+            history = live.open_history()  # type: ignore[attr-defined]
+        except ValueError as exc:  # said why (over TCP, nothing recorded...)
+            self.call_from_thread(self.notify, str(exc), title="no history", severity="warning", timeout=10)
+            return
+        self.call_from_thread(self._show_source, history, live)
+
+    def action_live(self) -> None:
+        live, history = self._live_source, self.source
+        if live is not None:
+            self._show_source(live, None)
+            history.stop()
+            self.notify("live", timeout=2)
+
+    def _show_source(self, source: Source, live: Source | None) -> None:
+        """Draw ``source`` from now on; ``live``: the source to go back to (None: this is it)."""
+        self.source, self._live_source = source, live
+        self.label_search = LabelSearch(source.state)
+        if self._history_job is not None:
+            self._history_job.close()
+        self.history, self._history_job = history_for(source)
+        timeline = self.query_one("#timeline", FleetTimeline)
+        timeline.history, timeline.live = self.history, self._history_job is None
+        for bar in self.query(ReplayBar):
+            bar.remove()
+        if source.replay is not None:
+            self.mount(ReplayBar(source.replay, id="replay"), before=self.query_one(Footer))
+        self.next_change = NextChange()
+        self._tick_seq += 1  # a frame of the other source still being evaluated is not shown
+        self.refresh_bindings()
+        self.call_after_refresh(self.tick)
 
     def action_replay_toggle(self) -> None:
         r = self.source.replay

@@ -396,8 +396,12 @@ class DrillDown(Screen):
         self.palette = palette
         d = state.node_details(self.node, now, max_pods=MAX_PODS, max_events=MAX_EVENTS)
         self.query_one("#dd-summary", Static).update(title_section(d, palette))
+        unwatched = state.details_not_watched(self.node)
         for key, _, fn in SECTIONS:
-            self.query_one(f"#dd-{key}", Static).update(fn(d, palette))
+            body = fn(d, palette)
+            if unwatched and key in ("pods", "events"):  # say why they may be missing or old
+                body = Group(Text(f"pods and events: {unwatched}", palette.warn), body)
+            self.query_one(f"#dd-{key}", Static).update(body)
         pods = self.query_one("#dd-pods")
         pods.set_class(any(p.statefulset_risk for p in d.pods), "-risk")
         at_risk = sum(1 for p in d.pods if p.statefulset_risk)
