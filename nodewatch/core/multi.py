@@ -15,16 +15,22 @@ questions over all of them:
 
 A cluster that cannot be read at all (credentials rejected, refused, no kubeconfig entry) is not
 left out: its ``ClusterView`` carries the error, so it is a red cell, never a blank.
+
+A replay of a recording of several clusters rebuilds a ``MultiFleet`` too: it seeks with
+``snapshot``/``restore`` (one keyframe per cluster) and applies each line to its cluster's state
+(``state_of``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from .fleet import FleetState
+from .keyframe import Keyframe
 from .objects import PodRecord
 from .rules import NodeState, ZoneState
 from .settings import Settings
@@ -190,6 +196,39 @@ class MultiFleet:
             if key.startswith(m.name) and key[len(m.name):len(m.name) + 1] == "/":
                 return m, key[len(m.name) + 1:]
         return None
+
+    def state_of(self, cluster: str) -> FleetState | None:
+        """The state of the cluster called ``cluster`` (a recorded line's), or None."""
+        m = self._by_name.get(cluster)
+        return None if m is None else m.state
+
+    def empty_copy(self) -> "MultiFleet":
+        """The same clusters with the same settings, and nothing applied (a replay's scratch)."""
+        return MultiFleet([Member(m.name, ClusterState(m.name, m.state.settings,
+                                                       silence_seconds=m.state.silence_seconds), m.error)
+                           for m in self.members])
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Every cluster's ``batch`` at once: readers see a run of events whole."""
+        with ExitStack() as stack:
+            for m in self.members:
+                stack.enter_context(m.state.batch())
+            yield
+
+    def snapshot(self, prev: tuple[Keyframe, ...] | None = None) -> tuple[Keyframe, ...]:
+        """One keyframe per cluster, in cluster order (``prev``: the previous one, to share with)."""
+        return tuple(m.state.snapshot(prev[i] if prev else None) for i, m in enumerate(self.members))
+
+    def restore(self, kf: tuple[Keyframe, ...] | None) -> None:
+        """Every cluster becomes its keyframe (None: empty), in place."""
+        for i, m in enumerate(self.members):
+            m.state.restore(kf[i] if kf else None)
+
+    def node_view(self, name: str, now: float) -> NodeView | None:
+        """One node's view by its key (``cluster/name``)."""
+        hit = self.split(name)
+        return None if hit is None else hit[0].state.node_view(hit[1], now)
 
     def evaluate_each(self, now: float) -> list[tuple[Member, FleetView]]:
         """Each cluster's own view at ``now`` (``status`` answers per cluster)."""
