@@ -81,6 +81,8 @@ class Member:
     name: str
     state: FleetState
     error: Callable[[], str | None] = _no_error
+    context: str | None = None
+    """Its kubeconfig context, when known (``status`` says it)."""
 
 
 def cluster_health(view: FleetView, error: str | None, now: float) -> tuple[str, str]:
@@ -122,6 +124,7 @@ def cluster_view(name: str, view: FleetView, error: str | None, now: float) -> C
         zones_disrupted=sum(1 for z in view.zones if z.state is not ZoneState.NORMAL),
         statefulset_at_risk=view.statefulset_at_risk, all_zones_full=view.all_zones_full,
         controller_suspect=view.controller_suspect, health=level, health_text=words, error=error or "",
+        blind_reason=(view.blind_reason or "lease stream blind") if view.leases_blind and view.nodes else "",
     )
 
 
@@ -205,7 +208,8 @@ class MultiFleet:
     def empty_copy(self) -> "MultiFleet":
         """The same clusters with the same settings, and nothing applied (a replay's scratch)."""
         return MultiFleet([Member(m.name, ClusterState(m.name, m.state.settings,
-                                                       silence_seconds=m.state.silence_seconds), m.error)
+                                                       silence_seconds=m.state.silence_seconds), m.error,
+                                  m.context)
                            for m in self.members])
 
     @contextmanager

@@ -80,7 +80,7 @@ def new_state(header: dict, clusters: list[RecordedCluster] | None, given: Setti
 
     if clusters is None:
         return FleetState(header_settings(header, given, problems))
-    return MultiFleet([Member(c.name, ClusterState(c.name, cluster_settings(c, given, problems)))
+    return MultiFleet([Member(c.name, ClusterState(c.name, cluster_settings(c, given, problems)), context=c.context)
                        for c in clusters])
 
 
