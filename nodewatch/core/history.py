@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .objects import PodRecord
 from .rules import EVICTION_TAINTS, NodeState, ZoneState
 from .settings import Settings
-from .views import AT_RISK_STATES, FleetView
+from .views import AT_RISK_STATES, FleetView, zone_key
 
 if TYPE_CHECKING:
     from .source import FleetReader
@@ -335,7 +335,7 @@ class HistoryRecorder:
             if prev is None or prev[0] is not v.state:
                 age = v.lease_age(t)
                 stopped = v.lease_observed_at if age is not None and age > v.grace else None
-                self.changes.append(NodeChange(t, key, v.zone, prev[0] if prev else (None if first else NodeState.READY),
+                self.changes.append(NodeChange(t, key, zone_key(v), prev[0] if prev else (None if first else NodeState.READY),
                                                v.state, v.cause, tuple(c.kind.value for c in v.causes),
                                                v.state_since, stopped))
         gone = [name for name in self._states if name not in now_states]
@@ -343,7 +343,7 @@ class HistoryRecorder:
             ready = {v.key: v for v in view.nodes[len(now_states):]}
             for name in gone:
                 v = ready.get(name)
-                self.changes.append(NodeChange(t, name, v.zone if v else "", self._states[name][0],
+                self.changes.append(NodeChange(t, name, zone_key(v) if v else "", self._states[name][0],
                                                NodeState.READY if v else None, "", (),
                                                v.state_since if v else None, None))
         self._states = now_states
