@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, old)
         if specs is not None and fatal is None:  # several: worth keeping once one cluster was listed
-            settled = source.settled()
+            settled = _settled(source)
             listed = any(v is True for v in settled.values())
             for name, v in settled.items():
                 if v is None and listed and not args.quiet:
@@ -119,9 +119,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _clusters_progress(source: Any, told: dict[str, str], quiet: bool) -> tuple[str | None, bool]:
-    """(why nothing can be recorded, whether every cluster is settled with one listed at least) for
-    several clusters; a cluster with a permanent error is said once on stderr (in ``told``)."""
-    settled = source.settled()
+    """(why nothing can be recorded, whether every cluster is settled) for several clusters; a
+    cluster with a permanent error before its nodes and leases were listed is said once on stderr
+    (and kept in ``told``)."""
+    settled = _settled(source)
     for feed in source.feeds:
         if settled[feed.name] is False and feed.name not in told:
             told[feed.name] = " ".join((feed.error() or "cannot be read").split())[:300]
@@ -131,3 +132,16 @@ def _clusters_progress(source: Any, told: dict[str, str], quiet: bool) -> tuple[
     if all(v is False for v in settled.values()):
         return "; ".join(f"{safe(name, 80)}: {why}" for name, why in told.items()), False
     return None, all(v is not None for v in settled.values())
+
+
+def _settled(source: Any) -> dict[str, bool | None]:
+    """Per cluster: True once its nodes and leases were listed, False for a permanent error before
+    that, None while it is still to be waited for (the rule of one-cluster ``record``)."""
+    out: dict[str, bool | None] = {}
+    for feed in source.feeds:
+        live = feed.live
+        if live is not None and not any(what in ("nodes", "leases") for what in live.not_listed()):
+            out[feed.name] = True
+        else:
+            out[feed.name] = False if feed.error() is not None else None
+    return out
