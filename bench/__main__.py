@@ -13,7 +13,7 @@ import traceback
 from .harness import Figure, print_table
 
 GROUPS = ["core_ingest", "memory", "process_memory", "frame", "start", "live_path", "sim_realtime", "replay_seek",
-          "replay_read", "terminal"]
+          "replay_read", "terminal", "multi"]
 QUICK = {
     "core_ingest": {"nodes": 500, "events": 20_000},
     "memory": {"nodes": 2_000},
@@ -25,6 +25,7 @@ QUICK = {
     "sim_realtime": {"nodes": 300, "seconds": 3.0},
     "replay_seek": {"nodes": 200, "minutes": 5},
     "terminal": {"nodes": 2_000, "seconds": 3},
+    "multi": {"clusters": 3, "nodes": 300, "frames": 2},
 }
 
 

@@ -118,11 +118,17 @@ def cluster_specs_from_args(args: argparse.Namespace) -> list[ClusterSpec] | Non
     return specs if len(specs) > 1 else None
 
 
-def multi_source(specs: list[ClusterSpec], args: argparse.Namespace, settings: Settings) -> MultiSource:
+def multi_source(specs: list[ClusterSpec], args: argparse.Namespace, settings: Settings,
+                 record: str | None = None) -> MultiSource:
+    """Several clusters as one source; with ``record``, every cluster recorded into that one file
+    (the caller closes ``source.recorder`` after ``source.stop()``). Raises CommandError."""
     from ..sources.multi import MultiSource
 
-    return MultiSource(specs, settings, cert_cache_dir=args.cert_cache_dir, probe_kubelet_tls=args.probe_kubelet_tls,
-                       kubelet_metrics=args.kubelet_metrics)
+    source = MultiSource(specs, settings, cert_cache_dir=args.cert_cache_dir,
+                         probe_kubelet_tls=args.probe_kubelet_tls, kubelet_metrics=args.kubelet_metrics)
+    if record:
+        source.recorder = open_recorder(record, source.recording_source(), settings, source.recording_clusters())
+    return source
 
 
 def live_source_from_args(args: argparse.Namespace, settings: Settings, record: str | None = None) -> LiveSource:
@@ -145,12 +151,14 @@ def live_source_from_args(args: argparse.Namespace, settings: Settings, record: 
     return source
 
 
-def open_recorder(path: str, source_info: dict[str, Any], settings: Settings) -> Recorder:
-    """A recorder writing ``path`` with ``source_info`` in its header. Raises CommandError."""
+def open_recorder(path: str, source_info: dict[str, Any], settings: Settings,
+                  clusters: list[dict[str, Any]] | None = None) -> Recorder:
+    """A recorder writing ``path`` with ``source_info`` (and ``clusters``, for several) in its
+    header. Raises CommandError."""
     from ..sources.recording import Recorder
 
     try:
-        return Recorder(path, source_info, settings)
+        return Recorder(path, source_info, settings, clusters=clusters)
     except OSError as exc:
         raise CommandError(f"{path}: cannot write ({exc.strerror or exc})") from None
 

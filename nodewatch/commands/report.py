@@ -2,7 +2,8 @@
 
 The recording is sampled in one pass (``core/history.py``) over the window asked for, and the
 report written from that history (``core/incident_report.py``): stdout Markdown by default,
-``-o FILE.md`` or ``-o FILE.html``.
+``-o FILE.md`` or ``-o FILE.html``. A recording of several clusters is sampled with one state per
+cluster (each judged by its own recorded settings) and reported per cluster.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..core.history import sample_recording
     from ..core.incident_report import RecordingInfo, build_report, to_html, to_markdown
+    from ..core.multi import MultiFleet
     from ..core.timeutil import parse_when
     from ..sources.replay.index import EventIndex
     from ..sources.recording import RecordingError
@@ -48,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         if not len(index):
             raise CommandError(f"{args.file}: no usable events in the recording")
-        settings = index.settings(settings_from_args(args) if _settings_given(args) else None)
+        given = settings_from_args(args) if _settings_given(args) else None
+        settings = index.settings(given)
+        state = index.new_state(given) if index.clusters else None  # several: one state per cluster
         try:
             start = parse_when(args.start, index.start) if args.start else index.start
             end = parse_when(args.end, index.start) if args.end else index.end
@@ -56,10 +60,12 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
         if end < start:
             raise CommandError("--to is before --from")
-        history = sample_recording(index, settings, start=start, end=end)
+        history = sample_recording(index, settings, start=start, end=end, state=state)
+        clusters = tuple((m.name, m.state.settings) for m in state.members) if isinstance(state, MultiFleet) else ()
         info = RecordingInfo(
             name=os.path.basename(args.file), size=_size(args.file), events=len(index),
-            source=index.source_name(), settings=settings, problems=tuple(index.problems), start=start, end=end)
+            source=index.source_name(), settings=settings, problems=tuple(index.problems), start=start, end=end,
+            clusters=clusters)
         blocks = build_report(info, history)
         text = to_html(blocks, history, start, end) if fmt == "html" else to_markdown(blocks)
     finally:

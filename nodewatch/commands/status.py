@@ -22,6 +22,7 @@ import sys
 
 import orjson
 
+from ..core.multi import MultiFleet
 from ..core.report import fleet_json, fleet_table, terminal_safe_json
 from ..core.rules import NodeState
 from ..core.timeutil import format_time, parse_when
@@ -71,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
         raise
     except Exception as exc:  # noqa: BLE001 - every failure is one clear line and exit 2
         return fail(_one_line(exc))
+    if isinstance(state, MultiFleet):  # a recording of several clusters: answered per cluster
+        from .status_multi import answer_recorded
+
+        return answer_recorded(args, state, now)
     view = state.evaluate(now)
     if not view.nodes and not (args.demo or args.replay):
         print("nodewatch: the cluster has no nodes (its node list is empty)", file=sys.stderr)

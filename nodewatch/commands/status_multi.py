@@ -5,6 +5,10 @@ JSON: ``{"clusters": [{"context": ..., <what one-cluster status has>}, {"context
 Exit codes: 2 when a cluster cannot be read (its error also goes to stderr, one line per cluster),
 otherwise 1 when any node anywhere is not Ready, otherwise 0. The clusters are started and waited
 for together: one that cannot answer costs at most ``--wait`` seconds, never one wait per cluster.
+
+``status --replay`` of a recording of several clusters answers the same way, per recorded cluster
+(``answer_recorded``); a cluster without nodes at that instant is an error there (exit 2), as a
+one-cluster recording without nodes is.
 """
 
 from __future__ import annotations
@@ -15,12 +19,18 @@ from typing import Any
 
 import orjson
 
+from ..core.multi import MultiFleet, cluster_health
 from ..core.report import fleet_json, fleet_table, terminal_safe_json
 from ..core.rules import NodeState
 from ..core.settings import Settings
 from ..core.text import safe
+from ..core.timeutil import format_time
+from ..core.views import HEALTH_BAD
 from ..sources.multi_config import ClusterSpec
 from .common import fail, multi_source
+
+Answer = tuple[str, "str | None", Any, Any, "str | None"]
+"""One cluster's answer: (name, context, state, view, error)."""
 
 
 def run_multi(args: argparse.Namespace, settings: Settings, specs: list[ClusterSpec]) -> int:
@@ -40,39 +50,63 @@ def run_multi(args: argparse.Namespace, settings: Settings, specs: list[ClusterS
     try:
         listed = source.wait_settled(args.wait, hit[1] if hit else None)
         now = source.clock.now()
-        entries: list[tuple[ClusterSpec, Any, Any, str | None]] = []
+        entries: list[Answer] = []
         for spec, feed, (member, view) in zip(specs, source.feeds, source.state.evaluate_each(now)):
             node = hit[1] if hit is not None and hit[0].name == feed.name else None
-            entries.append((spec, member.state, view, _cluster_error(feed, listed[feed.name], args, node)))
+            entries.append((spec.name, spec.context, member.state, view,
+                            _cluster_error(feed, listed[feed.name], args, node)))
     finally:
         source.stop()
+    return _answer(args, entries, hit)
+
+
+def answer_recorded(args: argparse.Namespace, state: MultiFleet, now: float) -> int:
+    """``status --replay`` of a recording of several clusters, at ``now``: as over live clusters."""
+    hit = None
+    if args.node is not None:
+        hit = state.split(args.node)
+        if hit is None:
+            return fail(f"--node {args.node!r}: with several clusters name the node as CLUSTER/NAME "
+                        f"(clusters: {', '.join(state.cluster_names)})")
+    entries: list[Answer] = []
+    for member, view in state.evaluate_each(now):
+        error = None
+        if not view.nodes:
+            level, words = cluster_health(view, None, now)
+            error = words if level == HEALTH_BAD else f"no nodes recorded at {format_time(now)}"
+        entries.append((member.name, member.context, member.state, view, error))
+    return _answer(args, entries, hit)
+
+
+def _answer(args: argparse.Namespace, entries: list[Answer], hit: Any) -> int:
+    """Each cluster's answer (or error), as JSON or tables; the exit code over all of them."""
     if hit is not None and not hit[0].state.has_node(hit[1]) and not any(
-            e for s, _, _, e in entries if s.name == hit[0].name):
+            e for name, _, _, _, e in entries if name == hit[0].name):
         return fail(f"no node named {hit[1]!r} in cluster {hit[0].name!r}")
     failed = False
     not_ready = False
     out: list[dict[str, Any]] = []
     blocks: list[str] = []
-    for spec, state, view, error in entries:
-        head: dict[str, Any] = {"context": spec.context or spec.name}
-        if spec.name != head["context"]:
-            head["name"] = spec.name
-        title = f"== cluster {safe(spec.name, 80)}" + (
-            f" (context {safe(spec.context, 80)})" if spec.context and spec.context != spec.name else "") + " =="
+    for name, context, state, view, error in entries:
+        head: dict[str, Any] = {"context": context or name}
+        if name != head["context"]:
+            head["name"] = name
+        title = f"== cluster {safe(name, 80)}" + (
+            f" (context {safe(context, 80)})" if context and context != name else "") + " =="
         if error is not None:
             failed = True
-            print(f"nodewatch: cluster {safe(spec.name, 80)}: {error}", file=sys.stderr)
+            print(f"nodewatch: cluster {safe(name, 80)}: {error}", file=sys.stderr)
             out.append({**head, "error": error})
             blocks.append(f"{title}\nerror: {safe(error, 500)}")
             continue
-        node = hit[1] if hit is not None and hit[0].name == spec.name else None
+        node = hit[1] if hit is not None and hit[0].name == name else None
         if hit is not None and node is None:
             nodes = []
         else:
             nodes = [v for v in view.nodes if node is None or v.name == node]
         not_ready = not_ready or any(v.state is not NodeState.READY for v in nodes)
         if not view.nodes:
-            print(f"nodewatch: cluster {safe(spec.name, 80)}: the cluster has no nodes (its node list is empty)",
+            print(f"nodewatch: cluster {safe(name, 80)}: the cluster has no nodes (its node list is empty)",
                   file=sys.stderr)
         if hit is not None and node is None:
             out.append({**head, "nodes": []})

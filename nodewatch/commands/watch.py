@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from .common import (
-    CommandError,
     add_live_arguments,
     add_multi_arguments,
     add_settings_arguments,
@@ -28,9 +27,7 @@ def run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     specs = cluster_specs_from_args(args)
     if specs is not None:
-        if args.record:
-            raise CommandError("--record records one cluster; with several, record each with `nodewatch record`")
-        source = multi_source(specs, args, settings)
+        source = multi_source(specs, args, settings, record=args.record)  # one file, each line its cluster
     else:
         source = live_source_from_args(args, settings, record=args.record)
     try:

@@ -22,12 +22,12 @@ import math
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .objects import PodRecord
 from .rules import EVICTION_TAINTS, NodeState, ZoneState
 from .settings import Settings
-from .views import AT_RISK_STATES, FleetView
+from .views import AT_RISK_STATES, FleetView, zone_key
 
 if TYPE_CHECKING:
     from .source import FleetReader
@@ -136,6 +136,8 @@ class BlindPeriod:
     end: float | None
     """None: still blind at the last sample."""
     reason: str
+    cluster: str = ""
+    """Whose lease stream, when several clusters are watched ("": the only one)."""
 
 
 class HistoryRecorder:
@@ -164,8 +166,8 @@ class HistoryRecorder:
         self._taints: set[tuple[str, str, float | None]] = set()
         self._terminating: set[tuple[str, str]] = set()
         self._sts: set[tuple[str, str]] = set()
-        self._blind_since: float | None = None
-        self._blind_reason = ""
+        self._blind_open: dict[str, BlindPeriod] = {}
+        """The blind periods still open, by cluster ("" for a one-cluster fleet)."""
         self._first = True
         self._last_at: float | None = None
 
@@ -248,7 +250,7 @@ class HistoryRecorder:
         self._bucket_end = -math.inf
         self._states, self._zones, self._taints = {}, {}, set()
         self._terminating, self._sts = set(), set()
-        self._blind_since, self._blind_reason = None, ""
+        self._blind_open = {}
         self._first = True
 
     def _add_sample(self, t: float, counts: tuple[int, ...]) -> None:
@@ -292,12 +294,21 @@ class HistoryRecorder:
         self._zones = seen
 
     def _observe_blind(self, view: FleetView) -> None:
-        if view.leases_blind and self._blind_since is None:
-            self._blind_since, self._blind_reason = view.at, view.blind_reason
-            self.blind.append(BlindPeriod(view.at, None, view.blind_reason))
-        elif not view.leases_blind and self._blind_since is not None:
-            self.blind[-1] = BlindPeriod(self._blind_since, view.at, self._blind_reason)
-            self._blind_since = None
+        """Blind periods: of the fleet, or of each cluster when several are watched."""
+        if view.clusters:
+            now = {c.name: c.blind_reason for c in view.clusters if c.blind_reason}
+        else:
+            now = {"": view.blind_reason} if view.leases_blind else {}
+        for cluster, reason in now.items():
+            if cluster not in self._blind_open:
+                period = self._blind_open[cluster] = BlindPeriod(view.at, None, reason, cluster)
+                self.blind.append(period)
+        for cluster in [c for c in self._blind_open if c not in now]:
+            period = self._blind_open.pop(cluster)
+            for i in range(len(self.blind) - 1, -1, -1):
+                if self.blind[i] is period:
+                    self.blind[i] = BlindPeriod(period.start, view.at, period.reason, cluster)
+                    break
 
     def _observe_nodes(self, view: FleetView, first: bool) -> list[str]:
         """Node changes and NoExecute taints, from the nodes that are not Ready; returns the nodes
@@ -324,7 +335,7 @@ class HistoryRecorder:
             if prev is None or prev[0] is not v.state:
                 age = v.lease_age(t)
                 stopped = v.lease_observed_at if age is not None and age > v.grace else None
-                self.changes.append(NodeChange(t, key, v.zone, prev[0] if prev else (None if first else NodeState.READY),
+                self.changes.append(NodeChange(t, key, zone_key(v), prev[0] if prev else (None if first else NodeState.READY),
                                                v.state, v.cause, tuple(c.kind.value for c in v.causes),
                                                v.state_since, stopped))
         gone = [name for name in self._states if name not in now_states]
@@ -332,7 +343,7 @@ class HistoryRecorder:
             ready = {v.key: v for v in view.nodes[len(now_states):]}
             for name in gone:
                 v = ready.get(name)
-                self.changes.append(NodeChange(t, name, v.zone if v else "", self._states[name][0],
+                self.changes.append(NodeChange(t, name, zone_key(v) if v else "", self._states[name][0],
                                                NodeState.READY if v else None, "", (),
                                                v.state_since if v else None, None))
         self._states = now_states
@@ -378,19 +389,21 @@ class EventRun(Protocol):
     def apply_range(self, state: object, a: int, b: int) -> None: ...
 
 
-def sample_recording(events: EventRun, settings: Settings, *, start: float | None = None,
+def sample_recording(events: EventRun, settings: Settings | None, *, start: float | None = None,
                      end: float | None = None, recorder: HistoryRecorder | None = None,
-                     step: float = SAMPLE_SECONDS, stop: threading.Event | None = None) -> HistoryRecorder:
+                     step: float = SAMPLE_SECONDS, stop: threading.Event | None = None,
+                     state: Any = None) -> HistoryRecorder:
     """Sample a recording in one pass over a scratch state: every ``step`` seconds of virtual time
     from ``start`` to ``end`` (default: the whole recording), each sample after applying every
     event up to that time. ``stop`` ends it early (the dashboard closed); ``recorder.complete``
-    says whether it ran to the end."""
+    says whether it ran to the end. ``state``: the empty scratch state (a recording of several
+    clusters needs one per cluster, ``core/multi.py``); default a ``FleetState(settings)``."""
     from .fleet import FleetState  # the state is built here; the recorder only reads views
 
     rec = recorder or HistoryRecorder(step=step)
     start = events.start if start is None else start
     end = events.end if end is None else end
-    scratch = FleetState(settings)
+    scratch = state if state is not None else FleetState(settings)
     times = events.times
     i = 0
     t = start
@@ -412,15 +425,17 @@ def sample_recording(events: EventRun, settings: Settings, *, start: float | Non
 class BackgroundHistory:
     """A recording's history sampled by a daemon thread; readable (partly) at once."""
 
-    def __init__(self, events: EventRun, settings: Settings) -> None:
+    def __init__(self, events: EventRun, settings: Settings | None, state: Any = None) -> None:
+        """``state``: the empty scratch state, as for ``sample_recording``."""
         self.recorder = HistoryRecorder()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(events, settings), name="history", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(events, settings, state), name="history",
+                                        daemon=True)
         self._thread.start()
 
-    def _run(self, events: EventRun, settings: Settings) -> None:
+    def _run(self, events: EventRun, settings: Settings | None, state: Any) -> None:
         try:
-            sample_recording(events, settings, recorder=self.recorder, stop=self._stop)
+            sample_recording(events, settings, recorder=self.recorder, stop=self._stop, state=state)
         except (OSError, ValueError):
             return  # the replay was closed, and its file with it
 

@@ -8,6 +8,10 @@ span after ``text.safe`` (no links, no HTML, no control characters), in HTML esc
 
 Deterministic: the same recording and window give the same bytes (no "generated at", times in
 UTC from the recording, no dict order that depends on the run).
+
+A recording of several clusters (``RecordingInfo.clusters``): node names are ``cluster/name`` and
+zones ``cluster/zone`` throughout (the history keys them so); the summary says, per cluster, the
+first node to stop renewing, the last to recover and what was disrupted; blind periods say whose.
 """
 
 from __future__ import annotations
@@ -94,6 +98,16 @@ class RecordingInfo:
     start: float
     end: float
     """The report's window."""
+    clusters: tuple[tuple[str, Settings], ...] = ()
+    """A recording of several clusters: each one's name and settings, in the header's order."""
+
+
+def cluster_of(key: str, clusters: tuple[tuple[str, Settings], ...]) -> str:
+    """The cluster of a node key or zone name (``cluster/...``), by the known names, longest first."""
+    for name in sorted((n for n, _ in clusters), key=len, reverse=True):
+        if key.startswith(name + "/"):
+            return name
+    return ""
 
 
 def _when(t: float | None) -> str:
@@ -128,13 +142,19 @@ def build_report(info: RecordingInfo, h: HistoryRecorder) -> list[Block]:
     title = info.source or info.name
     add(Block("h1", ("Incident report: ", Untrusted(title))))
     size = f", {humanize.naturalsize(info.size)}" if info.size is not None else ""
+    settings = (f"{_count(len(info.clusters), 'cluster')}" if info.clusters else
+                f"Settings: {info.settings.summary(zone_threshold=True)}")
     add(Block("p", ("Recording ", Untrusted(info.name), f" ({_count(info.events, 'event')}{size}), from "
                     f"{_when(info.start)} to {_when(info.end)} ({_delta(info.end - info.start)}); "
-                    f"{_count(h.nodes_seen, 'node')}. Settings: {info.settings.summary(zone_threshold=True)}.")))
+                    f"{_count(h.nodes_seen, 'node')}. {settings}.")))
+    if info.clusters:
+        add(Block("ul", items=[(Untrusted(name), f": {st.summary(zone_threshold=True)}") for name, st in info.clusters]))
     changes = list(h.changes)
     samples = h.all_samples()
     down_nodes = _down_nodes(changes)
     _summary(blocks, info, h, changes, samples, down_nodes)
+    if info.clusters:
+        _cluster_summaries(blocks, info, h, changes)
     add(Block("h2", ("Fleet timeline",)))
     add(Block("timeline"))
     _timeline_table(blocks, samples)
@@ -158,6 +178,52 @@ def _down_nodes(changes: list[NodeChange]) -> list[str]:
 def _summary(blocks: list[Block], info: RecordingInfo, h: HistoryRecorder, changes: list[NodeChange],
              samples: list[Sample], down_nodes: list[str]) -> None:
     blocks.append(Block("h2", ("Summary",)))
+    items = _recovery_items(info, changes)
+    peak = h.peak()
+    if peak is not None and peak.down:
+        items.append((f"Peak: {_count(peak.down, 'node')} down (past the grace or worse) at {_when(peak.at)}: "
+                      f"{_counts_text(peak)}.",))
+    taints = [m for m in h.all_marks() if m.kind is MarkKind.TAINT]
+    items.append(_risk_item(len(taints), len(h.evictions), len(h.statefulset_at_risk)))
+    disrupted = sorted({z.zone for z in h.zone_changes if z.after is not ZoneState.NORMAL})
+    if disrupted:
+        items.append(_disrupted_item(disrupted))
+    blocks.append(Block("ul", items=items))
+
+
+def _cluster_summaries(blocks: list[Block], info: RecordingInfo, h: HistoryRecorder,
+                       changes: list[NodeChange]) -> None:
+    """The summary again for each cluster of a recording of several."""
+    taints = [m for m in h.all_marks() if m.kind is MarkKind.TAINT]
+    for name, _ in info.clusters:
+        def mine(key: str, name: str = name) -> bool:
+            return cluster_of(key, info.clusters) == name
+
+        items = _recovery_items(info, [c for c in changes if mine(c.node)])
+        items.append(_risk_item(sum(mine(m.subject) for m in taints), sum(mine(p.node) for p in h.evictions),
+                                sum(mine(p.node) for p in h.statefulset_at_risk)))
+        disrupted = sorted({z.zone for z in h.zone_changes if z.after is not ZoneState.NORMAL and mine(z.zone)})
+        if disrupted:
+            items.append(_disrupted_item(disrupted))
+        blind = [b for b in h.blind if b.cluster == name]
+        if blind:
+            items.append((f"nodewatch could not judge its nodes by their leases {_count(len(blind), 'time')} "
+                          "(see the blind periods below).",))
+        blocks.append(Block("h3", ("Cluster ", Untrusted(name))))
+        blocks.append(Block("ul", items=items))
+
+
+def _risk_item(taints: int, evictions: int, sts: int) -> Line:
+    return (f"{_count(taints, 'NoExecute taint')} added, {_count(evictions, 'pod')} evicted, "
+            f"{_count(sts, 'StatefulSet pod')} at risk.",)
+
+
+def _disrupted_item(zones: list[str]) -> Line:
+    return (f"{_count(len(zones), 'zone')} in disruption: ", *_join([_zone_name(z) for z in zones]), ".")
+
+
+def _recovery_items(info: RecordingInfo, changes: list[NodeChange]) -> list[Line]:
+    """The first node to stop renewing, the last to recover, the ones still down."""
     items: list[Line] = []
     stopped = [(c.stopped_renewing, c.node) for c in changes if c.stopped_renewing is not None]
     if stopped:
@@ -179,18 +245,7 @@ def _summary(blocks: list[Block], info: RecordingInfo, h: HistoryRecorder, chang
         items.append((f"{_count(len(still), 'node was', 'nodes were')} still down at the end of the window.",))
     elif not recovered:
         items.append(("No node was down in the window.",))
-    peak = h.peak()
-    if peak is not None and peak.down:
-        items.append((f"Peak: {_count(peak.down, 'node')} down (past the grace or worse) at {_when(peak.at)}: "
-                      f"{_counts_text(peak)}.",))
-    taints = [m for m in h.all_marks() if m.kind is MarkKind.TAINT]
-    items.append((f"{_count(len(taints), 'NoExecute taint')} added, {_count(len(h.evictions), 'pod')} evicted, "
-                  f"{_count(len(h.statefulset_at_risk), 'StatefulSet pod')} at risk.",))
-    disrupted = sorted({z.zone for z in h.zone_changes if z.after is not ZoneState.NORMAL})
-    if disrupted:
-        items.append((f"{_count(len(disrupted), 'zone')} in disruption: ",
-                      *_join([_zone_name(z) for z in disrupted]), "."))
-    blocks.append(Block("ul", items=items))
+    return items
 
 
 def _join(pieces: list[Piece]) -> list[Piece]:
@@ -339,11 +394,14 @@ def _causes(blocks: list[Block], changes: list[NodeChange], down_nodes: list[str
 def _blind(blocks: list[Block], h: HistoryRecorder, info: RecordingInfo) -> None:
     blocks.append(Block("h2", ("nodewatch's own blind periods",)))
     if h.blind:
-        _table(blocks, ("from", "to", "for", "why"),
-               [((_when(b.start),), (_when(b.end) if b.end is not None else "end of window",),
+        whose: tuple[str, ...] = ("cluster",) if info.clusters else ()
+        _table(blocks, (*whose, "from", "to", "for", "why"),
+               [(*(((Untrusted(b.cluster),),) if whose else ()), (_when(b.start),),
+                 (_when(b.end) if b.end is not None else "end of window",),
                  (_delta((b.end if b.end is not None else info.end) - b.start),), (Untrusted(b.reason),))
                 for b in h.blind],
-               "While the lease stream was down or silent, no node could be judged by its lease:")
+               "While the lease stream was down or silent, no node could be judged by its lease"
+               + (" (in that cluster):" if whose else ":"))
     elif h.health_tracked:
         blocks.append(Block("p", ("None: the lease stream was connected and live throughout the window.",)))
     else:

@@ -15,16 +15,22 @@ questions over all of them:
 
 A cluster that cannot be read at all (credentials rejected, refused, no kubeconfig entry) is not
 left out: its ``ClusterView`` carries the error, so it is a red cell, never a blank.
+
+A replay of a recording of several clusters rebuilds a ``MultiFleet`` too: it seeks with
+``snapshot``/``restore`` (one keyframe per cluster) and applies each line to its cluster's state
+(``state_of``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from .fleet import FleetState
+from .keyframe import Keyframe
 from .objects import PodRecord
 from .rules import NodeState, ZoneState
 from .settings import Settings
@@ -75,6 +81,8 @@ class Member:
     name: str
     state: FleetState
     error: Callable[[], str | None] = _no_error
+    context: str | None = None
+    """Its kubeconfig context, when known (``status`` says it)."""
 
 
 def cluster_health(view: FleetView, error: str | None, now: float) -> tuple[str, str]:
@@ -116,6 +124,7 @@ def cluster_view(name: str, view: FleetView, error: str | None, now: float) -> C
         zones_disrupted=sum(1 for z in view.zones if z.state is not ZoneState.NORMAL),
         statefulset_at_risk=view.statefulset_at_risk, all_zones_full=view.all_zones_full,
         controller_suspect=view.controller_suspect, health=level, health_text=words, error=error or "",
+        blind_reason=(view.blind_reason or "lease stream blind") if view.leases_blind and view.nodes else "",
     )
 
 
@@ -190,6 +199,40 @@ class MultiFleet:
             if key.startswith(m.name) and key[len(m.name):len(m.name) + 1] == "/":
                 return m, key[len(m.name) + 1:]
         return None
+
+    def state_of(self, cluster: str) -> FleetState | None:
+        """The state of the cluster called ``cluster`` (a recorded line's), or None."""
+        m = self._by_name.get(cluster)
+        return None if m is None else m.state
+
+    def empty_copy(self) -> "MultiFleet":
+        """The same clusters with the same settings, and nothing applied (a replay's scratch)."""
+        return MultiFleet([Member(m.name, ClusterState(m.name, m.state.settings,
+                                                       silence_seconds=m.state.silence_seconds), m.error,
+                                  m.context)
+                           for m in self.members])
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Every cluster's ``batch`` at once: readers see a run of events whole."""
+        with ExitStack() as stack:
+            for m in self.members:
+                stack.enter_context(m.state.batch())
+            yield
+
+    def snapshot(self, prev: tuple[Keyframe, ...] | None = None) -> tuple[Keyframe, ...]:
+        """One keyframe per cluster, in cluster order (``prev``: the previous one, to share with)."""
+        return tuple(m.state.snapshot(prev[i] if prev else None) for i, m in enumerate(self.members))
+
+    def restore(self, kf: tuple[Keyframe, ...] | None) -> None:
+        """Every cluster becomes its keyframe (None: empty), in place."""
+        for i, m in enumerate(self.members):
+            m.state.restore(kf[i] if kf else None)
+
+    def node_view(self, name: str, now: float) -> NodeView | None:
+        """One node's view by its key (``cluster/name``)."""
+        hit = self.split(name)
+        return None if hit is None else hit[0].state.node_view(hit[1], now)
 
     def evaluate_each(self, now: float) -> list[tuple[Member, FleetView]]:
         """Each cluster's own view at ``now`` (``status`` answers per cluster)."""

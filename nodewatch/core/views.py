@@ -183,6 +183,8 @@ class ClusterView:
     """What is wrong with the watch, in a few words (``ok``, ``listing``, ``nodes down 2m``)."""
     error: str = ""
     """Why the cluster cannot be read at all (credentials rejected, refused, bad kubeconfig), or ""."""
+    blind_reason: str = ""
+    """Why its leases cannot be trusted to judge its nodes right now (``FleetView.blind_reason``), or ""."""
 
 
 @dataclass(slots=True)

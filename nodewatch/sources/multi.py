@@ -7,6 +7,10 @@ loaded, whose server refuses or whose credentials are rejected is a cluster with
 cell), not a dashboard that hangs: its ``LiveSource`` keeps retrying in the background (the
 reflectors back off and reconnect), and an entry that could not be loaded at all is loaded again
 every ``RETRY_MAX`` seconds at most.
+
+With a ``recorder`` (set before ``start``), every cluster records into the one file, each line
+saying its cluster (``recording.py``); a kubeconfig entry that cannot be loaded is recorded as its
+cluster's health, so a replay shows that cluster red too.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from ..core.settings import Settings
 from .kubeconfig import KubeconfigError
 from .live import LiveSource
 from .multi_config import ClusterSpec
+from .recording import Recorder, settings_payload
 
 RETRY_FIRST = 1.0
 RETRY_MAX = 30.0
@@ -41,6 +46,7 @@ class ClusterFeed:
         self.live: LiveSource | None = None
         self.load_error: str | None = None
         """Why the kubeconfig entry could not be loaded (the last attempt), or None."""
+        self.load_error_recorded: str | None = None
         self.thread: threading.Thread | None = None
 
     def error(self) -> str | None:
@@ -60,10 +66,11 @@ class MultiSource:
         if not specs:
             raise ValueError("no clusters to watch")
         self.feeds = [ClusterFeed(spec, spec.settings(settings)) for spec in specs]
-        self.state = MultiFleet([Member(f.name, f.state, f.error) for f in self.feeds])
+        self.state = MultiFleet([Member(f.name, f.state, f.error, f.spec.context) for f in self.feeds])
         self.clock: Clock = clock or SystemClock()
         self.replay = None
-        self.recorder = None
+        self.recorder: Recorder | None = None
+        """Set before ``start`` to record every cluster into one file (the caller closes it after ``stop``)."""
         self.name = f"{len(self.feeds)} clusters: {', '.join(f.name for f in self.feeds)}"
         self._live_options: dict[str, Any] = dict(
             cert_cache_dir=cert_cache_dir, probe_kubelet_tls=probe_kubelet_tls, kubelet_metrics=kubelet_metrics,
@@ -72,6 +79,16 @@ class MultiSource:
         self._lock = threading.Lock()
         self._started = False
         self._focus: str | None = None
+
+    def recording_source(self) -> dict[str, Any]:
+        """What a recording's header says about where its events came from."""
+        return {"kind": "multi", "name": self.name}
+
+    def recording_clusters(self) -> list[dict[str, Any]]:
+        """The header's ``clusters``: each cluster's name, context and settings (its server version
+        follows in a settings line of its own once its API server has said it)."""
+        return [{"name": f.name, "context": f.spec.context, "settings": settings_payload(f.settings)}
+                for f in self.feeds]
 
     # --- Source ---------------------------------------------------------------------------------
 
@@ -88,13 +105,19 @@ class MultiSource:
 
     def _run(self, feed: ClusterFeed) -> None:
         delay = RETRY_FIRST
+        recorder = self.recorder.for_cluster(feed.name) if self.recorder is not None else None
         while not self._stop.is_set():
             try:
                 live = LiveSource(feed.settings, kubeconfig=feed.spec.kubeconfig, context=feed.spec.context,
-                                  clock=self.clock, state=feed.state, **self._live_options)
+                                  clock=self.clock, state=feed.state, recorder=recorder,  # type: ignore[arg-type]
+                                  **self._live_options)
             except KubeconfigError as exc:
                 feed.load_error = str(exc)
-                feed.state.update_health("nodes", connected=False, synced=False, last_error=str(exc)[:200])
+                health = dict(connected=False, synced=False, last_error=str(exc)[:200])
+                feed.state.update_health("nodes", **health)
+                if recorder is not None and feed.load_error_recorded != feed.load_error:
+                    feed.load_error_recorded = feed.load_error
+                    recorder.write_health("nodes", self.clock.now(), **health)
                 self._stop.wait(delay)
                 delay = min(delay * 2, RETRY_MAX)
                 continue
@@ -140,6 +163,20 @@ class MultiSource:
         runners = sum(1 for f in self.feeds if f.thread is not None and f.thread.is_alive())
         return runners + sum(f.live.threads_alive() for f in self.feeds if f.live is not None)
 
+    def settled(self, node: str | None = None) -> dict[str, bool | None]:
+        """Per cluster: True once it has listed what an answer needs, False when it has an error
+        that waiting cannot mend (before it listed), None while it is still to be waited for."""
+        out: dict[str, bool | None] = {}
+        for feed in self.feeds:
+            live = feed.live
+            if live is None:
+                out[feed.name] = None
+            elif not live.not_listed(node):
+                out[feed.name] = True
+            else:
+                out[feed.name] = False if live.fatal() is not None else None
+        return out
+
     def wait_settled(self, timeout: float, node: str | None = None) -> dict[str, bool]:
         """Wait (real seconds, at most ``timeout`` in all) until every cluster has listed what an
         answer needs or has an error that waiting cannot mend; returns, per cluster, whether it
@@ -147,16 +184,9 @@ class MultiSource:
         deadline = time.monotonic() + timeout
         done: dict[str, bool] = {}
         while True:
-            for feed in self.feeds:
-                if feed.name in done:
-                    continue
-                live = feed.live
-                if live is None:
-                    continue
-                if not live.not_listed(node):
-                    done[feed.name] = True
-                elif live.fatal() is not None:
-                    done[feed.name] = False
+            for name, ok in self.settled(node).items():
+                if name not in done and ok is not None:
+                    done[name] = ok
             if len(done) == len(self.feeds) or time.monotonic() >= deadline or self._stop.is_set():
                 break
             time.sleep(0.02)

@@ -15,6 +15,15 @@ earlier time). ``health`` lines record when a watch stream went down or came bac
 show when the dashboard was blind. A ``settings`` line (``{"t": ..., "settings": {...}}``) carries
 settings learned after the header was written (the API server version). Readers ignore fields they do not know.
 
+Several clusters in one file (``watch``/``record`` with several ``--context``, ``--all-contexts`` or
+``--fleet``): the header has a ``clusters`` list (each cluster's ``name``, ``context`` and
+``settings``), and every event, health, certificate and settings line says whose it is::
+
+    {"nodewatch_recording": 1, ..., "clusters": [{"name": "prod-eu", "context": "prod-eu", "settings": {...}}, ...]}
+    {"t": 1764410000.123, "cluster": "prod-eu", "resource": "leases", "type": "MODIFIED", "object": {...}}
+
+A reader that does not know ``cluster`` (an older nodewatch) replays such a file as one cluster.
+
 What is never written: container ``env`` values, ``args`` and ``command``, the
 ``last-applied-configuration`` annotation and ``managedFields`` (they can hold secrets and are
 large). nodewatch never reads Secrets, and credentials never reach this module.
@@ -100,14 +109,21 @@ def _sanitize_container(c: Any) -> Any:
 # --- writing -------------------------------------------------------------------------------------
 
 
+def settings_payload(settings: Settings) -> dict[str, Any]:
+    """Settings as a recording writes them (the header, a cluster of the header, a settings line)."""
+    return {**settings.as_dict(), "overridden": sorted(settings.overridden)}
+
+
 class Recorder:
     """Appends received events to a v1 recording; thread-safe; flushed at least once a second."""
 
     def __init__(self, path: str, source: dict, settings: Settings, started_at: float | None = None,
-                 clock: Clock | None = None) -> None:
+                 clock: Clock | None = None, clusters: list[dict[str, Any]] | None = None) -> None:
         """``started_at``: when the recorded time begins (virtual time for the demo); None: the time
         of the first line written, so a recording in virtual time gets a virtual header.
-        ``clock``: the wall clock that paces the flushes (tests move a ManualClock)."""
+        ``clock``: the wall clock that paces the flushes (tests move a ManualClock).
+        ``clusters``: several clusters in one file (see the module docstring); write each one's
+        lines through ``for_cluster``."""
         self.path = path
         self._clock: Clock = clock or SystemClock()
         self._lock = threading.Lock()
@@ -124,8 +140,10 @@ class Recorder:
             HEADER_KEY: FORMAT_VERSION,
             "started_at": None,
             "source": source,
-            "settings": {**settings.as_dict(), "overridden": sorted(settings.overridden)},
+            "settings": settings_payload(settings),
         }
+        if clusters is not None:
+            self._header["clusters"] = clusters
         self._last_flush = self._clock.now()
         if started_at is not None:
             self._write_header(started_at)
@@ -141,28 +159,34 @@ class Recorder:
         self._header = None
         self._flush_locked()
 
-    def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False) -> None:
-        entry: dict[str, Any] = {"t": t, "resource": resource, "type": etype, "object": sanitize(obj)}
+    def for_cluster(self, cluster: str) -> "ClusterRecorder":
+        """The writer of one cluster's lines (same methods as this one)."""
+        return ClusterRecorder(self, cluster)
+
+    def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False,
+              cluster: str | None = None) -> None:
+        entry: dict[str, Any] = _line(t, cluster)
+        entry.update(resource=resource, type=etype, object=sanitize(obj))
         if listing:
             entry["list"] = True
         self._write_line(orjson.dumps(entry, default=str), t)
 
-    def write_health(self, resource: str, t: float, **health: Any) -> None:
+    def write_health(self, resource: str, t: float, cluster: str | None = None, **health: Any) -> None:
         """A watch-health change (stream down/up, relist, forbidden) so a replay can show blindness."""
         h = {"resource": resource}
         h.update({k: v for k, v in health.items() if k in HEALTH_FIELDS})
-        self._write_line(orjson.dumps({"t": t, "health": h}, default=str), t)
+        self._write_line(orjson.dumps({**_line(t, cluster), "health": h}, default=str), t)
 
-    def write_cert(self, node: str, not_after: float, source: str, t: float) -> None:
+    def write_cert(self, node: str, not_after: float, source: str, t: float, cluster: str | None = None) -> None:
         """A kubelet certificate NotAfter learned outside the watch streams (the local cache, a TLS
         probe, kubelet metrics), so a replay knows it too."""
-        self._write_line(orjson.dumps({"t": t, "cert": {"node": node, "not_after": not_after,
-                                                          "source": source}}, default=str), t)
+        self._write_line(orjson.dumps({**_line(t, cluster), "cert": {"node": node, "not_after": not_after,
+                                                                      "source": source}}, default=str), t)
 
-    def write_settings(self, t: float, settings: Settings) -> None:
+    def write_settings(self, t: float, settings: Settings, cluster: str | None = None) -> None:
         """Settings learned after the header was written (the API server version arrives later)."""
-        payload = {**settings.as_dict(), "overridden": sorted(settings.overridden)}
-        self._write_line(orjson.dumps({"t": t, "settings": payload}, default=str), t)
+        self._write_line(orjson.dumps({**_line(t, cluster), "settings": settings_payload(settings)},
+                                      default=str), t)
 
     def _write_line(self, data: bytes, t: float) -> None:
         with self._lock:
@@ -218,6 +242,35 @@ class Recorder:
         self.close()
 
 
+def _line(t: float, cluster: str | None) -> dict[str, Any]:
+    """The start of every line: its time first (``segments.py`` reads it cheaply), then its cluster."""
+    return {"t": t} if cluster is None else {"t": t, "cluster": cluster}
+
+
+class ClusterRecorder:
+    """One cluster's writer into a shared ``Recorder``: what a ``LiveSource`` of several clusters
+    records through, so its lines say their cluster without the source knowing of the others."""
+
+    def __init__(self, recorder: Recorder, cluster: str) -> None:
+        self.recorder = recorder
+        self.cluster = cluster
+
+    def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False) -> None:
+        self.recorder.write(resource, etype, obj, t, listing, cluster=self.cluster)
+
+    def write_health(self, resource: str, t: float, **health: Any) -> None:
+        self.recorder.write_health(resource, t, cluster=self.cluster, **health)
+
+    def write_cert(self, node: str, not_after: float, source: str, t: float) -> None:
+        self.recorder.write_cert(node, not_after, source, t, cluster=self.cluster)
+
+    def write_settings(self, t: float, settings: Settings) -> None:
+        self.recorder.write_settings(t, settings, cluster=self.cluster)
+
+    def close(self) -> None:
+        """The shared recorder is closed by its owner, once every cluster has stopped."""
+
+
 # --- reading -------------------------------------------------------------------------------------
 
 
@@ -232,6 +285,8 @@ class Entry:
     obj: Any
     listing: bool = False
     health: dict | None = None
+    cluster: str | None = None
+    """The line's cluster, in a recording of several (None: the only one)."""
 
 
 def open_binary(path: str) -> IO[bytes]:
@@ -319,9 +374,11 @@ def parse_line(n: int, line: bytes, problems: list[str]) -> Entry | None:
         why = "missing" if raw_t is None else time_problem(raw_t)
         problems.append(f"line {n}: no valid time \"t\" ({why}), skipped")
         return None
+    cluster = d.get("cluster")
+    cluster = cluster if isinstance(cluster, str) and cluster else None
     late_settings = d.get("settings")
     if isinstance(late_settings, dict):
-        return Entry(n, t, "", "SETTINGS", None, False, late_settings)
+        return Entry(n, t, "", "SETTINGS", None, False, late_settings, cluster)
     cert = d.get("cert")
     if isinstance(cert, dict):
         node, not_after = cert.get("node"), valid_time(cert.get("not_after"))
@@ -329,7 +386,7 @@ def parse_line(n: int, line: bytes, problems: list[str]) -> Entry | None:
             problems.append(f"line {n}: certificate line without node and a valid not_after, skipped")
             return None
         return Entry(n, t, "", "CERT", None, False,
-                     {"node": node, "not_after": not_after, "source": str(cert.get("source") or "recorded")})
+                     {"node": node, "not_after": not_after, "source": str(cert.get("source") or "recorded")}, cluster)
     health = d.get("health")
     if isinstance(health, dict):
         resource = health.get("resource")
@@ -346,7 +403,7 @@ def parse_line(n: int, line: bytes, problems: list[str]) -> Entry | None:
                                     or not 0 <= relists <= MAX_COUNT):
             problems.append(f"line {n}: health relists {str(relists)[:24]} is not a count, ignored")
             fields.pop("relists")
-        return Entry(n, t, resource, "HEALTH", None, False, fields)
+        return Entry(n, t, resource, "HEALTH", None, False, fields, cluster)
     resource, etype = d.get("resource"), d.get("type")
     if resource not in RESOURCES:
         problems.append(f"line {n}: unknown resource {str(resource)[:40]!r}, skipped")
@@ -358,7 +415,7 @@ def parse_line(n: int, line: bytes, problems: list[str]) -> Entry | None:
     if etype in ("ADDED", "MODIFIED", "DELETED") and not isinstance(obj, dict):
         problems.append(f"line {n}: {etype} without an object, skipped")
         return None
-    return Entry(n, t, resource, etype, obj, d.get("list") is True)
+    return Entry(n, t, resource, etype, obj, d.get("list") is True, None, cluster)
 
 
 def read_recording(path: str) -> tuple[dict, list[Entry], list[str]]:
@@ -460,6 +517,7 @@ class DuplicateFilter:
 
 
 __all__ = [
+    "ClusterRecorder",
     "Entry",
     "FORMAT_VERSION",
     "Recorder",
@@ -471,4 +529,5 @@ __all__ = [
     "parse_line",
     "read_recording",
     "sanitize",
+    "settings_payload",
 ]

@@ -45,7 +45,8 @@ def history_for(source: Source) -> tuple[HistoryRecorder, BackgroundHistory | No
     (the replay's index), or an empty one that the dashboard's ticks fill (live, demo)."""
     events = getattr(source.replay, "index", None) if source.replay is not None else None
     if events is not None and hasattr(events, "apply_range") and hasattr(events, "times"):
-        bg = BackgroundHistory(events, source.state.settings)
+        empty = getattr(source.replay, "empty_state", None)  # its clusters, with their settings
+        bg = BackgroundHistory(events, None, empty()) if empty else BackgroundHistory(events, source.state.settings)
         return bg.recorder, bg
     rec = HistoryRecorder()
     if source.replay is not None:

@@ -25,7 +25,6 @@ from typing import IO, Any, Iterator
 
 import orjson
 
-from ...core.fleet import FleetState
 from ...core.settings import Settings
 from ...core.views import WatchHealth
 from ..kubectl_format import iter_entries as kubectl_entries
@@ -40,6 +39,7 @@ from ..recording import (
     open_binary,
     parse_header,
 )
+from .clusters import RecordedCluster, ReplayState, misplaced, new_state, recorded_clusters, settings_payload_of, target
 from .lines import parse, stamp
 
 OUT_OF_ORDER_REPORT = 1.0
@@ -58,6 +58,8 @@ class EventIndex:
     def __init__(self, path: str, background: bool = False) -> None:
         self.problems: list[str] = []
         self.header: dict = {}
+        self.clusters: list[RecordedCluster] | None = None
+        """The clusters of a recording of several (``clusters.py``); None: one cluster."""
         self.format = "v1"
         self.received_known = True
         """False for kubectl logs: they carry no receive times (an event's time is its object's)."""
@@ -143,7 +145,7 @@ class EventIndex:
         line = m[off:off + n] if m is not None and off + n <= len(m) else os.pread(self._fd, n, off)
         return parse(0, line, [])
 
-    def apply_range(self, state: FleetState, a: int, b: int) -> None:
+    def apply_range(self, state: ReplayState, a: int, b: int) -> None:
         """Apply events [a, b) to ``state``."""
         known = self.received_known
         read = self.read
@@ -167,6 +169,11 @@ class EventIndex:
     def settings(self, given: Settings | None) -> Settings:
         """``given`` (completed with the server version of the header), else the header's settings."""
         return header_settings(self.header, given, self.problems)
+
+    def new_state(self, given: Settings | None = None) -> ReplayState:
+        """An empty state for this recording: one per cluster for a recording of several, each with
+        its recorded settings and ``given``'s over them; else ``FleetState(self.settings(given))``."""
+        return new_state(self.header, self.clusters, given, self.problems)
 
     def source_name(self) -> str | None:
         """The recorded source's name, from the header."""
@@ -194,6 +201,7 @@ class EventIndex:
             self._fd = self._spool.fileno()
             return _chain(first, lines)
         self.header = parse_header(first[1])
+        self.clusters = recorded_clusters(self.header, self.problems)
         self._frame = TimeFrame(self.header, self.problems)
         if plain:
             self._own_file = open(path, "rb")  # noqa: SIM115 - closed in close()
@@ -301,6 +309,10 @@ class EventIndex:
         if e.etype == "SETTINGS":
             learn_version(self.header, e)
             return None
+        why = misplaced(e, self.clusters)
+        if why is not None:
+            self.problems.append(why)
+            return None
         prev = dup.seen(line, n)
         if prev is not None:
             self.problems.append(f"line {n}: duplicate of line {prev}, skipped")
@@ -376,9 +388,9 @@ def header_settings(header: dict, given: Settings | None, problems: list[str]) -
 
 
 def learn_version(header: dict, e: Entry) -> bool:
-    """A SETTINGS line carrying the server version the header did not know: into the header.
-    True when it was learned."""
-    hs = header.get("settings")
+    """A SETTINGS line carrying the server version the header did not know: into the header (into
+    its cluster's settings, in a recording of several). True when it was learned."""
+    hs = settings_payload_of(header, e.cluster)
     if isinstance(hs, dict) and not hs.get("server_version") and isinstance(e.health, dict):
         version = e.health.get("server_version")
         if isinstance(version, str) and version:
@@ -387,10 +399,15 @@ def learn_version(header: dict, e: Entry) -> bool:
     return False
 
 
-def apply_entry(state: FleetState, e: Entry, received_known: bool) -> None:
-    """One recorded line into ``state``: an event, a watch-health change or a certificate."""
+def apply_entry(state: ReplayState, e: Entry, received_known: bool) -> None:
+    """One recorded line into ``state`` (into its cluster's, for several): an event, a watch-health
+    change or a certificate."""
     if e.etype == "SETTINGS":
         return
+    one = target(state, e)
+    if one is None:
+        return  # no cluster of the recording's (reported when it was read)
+    state = one
     if e.etype == "CERT":
         c = e.health or {}
         state.remember_cert(c["node"], c["not_after"], f"{c['source']} (recorded)")

@@ -17,7 +17,6 @@ import math
 from dataclasses import dataclass
 from typing import Iterator
 
-from ...core.fleet import FleetState
 from ...core.settings import Settings
 from ...core.timeutil import parse_when
 from ..kubectl_format import iter_entries as kubectl_entries
@@ -32,6 +31,7 @@ from ..recording import (
     open_binary,
     parse_header,
 )
+from .clusters import RecordedCluster, ReplayState, cluster_settings, misplaced, new_state, recorded_clusters, target
 from .index import OUT_OF_ORDER_REPORT, apply_entry, header_settings, learn_version
 from .lines import parse
 
@@ -55,9 +55,10 @@ class Instant:
     """The whole recording was read: ``last`` is its end (else it goes on after ``at``)."""
 
 
-def state_at(path: str, when: str | None, settings: Settings | None = None) -> tuple[FleetState, Instant, list[str]]:
+def state_at(path: str, when: str | None, settings: Settings | None = None) -> tuple[ReplayState, Instant, list[str]]:
     """(the state at ``when``, the instant and what was seen of the recording, the problems met):
-    ``when`` is RFC 3339 or +SECONDS from the first event (``parse_when``); None: the end."""
+    ``when`` is RFC 3339 or +SECONDS from the first event (``parse_when``); None: the end. A
+    recording of several clusters gives a ``MultiFleet`` (``clusters.py``)."""
     problems: list[str] = []
     stream = open_binary(path)
     try:
@@ -66,21 +67,24 @@ def state_at(path: str, when: str | None, settings: Settings | None = None) -> t
         if first is None:
             raise RecordingError(f"{path}: empty, nothing to replay")
         header: dict = {}
+        clusters: list[RecordedCluster] | None = None
         if looks_like_kubectl(first[1]):
             known = False
             entries: Iterator[Entry] = kubectl_entries(_chain(first, lines), problems)
         else:
             known = True
             header = parse_header(first[1])
-            entries = _v1_entries(lines, header, problems)
-        state = FleetState(header_settings(header, settings, problems))
-        t = _apply_until(state, entries, when, known, header, settings, problems)
+            clusters = recorded_clusters(header, problems)
+            entries = _v1_entries(lines, header, clusters, problems)
+        state = new_state(header, clusters, settings, problems)
+        t = _apply_until(state, entries, when, known, header, clusters, settings, problems)
     finally:
         close_input(stream)
     return state, t, problems
 
 
-def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, problems: list[str]) -> Iterator[Entry]:
+def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, clusters: list[RecordedCluster] | None,
+                problems: list[str]) -> Iterator[Entry]:
     dup = DuplicateFilter(2048)
     frame = TimeFrame(header, problems)
     for n, line in lines:
@@ -88,6 +92,10 @@ def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, problems: list
         if e is None or not frame.admit(e):
             continue
         if e.etype != "SETTINGS":
+            why = misplaced(e, clusters)
+            if why is not None:
+                problems.append(why)
+                continue
             prev = dup.seen(line, n)
             if prev is not None:
                 problems.append(f"line {n}: duplicate of line {prev}, skipped")
@@ -95,8 +103,8 @@ def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, problems: list
         yield e
 
 
-def _apply_until(state: FleetState, entries: Iterator[Entry], when: str | None, known: bool, header: dict,
-                 given: Settings | None, problems: list[str]) -> Instant:
+def _apply_until(state: ReplayState, entries: Iterator[Entry], when: str | None, known: bool, header: dict,
+                 clusters: list[RecordedCluster] | None, given: Settings | None, problems: list[str]) -> Instant:
     heap: list[tuple[float, int, Entry]] = []
     target = math.inf
     start: float | None = None
@@ -127,9 +135,8 @@ def _apply_until(state: FleetState, entries: Iterator[Entry], when: str | None, 
         for seq, e in enumerate(entries):
             events += 1
             if e.etype == "SETTINGS":
-                if given is None or not given.server_version:
-                    if learn_version(header, e):
-                        state.set_settings(header_settings(header, given, problems))
+                if (given is None or not given.server_version) and learn_version(header, e):
+                    _learned(state, e, header, clusters, given, problems)
                 continue
             t = e.t or 0.0
             if t < hi and hi - t > OUT_OF_ORDER_REPORT:
@@ -157,6 +164,19 @@ def _apply_until(state: FleetState, entries: Iterator[Entry], when: str | None, 
                            if too_late else ""))
     at = target if math.isfinite(target) else (last if last is not None else start)
     return Instant(at, events, start, max(hi, applied_to), to_end)
+
+
+def _learned(state: ReplayState, e: Entry, header: dict, clusters: list[RecordedCluster] | None,
+             given: Settings | None, problems: list[str]) -> None:
+    """The server version a settings line taught: into the settings of the state (of its cluster)."""
+    one = target(state, e)
+    if one is None:
+        return
+    if clusters is None:
+        one.set_settings(header_settings(header, given, problems))
+        return
+    c = next(c for c in clusters if c.name == e.cluster)
+    one.set_settings(cluster_settings(c, given, problems))
 
 
 def _chain(first: tuple[int, bytes], rest: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:

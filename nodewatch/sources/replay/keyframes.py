@@ -9,9 +9,10 @@ from __future__ import annotations
 import bisect
 import gc
 import threading
+from collections.abc import Callable
+from typing import Any
 
-from ...core.fleet import FleetState
-from ...core.settings import Settings
+from .clusters import ReplayState
 from .index import EventIndex
 
 KEYFRAME_EVENTS = 20_000
@@ -21,12 +22,14 @@ KEYFRAME_EVENTS = 20_000
 class Keyframes:
     """Built by a background thread once started (``start``); usable (partly) at once."""
 
-    def __init__(self, index: EventIndex, settings: Settings) -> None:
+    def __init__(self, index: EventIndex, empty_state: Callable[[], ReplayState]) -> None:
+        """``empty_state``: a state like the replayed one with nothing applied (its clusters, with
+        their settings), to build the keyframes on."""
         self._index = index
-        self._settings = settings
+        self._empty_state = empty_state
         self._at: list[int] = []
         """Event number of each keyframe: the state before that event."""
-        self._states: list[dict] = []
+        self._states: list[Any] = []
         self._froze = False
         self._stopped = threading.Event()
         self._done = threading.Event()
@@ -45,7 +48,7 @@ class Keyframes:
     def __len__(self) -> int:
         return len(self._at)
 
-    def before(self, target: int) -> tuple[int, dict | None]:
+    def before(self, target: int) -> tuple[int, Any]:
         """The last keyframe at or before event ``target``: (its event number, its snapshot); (0, None)
         when there is none (start from an empty state)."""
         k = bisect.bisect_right(self._at, target) - 1
@@ -67,9 +70,9 @@ class Keyframes:
         self._thaw()
 
     def _build(self) -> None:
-        scratch = FleetState(self._settings)
+        scratch = self._empty_state()
         index = self._index
-        prev: dict | None = None
+        prev: Any = None
         a = 0
         try:
             while not self._stopped.is_set():

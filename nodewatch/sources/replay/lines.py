@@ -35,6 +35,7 @@ class _Line(msgspec.Struct, gc=False):
     health: msgspec.Raw = None  # type: ignore[assignment]
     cert: msgspec.Raw = None  # type: ignore[assignment]
     settings: msgspec.Raw = None  # type: ignore[assignment]
+    cluster: Optional[str] = None
 
 
 _decode_line = msgspec.json.Decoder(_Line).decode
@@ -52,6 +53,8 @@ def _plain_event(line: bytes) -> _Line | None:
         return None  # parse_line reports it (a time out of range, NaN, infinite)
     if d.type in _OBJECT_EVENTS and (d.object is None or memoryview(d.object)[:1] != b"{"):
         return None
+    if d.cluster == "":
+        return None  # parse_line reads an empty cluster as none
     return d
 
 
@@ -74,7 +77,7 @@ def parse(n: int, line: bytes, problems: list[str]) -> Entry | None:
                 obj = orjson.loads(memoryview(d.object))
             except orjson.JSONDecodeError:  # what msgspec lets through and orjson does not (lone surrogates)
                 return parse_line(n, line, problems)
-    return Entry(n, d.t, d.resource, d.type, obj, d.list is True)  # type: ignore[arg-type]
+    return Entry(n, d.t, d.resource, d.type, obj, d.list is True, None, d.cluster)  # type: ignore[arg-type]
 
 
 def stamp(n: int, line: bytes, problems: list[str]) -> Entry | None:
@@ -83,4 +86,4 @@ def stamp(n: int, line: bytes, problems: list[str]) -> Entry | None:
     d = _plain_event(line)
     if d is None:
         return parse_line(n, line, problems)
-    return Entry(n, d.t, d.resource, d.type, None, d.list is True)  # type: ignore[arg-type]
+    return Entry(n, d.t, d.resource, d.type, None, d.list is True, None, d.cluster)  # type: ignore[arg-type]

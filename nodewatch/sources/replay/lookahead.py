@@ -10,21 +10,25 @@ from __future__ import annotations
 import heapq
 import math
 
-from ...core.fleet import FleetState
+from ...core.multi import MultiFleet
+from ...core.views import node_key
+from .clusters import ReplayState
 from .index import EventIndex, apply_entry
 
 RULE_EPSILON = 0.001
 """Rule thresholds are strict (``age > grace``): a change is seen just after its threshold."""
 
 
-def next_change(index: EventIndex, scratch: FleetState, first: int, pos: float) -> float | None:
+def next_change(index: EventIndex, scratch: ReplayState, first: int, pos: float) -> float | None:
     """Virtual time of the next node state change after ``pos`` (None: none until the end).
 
     ``scratch`` is a copy of the state at ``pos`` (it is modified), where events [0, first) are applied.
+    Nodes are known by their key (``cluster/name`` in a recording of several clusters).
     """
     view = scratch.evaluate(pos)
-    current = {v.name: v.state for v in view.nodes}
-    due: dict[str, float] = {v.name: v.next_change for v in view.nodes if math.isfinite(v.next_change)}
+    several = isinstance(scratch, MultiFleet)
+    current = {v.key: v.state for v in view.nodes}
+    due: dict[str, float] = {v.key: v.next_change for v in view.nodes if math.isfinite(v.next_change)}
     heap = [(t, name) for name, t in due.items()]
     heapq.heapify(heap)
     known = index.received_known
@@ -78,14 +82,14 @@ def next_change(index: EventIndex, scratch: FleetState, first: int, pos: float) 
             elif e.resource in ("nodes", "leases") and e.obj is not None:
                 name = e.obj.get("metadata", {}).get("name") if isinstance(e.obj, dict) else e.obj.name
                 if isinstance(name, str):
-                    touched.add(name)
+                    touched.add(node_key(e.cluster or "", name) if several else name)
         i = j
         if everything:
             v2 = scratch.evaluate(te)
-            if {v.name: v.state for v in v2.nodes} != current:
+            if {v.key: v.state for v in v2.nodes} != current:
                 return te
             due.clear()
-            due.update({v.name: v.next_change for v in v2.nodes if math.isfinite(v.next_change)})
+            due.update({v.key: v.next_change for v in v2.nodes if math.isfinite(v.next_change)})
             heap[:] = [(t, name) for name, t in due.items()]
             heapq.heapify(heap)
             continue

@@ -10,10 +10,10 @@ import os
 import threading
 
 from ...core.clock import VirtualClock
-from ...core.fleet import FleetState
 from ...core.settings import Settings
 from ...core.timeutil import parse_when
 from ..recording import RecordingError
+from .clusters import ReplayState, empty_like
 from .index import EventIndex
 from .keyframes import Keyframes
 from .lookahead import next_change
@@ -23,13 +23,13 @@ class ReplayPlayer:
     """``ReplayControls`` over an indexed recording: applies events to ``state`` as virtual time
     passes (a thread, from ``launch()``), and seeks exactly, backward too."""
 
-    def __init__(self, index: EventIndex, state: FleetState, clock: VirtualClock) -> None:
+    def __init__(self, index: EventIndex, state: ReplayState, clock: VirtualClock) -> None:
         self.index = index
         self.state = state
         self.clock = clock
         self.start = index.start
         """Virtual time of the first event."""
-        self.keyframes = Keyframes(index, state.settings)
+        self.keyframes = Keyframes(index, self.empty_state)
         self._lock = threading.RLock()  # guards the cursor and state rebuilds
         self._cursor = 0
         """Number of events applied to ``state``: events [0, cursor) are in it."""
@@ -51,6 +51,10 @@ class ReplayPlayer:
     def applied(self) -> int:
         """Events applied to the state so far (all of them at the end)."""
         return self._cursor
+
+    def empty_state(self) -> ReplayState:
+        """A state like the replayed one (its clusters, their settings) with nothing applied."""
+        return empty_like(self.state)
 
     def wait_indexed(self, timeout: float | None = None) -> bool:
         """Wait until every keyframe is built (seeks are fast from then on)."""
@@ -150,8 +154,8 @@ class ReplayPlayer:
         """Virtual time of the next node state change after the position (None: none until the end)."""
         with self._lock:
             pos = self.position()
-            scratch = FleetState(self.state.settings, silence_seconds=self.state.silence_seconds)
-            scratch.restore(self.state.snapshot())
+            scratch = self.empty_state()
+            scratch.restore(self.state.snapshot())  # type: ignore[arg-type]
             first = self._cursor
         return next_change(self.index, scratch, first, pos)
 
@@ -168,7 +172,8 @@ class ReplaySource:
         self.problems = index.problems
         """What was skipped while reading the recording, and why (for the user)."""
         self.settings = index.settings(settings)
-        self.state = FleetState(self.settings)
+        """The header's settings (several clusters: each has its own, in ``state``)."""
+        self.state = index.new_state(settings)
         self.clock = VirtualClock(index.start, speed=speed, paused=True)
         origin = f" ({index.source_name()})" if index.source_name() else ""
         self.name = f"replay {'stdin' if path == '-' else os.path.basename(path)}{origin}"
