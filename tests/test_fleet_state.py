@@ -378,3 +378,12 @@ def test_an_eviction_taint_that_went_away_starts_a_new_countdown():
     s.apply("nodes", "MODIFIED", node("a", "True"), T0 - 50)
     s.apply("nodes", "MODIFIED", node("a", "Unknown", taints=[taint(TAINT_UNREACHABLE, added=T0 - 10)]), T0)
     assert s.pods_on("a", T0)[0].eviction_at == pytest.approx(T0 - 10 + 300)
+
+
+def test_evaluating_an_earlier_instant_judges_every_node_again():
+    """A replay stepping back with no event in between: a node Late at t is Ready at t - 10 s."""
+    s = fleet(("nodes", node("a", "True")), ("leases", lease("a", T0)))
+    late_at = T0 + 25  # two renew intervals of a 40 s lease: 20 s
+    assert state_of(s, "a", late_at) is NodeState.LATE
+    assert state_of(s, "a", late_at - 10) is NodeState.READY
+    assert state_of(s, "a", late_at) is NodeState.LATE

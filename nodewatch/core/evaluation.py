@@ -154,10 +154,13 @@ class Evaluation(FleetData):
         """
         with self.lock:
             blind, reason = self.leases_blind(now)
-            if blind != self._blind_cached:
+            if blind != self._blind_cached or now < self._evaluated_at:
+                # Blindness changed, or time went back (thresholds passed may not have passed at
+                # ``now``): every view is judged again.
                 self._blind_cached = blind
                 self._dirty.update(self.nodes)
                 self._dirty.update(self._views)
+            self._evaluated_at = now
             grace = self.settings.grace
             todo = self._dirty
             self._dirty = set()

@@ -8,6 +8,7 @@ fields belong to the core: readers outside it use ``FleetState``'s methods and t
 
 from __future__ import annotations
 
+import math
 import threading
 from array import array
 from collections import deque
@@ -65,6 +66,8 @@ class FleetData:
         self._due: list[tuple[float, str]] = []
         """A heap of (time, node): when a view's rules could give another state with time alone."""
         self._blind_cached: bool | None = None
+        self._evaluated_at = -math.inf
+        """``now`` of the last ``evaluate``: an earlier ``now`` (a replay stepping back) re-judges every node."""
         self.beats: dict[str, array] = {}
         """Per node: receive times of its last ``MAX_BEATS`` observed lease renewals (``array('d')``,
         NaN = a gap). Derived from the lease events like the caches, so not in keyframes: a restored
