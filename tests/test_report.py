@@ -11,7 +11,7 @@ import pytest
 
 from nodewatch.cli import main
 from nodewatch.core.history import HistoryRecorder
-from nodewatch.core.incident_report import md_inert
+from nodewatch.core.report_render import md_inert
 
 DATA = Path(__file__).parent / "data"
 RECORDING = DATA / "incident-30.jsonl.gz"
@@ -94,7 +94,8 @@ def test_md_inert_fences_backticks_and_escapes_table_pipes():
 
 
 def test_an_empty_history_still_reports(tmp_path):
-    from nodewatch.core.incident_report import RecordingInfo, build_report, to_html, to_markdown
+    from nodewatch.core.incident_report import RecordingInfo, build_report
+    from nodewatch.core.report_render import to_html, to_markdown
     from nodewatch.core.settings import Settings
 
     info = RecordingInfo("x.jsonl", None, 0, None, Settings(), (), 0.0, 60.0)
