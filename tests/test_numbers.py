@@ -24,7 +24,8 @@ from nodewatch.core.settings import Settings
 from nodewatch.core.text import duration, short_duration
 from nodewatch.core.timeutil import MAX_SECONDS, MAX_TIME, format_time, parse_time, parse_when, seconds, valid_time
 from nodewatch.sources.kubectl_format import iter_entries
-from nodewatch.sources.recording import MAX_GAP, parse_line
+from nodewatch.sources.line_guards import MAX_GAP
+from nodewatch.sources.recording import parse_line
 from nodewatch.ui.replay_bar import replay_text
 
 WILD = [1e308, -1e308, float("nan"), -5, 10**30, -(10**30), MAX_TIME + 1]

@@ -157,7 +157,7 @@ class SegmentedRecorder:
             source = {**self.source, "segment": {"n": self._n, "keyframe_lines": len(lines)}}
             # The header dates the segment from its earliest line: the keyframe's recent objects keep
             # their receive times (up to EXACT_SECONDS back), and a reader refuses lines from before
-            # a recording started (sources/recording.TimeFrame).
+            # a recording started (sources/line_guards.TimeFrame).
             rec = Recorder(str(path), source, self.settings, started_at=earliest)
             for line in lines:
                 rec._write_line(line, now)  # noqa: SLF001 - complete v1 lines, written as they are

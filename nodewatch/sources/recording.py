@@ -36,7 +36,6 @@ import os
 import sys
 import threading
 import zlib
-from collections import deque
 from dataclasses import dataclass
 from typing import IO, Any, Iterator
 
@@ -44,7 +43,7 @@ import orjson
 
 from ..core.clock import Clock, SystemClock
 from ..core.settings import Settings
-from ..core.timeutil import format_time, parse_time, time_problem, valid_time
+from ..core.timeutil import format_time, time_problem, valid_time
 from ..core.views import EVENT_TYPES, RESOURCES
 
 FORMAT_VERSION = 1
@@ -448,81 +447,12 @@ def _short(exc: BaseException) -> str:
     return (str(exc) or type(exc).__name__)[:120]
 
 
-EARLY_SLACK = 300.0
-"""A line may be this much older than the header's ``started_at`` (threads race the header)."""
-MAX_GAP = 3600.0
-"""A line alone at either end of a recording, further than this from every other line, is wild."""
-
-
-class TimeFrame:
-    """Keeps wild line times from moving a recording's time frame (its start and end).
-
-    A v1 recording's lines are receive times written as they happen, so the header's
-    ``started_at`` anchors them: a line much older than it is refused where it is read
-    (:meth:`admit`). At the far end nothing anchors the last line, but a real recording never has
-    one line alone, an hour away from all the others (leases renew every 10 s): such a line, at
-    either end, is dropped after the times are sorted (:meth:`trim`). Both say the line number.
-    """
-
-    def __init__(self, header: dict, problems: list[str]) -> None:
-        started = header.get("started_at")
-        self.anchor = parse_time(started) if isinstance(started, str) else None
-        self.problems = problems
-
-    def admit(self, e: Entry) -> bool:
-        """False (with a problem) when ``e``'s time is before the recording started."""
-        if self.anchor is None or e.t is None or e.t >= self.anchor - EARLY_SLACK:
-            return True
-        self.problems.append(f"line {e.line}: time {format_time(e.t)} is before the recording started "
-                             f"({format_time(self.anchor)}), skipped")
-        return False
-
-    def trim(self, times: Any, lines: Any, start_fixed: bool = False) -> tuple[int, int]:
-        """(lo, hi): the part of the sorted ``times`` kept; lines alone at the ends are reported.
-        ``start_fixed``: the first events are in use already; only the end may be trimmed."""
-        lo, hi = 0, len(times)
-        while not start_fixed and hi - lo > 2 and times[lo + 1] - times[lo] > MAX_GAP:
-            self._wild(lines[lo], times[lo], times[lo + 1])
-            lo += 1
-        while hi - lo > 2 and times[hi - 1] - times[hi - 2] > MAX_GAP:
-            self._wild(lines[hi - 1], times[hi - 1], times[hi - 2])
-            hi -= 1
-        return lo, hi
-
-    def _wild(self, line: int, t: float, nearest: float) -> None:
-        self.problems.append(f"line {line}: time {format_time(t)} is alone, {abs(nearest - t):.0f}s from every "
-                             f"other line; not used (a single wild line does not move the recording's frame)")
-
-
-class DuplicateFilter:
-    """Spots a line repeated within the last ``window`` lines (a duplicated write or a bad concat)."""
-
-    def __init__(self, window: int) -> None:
-        self._seen: dict[bytes, int] = {}
-        self._order: deque[bytes] = deque()
-        self._window = window
-
-    def seen(self, line: bytes, n: int) -> int | None:
-        key = line.rstrip(b"\r\n")
-        prev = self._seen.get(key)
-        if prev is not None:
-            return prev
-        self._seen[key] = n
-        self._order.append(key)
-        if len(self._order) > self._window:
-            old = self._order.popleft()
-            if self._seen.get(old) is not None:
-                del self._seen[old]
-        return None
-
-
 __all__ = [
     "ClusterRecorder",
     "Entry",
     "FORMAT_VERSION",
     "Recorder",
     "RecordingError",
-    "TimeFrame",
     "close_input",
     "open_binary",
     "parse_header",

@@ -29,11 +29,10 @@ from ...core.settings import Settings
 from ...core.views import WatchHealth
 from ..kubectl_format import iter_entries as kubectl_entries
 from ..kubectl_format import looks_like_kubectl
+from ..line_guards import DuplicateFilter, TimeFrame
 from ..recording import (
-    DuplicateFilter,
     Entry,
     RecordingError,
-    TimeFrame,
     close_input,
     iter_lines,
     open_binary,
