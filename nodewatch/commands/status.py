@@ -20,10 +20,8 @@ import argparse
 import os
 import sys
 
-import orjson
-
 from ..core.multi import MultiFleet
-from ..core.report import fleet_json, fleet_table, terminal_safe_json
+from ..core.report import fleet_table_lines, write_fleet_json
 from ..core.rules import NodeState
 from ..core.timeutil import format_time, parse_when
 from .common import (
@@ -84,12 +82,14 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"no nodes in {what}: nothing to report")
     if args.node is not None and not state.has_node(args.node):
         return fail(f"no node named {args.node!r}")
-    if args.format == "json":
-        sys.stdout.buffer.write(terminal_safe_json(orjson.dumps(fleet_json(state, view, args.node),
-                                                                option=orjson.OPT_INDENT_2)))
+    if args.format == "json":  # written piece by piece: 65,000 nodes are never held as one text
+        write_fleet_json(sys.stdout.buffer.write, state, view, args.node)
         sys.stdout.buffer.write(b"\n")
     else:
-        print(fleet_table(state, view, args.node))
+        out = sys.stdout
+        for line in fleet_table_lines(state, view, args.node):
+            out.write(line)
+            out.write("\n")
     nodes = [v for v in view.nodes if args.node is None or v.name == args.node]
     return 0 if all(v.state is NodeState.READY for v in nodes) else 1
 

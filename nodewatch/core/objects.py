@@ -132,11 +132,11 @@ class NodeRecord:
         return c.status if c else None
 
 
-def awaited_node(name: str) -> NodeRecord:
-    """The placeholder record of a node whose Lease has arrived and whose Node has not: Leases are
-    small and listed first, so a 65,000-node fleet shows every heartbeat before the Nodes (670 MB
-    of JSON) are in. No labels, no conditions: the lease alone decides its state."""
-    return NodeRecord(name=name, awaited=True)
+AWAITED = NodeRecord(name="", awaited=True)
+"""The placeholder record of every node whose Lease has arrived and whose Node has not: Leases are
+small and listed first, so a 65,000-node fleet shows every heartbeat before the Nodes (670 MB of
+JSON) are in. No labels, no conditions: the lease alone decides its state. One shared record (its
+views carry the node's name): readers must not change it."""
 
 
 def node_from_dict(obj: Any) -> NodeRecord:

@@ -229,6 +229,9 @@ def _node_record(n: _Node) -> NodeRecord | None:
         return None
     spec = n.spec
     status = n.status
+    # one copy of the name for the record, the hostname label and the Hostname/InternalDNS
+    # addresses that repeat it (interned first, so the label map's interning finds it)
+    name = intern(meta.name)
     labels = _str_map(meta.labels) if meta.labels else {}
     taints: tuple[Taint, ...] = ()
     unschedulable = False
@@ -260,7 +263,7 @@ def _node_record(n: _Node) -> NodeRecord | None:
             kubelet, runtime = _i(info.kubeletVersion), _i(info.containerRuntimeVersion)
             kernel, os_image = _i(info.kernelVersion), _i(info.osImage)
         if status.addresses:
-            addresses = tuple((_i(a.type), a.address or "") for a in status.addresses)
+            addresses = tuple((_i(a.type), name if a.address == name else a.address or "") for a in status.addresses)
         if status.capacity:
             capacity = _shared_map(status.capacity)
         if status.allocatable:
@@ -269,7 +272,7 @@ def _node_record(n: _Node) -> NodeRecord | None:
         if de is not None and de.kubeletEndpoint is not None:
             port = de.kubeletEndpoint.Port
     return NodeRecord(
-        name=meta.name,
+        name=name,
         uid=meta.uid or "",
         labels=labels,
         zone=intern(zone_key(labels)),
