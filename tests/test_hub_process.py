@@ -55,6 +55,7 @@ def test_the_api_server_sees_one_watcher_however_many_viewers(tmp_path):
                 v.stop()
             hub.stop()
         wait_until(lambda: every_watch_logged(srv))
+        wait_until(lambda: set(focus) <= api_requests(srv)[1])  # scoped watches are logged when they end too
         count, scoped = api_requests(srv)
     assert cluster_wide(count) == cluster_wide(reference)  # lists and watches of nodes, leases, CSRs
     assert all(n == 1 for k, n in cluster_wide(count).items() if k[2]), "one watch per stream"
