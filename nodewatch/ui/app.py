@@ -42,7 +42,8 @@ from .help import HelpScreen
 from .keymap import keymap_path, load_keymap
 from .messages import NodeChosen
 from .problems import ProblemsScreen
-from .replay_bar import NextChange, ReplayBar, mark_text, next_speed
+from .replay_bar import NextChange, ReplayBar
+from .source_actions import SourceActions
 from .rows import COLUMN_KEYS, NOT_READY, WALL_COLUMNS, RowQuery, select_rows, state_slice, with_cluster
 from .theme import Palette, palette_from_variables
 from .timeline import FleetTimeline, history_for, live_span
@@ -79,7 +80,7 @@ def next_choice(options: list[str], current: str | None) -> str | None:
     return cycle[(i + 1) % len(cycle)]
 
 
-class NodewatchApp(App):
+class NodewatchApp(SourceActions, App):
     """The dashboard. See the module docstring."""
 
     CSS_PATH = "app.tcss"
@@ -478,104 +479,6 @@ class NodewatchApp(App):
 
     def _on_main_screen(self) -> bool:
         return not isinstance(self.screen, (DrillDown, HelpScreen, ProblemsScreen))
-
-    # --- a hub viewer's history ------------------------------------------------------------------
-
-    def action_history(self) -> None:
-        """Replay the hub's last hour in this dashboard (``source.open_history``) while the live
-        source carries on underneath; ``l`` comes back to it."""
-        self.notify("opening the hub's last hour...", timeout=3)
-        self.run_worker(self._open_history, name="history", thread=True, exclusive=True, group="history",
-                        exit_on_error=False)
-
-    def _open_history(self) -> None:
-        live = self.source
-        try:
-            history = live.open_history()  # type: ignore[attr-defined]
-        except ValueError as exc:  # said why (over TCP, nothing recorded...)
-            self.call_from_thread(self.notify, str(exc), title="no history", severity="warning", timeout=10)
-            return
-        self.call_from_thread(self._show_source, history, live)
-
-    def action_live(self) -> None:
-        live, history = self._live_source, self.source
-        if live is not None:
-            self._show_source(live, None)
-            history.stop()
-            self.notify("live", timeout=2)
-
-    def _show_source(self, source: Source, live: Source | None) -> None:
-        """Draw ``source`` from now on; ``live``: the source to go back to (None: this is it)."""
-        self.source, self._live_source = source, live
-        self.label_search = LabelSearch(source.state)
-        if self._history_job is not None:
-            self._history_job.close()
-        self.history, self._history_job = history_for(source)
-        timeline = self.query_one("#timeline", FleetTimeline)
-        timeline.history, timeline.live = self.history, self._history_job is None
-        for bar in self.query(ReplayBar):
-            bar.remove()
-        if source.replay is not None:
-            self.mount(ReplayBar(source.replay, id="replay"), before=self.query_one(Footer))
-        self.next_change = NextChange()
-        self._tick_seq += 1  # a frame of the other source still being evaluated is not shown
-        self.refresh_bindings()
-        self.call_after_refresh(self.tick)
-
-    def action_replay_toggle(self) -> None:
-        r = self.source.replay
-        if r is None:
-            return
-        r.pause() if r.playing else r.play()
-        self.tick()
-
-    def action_replay_faster(self) -> None:
-        r = self.source.replay
-        if r is not None:
-            r.set_speed(next_speed(r.speed, up=True))
-            self.tick()
-
-    def action_replay_slower(self) -> None:
-        r = self.source.replay
-        if r is not None:
-            r.set_speed(next_speed(r.speed, up=False))
-            self.tick()
-
-    def action_replay_step(self, seconds: float) -> None:
-        r = self.source.replay
-        if r is not None:
-            r.step(float(seconds))
-            self.tick()
-
-    def action_replay_seek(self, seconds: float) -> None:
-        r = self.source.replay
-        if r is not None:
-            r.seek(min(max(r.position() + float(seconds), r.start), r.end))
-            self.tick()
-
-    def action_replay_next_change(self) -> None:
-        r = self.source.replay
-        if r is None:
-            return
-        t = self.next_change.at(r)
-        if t is None:
-            self.notify("no further state change in the recording", timeout=3)
-            return
-        r.seek(t)
-        self.tick()
-
-    def action_replay_next_mark(self) -> None:
-        r = self.source.replay
-        if r is None:
-            return
-        m = self.history.next_mark(r.position())
-        if m is None:
-            more = "" if self.history.complete else " (the timeline is still being sampled)"
-            self.notify(f"no further mark in the recording{more}", timeout=3)
-            return
-        r.seek(m.at)
-        self.tick()
-        self.notify(mark_text(m), timeout=4, markup=False)
 
 
 def binding_ids() -> set[str]:

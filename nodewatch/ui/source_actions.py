@@ -1,0 +1,117 @@
+"""The dashboard's actions on its source: the replay controls (play, speed, step, seek, the next
+state change and the next mark) and, for a hub viewer, switching to the hub's last hour and back.
+
+A mixin of ``NodewatchApp`` (``ui/app.py``), apart so that the app module keeps to its layout, tick
+and panes; the bindings stay in the app's ``BINDINGS``, where Textual and the help screen find them.
+"""
+
+from __future__ import annotations
+
+from textual.widgets import Footer
+
+from ..core.search import LabelSearch
+from ..core.source import Source
+from .replay_bar import NextChange, ReplayBar, mark_text, next_speed
+from .timeline import FleetTimeline, history_for
+
+
+class SourceActions:
+    """Actions on ``self.source`` (a mixin: ``self`` is the ``NodewatchApp``)."""
+
+    # --- a hub viewer's history ------------------------------------------------------------------
+
+    def action_history(self) -> None:
+        """Replay the hub's last hour in this dashboard (``source.open_history``) while the live
+        source carries on underneath; ``l`` comes back to it."""
+        self.notify("opening the hub's last hour...", timeout=3)
+        self.run_worker(self._open_history, name="history", thread=True, exclusive=True, group="history",
+                        exit_on_error=False)
+
+    def _open_history(self) -> None:
+        live = self.source
+        try:
+            history = live.open_history()  # type: ignore[attr-defined]
+        except ValueError as exc:  # said why (over TCP, nothing recorded...)
+            self.call_from_thread(self.notify, str(exc), title="no history", severity="warning", timeout=10)
+            return
+        self.call_from_thread(self._show_source, history, live)
+
+    def action_live(self) -> None:
+        live, history = self._live_source, self.source
+        if live is not None:
+            self._show_source(live, None)
+            history.stop()
+            self.notify("live", timeout=2)
+
+    def _show_source(self, source: Source, live: Source | None) -> None:
+        """Draw ``source`` from now on; ``live``: the source to go back to (None: this is it)."""
+        self.source, self._live_source = source, live
+        self.label_search = LabelSearch(source.state)
+        if self._history_job is not None:
+            self._history_job.close()
+        self.history, self._history_job = history_for(source)
+        timeline = self.query_one("#timeline", FleetTimeline)
+        timeline.history, timeline.live = self.history, self._history_job is None
+        for bar in self.query(ReplayBar):
+            bar.remove()
+        if source.replay is not None:
+            self.mount(ReplayBar(source.replay, id="replay"), before=self.query_one(Footer))
+        self.next_change = NextChange()
+        self._tick_seq += 1  # a frame of the other source still being evaluated is not shown
+        self.refresh_bindings()
+        self.call_after_refresh(self.tick)
+
+    def action_replay_toggle(self) -> None:
+        r = self.source.replay
+        if r is None:
+            return
+        r.pause() if r.playing else r.play()
+        self.tick()
+
+    def action_replay_faster(self) -> None:
+        r = self.source.replay
+        if r is not None:
+            r.set_speed(next_speed(r.speed, up=True))
+            self.tick()
+
+    def action_replay_slower(self) -> None:
+        r = self.source.replay
+        if r is not None:
+            r.set_speed(next_speed(r.speed, up=False))
+            self.tick()
+
+    def action_replay_step(self, seconds: float) -> None:
+        r = self.source.replay
+        if r is not None:
+            r.step(float(seconds))
+            self.tick()
+
+    def action_replay_seek(self, seconds: float) -> None:
+        r = self.source.replay
+        if r is not None:
+            r.seek(min(max(r.position() + float(seconds), r.start), r.end))
+            self.tick()
+
+    def action_replay_next_change(self) -> None:
+        r = self.source.replay
+        if r is None:
+            return
+        t = self.next_change.at(r)
+        if t is None:
+            self.notify("no further state change in the recording", timeout=3)
+            return
+        r.seek(t)
+        self.tick()
+
+    def action_replay_next_mark(self) -> None:
+        r = self.source.replay
+        if r is None:
+            return
+        m = self.history.next_mark(r.position())
+        if m is None:
+            more = "" if self.history.complete else " (the timeline is still being sampled)"
+            self.notify(f"no further mark in the recording{more}", timeout=3)
+            return
+        r.seek(m.at)
+        self.tick()
+        self.notify(mark_text(m), timeout=4, markup=False)
