@@ -15,6 +15,11 @@
 Lines are split and decoded with orjson straight from the urllib3 stream: the official client's
 ``Watch`` builds model objects (slow) and, with ``deserialize=False``, stops tracking the
 resourceVersion.
+
+Why one file of ~600 lines: list, streaming list, watch, resume, relist and backoff are one state
+machine around one resourceVersion and one set of known keys; split, each part would reach into
+the others' state. The pieces that stand alone live elsewhere (decoding in ``core/wire.py``,
+connections and errors in ``sources/kubeconfig.py``).
 """
 
 from __future__ import annotations
