@@ -26,7 +26,7 @@ from .objects import (
     node_from_dict,
     pod_from_dict,
 )
-from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX, keep_eviction_start
+from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX, keep_eviction_start, renew_interval
 from .settings import Settings, parse_minor
 from .views import (
     MAX_BEATS,
@@ -205,6 +205,25 @@ class Ingest(Evaluation):
             track.renew_time = None
             track.observed_at = None
         self._dirty.add(name)
+
+    def ages_in_doubt(self, now: float, names: Iterable[str] | None = None) -> dict[str, float]:
+        """Nodes the API server still calls Ready whose lease looks late only by when a list says it
+        was renewed (renewTime on the node's clock, or a write time that is only a bound), with
+        each lease's renewal interval. One renewal seen on the watch settles it: a one-shot answer
+        waits that long for them (a node whose clock is behind is not late; the node lifecycle
+        controller, which times renewals by seeing renewTime change, keeps it Ready). ``names``:
+        look at these nodes only."""
+        out: dict[str, float] = {}
+        with self.lock:
+            tracks = self.leases.items() if names is None else ((n, self.leases.get(n)) for n in names)
+            for name, track in tracks:
+                if track is None or track.age_from not in ("renewTime", "server-bound") or track.observed_at is None:
+                    continue
+                rec = self.nodes.get(name)
+                interval = renew_interval(track.duration)
+                if rec is not None and rec.ready == "True" and now - track.observed_at > 2 * interval:
+                    out[name] = interval
+        return out
 
     def _writes_follow_renewals(self) -> bool:
         """Whether the API server moves a field manager's time on every write that changes a value

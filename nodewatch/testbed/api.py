@@ -42,6 +42,11 @@ class Client:
                                          timeout=urllib3.Timeout(connect=3.0, read=timeout))
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
 
+    def set_user_agent(self, agent: str) -> None:
+        """The API server names this client's field manager after its User-Agent up to the first
+        "/" (``managedFields[].manager``)."""
+        self._headers["User-Agent"] = agent
+
     def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
                 timeout: float | None = None) -> Any:
         headers = dict(self._headers)

@@ -138,6 +138,8 @@ class TestbedFleet:
         if not layout:
             raise ValueError("a fleet needs at least one node")
         self.client = client
+        # as a real kubelet does: its writes then carry the field manager "kubelet"
+        client.set_user_agent(f"kubelet/{version} (linux/amd64) nodewatch-testbed")
         self.seed = seed
         self.version = version
         self.progress = progress
