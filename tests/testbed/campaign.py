@@ -161,7 +161,6 @@ def run_campaign(tb, log=print) -> Observed:  # noqa: ANN001 - a controlplane.Te
         for n in [a0, *c_cut, *d_all]:
             obs.last_ack[n] = fleet.renewed_at[n]
         log(f"scenarios started; observing for {DURATION:.0f}s")
-        obs.kubelet_write_times.append((time.time(), _kubelet_write_times(admin)))
         oneshot = threading.Thread(target=_status_once, args=(tb, obs, log), daemon=True)
         oneshot.start()
         time.sleep(max(0.0, obs.start + DURATION - time.time()))
@@ -198,13 +197,22 @@ def run_campaign(tb, log=print) -> Observed:  # noqa: ANN001 - a controlplane.Te
     return obs
 
 
+WRITE_TIMES_AT = 15.0
+"""Every kubelet has renewed (every 10 s) since setup by then."""
 ONESHOT_AT = 45.0
 """When ``nodewatch status`` runs: long after renewTime alone would call the clock-behind node
 overdue, before the zone scenarios' evictions."""
 
 
 def _status_once(tb, obs: Observed, log) -> None:  # noqa: ANN001
-    """The one-shot answer, as a user runs it (lists, then at most one renewal interval of watch)."""
+    """The one-shot answer, as a user runs it (lists, then at most one renewal interval of watch).
+    Before it, once every kubelet has renewed, the first read of the kubelets' write times."""
+    time.sleep(max(0.0, obs.start + WRITE_TIMES_AT - time.time()))
+    admin = tb.admin()
+    try:
+        obs.kubelet_write_times.append((time.time(), _kubelet_write_times(admin)))
+    finally:
+        admin.close()
     time.sleep(max(0.0, obs.start + ONESHOT_AT - time.time()))
     started = time.time()
     r = subprocess.run([sys.executable, "-m", "nodewatch", "status", "--kubeconfig", str(tb.viewer_kubeconfig),
