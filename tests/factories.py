@@ -37,8 +37,16 @@ def taint(key: str, effect: str = "NoExecute", added: float | None = None) -> di
     return objects.taint(key, effect, added)
 
 
-def lease(name: str, renew: float | None, duration: int = 40) -> dict:
-    return objects.lease(name, renew, duration=duration)
+def lease(name: str, renew: float | None, duration: int = 40, *, written: float | None = None,
+          manager: str = "kubelet", operation: str = "Update") -> dict:
+    """``written``: the API server's time of the manager's last write (``managedFields[].time``)."""
+    obj = objects.lease(name, renew, duration=duration)
+    if written is not None:
+        stamp = dt.datetime.fromtimestamp(written, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        obj["metadata"]["managedFields"] = [
+            {"manager": manager, "operation": operation, "apiVersion": "coordination.k8s.io/v1", "time": stamp,
+             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:holderIdentity": {}, "f:renewTime": {}}}}]
+    return obj
 
 
 def pod(name: str, node_name: str, *, owner_kind: str = "ReplicaSet", owner_name: str = "web-abc",

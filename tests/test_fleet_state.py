@@ -387,3 +387,92 @@ def test_evaluating_an_earlier_instant_judges_every_node_again():
     assert state_of(s, "a", late_at) is NodeState.LATE
     assert state_of(s, "a", late_at - 10) is NodeState.READY
     assert state_of(s, "a", late_at) is NodeState.LATE
+
+
+# --- a listed lease's age from the API server's write time (managedFields) ----------------------
+
+
+def _listed(obj, version: str | None, received: float = T0) -> FleetState:
+    return fleet(("nodes", node("a")), ("leases", obj), settings=Settings(server_version=version), received=received)
+
+
+def test_a_listed_lease_of_a_node_clock_behind_is_timed_by_the_servers_write():
+    # renewTime on a clock 95 s behind; the API server wrote the renewal 5 s before the list arrived
+    s = _listed(lease("a", T0 - 100, written=T0 - 5), "v1.30.4")
+    v = s.evaluate(T0).node("a")
+    assert v.lease_age(T0) == pytest.approx(5.0) and v.state is NodeState.READY
+    assert s.leases["a"].age_from == "server" and s.leases["a"].skew == pytest.approx(95.0)
+    # without the write time it is what renewTime says: overdue
+    plain = _listed(lease("a", T0 - 100), "v1.30.4")
+    assert plain.evaluate(T0).node("a").state is NodeState.OVERDUE and plain.leases["a"].age_from == "renewTime"
+
+
+def test_a_listed_lease_of_a_node_clock_ahead_is_not_fresh_where_the_write_time_follows_renewals():
+    # a node whose clock is 60 s ahead stopped renewing 50 s ago: renewTime is "10 s in the future"
+    s = _listed(lease("a", T0 - 50 + 60, written=T0 - 50), "v1.30.4")
+    assert s.evaluate(T0).node("a").state is NodeState.OVERDUE and s.leases["a"].age_from == "server"
+    # before v1.25 the write time does not follow renewals: it cannot say the renewal is old
+    old = _listed(lease("a", T0 - 50 + 60, written=T0 - 50), "v1.20.2")
+    assert old.evaluate(T0).node("a").lease_age(T0) == pytest.approx(0.0) and old.leases["a"].age_from == "renewTime"
+
+
+def test_before_v1_25_the_write_time_is_only_an_upper_bound_of_the_age():
+    # v1.20 stamps the kubelet's entry when its fields change (the Lease's creation), not per renewal
+    s = _listed(lease("a", T0 - 100, written=T0 - 30), "v1.20.2")
+    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(30.0)
+    assert s.leases["a"].age_from == "server-bound" and s.leases["a"].skew is None
+    # a write time older than what renewTime says is no use there: renewTime as before
+    s = _listed(lease("a", T0 - 8, written=T0 - 3600), "v1.20.2")
+    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(8.0) and s.leases["a"].age_from == "renewTime"
+
+
+def test_when_the_clocks_agree_to_the_second_renew_time_is_the_finer_time():
+    s = _listed(lease("a", T0 - 7.6, written=T0 - 8), "v1.30.4")
+    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(7.6)
+    assert s.leases["a"].age_from == "server" and s.leases["a"].skew == 0.0
+
+
+@pytest.mark.parametrize("manager, operation", [("kubectl-edit", "Update"), ("kubelet", "Apply"),
+                                                ("python-requests", "Update")])
+def test_only_the_kubelets_updates_time_a_renewal(manager, operation):
+    s = _listed(lease("a", T0 - 100, written=T0 - 5, manager=manager, operation=operation), "v1.30.4")
+    assert s.leases["a"].age_from == "renewTime" and s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(100.0)
+    # a kubelet reporting under its node's name (the holder) counts
+    held = _listed(lease("a", T0 - 100, written=T0 - 5, manager="a"), "v1.30.4")
+    assert held.leases["a"].age_from == "server"
+
+
+def test_a_write_time_after_the_receipt_is_clamped_to_it():
+    s = _listed(lease("a", T0 - 100, written=T0 + 30), "v1.30.4")  # the server's clock ahead of ours
+    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(0.0)
+
+
+def test_a_relisted_write_time_not_after_the_renewal_already_seen_is_not_that_renewal():
+    s = _listed(lease("a", T0 - 100), "v1.30.4")
+    s.apply("leases", "MODIFIED", lease("a", T0 - 90), received_at=T0 + 10)  # seen on the watch at T0+10
+    s.apply("leases", "ADDED", lease("a", T0 - 80, written=T0 + 5), received_at=T0 + 30, listing=True)
+    track = s.leases["a"]
+    assert track.age_from == "renewTime" and track.observed_at == pytest.approx(T0 - 80)
+    s.apply("leases", "ADDED", lease("a", T0 - 70, written=T0 + 38), received_at=T0 + 40, listing=True)
+    assert s.leases["a"].age_from == "server" and s.leases["a"].observed_at == pytest.approx(T0 + 38)
+
+
+def test_a_watched_renewal_is_timed_by_its_receipt_whatever_the_write_time():
+    s = _listed(lease("a", T0 - 100, written=T0 - 5), "v1.30.4")
+    s.apply("leases", "MODIFIED", lease("a", T0 - 90, written=T0 + 1), received_at=T0 + 10)
+    assert s.leases["a"].age_from == "receipt" and s.leases["a"].observed_at == pytest.approx(T0 + 10)
+
+
+def test_the_typed_decoder_and_the_dict_reader_agree_on_the_write_time():
+    import json
+
+    from nodewatch.core.objects import lease_from_dict
+    from nodewatch.core.wire import DECODERS
+
+    obj = lease("a", T0 - 100, written=T0 - 5)
+    obj["metadata"]["managedFields"].insert(0, {"manager": "kubelet", "operation": "Update", "time": "2027-01-15T07:00:00Z"})
+    obj["metadata"]["managedFields"].append({"manager": "kubectl-label", "operation": "Update",
+                                             "time": "2027-01-15T08:30:00Z"})
+    typed = DECODERS["leases"].decode_object(json.dumps(obj).encode())
+    assert typed == lease_from_dict(obj)
+    assert typed.written_at == pytest.approx(T0 - 5)

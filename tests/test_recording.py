@@ -310,3 +310,14 @@ def test_watch_and_record_write_the_same_source_header(tmp_path, monkeypatch, ca
     headers = [read_recording(str(tmp_path / f))[0]["source"] for f in ("watch.jsonl", "record.jsonl")]
     assert headers[0] == headers[1] == {"kind": "live", "name": f"context nodewatch-sim @ {srv.url}",
                                         "context": "nodewatch-sim", "server": srv.url}
+
+
+def test_a_recorded_lease_keeps_its_kubelets_write_times_only():
+    le = lease("a", T0 - 100, written=T0 - 5)
+    le["metadata"]["managedFields"].append({"manager": "kubectl-edit", "operation": "Update", "time": "2027-01-15T07:00:00Z",
+                                            "fieldsV1": {"f:metadata": {"f:labels": {"f:secret-name": {}}}}})
+    clean = sanitize(le)
+    assert clean["metadata"]["managedFields"] == [
+        {"manager": "kubelet", "operation": "Update", "time": "2027-01-15T07:59:55Z"}]
+    assert "fieldsV1" in json.dumps(le) and "fieldsV1" not in json.dumps(clean)
+    assert "managedFields" not in sanitize(lease("b", T0))["metadata"]

@@ -119,6 +119,7 @@ async def test_cursor_keys_and_enter_open_the_drilldown_and_escape_closes_it():
         lease = static_text(app.screen.query_one("#dd-lease"))
         # listed, not seen renewing: the age is from renewTime and the skew is not known yet
         assert "holder" in lease and "2m50s" in lease and "observed skew  ?" in lease
+        assert "age from       renewTime: node clock" in lease
         timeline = static_text(app.screen.query_one("#dd-timeline"))
         assert "eviction due" in timeline and "in 3m00s" in timeline
         events = static_text(app.screen.query_one("#dd-events"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 
 from ..core.multi import MultiFleet
 from ..core.report import fleet_table_lines, write_fleet_json
@@ -99,6 +100,25 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())[:500]
 
 
+RENEWAL_MARGIN = 2.0
+"""Beyond one renewal interval: the API server's write and the watch's delivery."""
+
+
+def _await_doubtful_renewals(live, budget: float) -> None:  # noqa: ANN001 - a LiveSource
+    """A listed lease says when it was renewed only by renewTime, on the node's clock: a node
+    whose clock is behind would be called late while the controller keeps it Ready. Wait (at
+    most one renewal interval, within ``--wait``) for those leases to be seen renewing on the
+    watch; what is still in doubt then is answered as the list says. A network wait, not a rule's:
+    real seconds."""
+    doubtful = live.state.ages_in_doubt(live.clock.now())
+    if not doubtful:
+        return
+    deadline = time.monotonic() + min(budget, max(doubtful.values()) + RENEWAL_MARGIN)
+    while time.monotonic() < deadline and doubtful:
+        time.sleep(0.05)
+        doubtful = live.state.ages_in_doubt(live.clock.now(), list(doubtful))
+
+
 def _evaluate_source(args: argparse.Namespace, settings):
     if args.demo and args.replay:
         raise ValueError("--demo and --replay are two different sources; choose one")
@@ -141,6 +161,7 @@ def _evaluate_source(args: argparse.Namespace, settings):
     if args.node:
         live.focus_node(args.node)  # its pods and events are listed alongside the rest
     try:
+        started = time.monotonic()
         synced = live.wait_synced(args.wait, args.node)
         fatal = live.fatal()  # also once "synced": a forbidden stream is not waited for
         if fatal is not None:
@@ -154,6 +175,8 @@ def _evaluate_source(args: argparse.Namespace, settings):
             live.state.problem(live.clock.now(), "status", message)  # the table lists problems
             if args.format == "json":
                 print(f"nodewatch: warning: {message}", file=sys.stderr)
+        else:
+            _await_doubtful_renewals(live, args.wait - (time.monotonic() - started))
         return live.state, live.clock.now()
     finally:
         live.stop()

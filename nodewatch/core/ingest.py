@@ -26,8 +26,8 @@ from .objects import (
     node_from_dict,
     pod_from_dict,
 )
-from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX, keep_eviction_start
-from .settings import Settings
+from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX, keep_eviction_start, renew_interval
+from .settings import Settings, parse_minor
 from .views import (
     MAX_BEATS,
     MAX_EVENTS_PER_NODE,
@@ -185,17 +185,18 @@ class Ingest(Evaluation):
         track.holder = rec.holder
         if advanced and rec.renew_time is not None:
             known = received_at is not None and not listing and "leases" in self.synced
-            track.renew_time = rec.renew_time
             if known:
                 track.observed_at = received_at
-            elif received_at is not None:
-                # Listed: renewed at some unknown time before we received it. renewTime is on the
-                # node's clock, so it may even be "in the future"; never later than the receipt.
-                track.observed_at = min(rec.renew_time, received_at)
-            else:
-                track.observed_at = rec.renew_time
-            if known:  # a listed lease was renewed at some unknown earlier time: no skew to learn
                 track.skew = received_at - rec.renew_time
+                track.age_from = "receipt"
+            else:
+                # the last renewal seen, if it was timed on our or the server's clock
+                seen_before = track.observed_at if track.renewals and track.age_from in ("receipt", "server") else None
+                track.observed_at, track.age_from, skew = listed_renewal(
+                    rec.renew_time, rec.written_at, received_at, seen_before, self._writes_follow_renewals())
+                if skew is not None:
+                    track.skew = skew
+            track.renew_time = rec.renew_time
             self._beat(name, received_at if known else math.nan)
             track.renewals += 1
             if self._renewed_on_time(name, track):
@@ -204,6 +205,31 @@ class Ingest(Evaluation):
             track.renew_time = None
             track.observed_at = None
         self._dirty.add(name)
+
+    def ages_in_doubt(self, now: float, names: Iterable[str] | None = None) -> dict[str, float]:
+        """Nodes the API server still calls Ready whose lease looks late only by when a list says it
+        was renewed (renewTime on the node's clock, or a write time that is only a bound), with
+        each lease's renewal interval. One renewal seen on the watch settles it: a one-shot answer
+        waits that long for them (a node whose clock is behind is not late; the node lifecycle
+        controller, which times renewals by seeing renewTime change, keeps it Ready). ``names``:
+        look at these nodes only."""
+        out: dict[str, float] = {}
+        with self.lock:
+            tracks = self.leases.items() if names is None else ((n, self.leases.get(n)) for n in names)
+            for name, track in tracks:
+                if track is None or track.age_from not in ("renewTime", "server-bound") or track.observed_at is None:
+                    continue
+                rec = self.nodes.get(name)
+                interval = renew_interval(track.duration)
+                if rec is not None and rec.ready == "True" and now - track.observed_at > 2 * interval:
+                    out[name] = interval
+        return out
+
+    def _writes_follow_renewals(self) -> bool:
+        """Whether the API server moves a field manager's time on every write that changes a value
+        (v1.25 on, kubernetes PR #110058); before, only when the writer's set of fields changes."""
+        mm = parse_minor(self.settings.server_version)
+        return mm is not None and mm >= WRITE_TIME_FOLLOWS_VALUES_SINCE
 
     def _beat(self, node: str, received_at: float) -> None:
         """Remember one renewal's receive time for the heartbeat history (NaN: when it happened is
@@ -276,6 +302,37 @@ class Ingest(Evaluation):
                 self._dirty.add(node)
                 self.generation += 1
 
+
+
+WRITE_TIME_FOLLOWS_VALUES_SINCE = (1, 25)
+
+
+def listed_renewal(renew: float, written: float | None, received: float | None, seen_before: float | None,
+                   written_follows_renewals: bool) -> tuple[float, str, float | None]:
+    """When a lease that arrived in a list (or relist) was renewed, on nodewatch's time line:
+    ``(observed_at, age_from, skew or None)``.
+
+    It was renewed at some unknown moment before it was received. renewTime says when on the
+    node's clock, which may be minutes off (95 s behind: the node looks overdue while the node
+    lifecycle controller, which times a renewal by seeing renewTime change, keeps it Ready). The
+    API server's time of the kubelet's last write (``written``, whole seconds) is on the server's
+    clock: from v1.25 it is the renewal's own time; before, the time the kubelet's fields last
+    changed, which is never later than its last renewal. So it is used when it is later than what
+    renewTime tells (the node's clock is behind), or always where it follows renewals, and never
+    when it is not after a renewal already seen (``seen_before``): renewTime changed since, so that
+    write was not this renewal. Both are clamped to the receipt.
+    """
+    by_node = renew if received is None else min(renew, received)
+    if written is None or received is None or (seen_before is not None and written <= seen_before):
+        return by_node, "renewTime", None
+    written = min(written, received)
+    if written_follows_renewals:
+        if written <= renew < written + 1.0:
+            return by_node, "server", 0.0  # the clocks agree to the second: renewTime is the finer time
+        return written, "server", written - renew
+    if written > by_node:
+        return written, "server-bound", None
+    return by_node, "renewTime", None
 
 
 def _unindex(index: dict[str, set], node: str, key: tuple[str, str]) -> None:

@@ -202,6 +202,29 @@ class LeaseRecord:
     renew_time: float | None
     duration_seconds: float | None
     resource_version: str = ""
+    written_at: float | None = None
+    """The API server's own time (whole seconds) of the holder's last write that changed its
+    fields (``kubelet_write_time``); None when the object does not say."""
+
+
+KUBELET_MANAGER = "kubelet"
+"""The field manager of the kubelet's writes: the API server names a manager after the client's
+User-Agent up to the first "/" (``kubelet/v1.30.2 (linux/amd64) ...``)."""
+
+
+def kubelet_write_time(entries: Any, holder: str) -> float | None:
+    """The newest ``managedFields[].time`` of an Update by the Lease's kubelet (the manager
+    ``kubelet``, or one named as the holder), on the API server's clock. ``entries`` are
+    ``(manager, operation, time)`` triples. From v1.25 the server moves this time on every write
+    that changes a value, so it is the server's time of the last renewal; before that it moves only
+    when the writer's set of fields changes (the Lease's creation): an earlier bound, never later."""
+    newest = None
+    for manager, operation, when in entries:
+        if operation == "Update" and (manager == KUBELET_MANAGER or (holder and manager == holder)):
+            t = parse_time(when)
+            if t is not None and (newest is None or t > newest):
+                newest = t
+    return newest
 
 
 def lease_from_dict(obj: Any) -> LeaseRecord:
@@ -210,13 +233,17 @@ def lease_from_dict(obj: Any) -> LeaseRecord:
         return obj
     meta = _meta(obj, "Lease")
     spec = _d(obj.get("spec"))
+    holder = _s(spec.get("holderIdentity"))
+    managed = [_d(m) for m in _l(meta.get("managedFields"))]
     return LeaseRecord(
         name=meta["name"],
         namespace=_s(meta.get("namespace")),
-        holder=_s(spec.get("holderIdentity")),
+        holder=holder,
         renew_time=parse_time(spec.get("renewTime")),
         duration_seconds=_num(spec.get("leaseDurationSeconds")),
         resource_version=_s(meta.get("resourceVersion")),
+        written_at=kubelet_write_time(((m.get("manager"), m.get("operation"), m.get("time")) for m in managed),
+                                      holder),
     )
 
 

@@ -36,6 +36,20 @@ class LeaseTrack:
     duration: float
     holder: str
     renewals: int = 0
+    age_from: str = "receipt"
+    """Where ``observed_at`` came from: one of ``AGE_FROM``'s keys."""
+
+
+AGE_FROM = {
+    "receipt": "when nodewatch received the renewal",
+    "server": "the API server's write time",
+    "server-bound": "the API server's write time (an upper bound of the age: before v1.25 that "
+                    "time moves only when the kubelet's fields change)",
+    "renewTime": "renewTime: node clock",
+}
+"""How a lease's age was measured. A renewal received on the watch is timed by its receipt; one
+that arrived in a list happened at some earlier moment, told by the API server's own write time
+(``LeaseRecord.written_at``) or else by renewTime, which is on the node's clock."""
 
 
 @dataclass(slots=True)

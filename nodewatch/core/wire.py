@@ -30,6 +30,7 @@ from .objects import (
     PodRecord,
     _shared_map,
     _str_map,
+    kubelet_write_time,
 )
 from .rules import LABEL_EXCLUDE_DISRUPTION, Taint, Toleration, zone_key
 from .timeutil import parse_time, seconds
@@ -113,8 +114,18 @@ class _LeaseSpec(Struct, gc=False):
     leaseDurationSeconds: Optional[Union[int, float]] = None
 
 
+class _ManagedField(Struct, gc=False):
+    manager: _S = None
+    operation: _S = None
+    time: _S = None  # fieldsV1, the bulk of an entry, is skipped
+
+
+class _LeaseMeta(_Meta, gc=False):
+    managedFields: Optional[list[_ManagedField]] = None
+
+
 class _Lease(Struct, gc=False):
-    metadata: Optional[_Meta] = None
+    metadata: Optional[_LeaseMeta] = None
     spec: Optional[_LeaseSpec] = None
 
 
@@ -304,8 +315,11 @@ def _lease_record(le: _Lease) -> LeaseRecord | None:
         holder, renew = spec.holderIdentity or "", _time(spec.renewTime)
         d = spec.leaseDurationSeconds
         duration = seconds(d)  # range-checked as the dict reader does
+    written = None
+    if meta.managedFields:
+        written = kubelet_write_time(((m.manager, m.operation, m.time) for m in meta.managedFields), holder)
     return LeaseRecord(name=meta.name, namespace=meta.namespace or "", holder=holder, renew_time=renew,
-                       duration_seconds=duration, resource_version=meta.resourceVersion or "")
+                       duration_seconds=duration, resource_version=meta.resourceVersion or "", written_at=written)
 
 
 def _pod_record(p: _Pod) -> PodRecord | None:

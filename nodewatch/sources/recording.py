@@ -26,7 +26,8 @@ A reader that does not know ``cluster`` (an older nodewatch) replays such a file
 
 What is never written: container ``env`` values, ``args`` and ``command``, the
 ``last-applied-configuration`` annotation and ``managedFields`` (they can hold secrets and are
-large). nodewatch never reads Secrets, and credentials never reach this module.
+large), except, on a Lease, the manager, operation and time of its kubelet's writes (no field
+names): a listed renewal is timed by them. nodewatch never reads Secrets, and credentials never reach this module.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from typing import IO, Any, Iterator
 import orjson
 
 from ..core.clock import Clock, SystemClock
+from ..core.objects import KUBELET_MANAGER
 from ..core.settings import Settings
 from ..core.timeutil import format_time, time_problem, valid_time
 from ..core.views import EVENT_TYPES, RESOURCES
@@ -77,7 +79,9 @@ def sanitize(obj: Any) -> Any:
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         m = dict(meta)
-        m.pop("managedFields", None)
+        kept = _kubelet_writes(m.pop("managedFields", None), obj.get("spec"))
+        if kept:
+            m["managedFields"] = kept
         ann = m.get("annotations")
         if isinstance(ann, dict) and any(_LAST_APPLIED in str(k) for k in ann):
             m["annotations"] = {k: v for k, v in ann.items() if _LAST_APPLIED not in str(k)}
@@ -91,6 +95,16 @@ def sanitize(obj: Any) -> Any:
                 s[key] = [_sanitize_container(c) for c in containers]
         out["spec"] = s
     return out
+
+
+def _kubelet_writes(managed: Any, spec: Any) -> list[dict] | None:
+    """A Lease's kubelet write times (``objects.kubelet_write_time`` reads them), nothing else."""
+    if not isinstance(managed, list) or not isinstance(spec, dict) or "holderIdentity" not in spec:
+        return None
+    holder = spec.get("holderIdentity")
+    return [{"manager": e.get("manager"), "operation": e.get("operation"), "time": e.get("time")}
+            for e in managed
+            if isinstance(e, dict) and e.get("operation") == "Update" and e.get("manager") in (KUBELET_MANAGER, holder)]
 
 
 def _sanitize_container(c: Any) -> Any:

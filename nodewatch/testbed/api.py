@@ -43,8 +43,12 @@ class Client:
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
-                timeout: float | None = None) -> Any:
+                timeout: float | None = None, user_agent: str | None = None) -> Any:
+        """``user_agent``: the API server names the field manager of a write after it, up to the
+        first "/" (``managedFields[].manager``)."""
         headers = dict(self._headers)
+        if user_agent is not None:
+            headers["User-Agent"] = user_agent
         data = None
         if body is not None:
             data = json.dumps(body).encode()
@@ -73,8 +77,8 @@ class Client:
                 raise
             return self.get(f"{path}/{quote(obj['metadata']['name'])}")
 
-    def patch(self, path: str, patch: dict, kind: str = JSON_MERGE) -> Any:
-        return self.request("PATCH", path, patch, content_type=kind)
+    def patch(self, path: str, patch: dict, kind: str = JSON_MERGE, user_agent: str | None = None) -> Any:
+        return self.request("PATCH", path, patch, content_type=kind, user_agent=user_agent)
 
     def put(self, path: str, obj: dict) -> Any:
         return self.request("PUT", path, obj)

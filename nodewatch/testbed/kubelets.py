@@ -138,6 +138,8 @@ class TestbedFleet:
         if not layout:
             raise ValueError("a fleet needs at least one node")
         self.client = client
+        self.lease_agent = f"kubelet/{version} (linux/amd64) nodewatch-testbed"
+        """A real kubelet's User-Agent on renewals: the Lease's field manager is then "kubelet"."""
         self.seed = seed
         self.version = version
         self.progress = progress
@@ -358,7 +360,8 @@ class TestbedFleet:
         node.renew_time = node.node_clock(now)
         try:
             self.client.patch(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NS}/leases/{node.name}",
-                              {"spec": {"renewTime": fmt_micro(node.renew_time), "holderIdentity": node.name}})
+                              {"spec": {"renewTime": fmt_micro(node.renew_time), "holderIdentity": node.name}},
+                              user_agent=self.lease_agent)
         except (ApiStatus, OSError, urllib3.exceptions.HTTPError) as exc:
             # The kubelet's lease controller retries soon (200 ms doubling to 7 s; one step here).
             self._error(f"renew {node.name}: {type(exc).__name__}: {str(exc)[:120]}")

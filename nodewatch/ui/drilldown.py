@@ -35,7 +35,7 @@ from ..core.causes import checks_for
 from ..core.fleet import FleetState
 from ..core.format import ago, cert_text, clock_time, eviction_text, grace_text
 from ..core.text import duration, safe
-from ..core.views import NodeDetails
+from ..core.views import AGE_FROM, NodeDetails
 from .heartbeat import HeartbeatChart
 from .item_lines import ItemLines
 from .theme import DEFAULT_PALETTE, Palette
@@ -306,6 +306,7 @@ def lease_section(d: NodeDetails, p: Palette) -> RenderableType:
         ("holder", safe(ls.holder, 80)),
         ("renewTime", _when(ls.renew_time, d.now)),
         ("seen at", _when(ls.observed_at, d.now)),
+        ("age from", AGE_FROM.get(ls.age_from, "?")),
         ("age", Text(duration(age) if age is not None else "unknown (dashboard blind or no renewal seen)",
                      p.bad if age is not None and v is not None and age > v.grace else Style())),
         ("duration", f"{ls.duration:g}s (renews every {ls.duration / 4:g}s)"),

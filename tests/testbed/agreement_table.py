@@ -87,6 +87,15 @@ def rows(obs: Observed) -> list[tuple[str, str, str, str]]:
         rc = ready_condition(obs.real_nodes_before_master[n])
         out.append((f"{obs.roles[n]} on {n}", "Ready throughout" if ok else "not Ready at times",
                     f"Ready={rc['status']} throughout", "agrees" if ok and rc["status"] == "True" else "differs"))
+    one = obs.oneshot
+    if one.get("doc"):
+        for n in nodes_in_role(obs, "clock -95s"):
+            shown = next(x for x in one["doc"]["nodes"] if x["name"] == n)
+            real = ready_condition(one["real_nodes"][n])["status"]
+            out.append((f"`nodewatch status` (one-shot) at {rel(one['started'])}, clock -95s",
+                        f"{shown['state']}, lease age {shown['lease_age_seconds']:.1f}s "
+                        f"(answered in {one['ended'] - one['started']:.1f}s)",
+                        f"Ready={real}", "agrees" if (shown["state"] == "Ready") == (real == "True") else "differs"))
     return out
 
 

@@ -16,7 +16,10 @@ takes about three minutes; the monitor period stays at its 5 s default.
 from __future__ import annotations
 
 import calendar
+import json
 import re
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -93,6 +96,10 @@ class Observed:
     grace_in_use: float = 0.0
     errors: list[str] = field(default_factory=list)
     kcm_log: str = ""
+    oneshot: dict = field(default_factory=dict)
+    """``nodewatch status`` run once mid-campaign: its JSON, exit code, when, and the real nodes then."""
+    kubelet_write_times: list[tuple[float, dict[str, list[str]]]] = field(default_factory=list)
+    """(when, node -> the Lease's managedFields times of the manager ``kubelet``), read twice."""
 
 
 def ready_condition(node: dict) -> dict:
@@ -154,7 +161,11 @@ def run_campaign(tb, log=print) -> Observed:  # noqa: ANN001 - a controlplane.Te
         for n in [a0, *c_cut, *d_all]:
             obs.last_ack[n] = fleet.renewed_at[n]
         log(f"scenarios started; observing for {DURATION:.0f}s")
+        oneshot = threading.Thread(target=_status_once, args=(tb, obs, log), daemon=True)
+        oneshot.start()
         time.sleep(max(0.0, obs.start + DURATION - time.time()))
+        oneshot.join(timeout=60)
+        obs.kubelet_write_times.append((time.time(), _kubelet_write_times(admin)))
         obs.real_nodes_before_master = {o["metadata"]["name"]: o for o in admin.get("/api/v1/nodes")["items"]}
         obs.real_pods_before_master = {(o["metadata"]["namespace"], o["metadata"]["name"]): o
                                        for o in admin.get("/api/v1/pods")["items"]}
@@ -184,6 +195,46 @@ def run_campaign(tb, log=print) -> Observed:  # noqa: ANN001 - a controlplane.Te
     obs.errors = list(fleet.errors)
     obs.kcm_log = (tb.dir / "logs" / "kube-controller-manager.log").read_text(errors="replace")
     return obs
+
+
+WRITE_TIMES_AT = 15.0
+"""Every kubelet has renewed (every 10 s) since setup by then."""
+ONESHOT_AT = 45.0
+"""When ``nodewatch status`` runs: long after renewTime alone would call the clock-behind node
+overdue, before the zone scenarios' evictions."""
+
+
+def _status_once(tb, obs: Observed, log) -> None:  # noqa: ANN001
+    """The one-shot answer, as a user runs it (lists, then at most one renewal interval of watch).
+    Before it, once every kubelet has renewed, the first read of the kubelets' write times."""
+    time.sleep(max(0.0, obs.start + WRITE_TIMES_AT - time.time()))
+    admin = tb.admin()
+    try:
+        obs.kubelet_write_times.append((time.time(), _kubelet_write_times(admin)))
+    finally:
+        admin.close()
+    time.sleep(max(0.0, obs.start + ONESHOT_AT - time.time()))
+    started = time.time()
+    r = subprocess.run([sys.executable, "-m", "nodewatch", "status", "--kubeconfig", str(tb.viewer_kubeconfig),
+                        "--cert-cache-dir", str(tb.dir / "certcache-status"), "--format", "json",
+                        "--grace", f"{GRACE:g}", "--toleration", f"{TOLERATION:g}", "--monitor-period", f"{MONITOR:g}"],
+                       capture_output=True, text=True, timeout=60)
+    admin = tb.admin()
+    try:
+        real = {o["metadata"]["name"]: o for o in admin.get("/api/v1/nodes")["items"]}
+    finally:
+        admin.close()
+    obs.oneshot = {"started": started, "ended": time.time(), "rc": r.returncode, "stderr": r.stderr[-2000:],
+                   "doc": json.loads(r.stdout) if r.stdout.strip().startswith("{") else None, "real_nodes": real}
+    log(f"nodewatch status ran in {obs.oneshot['ended'] - started:.1f}s (exit {r.returncode})")
+
+
+def _kubelet_write_times(admin: Client) -> dict[str, list[str]]:
+    out = {}
+    for le in admin.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")["items"]:
+        out[le["metadata"]["name"]] = [m.get("time", "") for m in le["metadata"].get("managedFields") or []
+                                       if m.get("manager") == "kubelet" and m.get("operation") == "Update"]
+    return out
 
 
 def _wait_all_ready(src: LiveSource, names: list[str], timeout: float = 30.0) -> None:
