@@ -476,3 +476,12 @@ def test_the_typed_decoder_and_the_dict_reader_agree_on_the_write_time():
     typed = DECODERS["leases"].decode_object(json.dumps(obj).encode())
     assert typed == lease_from_dict(obj)
     assert typed.written_at == pytest.approx(T0 - 5)
+
+
+def test_a_node_whose_kubelet_never_posted_status_is_unknown_not_ready():
+    """No Ready condition on a real Node (the kubelet never posted status): kubectl calls it Unknown
+    and the controller counts it not ready; only a Lease-only placeholder row is judged by its Lease."""
+    s = fleet(("nodes", node("fresh", None)), ("leases", lease("fresh", T0)))
+    v = s.evaluate(T0).node("fresh")
+    assert v.state is NodeState.UNKNOWN
+    assert [c.kind for c in v.causes][:1] == [CauseKind.NEVER_POSTED]

@@ -28,6 +28,7 @@ class CauseKind(enum.Enum):
     CORDONED = "cordoned"
     NO_LEASE = "no-lease"
     NODE_AWAITED = "node-awaited"
+    NEVER_POSTED = "never-posted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,7 @@ CHECKS: dict[CauseKind, tuple[str, ...]] = {
         "curl -sk https://<api-server>:6443/healthz   # can the node reach the API server?",
     ),
     CauseKind.NO_LEASE: ("systemctl status kubelet", "journalctl -u kubelet -n 200 --no-pager"),
+    CauseKind.NEVER_POSTED: ("systemctl status kubelet", "journalctl -u kubelet -n 200 --no-pager"),
     CauseKind.LEASE_LATE: ("journalctl -u kubelet -n 200 --no-pager   # slow renewals, API latency",),
     CauseKind.CERT_EXPIRED: (
         "openssl x509 -in /var/lib/kubelet/pki/kubelet-client-current.pem -noout -enddate",
@@ -102,7 +104,10 @@ def likely_causes(
                          "kubelet slow, or API server latency"))
     elif not has_lease and state is not NodeState.READY and not cert_expired:
         out.append(Cause(CauseKind.NO_LEASE, "no Lease in kube-node-lease for this node"))
-    if ready is not None and ready.status == "False":
+    if ready is None and not node.awaited:
+        out.append(Cause(CauseKind.NEVER_POSTED, "the kubelet never posted node status (no Ready condition): "
+                         "the controller marks it Unknown (NodeStatusNeverUpdated) after its startup grace"))
+    elif ready is not None and ready.status == "False":
         kind = _classify_not_ready(ready.reason, ready.message)
         detail = ready.message or ready.reason or "no message"
         out.append(Cause(kind, f"kubelet reports NotReady ({ready.reason or 'no reason'}): {detail}"))

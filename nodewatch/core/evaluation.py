@@ -80,7 +80,11 @@ class Evaluation(FleetData):
         track = self.leases.get(name)
         conditions = rec.conditions
         rc = conditions.get("Ready")
-        ready = rc.status if rc is not None else None
+        # No Ready condition on a real Node: its kubelet never posted status. kubectl calls it
+        # Unknown, the controller counts it not ready and writes Unknown after the startup grace
+        # (seen on v1.20.2, docs/real-control-plane.md). A placeholder row (Lease only) is judged
+        # by its Lease alone.
+        ready = rc.status if rc is not None else (None if rec.awaited else "Unknown")
         if track is not None:
             duration = track.duration
             observed = None if blind else track.observed_at

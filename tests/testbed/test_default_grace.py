@@ -148,9 +148,6 @@ def test_a_node_that_never_posted_status_becomes_unknown_after_the_startup_grace
           f"taints {sorted((t['key'], t['effect']) for t in taints_of(run.real[NEVER]))}")
 
 
-@pytest.mark.xfail(strict=True, reason="nodewatch judges a Node without a Ready condition and without a "
-                                       "Lease as Ready; kubectl shows such a node as Unknown, and the "
-                                       "controller writes Unknown after the startup grace")
 def test_a_node_that_never_posted_status_is_not_called_ready_before_the_controller_says_so(run: Run):
     flipped = parse_time(ready_condition(run.real[NEVER])["lastTransitionTime"])
     before = [s for s in run.samples[NEVER] if s[0] < flipped]
