@@ -12,6 +12,10 @@ kube-controller-manager decides Unknown, taints and evictions.
 
 The kubelets write with the admin kubeconfig. Everything is scheduled on one real-time heap and run
 by a small thread pool, so a slow request delays only itself.
+
+Why one file of ~600 lines: it is the testbed's counterpart of the simulated fleet's kubelets and
+scenario verbs (``TestbedFleet`` offers the verbs ``nodewatch.sim.scenarios`` calls), sharing one
+schedule and one set of nodes; the shapes, conditions and scenarios themselves are the simulator's.
 """
 
 from __future__ import annotations
