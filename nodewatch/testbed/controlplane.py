@@ -35,6 +35,14 @@ class TestbedError(RuntimeError):
     """The testbed could not be started (the message says which part and where its log is)."""
 
 
+class StartupExit(TestbedError):
+    """A server process ended while the testbed waited for it to be ready."""
+
+    def __init__(self, name: str, status: str, message: str) -> None:
+        super().__init__(message)
+        self.name, self.status = name, status
+
+
 @dataclass(frozen=True)
 class Testbed:
     """A running testbed, as recorded in ``DIR/testbed.json``."""
@@ -100,17 +108,30 @@ def up(folder: Path, binaries: Binaries, controller_flags: tuple[str, ...] = (),
         raise TestbedError(f"a testbed is already running in {folder} ({', '.join(alive)}): "
                            f"`nodewatch testbed down --dir {folder}` first")
     folder.mkdir(parents=True, exist_ok=True)
+    for attempt in (1, 2):
+        _clean(folder)
+        try:
+            return _up(folder, binaries, controller_flags, apiserver_flags, progress)
+        except StartupExit as exc:
+            processes.stop(folder)
+            if attempt == 2:
+                raise
+            # Seen rarely on a loaded machine: a server gone before its first log line (a port
+            # taken between choosing it and binding it, or the process killed). Fresh ports, once.
+            progress(f"{exc.name} exited during startup ({exc.status}); starting again on fresh ports")
+        except BaseException:
+            processes.stop(folder)
+            raise
+    raise AssertionError("unreachable")
+
+
+def _clean(folder: Path) -> None:
     for old in ("pki", "etcd", "logs", "kcm", processes.PIDS_FILE, STATE_FILE):
         p = folder / old
         if p.is_dir():
             shutil.rmtree(p)
         elif p.exists():
             p.unlink()
-    try:
-        return _up(folder, binaries, controller_flags, apiserver_flags, progress)
-    except BaseException:
-        processes.stop(folder)
-        raise
 
 
 def _up(folder: Path, binaries: Binaries, controller_flags: tuple[str, ...], apiserver_flags: tuple[str, ...],
@@ -193,8 +214,9 @@ def _wait(folder: Path, name: str, check: Callable[[], bool], timeout: float = R
     last = ""
     while time.monotonic() < deadline:
         if name not in processes.running(folder):
-            raise TestbedError(f"{name} exited during startup; see {folder / 'logs' / (name + '.log')}:\n"
-                               + _tail(folder / "logs" / f"{name}.log"))
+            raise StartupExit(name, processes.exit_status(folder, name),
+                              f"{name} exited during startup ({processes.exit_status(folder, name)}); "
+                              f"see {folder / 'logs' / (name + '.log')}:\n" + _tail(folder / "logs" / f"{name}.log"))
         try:
             if check():
                 return

@@ -84,11 +84,37 @@ def is_ours(pid: int, argv0: str) -> bool:
     return bool(cmdline) and cmdline[0].decode(errors="replace") == argv0
 
 
+_reaped: dict[int, int] = {}
+"""Wait statuses of the children reaped here, for ``exit_status``."""
+
+
 def _reap(pid: int) -> None:
     try:
-        os.waitpid(pid, os.WNOHANG)
+        got, status = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        pass
+        return
+    if got:
+        _reaped[pid] = status
+
+
+def exit_status(folder: Path, name: str) -> str:
+    """How a recorded process ended, for messages: "exit status N", "killed by SIGX", or why unknown."""
+    entry = recorded(folder).get(name)
+    if not isinstance(entry, dict):
+        return "not recorded"
+    want = int(entry.get("pid", 0))
+    if want in _reaped:
+        pid, status = want, _reaped[want]
+    else:
+        try:
+            pid, status = os.waitpid(want, os.WNOHANG)
+        except ChildProcessError:
+            return "not a child of this process"
+        if pid == 0:
+            return "still running, but no longer the program started"
+    if os.WIFSIGNALED(status):
+        return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exit status {os.WEXITSTATUS(status)}"
 
 
 def running(folder: Path) -> dict[str, int]:

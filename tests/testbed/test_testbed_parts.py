@@ -6,6 +6,8 @@ patches and flags, the PKI, and stopping processes by pid are checked here witho
 
 from __future__ import annotations
 
+import os
+
 import ast
 import subprocess
 import sys
@@ -170,3 +172,18 @@ def test_a_reused_pid_is_not_signalled(tmp_path):
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_recorded_process_that_ended_says_how(tmp_path):
+    """The testbed's "exited during startup" names the exit status or the signal."""
+    import signal as _signal
+
+    from simserver import wait_until
+
+    processes.start(tmp_path, "quits", ["/bin/sh", "-c", "exit 3"])
+    wait_until(lambda: "quits" not in processes.running(tmp_path))
+    assert processes.exit_status(tmp_path, "quits") == "exit status 3"
+    killed = processes.start(tmp_path, "killed", ["/bin/sleep", "30"])
+    os.kill(killed.pid, _signal.SIGKILL)
+    wait_until(lambda: "killed" not in processes.running(tmp_path))
+    assert processes.exit_status(tmp_path, "killed") == "killed by SIGKILL"
