@@ -92,6 +92,19 @@ def _serve(argv: list[str]) -> int:
                 store.emit_many(("leases", "MODIFIED", o, None) for o in objs[a:a + EMIT_BATCH])
             took = time.perf_counter() - started
             print(f"emitted {count} {took:.6f}", flush=True)
+        elif cmd[0] == "renew":
+            # The fleet as a live cluster has it: every kubelet renewed within the last 10 s, but
+            # one node in ``skip`` stopped renewing (at setup: an incident's worth of Late/Overdue).
+            skip = int(cmd[1])
+            t = time.time()
+            fresh = []
+            for i, o in enumerate(leases):
+                if skip and i % skip == 0:
+                    continue
+                fresh.append({**o, "spec": {**o["spec"], "renewTime": format_time(t - (i % 10), micro=True)}})
+            for a in range(0, len(fresh), EMIT_BATCH):
+                store.emit_many(("leases", "MODIFIED", o, None) for o in fresh[a:a + EMIT_BATCH])
+            print(f"renewed {len(fresh)}", flush=True)
         elif cmd[0] == "quit":
             break
     server.stop()
@@ -136,6 +149,18 @@ class ServerChild:
         if len(parts) != 3 or parts[0] != "emitted":
             raise RuntimeError(f"unexpected answer from the server child: {line!r}")
         return float(parts[2])
+
+    def renew(self, skip: int) -> int:
+        """Every Lease renewed now (within 10 s, as kubelets do) except one in ``skip`` (0: none),
+        which stay as old as the setup: the fleet a client meets when it starts during an incident.
+        Returns how many were renewed."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"renew {skip}\n".encode())
+        self.proc.stdin.flush()
+        line = self._readline(600)
+        if not line.startswith("renewed "):
+            raise RuntimeError(f"unexpected answer from the server child: {line!r}")
+        return int(line.split()[1])
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "KUBECONFIG": self.kubeconfig}
