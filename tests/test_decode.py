@@ -128,3 +128,56 @@ def test_extreme_numbers_are_range_checked_on_the_typed_path_too():
                                                       "tolerationSeconds": huge}]}}
     typed, _, _ = DECODERS["pods"].decode_list(_list("PodList", [pod]))
     assert typed == [pod_from_dict(pod)]
+
+
+def _lines(*events) -> list[bytes]:
+    return [orjson.dumps(e) for e in events]
+
+
+def test_a_block_of_lines_decodes_as_its_lines_do_one_by_one():
+    lines = _lines({"type": "ADDED", "object": raw_node(1)}, {"type": "MODIFIED", "object": raw_node(2)},
+                   {"type": "DELETED", "object": raw_node(3)})
+    block = b"\n".join(lines) + b"\n"
+    assert DECODERS["nodes"].decode_events(memoryview(block)) == [DECODERS["nodes"].decode_event(x) for x in lines]
+
+
+@pytest.mark.parametrize("odd", [
+    {"type": "BOOKMARK", "object": {"kind": "Lease", "metadata": {"resourceVersion": "9"}}},
+    {"type": "ERROR", "object": {"kind": "Status", "status": "Failure", "code": 410}},
+    {"type": "MODIFIED", "object": {"metadata": {"name": "a"}, "spec": {"renewTime": 5}}},
+])
+def test_a_block_with_one_odd_line_is_refused_whole(odd):
+    block = b"\n".join(_lines({"type": "ADDED", "object": raw_lease("a", T0)}, odd)) + b"\n"
+    with pytest.raises(WireError):
+        DECODERS["leases"].decode_events(block)
+
+
+def test_the_reflector_reads_a_mixed_block_as_it_reads_its_lines():
+    """A block with a bookmark and a line the types refuse (read as a dict) gives the same events,
+    in the same order, and the same resourceVersion as the line-by-line reader."""
+    from nodewatch.sources.reflector import LEASES, Reflector
+
+    lines = _lines({"type": "ADDED", "object": raw_lease("a", T0, rv=5)},
+                   {"type": "BOOKMARK", "object": {"kind": "Lease", "metadata": {"resourceVersion": "7"}}},
+                   {"type": "MODIFIED", "object": {"metadata": {"name": "b", "namespace": "kube-node-lease",
+                                                                "resourceVersion": "8"},
+                                                   "spec": {"renewTime": "not a time", "holderIdentity": "b"}}},
+                   {"type": "MODIFIED", "object": raw_lease("c", T0, rv=9)})
+    ignore = lambda *a, **k: None  # noqa: E731
+
+    def reflector() -> Reflector:
+        return Reflector(None, LEASES, ignore, ignore, ignore, wall=lambda: T0)  # type: ignore[arg-type]
+
+    by_block, by_line = reflector(), reflector()
+    got = by_block._decode_block(memoryview(b"\n".join(lines) + b"\n"))
+    want = by_line._decode(lines)
+    def same(batch):  # records as records, the bookmark as the dict it is
+        return [(r, e, o if e == "BOOKMARK" else lease_from_dict(o), t, listing) for r, e, o, t, listing in batch]
+
+    assert same(got) == same(want)
+    assert [e for _, e, *_ in got] == ["ADDED", "BOOKMARK", "MODIFIED", "MODIFIED"]
+    assert by_block.resource_version == by_line.resource_version == "9"
+    # a block of object events only takes the one-call path, with the same result
+    plain = [lines[0], lines[3]]
+    assert [(e, o) for _, e, o, *_ in reflector()._decode_block(memoryview(b"\n".join(plain)))] == \
+           [(e, o) for _, e, o, *_ in reflector()._decode(plain)]

@@ -407,6 +407,28 @@ class TypedDecoder:
         rv = obj.metadata.resourceVersion or "" if obj.metadata is not None else ""
         return etype, self._build(obj), rv
 
+    def decode_events(self, block: bytes | memoryview) -> list[tuple[str, Record | None, str]]:
+        """``decode_event`` for a block of whole lines in one C call: no line is cut out, no Python
+        runs between lines (65,000 Nodes of a streaming list arrive as one block per read).
+        Raises ``WireError`` if any line is not an ADDED, MODIFIED or DELETED event that fits the
+        types: the caller then reads the block line by line, so nothing of it is lost."""
+        try:
+            events = self._event.decode_lines(block)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise WireError(str(exc)) from None
+        out = []
+        build = self._build
+        for ev in events:
+            etype = ev.type
+            obj = ev.object
+            if etype not in _OBJECT_EVENTS or obj is None:
+                raise WireError(f"event type {etype!r}")
+            meta = obj.metadata
+            out.append((etype, build(obj), (meta.resourceVersion or "") if meta is not None else ""))
+        return out
+
+
+_OBJECT_EVENTS = frozenset(("ADDED", "MODIFIED", "DELETED"))
 
 DECODERS: dict[str, TypedDecoder] = {
     "nodes": TypedDecoder(_Node, _NodeList, _NodeEvent, _node_record),

@@ -441,7 +441,7 @@ class Reflector:
             pause_gc()
         try:
             self._connected()
-            buf = b""
+            buf = bytearray()
             while not self._stop.is_set():
                 try:
                     chunk = resp.read1(READ_CHUNK)
@@ -460,9 +460,10 @@ class Reflector:
                 buf += chunk
                 if b"\n" not in chunk:
                     continue
-                lines = buf.split(b"\n")
-                buf = lines.pop()
-                batch = self._decode(lines)
+                cut = buf.rfind(b"\n") + 1
+                with memoryview(buf) as view:
+                    batch = self._decode_block(view[:cut])
+                del buf[:cut]
                 if batch:
                     got = True
                     self.sink(batch)
@@ -477,6 +478,26 @@ class Reflector:
             except Exception:  # noqa: BLE001
                 pass
         return got
+
+    def _decode_block(self, block: memoryview) -> Batch:
+        """Whole lines of a watch stream: typed in one call when every line is an object event
+        that fits the types (the bulk of a list or of a busy stream), else line by line."""
+        decoder = self.decoder
+        if decoder is not None:
+            try:
+                events = decoder.decode_events(block)
+            except WireError:
+                pass  # a bookmark, an ERROR or an odd object in the block: line by line below
+            else:
+                now = self.wall()
+                batch: Batch = []
+                for etype, rec, rv in events:
+                    if rv:
+                        self.resource_version = rv
+                    if rec is not None:
+                        self._hand_over(etype, rec, record_key(rec), now, batch)
+                return batch
+        return self._decode(bytes(block).split(b"\n"))
 
     def _decode(self, lines: list[bytes]) -> Batch:
         now = self.wall()
