@@ -138,6 +138,11 @@ async def test_viewers_of_a_hub_over_three_clusters_see_each_cluster_as_it_is(th
                 await pilot.press("enter")  # the drill-down of the worst node says its cluster
                 await pilot.pause()
                 assert "cluster alpha" in static_text(app.screen.query_one("#dd-summary"))
+            history = viewer.open_history()  # the viewer's way back: the hub's recordings, per cluster
+            try:
+                assert isinstance(history.state, MultiFleet) and history.state.cluster_names == list(CLUSTERS)
+            finally:
+                history.stop()
         finally:
             viewer.stop()
     assert source.threads_alive() == 0
