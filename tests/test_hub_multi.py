@@ -216,3 +216,22 @@ def test_the_hub_takes_the_dashboards_cluster_options(tmp_path):
         _source(_hub_args(tmp_path, "--all-contexts", "--context", "a", "--context", "b"), settings_from_args(one))
     with pytest.raises(CommandError, match="--demo"):
         _source(_hub_args(tmp_path, "--demo", "--context", "a", "--context", "b"), settings_from_args(one))
+
+
+def test_a_views_cluster_travels_only_when_it_has_one():
+    from dataclasses import replace
+
+    from nodewatch.hub.codec import WireError, view_from_wire
+    from nodewatch.sources.demo import DemoSource
+
+    src = DemoSource(nodes=3, seed=1)
+    t = src.clock.now() + 60
+    src.advance_to(t)
+    v = src.state.evaluate(t).nodes[0]
+    assert v.cluster == "" and len(view_to_wire(v)) == 20  # a one-cluster hub sends what it always sent
+    w = view_to_wire(replace(v, cluster="prod-eu"))
+    assert w[-1] == "prod-eu" and view_from_wire(w) == replace(v, cluster="prod-eu")
+    assert view_from_wire(w).key == f"prod-eu/{v.name}"
+    for bad in (w + ["x"], w[:-1] + [7]):
+        with pytest.raises(WireError):
+            view_from_wire(bad)
