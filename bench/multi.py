@@ -1,9 +1,9 @@
-"""Several clusters: twenty simulated clusters of 3,000 nodes in one nodewatch, beside twenty
-separate nodewatch processes, in the same run.
+"""Several clusters: twenty simulated clusters of 3,000 nodes in one nodewatch and in one hub,
+beside twenty separate nodewatch processes, in the same run.
 
 Each cluster is a ``nodewatch sim-server`` (scenario ``steady``: kubelets renew their leases every
 10 s) in its own process on loopback, logging every request it serves. One kubeconfig has a
-context per server. Two rounds, each on freshly started servers (so each server's log holds one
+context per server. Three rounds, each on freshly started servers (so each server's log holds one
 round's requests only):
 
 - one nodewatch: a child process runs the headless dashboard (``NodewatchApp``, 200x60) over a
@@ -13,9 +13,14 @@ round's requests only):
   (``VmHWM``).
 - twenty nodewatch: twenty such children at once, each over one context (``LiveSource``): the
   slowest first frame, the median of their frame times, the sum of their peak RSS.
+- one hub: ``nodewatch hub --all-contexts`` (a process, recording as a hub does) and one viewer, a
+  child running the same headless dashboard over ``ViewerSource`` (what ``nodewatch attach``
+  runs), started with the hub. First frame: from the hub's launch until the viewer's table shows
+  every node of every cluster. Frame time: the viewer's, as above. Memory: the hub's peak RSS
+  (read from /proc while it runs) and the viewer's.
 - API load per server, from the servers' logs once they stopped: requests and watches each round
-  made to each server. One nodewatch of several clusters should cost each server exactly what one
-  watcher of that cluster costs.
+  made to each server. One nodewatch, or one hub, of several clusters should cost each server
+  exactly what one watcher of that cluster costs.
 
 ``python -m bench.multi [--clusters 20] [--nodes 3000]``.
 """
@@ -45,22 +50,29 @@ TARGET_FIRST_FRAME = 30.0
 # --- the nodewatch child ------------------------------------------------------------------------
 
 
-async def _child(kubeconfig: str, contexts: list[str], nodes: int, frames: int) -> dict:
+async def _child(kubeconfig: str, contexts: list[str], nodes: int, frames: int, hub: str | None = None,
+                 since: float | None = None) -> dict:
+    """``hub``: a hub's socket to attach to (``since``: when the hub was launched, the epoch
+    time the first frame is measured from)."""
     from nodewatch.core.settings import Settings
+    from nodewatch.hub.viewer_source import ViewerSource, parse_address
     from nodewatch.sources.live import LiveSource
     from nodewatch.sources.multi import MultiSource
     from nodewatch.sources.multi_config import specs_from_contexts
     from nodewatch.ui.app import NodewatchApp
     from nodewatch.ui.fleet_table import FleetTable
 
-    if len(contexts) == 1:
+    if hub is not None:
+        src = ViewerSource(parse_address(hub), reconnect_for=600.0)
+        listed = lambda: True  # noqa: E731 - a viewer applies the hub's frames when the dashboard ticks
+    elif len(contexts) == 1:
         src = LiveSource(Settings(), kubeconfig=kubeconfig, context=contexts[0])
         listed = lambda: not src.not_listed()  # noqa: E731
     else:
         src = MultiSource(specs_from_contexts(contexts, kubeconfig), Settings())
         listed = lambda: all(src.settled().values())  # noqa: E731
     app = NodewatchApp(src, refresh_seconds=3600)  # ticks only when told: the frames measured are ours
-    t0 = time.perf_counter()
+    t0 = time.perf_counter() - (time.time() - since if since is not None else 0.0)
     src.start()
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -83,19 +95,20 @@ async def _child(kubeconfig: str, contexts: list[str], nodes: int, frames: int) 
                 times.append(time.perf_counter() - t)
     finally:
         src.stop()
-    status = Path("/proc/self/status").read_text()
-    hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
-    return {"first": first, "frame": statistics.median(times), "rss": hwm * 1024}
+    return {"first": first, "frame": statistics.median(times), "rss": _peak_rss()}
 
 
 def child_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--kubeconfig", required=True)
-    ap.add_argument("--context", action="append", required=True)
+    ap.add_argument("--kubeconfig")
+    ap.add_argument("--context", action="append", default=[])
+    ap.add_argument("--hub", metavar="SOCKET", help="attach to the hub on this socket instead (a viewer)")
+    ap.add_argument("--since", type=float, help="with --hub: when the hub was launched (epoch seconds)")
     ap.add_argument("--nodes", type=int, required=True, help="nodes expected on screen")
     ap.add_argument("--frames", type=int, default=10)
     args = ap.parse_args(argv)
-    print(json.dumps(asyncio.run(_child(args.kubeconfig, args.context, args.nodes, args.frames))), flush=True)
+    print(json.dumps(asyncio.run(_child(args.kubeconfig, args.context, args.nodes, args.frames, args.hub,
+                                        args.since))), flush=True)
     return 0
 
 
@@ -157,6 +170,53 @@ def _nodewatch(kubeconfig: str, contexts: list[str], nodes: int, frames: int) ->
         stdout=subprocess.PIPE, text=True, cwd=ROOT)
 
 
+def _hub(kubeconfig: str, directory: str, log: Path) -> subprocess.Popen:
+    """``nodewatch hub`` over every context of ``kubeconfig``, serving ``directory``: its banner on
+    ``stdout`` (a pipe), its errors in ``log``."""
+    with open(log, "wb") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "nodewatch", "hub", "--dir", directory, "--kubeconfig", kubeconfig,
+             "--all-contexts"],
+            stdout=subprocess.PIPE, stderr=err, text=True, cwd=ROOT)
+
+
+def _viewer(directory: str, nodes: int, frames: int, since: float) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench.multi", "child", "--hub", os.path.join(directory, "hub.sock"),
+         "--since", repr(since), "--nodes", str(nodes), "--frames", str(frames)],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+
+
+def _peak_rss(pid: int | str = "self") -> int:
+    """Peak resident size (``VmHWM``) of a running process, or of this one."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")) * 1024
+
+
+def _one_hub(kubeconfig: str, directory: str, nodes: int, frames: int) -> tuple[dict, float, int]:
+    """The hub round: (the viewer's result, seconds from the hub's launch until it serves, its peak RSS)."""
+    since = time.time()
+    log = Path(directory + ".log")
+    hub = _hub(kubeconfig, directory, log)
+    try:
+        child = _viewer(directory, nodes, frames, since)
+        hub.stdout.readline()  # type: ignore[union-attr] - the banner's first line: its socket accepts viewers
+        serving = time.time() - since
+        viewer = _result(child)
+        if hub.poll() is not None:
+            raise RuntimeError(f"the hub exited with {hub.returncode}: {log.read_text()[-2000:]}")
+        rss = _peak_rss(hub.pid)
+    finally:
+        hub.send_signal(signal.SIGTERM)
+        try:
+            hub.wait(60)
+        except subprocess.TimeoutExpired:
+            hub.kill()
+            hub.wait()
+        hub.stdout.close()  # type: ignore[union-attr]
+    return viewer, serving, rss
+
+
 def _result(proc: subprocess.Popen) -> dict:
     out, _ = proc.communicate(timeout=900)
     if proc.returncode != 0:
@@ -189,11 +249,19 @@ def run(clusters: int = 20, nodes: int = 3_000, frames: int = 10) -> list[Figure
             many = [_result(p) for p in children]
         finally:
             many_load = sims.stop()
+        print(f"  multi: {clusters} sim-servers again (fresh logs)", file=sys.stderr, flush=True)
+        sims = Clusters(clusters, nodes, d)
+        try:
+            print(f"  multi: one hub over {clusters} clusters, one viewer", file=sys.stderr, flush=True)
+            viewer, serving, hub_rss = _one_hub(sims.kubeconfig, os.path.join(d, "hub"), total, frames)
+        finally:
+            hub_load = sims.stop()
     slowest = max(m["first"] for m in many)
     frame_many = statistics.median(m["frame"] for m in many)
     rss_many = sum(m["rss"] for m in many)
     ref = f"{clusters} nodewatch processes"
     same_load = one_load == many_load
+    hub_same_load = hub_load == one_load
     return [
         Figure(f"multi: {clusters}x{nodes:,} nodes, one nodewatch -> first frame", f"{one['first']:.1f} s",
                f"<= {TARGET_FIRST_FRAME:g} s", f"{ref}: slowest {slowest:.1f} s", one["first"] <= TARGET_FIRST_FRAME,
@@ -207,6 +275,23 @@ def run(clusters: int = 20, nodes: int = 3_000, frames: int = 10) -> list[Figure
                "one watcher's worth", f"{ref}: {_load(many_load)}", same_load,
                "requests and watches each sim-server logged in the round; the same as one LiveSource's"
                + ("" if same_load else f" (NOT the same: {one_load} vs {many_load})")),
+        Figure(f"multi: {clusters}x{nodes:,} nodes, one hub -> viewer first frame", f"{viewer['first']:.1f} s",
+               f"<= {TARGET_FIRST_FRAME:g} s", f"one nodewatch: {one['first']:.1f} s; {ref}: slowest {slowest:.1f} s",
+               viewer["first"] <= TARGET_FIRST_FRAME,
+               f"from the hub's launch to a viewer frame with every node of every cluster (the viewer started with "
+               f"it); {serving:.1f} s of it until the hub served (its interpreter start and imports, which the "
+               "nodewatch figures do not include: they count from start())"),
+        Figure(f"multi: {clusters}x{nodes:,} nodes, one hub -> viewer frame time", f"{viewer['frame'] * 1000:.0f} ms",
+               "<= 1000 ms", f"one nodewatch: {one['frame'] * 1000:.0f} ms", viewer["frame"] <= 1.0,
+               f"median of {frames} viewer ticks (apply the hub's frames + paint), one a second"),
+        Figure(f"multi: {clusters}x{nodes:,} nodes, one hub -> peak RSS", f"hub {hub_rss / 2**20:.0f} MB, "
+               f"viewer {viewer['rss'] / 2**20:.0f} MB", "-",
+               f"one nodewatch: {one['rss'] / 2**20:.0f} MB; {ref}: {rss_many / 2**20:.0f} MB in all", None,
+               "the hub records as it always does (flight recorder on)"),
+        Figure(f"multi: API load per server, one hub of {clusters}", _load(hub_load),
+               "one watcher's worth", f"one nodewatch: {_load(one_load)}", hub_same_load,
+               "requests and watches each sim-server logged in the round; the same as one nodewatch's"
+               + ("" if hub_same_load else f" (NOT the same: {hub_load} vs {one_load})")),
     ]
 
 

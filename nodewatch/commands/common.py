@@ -69,7 +69,7 @@ def add_live_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
     g.add_argument("--context", metavar="NAME", action=_ContextAction,
                    help="kubeconfig context (default: the current context); "
-                        "`watch` and `status` take it several times to watch several clusters")
+                        "`watch`, `status`, `record` and `hub` take it several times to watch several clusters")
     g.add_argument("--probe-kubelet-tls", action="store_true",
                    help="opt-in: TLS handshake to each node's kubelet port to read its serving certificate")
     g.add_argument("--kubelet-metrics", action="store_true",

@@ -1,6 +1,7 @@
 """``nodewatch hub``: one watcher for many screens, with a flight recorder.
 
-One process keeps the live source (or ``--demo``) and the one FleetState, records everything it
+One process keeps the live source (or ``--demo``; or several clusters: ``--context`` repeated,
+``--all-contexts``, ``--fleet FILE``, as the dashboard takes them) and the one FleetState, records everything it
 receives into rotating segments under ``DIR/recordings``, and serves viewers (``nodewatch
 attach``) on ``DIR/hub.sock`` (0600), and optionally over TCP with TLS and a token (``--listen``).
 With ``--ssh`` and ``--web`` it also opens the front doors (``frontdoor/``): each SSH session and
@@ -21,6 +22,7 @@ from .common import (
     CommandError,
     add_demo_arguments,
     add_live_arguments,
+    add_multi_arguments,
     add_settings_arguments,
     settings_from_args,
 )
@@ -44,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--no-record", action="store_true", help="do not record")
     add_frontdoor_arguments(parser)
     add_live_arguments(parser)
+    add_multi_arguments(parser)
     add_demo_arguments(parser, flag_prefix="demo-")
     add_settings_arguments(parser)
 

@@ -4,5 +4,5 @@
 (frames), ``codec`` (views as JSON values), ``viewer_state`` and ``viewer_source`` (``attach``),
 ``viewer_history`` (a viewer's replay of the hub's recordings),
 ``segments`` (the rotating recorder and the reader across its segments), ``live`` (several
-drill-downs at once), ``tls`` (TCP with TLS and a token), ``paths`` (the hub's directory).
+drill-downs at once), ``multi`` (several clusters, each with its own drill-downs), ``tls`` (TCP with TLS and a token), ``paths`` (the hub's directory).
 """

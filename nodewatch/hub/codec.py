@@ -40,15 +40,19 @@ class WireError(ValueError):
 
 
 def view_to_wire(v: NodeView) -> list:
-    """One view as a list in ``VIEW_FIELDS`` order."""
+    """One view as a list in ``VIEW_FIELDS`` order; the last field, the node's cluster, only when it
+    has one (a hub of one cluster sends the twenty fields it always sent)."""
     nc, sd = v.next_change, v.sort_deadline
-    return [
+    w = [
         v.name, v.zone, v.state.name, v.ready, v.lease_observed_at, v.lease_duration, v.grace, v.skew,
         v.eviction_at, [[t.key, t.effect, t.value, t.time_added] for t in v.taints] if v.taints else None,
         v.cordoned, list(v.pressure) if v.pressure else None, v.network_unavailable, v.cert_not_after,
         v.kubelet_version, [[c.kind.name, c.text] for c in v.causes] if v.causes else None, v.state_since,
         None if nc == math.inf else nc, None if sd == math.inf else sd, v.excluded,
     ]
+    if v.cluster:
+        w.append(v.cluster)
+    return w
 
 
 _causes_seen: dict[tuple, tuple[Cause, ...]] = {}
@@ -58,14 +62,16 @@ def view_from_wire(w: list) -> NodeView:
     """The inverse of ``view_to_wire``; raises WireError on a malformed entry."""
     try:
         (name, zone, state, ready, observed, duration, grace, skew, eviction_at, taints, cordoned, pressure,
-         net, cert, kubelet, causes, since, nc, sd, excluded) = w
+         net, cert, kubelet, causes, since, nc, sd, excluded, *cluster) = w
+        if cluster and (len(cluster) > 1 or not isinstance(cluster[0], str)):
+            raise ValueError("a cluster that is not one string")
         return NodeView(  # positional, in VIEW_FIELDS order: the fastest way to build 65,000 of them
             name, intern(zone), _STATES[state], ready if ready is None else intern(ready), observed,
             _shared(duration), _shared(grace), skew, eviction_at,
             tuple(Taint(intern(k), intern(e), val, ta) for k, e, val, ta in taints) if taints else (), cordoned,
             tuple(intern(p) for p in pressure) if pressure else (), net, cert, intern(kubelet),
             _causes(causes) if causes else (), since, math.inf if nc is None else nc,
-            math.inf if sd is None else sd, excluded,
+            math.inf if sd is None else sd, excluded, intern(cluster[0]) if cluster else "",
         )
     except (ValueError, TypeError, KeyError) as exc:
         raise WireError(f"malformed node view: {type(exc).__name__}: {str(exc)[:100]}") from None

@@ -17,6 +17,11 @@ other resources are kept as the last line bytes received for each object (Leases
 each; pods and events are only those of watched nodes), so a rotation never asks the API server
 for anything.
 
+A hub of several clusters writes a recording of several (``recording.py``): each segment's header
+lists the clusters (with the settings each has learned by then), every line says its cluster, and
+the keyframe is every cluster's (each cluster's Nodes, synced streams, health, certificates and
+recent objects, each line with its cluster). The sources write through ``for_cluster``.
+
 Reading is ``sources/segments.py``: a directory of segments reads as one v1 recording.
 """
 
@@ -32,7 +37,7 @@ import orjson
 from ..core.clock import Clock, SystemClock
 from ..core.settings import Settings
 from ..core.views import RESOURCES
-from ..sources.recording import Recorder, sanitize
+from ..sources.recording import ClusterRecorder, Recorder, sanitize, settings_payload
 from ..sources.segments import list_segments, segment_name
 from .keyframe_lines import node_to_dict
 
@@ -53,10 +58,12 @@ class SegmentedRecorder:
     def __init__(self, directory: str | os.PathLike, source: dict[str, Any], settings: Settings, *,
                  segment_seconds: float = SEGMENT_SECONDS, keep_seconds: float | None = KEEP_SECONDS,
                  keep_bytes: int | None = KEEP_BYTES, clock: Clock | None = None,
-                 records: Callable[[], dict] | None = None) -> None:
+                 records: Callable[[], dict] | None = None, clusters: list[dict[str, Any]] | None = None,
+                 cluster_records: Callable[[str], dict] | None = None) -> None:
         """``clock``: the clock that decides rotation and retention (the source's: virtual for the
         demo; tests move a ManualClock). ``records``: the state's ``node_records`` (the Nodes of
-        each keyframe)."""
+        each keyframe). Several clusters: ``clusters`` is the header's list (``MultiSource.
+        recording_clusters``), ``cluster_records`` gives one cluster's Node records by name."""
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.source = dict(source)
@@ -66,13 +73,15 @@ class SegmentedRecorder:
         self.keep_bytes = keep_bytes
         self.clock: Clock = clock or SystemClock()
         self.records = records
+        self.clusters = [dict(c) for c in clusters] if clusters is not None else None
+        self.cluster_records = cluster_records
         self._lock = threading.RLock()
-        self._last: dict[tuple[str, str, str], tuple[float, bool, bytes]] = {}
-        """(resource, namespace, name) -> when the object was last received, whether as a list
-        item, and its JSON: for keyframes (not Nodes)."""
-        self._synced: set[str] = set()
-        self._health: dict[str, dict[str, Any]] = {}
-        self._certs: dict[str, tuple[float, str]] = {}
+        self._last: dict[tuple[str | None, str, str, str], tuple[float, bool, bytes]] = {}
+        """(cluster, resource, namespace, name) -> when the object was last received, whether as a
+        list item, and its JSON: for keyframes (not Nodes). The cluster is None for one cluster."""
+        self._synced: set[tuple[str | None, str]] = set()
+        self._health: dict[tuple[str | None, str], dict[str, Any]] = {}
+        self._certs: dict[tuple[str | None, str], tuple[float, str]] = {}
         self._current: Recorder | None = None
         self._opened_at = 0.0
         self._n = max((s.n for s in list_segments(self.directory)), default=0)
@@ -82,45 +91,57 @@ class SegmentedRecorder:
 
     # --- the Recorder interface (what the sources call) ---
 
-    def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False) -> None:
+    def for_cluster(self, cluster: str) -> ClusterRecorder:
+        """The writer of one cluster's lines (a hub of several clusters)."""
+        return ClusterRecorder(self, cluster)  # type: ignore[arg-type] - the same methods as a Recorder
+
+    def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False,
+              cluster: str | None = None) -> None:
         data = b"null" if obj is None else orjson.dumps(sanitize(obj), default=str)  # once: file and keyframe
         with self._lock:
             if self._closed:
                 return
             seg = self._segment()  # first: a keyframe written now must not hold this event yet
             if etype == "SYNCED":
-                self._synced.add(resource)
+                self._synced.add((cluster, resource))
             elif resource != "nodes" and isinstance(obj, dict) and etype in ("ADDED", "MODIFIED", "DELETED"):
                 meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-                key = (resource, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+                key = (cluster, resource, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
                 if etype == "DELETED":
                     self._last.pop(key, None)
                 else:
                     self._last[key] = (t, listing, data)
-            seg._write_line(_line(orjson.dumps(t), resource, etype, data, listing), t)  # noqa: SLF001
+            seg._write_line(_line(orjson.dumps(t), resource, etype, data, listing, cluster), t)  # noqa: SLF001
             self.lines += 1
 
-    def write_health(self, resource: str, t: float, **health: Any) -> None:
+    def write_health(self, resource: str, t: float, cluster: str | None = None, **health: Any) -> None:
         with self._lock:
             if not self._closed:
                 seg = self._segment()
-                self._health.setdefault(resource, {}).update(health)
-                seg.write_health(resource, t, **health)
+                self._health.setdefault((cluster, resource), {}).update(health)
+                seg.write_health(resource, t, cluster=cluster, **health)
 
-    def write_cert(self, node: str, not_after: float, source: str, t: float) -> None:
+    def write_cert(self, node: str, not_after: float, source: str, t: float, cluster: str | None = None) -> None:
         with self._lock:
             if not self._closed:
                 seg = self._segment()
-                cur = self._certs.get(node)
+                cur = self._certs.get((cluster, node))
                 if cur is None or not_after > cur[0]:
-                    self._certs[node] = (not_after, source)
-                seg.write_cert(node, not_after, source, t)
+                    self._certs[(cluster, node)] = (not_after, source)
+                seg.write_cert(node, not_after, source, t, cluster=cluster)
 
-    def write_settings(self, t: float, settings: Settings) -> None:
+    def write_settings(self, t: float, settings: Settings, cluster: str | None = None) -> None:
+        """Settings learned later (the server version): the next segment's header carries them (the
+        cluster's entry of its ``clusters``, for several)."""
         with self._lock:
-            self.settings = settings
+            if cluster is None:
+                self.settings = settings
+            else:
+                for c in self.clusters or []:
+                    if c.get("name") == cluster:
+                        c["settings"] = settings_payload(settings)
             if not self._closed:
-                self._segment().write_settings(t, settings)
+                self._segment().write_settings(t, settings, cluster=cluster)
 
     def flush(self) -> None:
         with self._lock:
@@ -158,7 +179,7 @@ class SegmentedRecorder:
             # The header dates the segment from its earliest line: the keyframe's recent objects keep
             # their receive times (up to EXACT_SECONDS back), and a reader refuses lines from before
             # a recording started (sources/line_guards.TimeFrame).
-            rec = Recorder(str(path), source, self.settings, started_at=earliest)
+            rec = Recorder(str(path), source, self.settings, started_at=earliest, clusters=self.clusters)
             for line in lines:
                 rec._write_line(line, now)  # noqa: SLF001 - complete v1 lines, written as they are
             rec.flush()
@@ -179,30 +200,43 @@ class SegmentedRecorder:
         old objects, certificate dates and health do not depend on their time; they go first, at the
         earliest time written."""
         recent, old = [], []
-        for (resource, _, _), (rt, listing, obj) in self._last.items():
-            (recent if rt >= t - EXACT_SECONDS else old).append((rt, listing, resource, obj))
+        for (cluster, resource, _, _), (rt, listing, obj) in self._last.items():
+            (recent if rt >= t - EXACT_SECONDS else old).append((rt, listing, cluster, resource, obj))
         recent.sort(key=lambda x: x[0])
         earliest = min(recent[0][0], t) if recent else t
         first = orjson.dumps(earliest)
         out: list[bytes] = []
-        if self.records is not None:
-            for rec in self.records().values():
-                out.append(_line(first, "nodes", "ADDED", orjson.dumps(node_to_dict(rec)), True))
-        for _, _, resource, obj in old:
-            out.append(_line(first, resource, "ADDED", obj, True))
-        for resource in RESOURCES:
-            if resource in self._synced:
-                out.append(_line(first, resource, "SYNCED", b"null", True))
+        for cluster, records in self._node_records():
+            for rec in records.values():
+                out.append(_line(first, "nodes", "ADDED", orjson.dumps(node_to_dict(rec)), True, cluster))
+        for _, _, cluster, resource, obj in old:
+            out.append(_line(first, resource, "ADDED", obj, True, cluster))
+        for cluster in self._cluster_names():
+            for resource in RESOURCES:
+                if (cluster, resource) in self._synced:
+                    out.append(_line(first, resource, "SYNCED", b"null", True, cluster))
         tt = first  # certificates and health do not depend on their line's time: with the rest, first
-        for node, (not_after, source) in sorted(self._certs.items()):
-            out.append(b'{"t":' + tt + b',"cert":' + orjson.dumps({"node": node, "not_after": not_after,
-                                                                    "source": source}) + b"}")
-        for resource, health in sorted(self._health.items()):
-            out.append(b'{"t":' + tt + b',"health":' + orjson.dumps({"resource": resource, **health}, default=str)
-                       + b"}")
-        for rt, listing, resource, obj in recent:
-            out.append(_line(orjson.dumps(rt), resource, "MODIFIED", obj, listing))
+        for (cluster, node), (not_after, source) in sorted(self._certs.items(), key=_by_name):
+            out.append(b'{"t":' + tt + _cluster(cluster) + b',"cert":'
+                       + orjson.dumps({"node": node, "not_after": not_after, "source": source}) + b"}")
+        for (cluster, resource), health in sorted(self._health.items(), key=_by_name):
+            out.append(b'{"t":' + tt + _cluster(cluster) + b',"health":'
+                       + orjson.dumps({"resource": resource, **health}, default=str) + b"}")
+        for rt, listing, cluster, resource, obj in recent:
+            out.append(_line(orjson.dumps(rt), resource, "MODIFIED", obj, listing, cluster))
         return out, earliest
+
+    def _cluster_names(self) -> list[str | None]:
+        """The clusters of the recording, in the header's order; [None] for one cluster."""
+        return [c.get("name") for c in self.clusters] if self.clusters is not None else [None]
+
+    def _node_records(self) -> list[tuple[str | None, dict]]:
+        """(cluster, its Node records by name) for each cluster; (None, records) for one."""
+        if self.clusters is None:
+            return [(None, self.records())] if self.records is not None else []
+        if self.cluster_records is None:
+            return []
+        return [(name, self.cluster_records(name)) for name in self._cluster_names() if name is not None]
 
     def _retain(self, now: float) -> None:
         """Drop the oldest segments beyond the age and size limits (never the one being written)."""
@@ -223,9 +257,20 @@ class SegmentedRecorder:
                 _unlink(s.path)
 
 
-def _line(t: bytes, resource: str, etype: str, obj: bytes, listing: bool) -> bytes:
-    return (b'{"t":' + t + b',"resource":"' + resource.encode() + b'","type":"' + etype.encode() + b'","object":'
-            + obj + (b',"list":true}' if listing else b"}"))
+def _line(t: bytes, resource: str, etype: str, obj: bytes, listing: bool, cluster: str | None = None) -> bytes:
+    return (b'{"t":' + t + _cluster(cluster) + b',"resource":"' + resource.encode() + b'","type":"'
+            + etype.encode() + b'","object":' + obj + (b',"list":true}' if listing else b"}"))
+
+
+def _cluster(cluster: str | None) -> bytes:
+    """A line's cluster field, right after its time (as ``recording.Recorder`` writes it), or nothing."""
+    return b"" if cluster is None else b',"cluster":' + orjson.dumps(cluster)
+
+
+def _by_name(item: tuple) -> tuple:
+    """Keyframe order of (cluster, name) keys: by cluster ("" for the only one), then name."""
+    (cluster, name), _ = item
+    return (cluster or "", name)
 
 
 def _unlink(path: Path) -> None:

@@ -6,6 +6,9 @@ since the previous tick, the nodes gone, the labels that changed, and the small 
 zones, health, settings). A viewer that just arrived, or fell behind, gets a snapshot instead,
 built from the same bookkeeping, so snapshot + deltas always equal what the hub evaluated.
 
+Nodes are named by their key (``NodeView.key``): the name, or ``cluster/name`` when the hub watches
+several clusters (the ``meta`` then carries the cluster strip, one ``ClusterView`` per cluster).
+
 Viewers receive evaluated views, not watch events: they never run the rules, so no viewer can
 disagree with the hub about a node (and none needs the memory of a FleetState).
 
@@ -59,14 +62,16 @@ class Publisher:
 
     def update(self, view: FleetView, records: dict[str, NodeRecord], now: float, *,
                problems: int, name: str, recent: list | None = None) -> bytes:
-        """Take in the fleet as evaluated at ``now``; returns the delta frame since the last update."""
+        """Take in the fleet as evaluated at ``now``; returns the delta frame since the last update.
+        ``records``: the Node records by node key (``NodeView.key``: ``cluster/name`` when the hub
+        watches several clusters), for their labels."""
         self.seq += 1
         self.name = name
         up: list[list] = []
         keys, wire = self._keys, self._wire
         seen = set()
         for v in view.nodes:
-            n = v.name
+            n = v.key
             seen.add(n)
             k = _key(v)
             if keys.get(n) != k:
@@ -106,7 +111,7 @@ class Publisher:
         frames (see the module docstring); built once per tick, shared by every viewer."""
         if self._snapshot is None:
             wire, labels, pair_list = self._wire, self._labels, self._pair_list
-            order = [v.name for v in self._order]
+            order = [v.key for v in self._order]
             chunks = [order[:FIRST_PART]] + [order[i:i + PART] for i in range(FIRST_PART, len(order), PART)]
             unlisted = [n for n in labels if n not in wire]  # (a record the view does not list yet)
             sent: set[int] = set()
@@ -156,4 +161,5 @@ def _meta(view: FleetView, problems: int, recent: list | None = None) -> dict[st
         "controller_suspect": view.controller_suspect,
         "problems": problems,
         "recent_problems": to_wire(recent or []),
+        "clusters": to_wire(view.clusters),
     }

@@ -14,6 +14,7 @@ from typing import Any
 from ..core.settings import Settings
 from . import paths
 from .flight_recorder import SegmentedRecorder
+from .multi import HubMultiSource
 from .server import Hub
 
 
@@ -34,11 +35,15 @@ class HubRunner:
         if not getattr(args, "no_record", False):
             info = self.source.recording_source() if hasattr(self.source, "recording_source") else {
                 "kind": "demo", "name": self.source.name}
+            several = isinstance(self.source, HubMultiSource)
             self.recorder = SegmentedRecorder(
-                directory / paths.RECORDINGS, {**info, "hub": True}, self.source.state.settings,
+                directory / paths.RECORDINGS, {**info, "hub": True},
+                settings if several else self.source.state.settings,
                 segment_seconds=parse_age(args.segment), keep_seconds=parse_age(args.keep),
                 keep_bytes=parse_size(args.keep_bytes), clock=self.source.clock,
-                records=self.source.state.node_records)
+                records=None if several else self.source.state.node_records,
+                clusters=self.source.recording_clusters() if several else None,
+                cluster_records=self.source.cluster_records if several else None)
             self.source.recorder = self.recorder
         tcp = ssl_context = token = None
         self.viewer_config: Path | None = None
@@ -105,13 +110,21 @@ class HubRunner:
 
 
 def _source(args: argparse.Namespace, settings: Settings) -> Any:
-    from ..commands.common import CommandError
+    """The demo, one live cluster, or several (``--context`` repeated, ``--all-contexts``,
+    ``--fleet``: parsed as the dashboard parses them, ``commands.common.cluster_specs_from_args``)."""
+    from ..commands.common import CommandError, cluster_specs_from_args
 
+    specs = cluster_specs_from_args(args)
     if getattr(args, "demo", False):
         from ..sources.demo import DemoSource
 
+        if specs is not None:
+            raise CommandError("--demo serves the simulated fleet: not with several clusters")
         return DemoSource(settings=settings, nodes=args.nodes, scenario=args.scenario, seed=args.seed,
                           speed=args.speed)
+    if specs is not None:
+        return HubMultiSource(specs, settings, cert_cache_dir=args.cert_cache_dir,
+                              probe_kubelet_tls=args.probe_kubelet_tls, kubelet_metrics=args.kubelet_metrics)
     from ..sources.live import KubeconfigError
     from .live import HubLiveSource
 

@@ -15,8 +15,9 @@ whose queue is over ``max_queue_frames`` frames or ``max_queue_bytes`` has its q
 gets a fresh snapshot when it drains, followed by the deltas after that snapshot (the loop keeps
 the last few).
 
-Viewers are read-only: the only requests are ``hello``, ``focus`` (a node for the drill-down: the
-hub asks its source to watch that node's pods and events, within the source's cap) and ``ping``.
+Viewers are read-only: the only requests are ``hello``, ``focus`` (a node for the drill-down, by
+its key: ``cluster/name`` when the hub watches several clusters; the hub asks its source to watch
+that node's pods and events, within the source's cap) and ``ping``.
 Nothing of the source's credentials is in any frame: frames carry evaluated views only.
 """
 
@@ -51,7 +52,8 @@ RECENT_DELTAS = 16
 """Deltas kept to follow a snapshot that was built while they were being sent."""
 MAX_DETAILS_PODS = 200
 MAX_DETAILS_EVENTS = 50
-MAX_NODE_NAME = 253
+MAX_NODE_KEY = 253 + 1 + 253
+"""A drill-down names a node by its key: a node name (at most 253 characters), or ``cluster/name``."""
 
 
 @dataclass(eq=False)
@@ -168,7 +170,8 @@ class Hub:
         state = self.source.state
         now = self.source.clock.now()
         view = state.evaluate(now)
-        records = state.node_records()
+        fleet_records = getattr(self.source, "fleet_records", None)  # several clusters: by node key
+        records = fleet_records() if fleet_records is not None else state.node_records()
         self.last_health = view.health
         with self._pub_lock:
             frame = self.publisher.update(view, records, now, problems=state.problem_count(),
@@ -318,7 +321,7 @@ class Hub:
         kind = msg["k"]
         if kind == "focus":
             node = msg.get("node")
-            if node is not None and (not isinstance(node, str) or not node or len(node) > MAX_NODE_NAME):
+            if node is not None and (not isinstance(node, str) or not node or len(node) > MAX_NODE_KEY):
                 raise protocol.ProtocolError("focus: not a node name")
             v.focus = node
             self._set_foci()

@@ -11,6 +11,11 @@ dashboard next calls ``evaluate`` (on its own thread), as the core applies its o
 A snapshot comes worst first in parts (``hub/publisher.py``): the first part is enough for the
 first screen, and the dashboard shows it while the rest is decoded, one part at a time (the hub's
 stream says "syncing" until the last part is in).
+
+A hub of several clusters names its nodes by key (``cluster/name``, ``NodeView.key``) and sends the
+cluster strip with every frame: the viewer keeps its views by key, in the hub's merged order
+(``core.multi.merged_order``), so it answers the same questions with the same keys as a
+``MultiFleet`` does, and the drill-down of a key is the hub's, from that node's cluster.
 """
 
 from __future__ import annotations
@@ -25,10 +30,11 @@ from sortedcontainers import SortedKeyList
 
 from ..core.fleet_data import sort_key
 from ..core.format import clock_time
+from ..core.multi import merged_order
 from ..core.rules import NodeState
 from ..core.settings import Settings
 from ..core.objects import PodRecord
-from ..core.views import PROBLEM_NOTICE, FleetView, NodeDetails, NodeView, Problem, WatchHealth, ZoneView
+from ..core.views import PROBLEM_NOTICE, ClusterView, FleetView, NodeDetails, NodeView, Problem, WatchHealth, ZoneView
 from .codec import from_wire, view_from_wire
 
 MAX_LABEL_SETS = 20_000
@@ -52,7 +58,7 @@ class ViewerState:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.nodes: dict[str, tuple] = {}
-        """Labels by node name, as ``(shared, *own)``: ``shared`` the tuple of (key, value) pairs
+        """Labels by node key, as ``(shared, *own)``: ``shared`` the tuple of (key, value) pairs
         the node has in common with others (one tuple for every node of a pool), ``own`` the pairs
         that name the node itself (its hostname label). 65,000 label dicts would be most of a
         viewer's memory; ``node_labels`` makes one when asked."""
@@ -66,6 +72,9 @@ class ViewerState:
         self._pending = _Pending()
         self._meta: dict[str, Any] = {}
         self._zones: list[ZoneView] = []
+        self._clusters: list[ClusterView] = []
+        self._cluster_names: list[str] = []
+        """The clusters of the last snapshot, in the hub's order (empty: a one-cluster hub)."""
         self._health: dict[str, WatchHealth] = {}
         self._counts: dict[NodeState, int] = {s: 0 for s in NodeState}
         self.hub_now: float | None = None
@@ -107,8 +116,9 @@ class ViewerState:
                     pairs[i] = _pair(k, v, names)
                 p = self._pending
                 for v in up:
-                    p.up[v.name] = v
-                    p.gone.discard(v.name)
+                    key = v.key
+                    p.up[key] = v
+                    p.gone.discard(key)
                 for n in msg.get("del", []):
                     p.up.pop(n, None)
                     p.labels.pop(n, None)
@@ -137,12 +147,13 @@ class ViewerState:
                 pairs[int(i)] = _pair(k, v, names)
             p = self._pending
             for v in views:
-                p.up[v.name] = v
+                p.up[v.key] = v
             for n, idx in (msg.get("labels") or {}).items():
                 p.labels[n] = self._label_set(n, idx)
 
-    def _label_set(self, name: str, idx: list[int]) -> tuple:
+    def _label_set(self, key: str, idx: list[int]) -> tuple:
         """A node's labels as kept in ``nodes`` (see there), from indexes into the pair table."""
+        name = key.rpartition("/")[2]  # (node names have no slash: ``views.node_key``)
         pairs = [self._pairs[i] for i in idx]
         shared = tuple(p for p in pairs if p[1] != name)
         shared = self._label_sets.setdefault(shared, shared)
@@ -164,6 +175,9 @@ class ViewerState:
         if "settings" in meta:
             self.settings = from_wire(Settings, meta["settings"])
         self._zones = from_wire(list[ZoneView], meta.get("zones", []))
+        self._clusters = from_wire(list[ClusterView], meta.get("clusters", []))
+        if msg["k"] == "snap":
+            self._cluster_names = [c.name for c in self._clusters]
         self._health = from_wire(dict[str, WatchHealth], meta.get("health", {}))
         self._counts = {s: int((meta.get("counts") or {}).get(s.name, 0)) for s in NodeState}
         self._problems = from_wire(list[Problem], meta.get("recent_problems", []))
@@ -187,7 +201,8 @@ class ViewerState:
         p = self._pending
         if p.snapshot:
             self._views = dict(p.up)
-            self._order = SortedKeyList(self._views.values(), key=sort_key)
+            order = merged_order(self._cluster_names) if self._cluster_names else sort_key
+            self._order = SortedKeyList(self._views.values(), key=order)
             self.nodes = dict(p.labels)
         else:
             views, order = self._views, self._order
@@ -224,7 +239,7 @@ class ViewerState:
                 counts=dict(self._counts), all_zones_full=bool(m.get("all_zones_full")), leases_blind=blind,
                 blind_reason=reason, health=health, generation=int(m.get("generation", 0)),
                 statefulset_at_risk=int(m.get("statefulset_at_risk", 0)),
-                controller_suspect=bool(m.get("controller_suspect")),
+                controller_suspect=bool(m.get("controller_suspect")), clusters=list(self._clusters),
             )
 
     def _lost_reason(self) -> str:
@@ -282,10 +297,14 @@ class ViewerState:
             view = self._views.get(name)
             got = self._details
         if got is None or got[0] != name:
-            return NodeDetails(name=name, now=now, view=view, record=None, lease=None, cert=None)
-        d = got[1]
-        return NodeDetails(name=name, now=now, view=view, record=d.record, lease=d.lease, cert=d.cert,
-                           pods=d.pods[:max_pods], events=d.events[:max_events], timeline=d.timeline)
+            if view is None:
+                return NodeDetails(name=name, now=now, view=None, record=None, lease=None, cert=None)
+            return NodeDetails(name=view.name, now=now, view=view, record=None, lease=None, cert=None,
+                               cluster=view.cluster)
+        d = got[1]  # (named as the hub's state names it: the node's name, and its cluster)
+        return NodeDetails(name=d.name, now=now, view=view, record=d.record, lease=d.lease, cert=d.cert,
+                           pods=d.pods[:max_pods], events=d.events[:max_events], timeline=d.timeline,
+                           cluster=d.cluster)
 
     def details_watched(self, name: str) -> bool | None:
         """Does the hub watch the pods and events of ``name`` (its cap on scoped watches)? None: unknown."""

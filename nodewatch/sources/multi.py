@@ -60,6 +60,9 @@ class ClusterFeed:
 class MultiSource:
     """See the module docstring. Implements ``core.source.Source``."""
 
+    live_class: type[LiveSource] = LiveSource
+    """What watches each cluster (the hub's subclass watches several drill-downs at once)."""
+
     def __init__(self, specs: list[ClusterSpec], settings: Settings, *, cert_cache_dir: str | None = None,
                  probe_kubelet_tls: bool = False, kubelet_metrics: bool = False, watch_timeout: float = 300.0,
                  stall_timeout: float = 60.0, clock: Clock | None = None) -> None:
@@ -108,7 +111,7 @@ class MultiSource:
         recorder = self.recorder.for_cluster(feed.name) if self.recorder is not None else None
         while not self._stop.is_set():
             try:
-                live = LiveSource(feed.settings, kubeconfig=feed.spec.kubeconfig, context=feed.spec.context,
+                live = self.live_class(feed.settings, kubeconfig=feed.spec.kubeconfig, context=feed.spec.context,
                                   clock=self.clock, state=feed.state, recorder=recorder,  # type: ignore[arg-type]
                                   **self._live_options)
             except KubeconfigError as exc:
@@ -128,11 +131,15 @@ class MultiSource:
                 feed.live = live
                 feed.load_error = None
             live.start()
-            focus = self._focus
-            hit = self.state.split(focus) if focus else None
-            if hit is not None and hit[0].name == feed.name:
-                live.focus_node(hit[1])
+            self._focus_feed(feed, live)
             return
+
+    def _focus_feed(self, feed: ClusterFeed, live: LiveSource) -> None:
+        """A cluster whose source starts late learns the drill-down asked for meanwhile."""
+        focus = self._focus
+        hit = self.state.split(focus) if focus else None
+        if hit is not None and hit[0].name == feed.name:
+            live.focus_node(hit[1])
 
     def stop(self) -> None:
         """Stop every cluster's source (in parallel: each joins its own threads); idempotent."""
