@@ -42,6 +42,7 @@ def start(folder: Path, name: str, argv: list[str], env: dict[str, str] | None =
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, env=env, cwd=folder)
     started = Started(name, proc.pid, argv[0])
+    _children[proc.pid] = proc  # kept: a dropped Popen reaps its child and its exit status is lost
     _record(folder, started, argv)
     return started
 
@@ -84,17 +85,15 @@ def is_ours(pid: int, argv0: str) -> bool:
     return bool(cmdline) and cmdline[0].decode(errors="replace") == argv0
 
 
-_reaped: dict[int, int] = {}
-"""Wait statuses of the children reaped here, for ``exit_status``."""
+_children: dict[int, subprocess.Popen] = {}
+"""The processes started here: their ``Popen`` reaps them and keeps the exit status for
+``exit_status`` (a ``Popen`` that is garbage collected reaps its child too, status and all)."""
 
 
 def _reap(pid: int) -> None:
-    try:
-        got, status = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return
-    if got:
-        _reaped[pid] = status
+    proc = _children.get(pid)
+    if proc is not None:
+        proc.poll()
 
 
 def exit_status(folder: Path, name: str) -> str:
@@ -102,19 +101,16 @@ def exit_status(folder: Path, name: str) -> str:
     entry = recorded(folder).get(name)
     if not isinstance(entry, dict):
         return "not recorded"
-    want = int(entry.get("pid", 0))
-    if want in _reaped:
-        pid, status = want, _reaped[want]
-    else:
-        try:
-            pid, status = os.waitpid(want, os.WNOHANG)
-        except ChildProcessError:
-            return "not a child of this process"
-        if pid == 0:
-            return "still running, but no longer the program started"
-    if os.WIFSIGNALED(status):
-        return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
-    return f"exit status {os.WEXITSTATUS(status)}"
+    proc = _children.get(int(entry.get("pid", 0)))
+    if proc is None:
+        return "not a child of this process"
+    try:
+        code = proc.wait(timeout=2.0)  # one that is ending (no longer its program, not yet a zombie)
+    except subprocess.TimeoutExpired:
+        return "still running, but no longer the program started"
+    if code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exit status {code}"
 
 
 def running(folder: Path) -> dict[str, int]:
