@@ -104,8 +104,13 @@ class Evaluation(FleetData):
         cert = self.certs.get(name)
         cert_not_after = cert.not_after if cert else None
         if conditions:
-            pressure = tuple(c for c in PRESSURE_CONDITIONS
-                             if (cc := conditions.get(c)) is not None and cc.status == "True")
+            # a loop, not a generator: this runs for every node of every rebuild, and almost
+            # always finds no pressure
+            pressure = ()
+            for c in PRESSURE_CONDITIONS:
+                cc = conditions.get(c)
+                if cc is not None and cc.status == "True":
+                    pressure += (c,)
             nu = conditions.get("NetworkUnavailable")
             network_unavailable = nu is not None and nu.status == "True"
         else:
