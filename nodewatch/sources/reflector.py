@@ -37,6 +37,7 @@ import urllib3
 
 from ..core.wire import DECODERS, TypedDecoder, WireError, record_key
 from .kubeconfig import ApiError, Connection
+from .read_ahead import ReadAhead
 
 PAGE_SIZE = 500
 BACKOFF_INITIAL = 0.8
@@ -439,12 +440,16 @@ class Reflector:
         if initial:
             self._initial = {}
             pause_gc()
+        # the cluster-wide streams (nodes, leases: the big lists) are read ahead in a thread
+        ahead = ReadAhead(resp, READ_CHUNK, f"read {self.spec.what}") if self.spec.field_selector is None else None
+        read = ahead.read if ahead is not None else lambda: resp.read1(READ_CHUNK)
+        ended = False
         try:
             self._connected()
             buf = bytearray()
             while not self._stop.is_set():
                 try:
-                    chunk = resp.read1(READ_CHUNK)
+                    chunk = read()
                 except urllib3.exceptions.ReadTimeoutError:
                     raise ApiError(0, f"no data for {self.stall_timeout:g}s (no event, no bookmark): "
                                       "stream presumed dead, reconnecting") from None
@@ -453,6 +458,7 @@ class Reflector:
                         return got
                     raise ApiError(0, f"stream broken: {_short(exc)}") from None
                 if not chunk:
+                    ended = True
                     if buf.strip():
                         raise StreamBroken(f"{self.spec.what}: truncated JSON line at the end of the stream "
                                            f"({len(buf)} bytes)")
@@ -473,7 +479,20 @@ class Reflector:
                 self._paged_next = True
                 resume_gc()
             self._resp = None
+            if not ended:
+                # A stream left before its end (a stop, an error, a stop that came while the
+                # request was on its way) is closed, never handed back to the pool: the server
+                # would go on writing to a connection the next request reuses, and would not see
+                # this watch end.
+                try:
+                    resp.shutdown()  # unblocks a read (the reader's, when read ahead)
+                except Exception:  # noqa: BLE001
+                    pass
+            if ahead is not None:
+                ahead.close()
             try:
+                if not ended:
+                    resp.close()
                 resp.release_conn()
             except Exception:  # noqa: BLE001
                 pass
