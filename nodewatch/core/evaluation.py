@@ -256,7 +256,10 @@ class Evaluation(FleetData):
         make = self._view
         tally_add = self._tally_add
         inf = math.inf
-        for name in names:
+        # In name order: the order's sort then finds long runs already sorted (every Ready node
+        # is ordered by name alone) and takes half the time (65k views: 129 -> 63 ms, + 14 ms
+        # for sorting the names).
+        for name in sorted(names):
             v = make(name, now, blind, grace)
             if v is None:
                 continue
