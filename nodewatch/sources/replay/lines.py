@@ -41,7 +41,7 @@ class _Line(msgspec.Struct, gc=False):
 _decode_line = msgspec.json.Decoder(_Line).decode
 
 
-def _plain_event(line: bytes) -> _Line | None:
+def plain_event(line: bytes) -> _Line | None:
     """The decoded line when it is an ordinary, valid event line; None for anything else."""
     try:
         d = _decode_line(line)
@@ -58,10 +58,13 @@ def _plain_event(line: bytes) -> _Line | None:
     return d
 
 
-
 def parse(n: int, line: bytes, problems: list[str]) -> Entry | None:
     """``parse_line``, faster: the same entries (Nodes and Leases as records), the same problems."""
-    d = _plain_event(line)
+    return parse_decoded(n, line, plain_event(line), problems)
+
+
+def parse_decoded(n: int, line: bytes, d: _Line | None, problems: list[str]) -> Entry | None:
+    """``parse`` of a line whose ``plain_event`` is ``d`` already (decoded once)."""
     if d is None:
         return parse_line(n, line, problems)
     obj = None
@@ -83,7 +86,7 @@ def parse(n: int, line: bytes, problems: list[str]) -> Entry | None:
 def stamp(n: int, line: bytes, problems: list[str]) -> Entry | None:
     """The line's time and kind, for the index: an Entry without its object (``obj`` None) for an
     ordinary event line, the full ``parse_line`` entry (and problems) for anything else."""
-    d = _plain_event(line)
+    d = plain_event(line)
     if d is None:
         return parse_line(n, line, problems)
     return Entry(n, d.t, d.resource, d.type, None, d.list is True, None, d.cluster)  # type: ignore[arg-type]
