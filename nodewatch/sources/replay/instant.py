@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -35,7 +36,7 @@ from ..recording import (
 from .clusters import RecordedCluster, ReplayState, cluster_settings, misplaced, new_state, recorded_clusters, target
 from .index import OUT_OF_ORDER_REPORT, apply_entry, header_settings, learn_version
 from .lines import parse, parse_decoded, plain_event
-from .superseded import LeaseLine, Superseded, lease_line
+from .superseded import Deferred, Superseded, deferred
 
 REORDER_WINDOW = 30.0
 """Seconds a line may step back in time and still be applied in time order."""
@@ -58,12 +59,14 @@ class Instant:
 
 
 def state_at(path: str, when: str | None, settings: Settings | None = None,
-             compact: bool = False) -> tuple[ReplayState, Instant, list[str]]:
+             compact: bool = False, pods: bool = True) -> tuple[ReplayState, Instant, list[str]]:
     """(the state at ``when``, the instant and what was seen of the recording, the problems met):
     ``when`` is RFC 3339 or +SECONDS from the first event (``parse_when``); None: the end. A
     recording of several clusters gives a ``MultiFleet`` (``clusters.py``). ``compact`` (what
-    ``status`` asks for): leave out the lease renewals a later one supersedes; the state's renewal
-    counts and heartbeat histories are then not a full replay's, nothing a status answer shows differs."""
+    ``status`` asks for): leave out the lease renewals and node updates a later one supersedes
+    (``superseded.py``); the state's renewal counts, heartbeat histories and node timelines are then
+    not a full replay's, nothing a status answer shows differs. ``pods`` False (with ``compact``):
+    the answer reads no Pods, leave them out."""
     problems: list[str] = []
     stream = open_binary(path)
     try:
@@ -80,25 +83,25 @@ def state_at(path: str, when: str | None, settings: Settings | None = None,
             known = True
             header = parse_header(first[1])
             clusters = recorded_clusters(header, problems)
-            entries = _v1_entries(lines, header, clusters, problems, compact)
+            entries = _v1_entries(lines, header, clusters, problems, compact, pods)
         state = new_state(header, clusters, settings, problems)
-        t = _apply_until(state, entries, when, known, header, clusters, settings, problems)
+        t = _apply_until(state, entries, when, known, header, clusters, settings, problems, pods)
     finally:
         close_input(stream)
     return state, t, problems
 
 
 def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, clusters: list[RecordedCluster] | None,
-                problems: list[str], compact: bool) -> Iterator[Entry | LeaseLine]:
-    """Each usable line's event: an ``Entry``, or for a clean lease renewal (``compact``) a
-    ``LeaseLine`` that is parsed in full only if it is applied."""
+                problems: list[str], compact: bool, pods: bool) -> Iterator[Entry | Deferred]:
+    """Each usable line's event: an ``Entry``, or (``compact``) for a clean Lease, Node or Pod line
+    a ``Deferred`` that is parsed in full only if it is applied."""
     dup = DuplicateFilter(2048)
     frame = TimeFrame(header, problems)
     for n, line in lines:
         d = plain_event(line)
-        e: Entry | LeaseLine | None = None
+        e: Entry | Deferred | None = None
         if compact and d is not None:
-            e = lease_line(n, line, d)
+            e = deferred(n, line, d, pods)
         if e is None:
             e = parse_decoded(n, line, d, problems)
         if e is None or not frame.admit(e):
@@ -115,13 +118,13 @@ def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, clusters: list
         yield e
 
 
-def _apply_until(state: ReplayState, entries: Iterator[Entry | LeaseLine], when: str | None, known: bool,
+def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: str | None, known: bool,
                  header: dict, clusters: list[RecordedCluster] | None, given: Settings | None,
-                 problems: list[str]) -> Instant:
+                 problems: list[str], pods: bool = True) -> Instant:
     """Put the events up to ``when`` in the order a replay applies them (``Superseded``), then apply
     them (what a later renewal supersedes left out)."""
-    order = Superseded(several=clusters is not None)
-    heap: list[tuple[float, int, Entry | LeaseLine]] = []
+    order = Superseded(several=clusters is not None, pods=pods)
+    heap: list[tuple[float, int, Entry | Deferred]] = []
     target = math.inf
     start: float | None = None
     hi = -math.inf
@@ -132,7 +135,7 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | LeaseLine], when:
     events = 0
     to_end = True
 
-    def apply(e: Entry | LeaseLine) -> None:
+    def apply(e: Entry | Deferred) -> None:
         nonlocal start, target, last, applied_to
         t = e.t or 0.0
         if start is None:
@@ -147,6 +150,21 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | LeaseLine], when:
             last = t if last is None else max(last, t)
         applied_to = max(applied_to, t)
 
+    # Waiting events: those that came in time order in a queue (already sorted), those that
+    # stepped back in a heap; the next to apply is the earlier head of the two, as one heap of
+    # them all would give.
+    queue: deque[tuple[float, int, Entry | Deferred]] = deque()
+
+    def apply_before(limit: float) -> None:
+        while True:
+            if queue and queue[0][0] < limit:
+                item = heapq.heappop(heap) if heap and heap[0] < queue[0] else queue.popleft()
+            elif heap and heap[0][0] < limit:
+                item = heapq.heappop(heap)
+            else:
+                return
+            apply(item[2])
+
     for seq, e in enumerate(entries):
         events += 1
         if e.etype == "SETTINGS":
@@ -154,27 +172,30 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | LeaseLine], when:
                 order.add(_Learned(e))  # applied here, among the events still waiting
             continue
         t = e.t or 0.0
-        if t < hi and hi - t > OUT_OF_ORDER_REPORT:
-            late += 1
-            worst = max(worst, hi - t)
-        if t < applied_to:
-            too_late += 1  # its place in time order has been applied already
-            apply(e)
-            continue
-        hi = max(hi, t)
+        if t < hi:
+            if hi - t > OUT_OF_ORDER_REPORT:
+                late += 1
+                worst = max(worst, hi - t)
+            if t < applied_to:
+                too_late += 1  # its place in time order has been applied already
+                apply(e)
+                continue
+        else:
+            hi = t
         if start is not None and hi > target + REORDER_WINDOW:
             to_end = False
             break  # nothing before the target can come any more
-        heapq.heappush(heap, (t, seq, e))
-        while heap and heap[0][0] < hi - REORDER_WINDOW:
-            apply(heapq.heappop(heap)[2])
-    while heap:
-        apply(heapq.heappop(heap)[2])
+        if t < hi:
+            heapq.heappush(heap, (t, seq, e))
+        else:
+            queue.append((t, seq, e))
+        apply_before(hi - REORDER_WINDOW)
+    apply_before(math.inf)
     with state.batch():
         for e in order.events:
             if e is None:
                 continue  # superseded
-            if type(e) is LeaseLine:
+            if type(e) is Deferred:
                 e = parse(e.line, e.data, problems)
                 if e is None:
                     continue

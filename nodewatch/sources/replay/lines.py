@@ -17,12 +17,14 @@ from typing import Optional
 import msgspec
 import orjson
 
-from ...core.timeutil import valid_time
+from ...core.timeutil import MAX_TIME, MIN_TIME
 from ...core.views import EVENT_TYPES, RESOURCES
 from ...core.wire import DECODERS, WireError
 from ..recording import Entry, parse_line
 
-_OBJECT_EVENTS = ("ADDED", "MODIFIED", "DELETED")
+_OBJECT_EVENTS = frozenset(("ADDED", "MODIFIED", "DELETED"))
+_RESOURCES = frozenset(RESOURCES)
+_EVENT_TYPES = frozenset(EVENT_TYPES)
 
 
 class _Line(msgspec.Struct, gc=False):
@@ -47,9 +49,10 @@ def plain_event(line: bytes) -> _Line | None:
         d = _decode_line(line)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    if d.t is None or d.health is not None or d.cert is not None or d.settings is not None:
+    t = d.t  # a float (msgspec makes an int one): valid_time's range check is all there is to do
+    if t is None or d.health is not None or d.cert is not None or d.settings is not None:
         return None
-    if d.resource not in RESOURCES or d.type not in EVENT_TYPES or valid_time(d.t) is None:
+    if d.resource not in _RESOURCES or d.type not in _EVENT_TYPES or not MIN_TIME <= t <= MAX_TIME:
         return None  # parse_line reports it (a time out of range, NaN, infinite)
     if d.type in _OBJECT_EVENTS and (d.object is None or memoryview(d.object)[:1] != b"{"):
         return None
