@@ -106,6 +106,9 @@ def _hostile(path: str) -> None:
     lines.insert(renewal + 1, lines[renewal])  # written twice
     lines.insert(renewal + 5, b'{"t": ' + str(T0 + 12).encode() + b', "resource": "leases", "type": "MODI\n')
     lines.insert(renewal + 9, b"garbage\n")
+    for bad in (b'', b', "object": [1]', b', "object": null'):  # an object event without an object
+        lines.insert(renewal + 11, b'{"t": ' + str(T0 + 13).encode() + b', "resource": "leases", "type": "MODIFIED"'
+                     + bad + b'}\n')
     with open(path, "wb") as f:
         f.writelines(lines)
 
@@ -185,6 +188,7 @@ def test_hostile_lease_lines_get_the_answer_of_a_full_replay(tmp_path, open_repl
     _same_answer(path, at, open_replay)
     _, _, problems = state_at(path, at, compact=True)
     assert any("duplicate" in p for p in problems) and any("truncated" in p for p in problems)
+    assert sum("without an object" in p for p in problems) == 3
 
 
 @pytest.mark.parametrize("at", [None, "+100", "+200"])
@@ -237,3 +241,12 @@ def test_status_command_prints_what_a_full_replay_gives(churn, capsys):
     buf = io.BytesIO()
     write_fleet_json(buf.write, full, full.evaluate(seen.at))
     assert printed == orjson.loads(buf.getvalue()) and printed["nodes"]
+
+
+def test_a_line_is_a_duplicate_whatever_its_line_end():
+    from nodewatch.sources.line_guards import DuplicateFilter
+
+    dup = DuplicateFilter(4)
+    assert dup.seen(b'{"a": 1}\n', 1) is None
+    assert [dup.seen(line, 2) for line in (b'{"a": 1}', b'{"a": 1}\r\n', b'{"a": 1}\r')] == [1, 1, 1]
+    assert dup.seen(b'{"a": 2}\r\n', 3) is None and dup.seen(b'{"a": 2}\n', 4) == 3

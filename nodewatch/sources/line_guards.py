@@ -69,7 +69,7 @@ class DuplicateFilter:
     def seen(self, line: bytes, n: int) -> int | None:
         # the line without its line end: a line "...\n" is its own key (no copy made), any other
         # line end (none, "\r\n") is made that one
-        key = line if line[-1:] == b"\n" and line[-2:-1] != b"\r" else line.rstrip(b"\r\n") + b"\n"
+        key = line if line.endswith(b"\n") and not line.endswith(b"\r\n") else line.rstrip(b"\r\n") + b"\n"
         prev = self._seen.get(key)
         if prev is not None:
             return prev

@@ -14,6 +14,7 @@ where it comes, and reported.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
 from collections import deque
@@ -35,7 +36,7 @@ from ..recording import (
 )
 from .clusters import RecordedCluster, ReplayState, cluster_settings, misplaced, new_state, recorded_clusters, target
 from .index import OUT_OF_ORDER_REPORT, apply_entry, header_settings, learn_version
-from .lines import parse, parse_decoded, plain_event
+from .lines import object_fits, parse, parse_decoded, plain_line
 from .superseded import Deferred, Superseded, deferred
 
 REORDER_WINDOW = 30.0
@@ -69,6 +70,8 @@ def state_at(path: str, when: str | None, settings: Settings | None = None,
     the answer reads no Pods, leave them out."""
     problems: list[str] = []
     stream = open_binary(path)
+    collecting = gc.isenabled()
+    gc.disable()  # hundreds of thousands of acyclic objects: the collector would walk them for nothing
     try:
         lines = iter_lines(stream, problems)
         first = next(((n, line) for n, line in lines if line.strip()), None)
@@ -88,6 +91,8 @@ def state_at(path: str, when: str | None, settings: Settings | None = None,
         t = _apply_until(state, entries, when, known, header, clusters, settings, problems, pods)
     finally:
         close_input(stream)
+        if collecting:
+            gc.enable()
     return state, t, problems
 
 
@@ -98,12 +103,12 @@ def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, clusters: list
     dup = DuplicateFilter(2048)
     frame = TimeFrame(header, problems)
     for n, line in lines:
-        d = plain_event(line)
+        d = plain_line(line)
         e: Entry | Deferred | None = None
         if compact and d is not None:
-            e = deferred(n, line, d, pods)
+            e = deferred(n, line, d, pods)  # its object is one: the typed decoder read it
         if e is None:
-            e = parse_decoded(n, line, d, problems)
+            e = parse_decoded(n, line, d if d is not None and object_fits(d) else None, problems)
         if e is None or not frame.admit(e):
             continue
         if e.etype != "SETTINGS":

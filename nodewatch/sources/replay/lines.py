@@ -45,6 +45,18 @@ _decode_line = msgspec.json.Decoder(_Line).decode
 
 def plain_event(line: bytes) -> _Line | None:
     """The decoded line when it is an ordinary, valid event line; None for anything else."""
+    d = plain_line(line)
+    return d if d is not None and object_fits(d) else None
+
+
+def object_fits(d: _Line) -> bool:
+    """The object of a ``plain_line`` is one where its event type needs one (a JSON object)."""
+    return d.type not in _OBJECT_EVENTS or (d.object is not None and memoryview(d.object)[:1] == b"{")
+
+
+def plain_line(line: bytes) -> _Line | None:
+    """``plain_event`` but for its object: ``object_fits`` checks it (a caller that decodes the
+    object into a Struct has it checked by the decoder)."""
     try:
         d = _decode_line(line)
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -54,8 +66,6 @@ def plain_event(line: bytes) -> _Line | None:
         return None
     if d.resource not in _RESOURCES or d.type not in _EVENT_TYPES or not MIN_TIME <= t <= MAX_TIME:
         return None  # parse_line reports it (a time out of range, NaN, infinite)
-    if d.type in _OBJECT_EVENTS and (d.object is None or memoryview(d.object)[:1] != b"{"):
-        return None
     if d.cluster == "":
         return None  # parse_line reads an empty cluster as none
     return d

@@ -78,6 +78,8 @@ def deferred(n: int, line: bytes, d: Any, pods: bool = True) -> Deferred | None:
             return None
     elif decode is None or d.type not in ("ADDED", "MODIFIED"):
         return None
+    if d.object is None:
+        return None
     try:
         obj = decode(d.object)
     except (msgspec.DecodeError, msgspec.ValidationError):
@@ -107,7 +109,7 @@ class Superseded:
 
     def __init__(self, several: bool, pods: bool = True) -> None:
         self.events: list[Any] = []
-        self.dropped = 0
+        self.skipped = 0
         self._several = several
         self._pods = pods
         self._leases: dict[Any, _LeaseSeen] = {}
@@ -125,20 +127,24 @@ class Superseded:
                 if k is None:
                     k = self._leases[key] = _LeaseSeen()
                 renew = e.renew
-                if renew is not None and renew > k.newest:
-                    if not e.listing and (e.cluster if self._several else None) in self._synced:
-                        self._drop(k.pending)  # this renewal sets all the track alone
-                    k.newest = renew
                 pending = k.pending
+                if renew is not None and renew > k.newest:
+                    if pending and not e.listing and (e.cluster if self._several else None) in self._synced:
+                        for i in pending:  # this renewal sets all the track alone
+                            out[i] = None
+                        pending.clear()
+                    k.newest = renew
             elif e.resource == "nodes":
                 pending = self._nodes.get(key)
                 if pending is None:
                     pending = self._nodes[key] = []
                 elif e.replaces:
-                    self._drop(pending)
+                    for i in pending:  # this update replaces the record whole
+                        out[i] = None
+                    pending.clear()
             else:  # a Pod
                 if not self._pods:
-                    self.dropped += 1
+                    self.skipped += 1
                     return
                 pending = []
             pending.append(len(out))
@@ -146,12 +152,10 @@ class Superseded:
             self._lease_entry(e)
         out.append(e)
 
-    def _drop(self, pending: list[int]) -> None:
-        out = self.events
-        for i in pending:
-            out[i] = None
-        self.dropped += len(pending)
-        pending.clear()
+    @property
+    def dropped(self) -> int:
+        """Events left out: superseded, or Pods not read."""
+        return self.events.count(None) + self.skipped
 
     def _lease_entry(self, e: Entry) -> None:
         cluster = e.cluster if self._several else None
