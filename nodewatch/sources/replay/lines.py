@@ -103,3 +103,13 @@ def stamp(n: int, line: bytes, problems: list[str]) -> Entry | None:
     if d is None:
         return parse_line(n, line, problems)
     return Entry(n, d.t, d.resource, d.type, None, d.list is True, None, d.cluster)  # type: ignore[arg-type]
+
+
+def stamp_parsed(n: int, line: bytes, problems: list[str]) -> tuple[Entry | None, Entry | None]:
+    """(``stamp``, ``parse(0, line, [])``) of one line, decoded once: the index keeps the events
+    of a recording's opening parsed (``index.py``)."""
+    d = plain_event(line)
+    if d is None:
+        return parse_line(n, line, problems), None
+    return (Entry(n, d.t, d.resource, d.type, None, d.list is True, None, d.cluster),  # type: ignore[arg-type]
+            parse_decoded(0, line, d, []))
