@@ -101,10 +101,7 @@ def test_background_work_gives_way_until_released(tmp_path, open_replay):
 def test_a_seek_beyond_the_index_ends_the_hold(tmp_path, open_replay, monkeypatch):
     monkeypatch.setattr(index_mod, "PUBLISH_EVERY", 16)
     monkeypatch.setattr(index_mod, "REORDER_WINDOW", 5.0)
-    monkeypatch.setattr(index_mod, "FIRST_FRAME_SECONDS", 3600)
-    from nodewatch.sources.replay import player as player_mod
-
-    monkeypatch.setattr(player_mod, "FIRST_FRAME_SECONDS", 3600)
+    monkeypatch.setattr(index_mod, "FIRST_FRAME_SECONDS", 3600)  # held once the start is shown
     path = _recording(str(tmp_path / "r.jsonl"), minutes=10)
     src = open_replay(path, background=True)
     src.replay.seek(T0 + 599)  # would wait an hour if the hold went on

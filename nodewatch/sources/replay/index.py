@@ -43,6 +43,7 @@ from ..recording import (
     parse_header,
 )
 from .clusters import RecordedCluster, ReplayState, misplaced, new_state, recorded_clusters, settings_payload_of, target
+from .frozen import FreezeHold
 from .lines import parse, stamp, stamp_parsed
 
 OUT_OF_ORDER_REPORT = 1.0
@@ -53,7 +54,7 @@ later line may still step back before them. A line later than that is placed at 
 position not yet shown (and reported)."""
 PUBLISH_EVERY = 4096
 """Lines indexed between two updates of what readers see."""
-FIRST_FRAME_SECONDS = 1.0
+FIRST_FRAME_SECONDS = 2.0
 """How long background work (the rest of the index, keyframes, the timeline's history) gives way
 to the dashboard's first frame once the start is shown (``hold_background``)."""
 OPENING_MAX = 100_000
@@ -103,6 +104,7 @@ class EventIndex:
         self._hold_until = 0.0
         self._released = threading.Event()
         self._gc_paused = False
+        self._frozen = FreezeHold()
         stream = open_binary(path)
         try:
             rest = self._open(path, stream)
@@ -223,6 +225,7 @@ class EventIndex:
                     pass
         self._map = self._spool = self._own_file = None
         self._opening = None
+        self._frozen.thaw()
 
     def settings(self, given: Settings | None) -> Settings:
         """``given`` (completed with the server version of the header), else the header's settings."""
@@ -422,9 +425,15 @@ class EventIndex:
             self._lengths.insert(i, length)
             self._lines.insert(i, min(line, 2**32 - 1))
         if len(times) % PUBLISH_EVERY == 0:
+            shown = self._shown
             self._publish()
             if self._shown:
-                self._resume_gc()  # the opening is in
+                if not shown:  # the opening is in: readers may show the start
+                    self._resume_gc()
+                    if self._opening:
+                        self._frozen.freeze()  # kept for the replay's life: out of the collector's way
+                    if self._background:
+                        self.hold_background(FIRST_FRAME_SECONDS)  # the first frame needs nothing more
                 self._give_way()
 
     def _keep(self, lo: int, hi: int) -> None:

@@ -14,7 +14,7 @@ from ...core.settings import Settings
 from ...core.timeutil import parse_when
 from ..recording import RecordingError
 from .clusters import ReplayState, empty_like
-from .index import FIRST_FRAME_SECONDS, EventIndex
+from .index import EventIndex
 from .keyframes import Keyframes
 from .lookahead import next_change
 
@@ -185,10 +185,8 @@ class ReplaySource:
                 index.close()
                 raise RecordingError(str(exc)) from None
         self.replay = ReplayPlayer(index, self.state, self.clock)
-        index.foreground = self.state
+        index.foreground = self.state  # never held back (``EventIndex.hold_background``)
         self.replay.seek(start)
-        if background:
-            index.hold_background(FIRST_FRAME_SECONDS)  # the first frame needs the start only
 
     def start(self) -> None:
         self.replay.launch()
