@@ -107,3 +107,21 @@ def test_a_seek_beyond_the_index_ends_the_hold(tmp_path, open_replay, monkeypatc
     src.replay.seek(T0 + 599)  # would wait an hour if the hold went on
     assert src.replay.index.wait_complete(30)
     assert src.state.evaluate(T0 + 599).counts
+
+
+def test_the_timeline_history_follows_an_index_built_in_the_background(tmp_path, open_replay, monkeypatch):
+    """The dashboard's timeline is sampled while the index is still growing: it must cover the whole
+    recording, as it does over a complete index (it used to stop where the index was when it began)."""
+    from nodewatch.core.history import BackgroundHistory, sample_recording
+
+    monkeypatch.setattr(index_mod, "PUBLISH_EVERY", 16)
+    monkeypatch.setattr(index_mod, "REORDER_WINDOW", 5.0)
+    path = _recording(str(tmp_path / "r.jsonl"), minutes=6)
+    src = open_replay(path, background=True)
+    assert not src.replay.index.complete
+    job = BackgroundHistory(src.replay.index, None, src.replay.empty_state())
+    assert job.wait(60)
+    full = open_replay(path)
+    expected = sample_recording(full.replay.index, None, state=full.replay.empty_state())
+    assert job.recorder.complete and job.recorder.samples == expected.samples
+    assert expected.samples[-1].at > full.replay.end - 1 and any(s.not_ready for s in expected.samples)
