@@ -152,8 +152,10 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: 
                     raise RecordingError(str(exc)) from None
         if t <= target:
             order.add(e)
-            last = t if last is None else max(last, t)
-        applied_to = max(applied_to, t)
+            if last is None or t > last:
+                last = t
+        if t > applied_to:
+            applied_to = t
 
     # Waiting events: those that came in time order in a queue (already sorted), those that
     # stepped back in a heap; the next to apply is the earlier head of the two, as one heap of
@@ -161,6 +163,10 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: 
     queue: deque[tuple[float, int, Entry | Deferred]] = deque()
 
     def apply_before(limit: float) -> None:
+        while not heap:  # nothing stepped back: the queue alone, in its order
+            if not queue or queue[0][0] >= limit:
+                return
+            apply(queue.popleft()[2])
         while True:
             if queue and queue[0][0] < limit:
                 item = heapq.heappop(heap) if heap and heap[0] < queue[0] else queue.popleft()
