@@ -8,7 +8,10 @@ The index is kept in time order as it grows (a line that steps back is inserted 
 and may be built in the background (``background=True``, the dashboard: its first frame needs only
 the first events): readers see the events up to ``REORDER_WINDOW`` seconds before the newest line
 read (``len(index)``), which no later line can precede any more, and ``wait_for(t)`` blocks until
-the index has reached ``t``. Indexing reads only each line's time and kind (``lines.stamp``).
+the index has reached ``t``. Indexing reads only each line's time and kind (``lines.stamp``), but
+for the recording's opening, which it keeps parsed: every state a replay builds starts with it.
+Once the start is shown, a background index gives way to the dashboard's first frame
+(``hold_background``).
 """
 
 from __future__ import annotations
