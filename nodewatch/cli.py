@@ -22,7 +22,10 @@ COMMANDS = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; ``only``: the arguments of that command alone (the others are listed
+    with their help but their modules are not imported: ``status`` does not pay for the simulated
+    API server's imports)."""
     parser = argparse.ArgumentParser(
         prog="nodewatch",
         description="Is every node of a Kubernetes fleet still alive? Lease renewals against the "
@@ -33,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        _module(module).add_arguments(p)
+        if only is None or name == only:
+            _module(module).add_arguments(p)
         p.set_defaults(_module=module)
     return parser
 
@@ -46,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["watch", *argv]
-    parser = build_parser()
+    parser = build_parser(only=argv[0] if argv else "")
     args = parser.parse_args(argv)
     from .commands.common import CommandError, fail
 

@@ -144,7 +144,9 @@ def _evaluate_source(args: argparse.Namespace, settings):
             covered_until = recorded_until(path)
             if args.at:
                 path, _, args.at = window(path, None, args.at)
-        state, seen, problems = state_at(path, args.at, settings)  # one pass, no index
+        # one pass, no index; what a later event supersedes is left out (the answer shows neither
+        # renewal counts, heartbeat histories nor timelines), and the Pods unless --node shows them
+        state, seen, problems = state_at(path, args.at, settings, compact=True, pods=args.node is not None)
         for p in problems[:20]:
             print(f"nodewatch: {args.replay}: {p}", file=sys.stderr)
         if seen.events == 0:

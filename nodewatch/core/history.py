@@ -402,7 +402,9 @@ def sample_recording(events: EventRun, settings: Settings | None, *, start: floa
 
     rec = recorder or HistoryRecorder(step=step)
     start = events.start if start is None else start
-    end = events.end if end is None else end
+    # an index still being built (a replay's, in the background): follow it to its end
+    growing = end is None and not getattr(events, "complete", True) and hasattr(events, "wait_for")
+    end = math.inf if growing else events.end if end is None else end
     scratch = state if state is not None else FleetState(settings)
     times = events.times
     i = 0
@@ -410,7 +412,16 @@ def sample_recording(events: EventRun, settings: Settings | None, *, start: floa
     while True:
         if stop is not None and stop.is_set():
             return rec
-        j = bisect.bisect_right(times, t)  # type: ignore[call-overload]
+        if growing:
+            while not events.wait_for(t, 0.5):  # type: ignore[attr-defined]  # every event up to t indexed
+                if stop is not None and stop.is_set():
+                    return rec
+            times = events.times
+            if events.complete:  # type: ignore[attr-defined]
+                growing = False
+                end = events.end
+                t = min(t, end)
+        j = bisect.bisect_right(times, t, 0, len(events))  # type: ignore[call-overload]
         if j > i:
             events.apply_range(scratch, i, j)
             i = j

@@ -63,9 +63,10 @@ class ClusterState(FleetState):
         super().__init__(settings, **kw)  # type: ignore[arg-type]
         self.cluster = cluster
 
-    def _view(self, name: str, now: float, blind: bool, grace: float) -> NodeView:
+    def _view(self, name: str, now: float, blind: bool, grace: float) -> NodeView | None:
         v = super()._view(name, now, blind, grace)
-        v.cluster = self.cluster
+        if v is not None:  # None: the node is gone (deleted)
+            v.cluster = self.cluster
         return v
 
 

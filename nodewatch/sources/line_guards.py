@@ -4,7 +4,6 @@ recording's time frame (``TimeFrame``), and a line written twice is applied once
 
 from __future__ import annotations
 
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from ..core.timeutil import format_time, parse_time
@@ -59,22 +58,26 @@ class TimeFrame:
 
 
 class DuplicateFilter:
-    """Spots a line repeated within the last ``window`` lines (a duplicated write or a bad concat)."""
+    """Spots a line repeated within the last ``window`` lines (a duplicated write or a bad concat);
+    lines up to twice as far back may be spotted too (the memory is two generations of ``window``
+    lines: cheaper per line than forgetting them one by one, and a recorder never writes the same
+    line twice, whatever the distance)."""
 
     def __init__(self, window: int) -> None:
-        self._seen: dict[bytes, int] = {}
-        self._order: deque[bytes] = deque()
+        self._new: dict[bytes, int] = {}
+        self._old: dict[bytes, int] = {}
         self._window = window
 
     def seen(self, line: bytes, n: int) -> int | None:
-        key = line.rstrip(b"\r\n")
-        prev = self._seen.get(key)
-        if prev is not None:
-            return prev
-        self._seen[key] = n
-        self._order.append(key)
-        if len(self._order) > self._window:
-            old = self._order.popleft()
-            if self._seen.get(old) is not None:
-                del self._seen[old]
-        return None
+        # the line without its line end: a line "...\n" is its own key (no copy made), any other
+        # line end (none, "\r\n") is made that one
+        key = line if line.endswith(b"\n") and not line.endswith(b"\r\n") else line.rstrip(b"\r\n") + b"\n"
+        new = self._new
+        prev = new.get(key)
+        if prev is None:
+            prev = self._old.get(key)
+            if prev is None:
+                new[key] = n
+                if len(new) >= self._window:
+                    self._old, self._new = new, {}
+        return prev

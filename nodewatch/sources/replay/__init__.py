@@ -8,7 +8,8 @@ a *keyframe* (a copy of the state's records) every ``KEYFRAME_EVENTS`` events (`
 a seek restores the nearest keyframe before ``t`` and applies the few events between, so the state
 becomes exactly what it was at ``t``, in a fraction of a second, backward or forward
 (``player.py``). The look-ahead to the next node state change is ``lookahead.py``. One instant
-alone (``status --replay``) needs no index: ``instant.py`` reads the file once.
+alone (``status --replay``) needs no index: ``instant.py`` reads the file once, and leaves out what
+a later event supersedes (``superseded.py``).
 """
 
 from __future__ import annotations

@@ -8,23 +8,30 @@ The index is kept in time order as it grows (a line that steps back is inserted 
 and may be built in the background (``background=True``, the dashboard: its first frame needs only
 the first events): readers see the events up to ``REORDER_WINDOW`` seconds before the newest line
 read (``len(index)``), which no later line can precede any more, and ``wait_for(t)`` blocks until
-the index has reached ``t``. Indexing reads only each line's time and kind (``lines.stamp``).
+the index has reached ``t``. Indexing reads only each line's time and kind (``lines.stamp``), but
+for the recording's opening, which it keeps parsed: every state a replay builds starts with it.
+Once the start is shown, a background index gives way to the dashboard's first frame
+(``hold_background``).
 """
 
 from __future__ import annotations
 
 import bisect
+import copy
+import gc
 import gzip
 import math
 import mmap
 import os
 import tempfile
 import threading
+import time
 from array import array
 from typing import IO, Any, Iterator
 
 import orjson
 
+from ...core.objects import NodeRecord
 from ...core.settings import Settings
 from ...core.views import WatchHealth
 from ..kubectl_format import iter_entries as kubectl_entries
@@ -39,7 +46,8 @@ from ..recording import (
     parse_header,
 )
 from .clusters import RecordedCluster, ReplayState, misplaced, new_state, recorded_clusters, settings_payload_of, target
-from .lines import parse, stamp
+from .frozen import FreezeHold
+from .lines import parse, stamp, stamp_parsed
 
 OUT_OF_ORDER_REPORT = 1.0
 """Lines that step back in time by more than this many seconds are reported (less is thread jitter)."""
@@ -49,6 +57,11 @@ later line may still step back before them. A line later than that is placed at 
 position not yet shown (and reported)."""
 PUBLISH_EVERY = 4096
 """Lines indexed between two updates of what readers see."""
+FIRST_FRAME_SECONDS = 2.0
+"""How long background work (the rest of the index, keyframes, the timeline's history) gives way
+to the dashboard's first frame once the start is shown (``hold_background``)."""
+OPENING_MAX = 100_000
+"""Events of the opening kept parsed, at most (``EventIndex._opening``)."""
 
 
 class EventIndex:
@@ -83,6 +96,18 @@ class EventIndex:
         self._late = 0
         self._too_late = 0
         self._worst = 0.0
+        self._opening: dict[int, Entry] | None = {}
+        """The events of the recording's opening (up to the first events shown to readers), parsed
+        while they are indexed, by offset. Every state a replay builds starts with them (the replayed
+        one, the keyframes', the timeline's): with a list of 40,000 Pods at the start, parsing them
+        once instead of once per state was most of the time to a replay's first frame."""
+        self._parsed: Entry | None = None
+        self.foreground: Any = None
+        """The state the dashboard shows: applying to it is never held back (``hold_background``)."""
+        self._hold_until = 0.0
+        self._released = threading.Event()
+        self._gc_paused = False
+        self._frozen = FreezeHold()
         stream = open_binary(path)
         try:
             rest = self._open(path, stream)
@@ -127,10 +152,38 @@ class EventIndex:
     def wait_for(self, t: float, timeout: float | None = None) -> bool:
         """Block until every event with a time <= t is indexed (or the whole recording is)."""
         with self._changed:
+            if self._complete.is_set() or self._shown_until >= t:
+                return True
+        self.release_background()  # someone waits for the index: nothing to give way to any more
+        with self._changed:
             return self._changed.wait_for(lambda: self._complete.is_set() or self._shown_until >= t, timeout)
 
     def wait_complete(self, timeout: float | None = None) -> bool:
+        self.release_background()
         return self._complete.wait(timeout)
+
+    def hold_background(self, seconds: float) -> None:
+        """Let the dashboard draw its first frame: for ``seconds`` (or until ``release_background``,
+        or until someone waits for the index), the indexing thread and whatever applies events to a
+        state other than ``foreground`` (keyframes, the timeline's history) pause.
+
+        Why: all of them are Python, and on one GIL a second busy thread takes half the time of the
+        thread drawing the first frame (measured: the dashboard's first paint 0.5 s alone, 1 s beside
+        the indexing thread). The first frame needs none of them: the start is indexed already."""
+        self._hold_until = time.monotonic() + seconds
+        self._released.clear()
+
+    def release_background(self) -> None:
+        self._hold_until = 0.0
+        self._released.set()
+
+    def _give_way(self) -> None:
+        """Wait while the background is held (``hold_background``)."""
+        while not self._closed:
+            left = self._hold_until - time.monotonic()
+            if left <= 0:
+                return
+            self._released.wait(min(left, 0.05))
 
     def wait_more(self, than: int, timeout: float) -> None:
         """Block until more than ``than`` events are indexed, the index is complete, or ``timeout``."""
@@ -140,12 +193,21 @@ class EventIndex:
     def read(self, i: int) -> Entry | None:
         """Event ``i``, parsed again from the file (Nodes and Leases as records)."""
         off, n = self._offsets[i], self._lengths[i]
+        opening = self._opening
+        if opening is not None:
+            e = opening.get(off)
+            if e is not None:
+                if type(e.obj) is NodeRecord:  # applying may rewrite its taints: each state its own
+                    e = Entry(e.line, e.t, e.resource, e.etype, copy.copy(e.obj), e.listing, e.health, e.cluster)
+                return e
         m = self._map
         line = m[off:off + n] if m is not None and off + n <= len(m) else os.pread(self._fd, n, off)
         return parse(0, line, [])
 
     def apply_range(self, state: ReplayState, a: int, b: int) -> None:
         """Apply events [a, b) to ``state``."""
+        if state is not self.foreground:
+            self._give_way()
         known = self.received_known
         read = self.read
         with state.batch():
@@ -156,6 +218,7 @@ class EventIndex:
 
     def close(self) -> None:
         self._closed = True
+        self._released.set()
         self._complete.wait(5)  # the indexing thread stops at its next line
         for f in (self._map, self._spool, self._own_file):
             if f is not None:
@@ -164,6 +227,8 @@ class EventIndex:
                 except (OSError, BufferError):
                     pass
         self._map = self._spool = self._own_file = None
+        self._opening = None
+        self._frozen.thaw()
 
     def settings(self, given: Settings | None) -> Settings:
         """``given`` (completed with the server version of the header), else the header's settings."""
@@ -215,6 +280,10 @@ class EventIndex:
         return lines
 
     def _index_rest(self, stream: Any, lines: Iterator[tuple[int, bytes]]) -> None:
+        # the opening (kept parsed) is tens of thousands of records at once, none in a cycle: the
+        # collector would walk them again and again for nothing
+        self._gc_paused = gc.isenabled()
+        gc.disable()
         try:
             if self.format == "kubectl":
                 self._spool_entries(kubectl_entries(lines, self.problems))
@@ -226,8 +295,14 @@ class EventIndex:
             if not self._closed:
                 self.problems.append(f"reading the recording failed: {type(exc).__name__}: {exc}")
         finally:
+            self._resume_gc()
             close_input(stream)
             self._finish()
+
+    def _resume_gc(self) -> None:
+        if self._gc_paused:
+            self._gc_paused = False
+            gc.enable()
 
     def _finish(self) -> None:
         if self._spool is not None:
@@ -265,9 +340,16 @@ class EventIndex:
             pos += len(line)
             e = self._check(n, line, dup)
             if e is not None:
+                self._keep_parsed(here)
                 self._add(e.t, here, len(line), n)
             if self._closed:
                 return
+
+    def _keep_parsed(self, offset: int) -> None:
+        """Keep the event ``_check`` parsed whole (the opening's), at its offset."""
+        if self._parsed is not None and self._opening is not None:
+            self._opening[offset] = self._parsed
+        self._parsed = None
 
     def _spool_v1(self, lines: Any) -> None:
         spool = self._spool
@@ -281,6 +363,7 @@ class EventIndex:
             if not line.endswith(b"\n"):
                 line += b"\n"
             spool.write(line)
+            self._keep_parsed(pos)
             self._add(e.t, pos, len(line), n)
             pos += len(line)
             if self._closed:
@@ -302,7 +385,11 @@ class EventIndex:
                 return
 
     def _check(self, n: int, line: bytes, dup: DuplicateFilter) -> Entry | None:
-        e = stamp(n, line, self.problems)
+        opening = self._opening
+        if opening is not None and not self._shown and len(opening) < OPENING_MAX:
+            e, self._parsed = stamp_parsed(n, line, self.problems)
+        else:
+            e, self._parsed = stamp(n, line, self.problems), None
         if e is None or (self._frame is not None and not self._frame.admit(e)):
             return None
         if e.etype == "SETTINGS":
@@ -341,7 +428,16 @@ class EventIndex:
             self._lengths.insert(i, length)
             self._lines.insert(i, min(line, 2**32 - 1))
         if len(times) % PUBLISH_EVERY == 0:
+            shown = self._shown
             self._publish()
+            if self._shown:
+                if not shown:  # the opening is in: readers may show the start
+                    self._resume_gc()
+                    if self._opening:
+                        self._frozen.freeze()  # kept for the replay's life: out of the collector's way
+                    if self._background:
+                        self.hold_background(FIRST_FRAME_SECONDS)  # the first frame needs nothing more
+                self._give_way()
 
     def _keep(self, lo: int, hi: int) -> None:
         """Keep events [lo, hi) only (the frame dropped wild times at the ends)."""

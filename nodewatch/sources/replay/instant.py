@@ -1,8 +1,10 @@
 """One instant of a recording in one pass: what ``status --replay FILE --at T`` answers.
 
 Why not the index: a replay indexes the whole file so that it can seek anywhere, backward too, and
-then reads each event again to apply it. One answer needs neither: each line is read and parsed
-once (``lines.parse``), applied in time order, and reading stops shortly after ``T``.
+then reads each event again to apply it. One answer needs neither: each line is read once, its
+events are put in time order, and reading stops shortly after ``T``. Then they are applied, but
+for the lease renewals a later renewal of the same lease supersedes (``superseded.py``): those are
+neither decoded into records nor applied (``compact=True``, what ``status`` asks for).
 
 Time order without an index: lines may step back a little (threads of the recorder race); events
 wait in a small heap until no line ``REORDER_WINDOW`` seconds older can come, so the events are
@@ -12,8 +14,10 @@ where it comes, and reported.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -32,7 +36,8 @@ from ..recording import (
 )
 from .clusters import RecordedCluster, ReplayState, cluster_settings, misplaced, new_state, recorded_clusters, target
 from .index import OUT_OF_ORDER_REPORT, apply_entry, header_settings, learn_version
-from .lines import parse
+from .lines import object_fits, parse, parse_decoded, plain_line
+from .superseded import Deferred, Superseded, deferred
 
 REORDER_WINDOW = 30.0
 """Seconds a line may step back in time and still be applied in time order."""
@@ -54,12 +59,19 @@ class Instant:
     """The whole recording was read: ``last`` is its end (else it goes on after ``at``)."""
 
 
-def state_at(path: str, when: str | None, settings: Settings | None = None) -> tuple[ReplayState, Instant, list[str]]:
+def state_at(path: str, when: str | None, settings: Settings | None = None,
+             compact: bool = False, pods: bool = True) -> tuple[ReplayState, Instant, list[str]]:
     """(the state at ``when``, the instant and what was seen of the recording, the problems met):
     ``when`` is RFC 3339 or +SECONDS from the first event (``parse_when``); None: the end. A
-    recording of several clusters gives a ``MultiFleet`` (``clusters.py``)."""
+    recording of several clusters gives a ``MultiFleet`` (``clusters.py``). ``compact`` (what
+    ``status`` asks for): leave out the lease renewals and node updates a later one supersedes
+    (``superseded.py``); the state's renewal counts, heartbeat histories and node timelines are then
+    not a full replay's, nothing a status answer shows differs. ``pods`` False (with ``compact``):
+    the answer reads no Pods, leave them out."""
     problems: list[str] = []
     stream = open_binary(path)
+    collecting = gc.isenabled()
+    gc.disable()  # hundreds of thousands of acyclic objects: the collector would walk them for nothing
     try:
         lines = iter_lines(stream, problems)
         first = next(((n, line) for n, line in lines if line.strip()), None)
@@ -74,20 +86,29 @@ def state_at(path: str, when: str | None, settings: Settings | None = None) -> t
             known = True
             header = parse_header(first[1])
             clusters = recorded_clusters(header, problems)
-            entries = _v1_entries(lines, header, clusters, problems)
+            entries = _v1_entries(lines, header, clusters, problems, compact, pods)
         state = new_state(header, clusters, settings, problems)
-        t = _apply_until(state, entries, when, known, header, clusters, settings, problems)
+        t = _apply_until(state, entries, when, known, header, clusters, settings, problems, pods)
     finally:
         close_input(stream)
+        if collecting:
+            gc.enable()
     return state, t, problems
 
 
 def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, clusters: list[RecordedCluster] | None,
-                problems: list[str]) -> Iterator[Entry]:
+                problems: list[str], compact: bool, pods: bool) -> Iterator[Entry | Deferred]:
+    """Each usable line's event: an ``Entry``, or (``compact``) for a clean Lease, Node or Pod line
+    a ``Deferred`` that is parsed in full only if it is applied."""
     dup = DuplicateFilter(2048)
     frame = TimeFrame(header, problems)
     for n, line in lines:
-        e = parse(n, line, problems)
+        d = plain_line(line)
+        e: Entry | Deferred | None = None
+        if compact and d is not None:
+            e = deferred(n, line, d, pods)  # its object is one: the typed decoder read it
+        if e is None:
+            e = parse_decoded(n, line, d if d is not None and object_fits(d) else None, problems)
         if e is None or not frame.admit(e):
             continue
         if e.etype != "SETTINGS":
@@ -102,9 +123,13 @@ def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, clusters: list
         yield e
 
 
-def _apply_until(state: ReplayState, entries: Iterator[Entry], when: str | None, known: bool, header: dict,
-                 clusters: list[RecordedCluster] | None, given: Settings | None, problems: list[str]) -> Instant:
-    heap: list[tuple[float, int, Entry]] = []
+def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: str | None, known: bool,
+                 header: dict, clusters: list[RecordedCluster] | None, given: Settings | None,
+                 problems: list[str], pods: bool = True) -> Instant:
+    """Put the events up to ``when`` in the order a replay applies them (``Superseded``), then apply
+    them (what a later renewal supersedes left out)."""
+    order = Superseded(several=clusters is not None, pods=pods)
+    heap: list[tuple[float, int, Entry | Deferred]] = []
     target = math.inf
     start: float | None = None
     hi = -math.inf
@@ -115,7 +140,7 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry], when: str | None,
     events = 0
     to_end = True
 
-    def apply(e: Entry) -> None:
+    def apply(e: Entry | Deferred) -> None:
         nonlocal start, target, last, applied_to
         t = e.t or 0.0
         if start is None:
@@ -126,34 +151,69 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry], when: str | None,
                 except ValueError as exc:
                     raise RecordingError(str(exc)) from None
         if t <= target:
-            apply_entry(state, e, known)
-            last = t if last is None else max(last, t)
-        applied_to = max(applied_to, t)
+            order.add(e)
+            if last is None or t > last:
+                last = t
+        if t > applied_to:
+            applied_to = t
 
-    with state.batch():
-        for seq, e in enumerate(entries):
-            events += 1
-            if e.etype == "SETTINGS":
-                if (given is None or not given.server_version) and learn_version(header, e):
-                    _learned(state, e, header, clusters, given, problems)
-                continue
-            t = e.t or 0.0
-            if t < hi and hi - t > OUT_OF_ORDER_REPORT:
+    # Waiting events: those that came in time order in a queue (already sorted), those that
+    # stepped back in a heap; the next to apply is the earlier head of the two, as one heap of
+    # them all would give.
+    queue: deque[tuple[float, int, Entry | Deferred]] = deque()
+
+    def apply_before(limit: float) -> None:
+        while not heap:  # nothing stepped back: the queue alone, in its order
+            if not queue or queue[0][0] >= limit:
+                return
+            apply(queue.popleft()[2])
+        while True:
+            if queue and queue[0][0] < limit:
+                item = heapq.heappop(heap) if heap and heap[0] < queue[0] else queue.popleft()
+            elif heap and heap[0][0] < limit:
+                item = heapq.heappop(heap)
+            else:
+                return
+            apply(item[2])
+
+    for seq, e in enumerate(entries):
+        events += 1
+        if e.etype == "SETTINGS":
+            if (given is None or not given.server_version) and learn_version(header, e):
+                order.add(_Learned(e))  # applied here, among the events still waiting
+            continue
+        t = e.t or 0.0
+        if t < hi:
+            if hi - t > OUT_OF_ORDER_REPORT:
                 late += 1
                 worst = max(worst, hi - t)
             if t < applied_to:
                 too_late += 1  # its place in time order has been applied already
                 apply(e)
                 continue
-            hi = max(hi, t)
-            if start is not None and hi > target + REORDER_WINDOW:
-                to_end = False
-                break  # nothing before the target can come any more
+        else:
+            hi = t
+        if start is not None and hi > target + REORDER_WINDOW:
+            to_end = False
+            break  # nothing before the target can come any more
+        if t < hi:
             heapq.heappush(heap, (t, seq, e))
-            while heap and heap[0][0] < hi - REORDER_WINDOW:
-                apply(heapq.heappop(heap)[2])
-        while heap:
-            apply(heapq.heappop(heap)[2])
+        else:
+            queue.append((t, seq, e))
+        apply_before(hi - REORDER_WINDOW)
+    apply_before(math.inf)
+    with state.batch():
+        for e in order.events:
+            if e is None:
+                continue  # superseded
+            if type(e) is Deferred:
+                e = parse(e.line, e.data, problems)
+                if e is None:
+                    continue
+            elif type(e) is _Learned:
+                _learned(state, e.entry, header, clusters, given, problems)
+                continue
+            apply_entry(state, e, known)
     if start is None:
         problems.append("no usable events in the recording")
         return Instant(0.0, 0, 0.0, 0.0, True)
@@ -163,6 +223,13 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry], when: str | None,
                            if too_late else ""))
     at = target if math.isfinite(target) else (last if last is not None else start)
     return Instant(at, events, start, max(hi, applied_to), to_end)
+
+
+@dataclass(frozen=True, slots=True)
+class _Learned:
+    """A settings line that taught the server version, in its place among the events."""
+
+    entry: Entry
 
 
 def _learned(state: ReplayState, e: Entry, header: dict, clusters: list[RecordedCluster] | None,

@@ -7,12 +7,12 @@ events from there, so seeking costs the same anywhere in an hour-long recording.
 from __future__ import annotations
 
 import bisect
-import gc
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from .clusters import ReplayState
+from .frozen import FreezeHold
 from .index import EventIndex
 
 KEYFRAME_EVENTS = 20_000
@@ -30,7 +30,7 @@ class Keyframes:
         self._at: list[int] = []
         """Event number of each keyframe: the state before that event."""
         self._states: list[Any] = []
-        self._froze = False
+        self._frozen = FreezeHold()
         self._stopped = threading.Event()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._build, name="replay-keyframes", daemon=True)
@@ -97,44 +97,10 @@ class Keyframes:
             self._done.set()
 
     def _freeze(self) -> None:
-        """Keep the keyframes out of the cyclic collector's full passes (see ``_freeze_survivors``)."""
-        global _freezers
-        with _freeze_lock:
-            if self._stopped.is_set():
-                return
-            if not self._froze:
-                self._froze = True
-                _freezers += 1
-            _freeze_survivors()
+        """Keep the keyframes out of the cyclic collector's full passes (``frozen.py``)."""
+        if not self._stopped.is_set():
+            self._frozen.freeze()
 
     def _thaw(self) -> None:
-        """Undo ``_freeze`` once no replay needs it: frozen objects are never collected as cycles,
-        and a replay (its thread points back at it) is a cycle, so a closed replay would otherwise
-        stay in memory with all its keyframes."""
-        global _freezers
-        with _freeze_lock:
-            if self._froze:
-                self._froze = False
-                _freezers -= 1
-                if _freezers == 0:
-                    gc.unfreeze()
-
-
-_freeze_lock = threading.Lock()
-_freezers = 0
-"""Replays that froze their keyframes; the last one to close unfreezes."""
-
-
-def _freeze_survivors() -> None:
-    """Move every object alive now (a new keyframe among them) out of the cyclic collector's way.
-
-    A one-hour 5,000-node recording holds about 90 keyframes, millions of container objects that
-    never change and hold no cycles. Left in the collector's oldest generation, each full collection
-    walks all of them: measured 1.4 s, inside whichever seek (or frame) happened to trigger it,
-    which was the slowest seek (1.7 s, against a median of 0.2 s). Frozen (``gc.freeze``), they are
-    skipped by full collections. The young generations are collected first so that cyclic garbage of
-    the moment is not frozen with them; ``close()`` unfreezes (``_thaw``). The live source freezes
-    its synced state the same way (``reflector.gc_paused``).
-    """
-    gc.collect(1)
-    gc.freeze()
+        """Undo ``_freeze`` (a closed replay must not stay in memory with all its keyframes)."""
+        self._frozen.thaw()

@@ -17,12 +17,14 @@ from typing import Optional
 import msgspec
 import orjson
 
-from ...core.timeutil import valid_time
+from ...core.timeutil import MAX_TIME, MIN_TIME
 from ...core.views import EVENT_TYPES, RESOURCES
 from ...core.wire import DECODERS, WireError
 from ..recording import Entry, parse_line
 
-_OBJECT_EVENTS = ("ADDED", "MODIFIED", "DELETED")
+_OBJECT_EVENTS = frozenset(("ADDED", "MODIFIED", "DELETED"))
+_RESOURCES = frozenset(RESOURCES)
+_EVENT_TYPES = frozenset(EVENT_TYPES)
 
 
 class _Line(msgspec.Struct, gc=False):
@@ -41,27 +43,41 @@ class _Line(msgspec.Struct, gc=False):
 _decode_line = msgspec.json.Decoder(_Line).decode
 
 
-def _plain_event(line: bytes) -> _Line | None:
+def plain_event(line: bytes) -> _Line | None:
     """The decoded line when it is an ordinary, valid event line; None for anything else."""
+    d = plain_line(line)
+    return d if d is not None and object_fits(d) else None
+
+
+def object_fits(d: _Line) -> bool:
+    """The object of a ``plain_line`` is one where its event type needs one (a JSON object)."""
+    return d.type not in _OBJECT_EVENTS or (d.object is not None and memoryview(d.object)[:1] == b"{")
+
+
+def plain_line(line: bytes) -> _Line | None:
+    """``plain_event`` but for its object: ``object_fits`` checks it (a caller that decodes the
+    object into a Struct has it checked by the decoder)."""
     try:
         d = _decode_line(line)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    if d.t is None or d.health is not None or d.cert is not None or d.settings is not None:
+    t = d.t  # a float (msgspec makes an int one): valid_time's range check is all there is to do
+    if t is None or d.health is not None or d.cert is not None or d.settings is not None:
         return None
-    if d.resource not in RESOURCES or d.type not in EVENT_TYPES or valid_time(d.t) is None:
+    if d.resource not in _RESOURCES or d.type not in _EVENT_TYPES or not MIN_TIME <= t <= MAX_TIME:
         return None  # parse_line reports it (a time out of range, NaN, infinite)
-    if d.type in _OBJECT_EVENTS and (d.object is None or memoryview(d.object)[:1] != b"{"):
-        return None
     if d.cluster == "":
         return None  # parse_line reads an empty cluster as none
     return d
 
 
-
 def parse(n: int, line: bytes, problems: list[str]) -> Entry | None:
     """``parse_line``, faster: the same entries (Nodes and Leases as records), the same problems."""
-    d = _plain_event(line)
+    return parse_decoded(n, line, plain_event(line), problems)
+
+
+def parse_decoded(n: int, line: bytes, d: _Line | None, problems: list[str]) -> Entry | None:
+    """``parse`` of a line whose ``plain_event`` is ``d`` already (decoded once)."""
     if d is None:
         return parse_line(n, line, problems)
     obj = None
@@ -83,7 +99,17 @@ def parse(n: int, line: bytes, problems: list[str]) -> Entry | None:
 def stamp(n: int, line: bytes, problems: list[str]) -> Entry | None:
     """The line's time and kind, for the index: an Entry without its object (``obj`` None) for an
     ordinary event line, the full ``parse_line`` entry (and problems) for anything else."""
-    d = _plain_event(line)
+    d = plain_event(line)
     if d is None:
         return parse_line(n, line, problems)
     return Entry(n, d.t, d.resource, d.type, None, d.list is True, None, d.cluster)  # type: ignore[arg-type]
+
+
+def stamp_parsed(n: int, line: bytes, problems: list[str]) -> tuple[Entry | None, Entry | None]:
+    """(``stamp``, ``parse(0, line, [])``) of one line, decoded once: the index keeps the events
+    of a recording's opening parsed (``index.py``)."""
+    d = plain_event(line)
+    if d is None:
+        return parse_line(n, line, problems), None
+    return (Entry(n, d.t, d.resource, d.type, None, d.list is True, None, d.cluster),  # type: ignore[arg-type]
+            parse_decoded(0, line, d, []))

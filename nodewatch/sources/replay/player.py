@@ -185,6 +185,7 @@ class ReplaySource:
                 index.close()
                 raise RecordingError(str(exc)) from None
         self.replay = ReplayPlayer(index, self.state, self.clock)
+        index.foreground = self.state  # never held back (``EventIndex.hold_background``)
         self.replay.seek(start)
 
     def start(self) -> None:

@@ -1,0 +1,191 @@
+"""Events a one-shot answer may leave out: those a later event on the same object supersedes, and
+the Pods an answer without ``--node`` never reads.
+
+Why: nine lines in ten of a recording are Lease renewals, each node's every 10 s. ``status --replay
+--at T`` needs the state at T, not the way there: of the 30 renewals a node made in five minutes,
+the last one decides everything the answer shows. Decoding and applying the other 29 was most of
+the command's time; after them, the Node status updates and the Pod list.
+
+When a renewal may be left out, exactly: a renewal ``L`` received on the watch (not listed) once
+the lease list was in, whose renewTime is later than every renewTime of its lease seen before it,
+sets every field of the lease's track that a view reads (when it was observed, on which clock, its
+skew, renewTime, duration, holder) from ``L`` alone (``Ingest._on_lease``: "advanced", "known").
+Whatever came before ``L`` on that lease can then change nothing an answer shows, and is dropped.
+A Node update without a not-ready/unreachable NoExecute taint replaces the node's record whole
+(``keep_eviction_start`` carries nothing over): the updates before it are dropped the same way.
+What is not kept exact: the renewal count, the heartbeat history and the node's timeline (the
+dashboard's drill-down alone shows them; a one-shot answer has none of them).
+
+Only clean lines are ever dropped: an ordinary event line whose object the typed decoder reads with
+a name (applying it would record no problem). Anything else (a DELETED, an object read through the
+dict fallback) is applied where it comes; on a lease, one that could move renewTime without this
+module knowing by how much stops any later drop on that lease. The time of the last event received
+and each stream's last activity come from the last event of each object, which is never dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from ...core.objects import LeaseRecord
+from ...core.rules import EVICTION_TAINTS
+from ...core.timeutil import parse_time
+from ...core.wire import _Lease, _Node, _Pod  # the typed decoder's own types: what it reads, this reads
+from ..recording import Entry
+
+NODE_LEASE_NAMESPACES = ("", "kube-node-lease")
+"""Namespaces whose Leases are node heartbeats (``Ingest._on_lease`` ignores the others)."""
+
+_DECODE = {
+    "leases": msgspec.json.Decoder(_Lease).decode,
+    "nodes": msgspec.json.Decoder(_Node).decode,
+    "pods": msgspec.json.Decoder(_Pod).decode,
+}
+
+
+@dataclass(slots=True)
+class Deferred:
+    """A clean event line of a Lease, Node or Pod, its object not made a record yet (``parse``
+    does, if the line is applied)."""
+
+    line: int
+    t: float
+    resource: str
+    etype: str
+    listing: bool
+    cluster: str | None
+    name: str
+    renew: float | None
+    """A Lease's renewTime, as its record will have it."""
+    replaces: bool
+    """A Node's update that replaces its record whole (no eviction taint)."""
+    data: bytes
+    """The line itself."""
+
+
+def deferred(n: int, line: bytes, d: Any, pods: bool = True) -> Deferred | None:
+    """The ``Deferred`` of a line whose ``lines.plain_event`` is ``d`` (not None); None when the
+    line is not a clean ADDED or MODIFIED Lease (of a node) or Node, or (``pods`` False: the answer
+    reads none) a clean Pod event: it is then parsed and applied in full."""
+    resource = d.resource
+    decode = _DECODE.get(resource)
+    if resource == "pods":
+        if pods or d.type not in ("ADDED", "MODIFIED", "DELETED"):
+            return None
+    elif decode is None or d.type not in ("ADDED", "MODIFIED"):
+        return None
+    if d.object is None:
+        return None
+    try:
+        obj = decode(d.object)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    meta = obj.metadata
+    if meta is None or not meta.name:
+        return None
+    renew = None
+    replaces = False
+    if resource == "leases":
+        if (meta.namespace or "") not in NODE_LEASE_NAMESPACES:
+            return None
+        renew = parse_time(obj.spec.renewTime) if obj.spec is not None else None
+    elif resource == "nodes":
+        taints = obj.spec.taints if obj.spec is not None else None
+        replaces = not taints or not any(t.key in EVICTION_TAINTS and t.effect == "NoExecute" for t in taints)
+    return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, replaces, line)
+
+
+class Superseded:
+    """The events of a one-shot answer in the order they are applied (``add``), with those a later
+    event supersedes replaced by None in ``events``.
+
+    ``several``: a recording of several clusters (an object is known by its cluster and name); in a
+    one-cluster recording a line's ``cluster`` is ignored, as the replay ignores it. ``pods``: False
+    when the answer reads no Pods: clean Pod lines are then left out too."""
+
+    def __init__(self, several: bool, pods: bool = True) -> None:
+        self.events: list[Any] = []
+        self.skipped = 0
+        self._several = several
+        self._pods = pods
+        self._leases: dict[Any, _LeaseSeen] = {}
+        self._nodes: dict[Any, list[int]] = {}
+        self._synced: set[str | None] = set()
+
+    def add(self, e: Any) -> None:
+        """The next event in application order (an ``Entry``, a ``Deferred``, or anything else
+        the caller applies in order)."""
+        out = self.events
+        if type(e) is Deferred:
+            key = (e.cluster, e.name) if self._several else e.name
+            if e.resource == "leases":
+                k = self._leases.get(key)
+                if k is None:
+                    k = self._leases[key] = _LeaseSeen()
+                renew = e.renew
+                pending = k.pending
+                if renew is not None and renew > k.newest:
+                    if pending and not e.listing and (e.cluster if self._several else None) in self._synced:
+                        for i in pending:  # this renewal sets all the track alone
+                            out[i] = None
+                        pending.clear()
+                    k.newest = renew
+            elif e.resource == "nodes":
+                pending = self._nodes.get(key)
+                if pending is None:
+                    pending = self._nodes[key] = []
+                elif e.replaces:
+                    for i in pending:  # this update replaces the record whole
+                        out[i] = None
+                    pending.clear()
+            else:  # a Pod
+                if not self._pods:
+                    self.skipped += 1
+                    return
+                pending = []
+            pending.append(len(out))
+        elif type(e) is Entry and e.resource == "leases":
+            self._lease_entry(e)
+        out.append(e)
+
+    @property
+    def dropped(self) -> int:
+        """Events left out: superseded, or Pods not read."""
+        return self.events.count(None) + self.skipped
+
+    def _lease_entry(self, e: Entry) -> None:
+        cluster = e.cluster if self._several else None
+        if e.etype == "SYNCED":
+            self._synced.add(cluster)
+            return
+        obj = e.obj
+        if type(obj) is LeaseRecord:
+            name, namespace = obj.name, obj.namespace
+        elif isinstance(obj, dict):  # read by the forgiving dict reader: whatever it is, stop here
+            meta = obj.get("metadata")
+            name = meta.get("name") if isinstance(meta, dict) else None
+            namespace = ""
+        else:
+            return
+        if not isinstance(name, str) or namespace not in NODE_LEASE_NAMESPACES:
+            return  # no lease the state tracks
+        key = (cluster, name) if self._several else name
+        k = self._leases.get(key)
+        if k is None:
+            k = self._leases[key] = _LeaseSeen()
+        if e.etype == "DELETED" and type(obj) is LeaseRecord:
+            k.newest = -math.inf  # the track is gone: any renewal after starts it afresh
+        else:
+            k.newest = math.inf  # renewTime unknown here: no renewal after may drop what came before
+
+
+@dataclass(slots=True)
+class _LeaseSeen:
+    newest: float = -math.inf
+    """The latest renewTime seen on this lease (inf: unknown)."""
+    pending: list[int] = field(default_factory=list)
+    """Positions in ``events`` of its lines since the last renewal that superseded them."""
