@@ -99,9 +99,9 @@ def test_record_then_replay_gives_the_same_states(tmp_path, start_live, open_rep
     assert snapshots[-1][1]["node-001"] is NodeState.UNKNOWN
 
 
-def test_throughput_of_the_watch_path(tmp_path, start_live):
-    """Events from the wire into FleetState: the target is >= 20,000 events/s (measured in the report
-    on an idle machine; here a lower bound that holds on a loaded CI box)."""
+def test_a_burst_of_60000_renewals_all_arrive(tmp_path, start_live):
+    """A burst of events over the watch path all reach the state, the last one too (how many a
+    second is ``bench/live_path.py``'s figure, not a test's)."""
     fleet = TinyFleet(nodes=1000, start=time.time())
     with running_server(tmp_path, fleet=fleet, history_limit=400_000) as srv:
         src = start_live(srv)
@@ -115,12 +115,8 @@ def test_throughput_of_the_watch_path(tmp_path, start_live):
                 obj = dict(lease)
                 obj["spec"] = dict(lease["spec"], renewTime=f"2030-01-01T00:00:{k:02d}.000000Z")
                 changes.append(("leases", "MODIFIED", obj, None))
-        t0 = time.perf_counter()
         srv.store.emit_many(changes)
-        wait_until(lambda: reflector.events - before >= total, timeout=60)
-        rate = total / (time.perf_counter() - t0)
-        print(f"watch path: {rate:,.0f} events/s")
-        assert rate > 5_000
+        wait_until(lambda: reflector.events - before >= total, timeout=60)  # every one, in order:
         assert src.state.leases[fleet.names[-1]].renew_time is not None
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import random
-import time
 
 import pytest
 from factories import T0, lease, node, taint
@@ -15,6 +14,7 @@ from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
 from nodewatch.sources.recording import Recorder, RecordingError, read_recording
 from nodewatch.sources.replay import ReplaySource, keyframes
+from nodewatch.sources.replay.instant import state_at
 
 
 def generate(path: str, nodes: int, duration: float, dead: set[str] = frozenset(), seed: int = 1,
@@ -173,21 +173,23 @@ def test_start_at(recording, open_replay):
         ReplaySource(recording, start_at="yesterday")
 
 
-def test_seek_speed_on_a_larger_recording(tmp_path, open_replay):
-    """Seeking must take well under a second anywhere (the full-size 1h x 5,000 measurement is in the
-    report; this is a 10 min x 1,000 node version: 60,000 events)."""
+def test_seeks_back_and_forth_in_a_larger_recording_land_where_a_replay_from_the_start_does(tmp_path, open_replay):
+    """Seeks through keyframes, in any order, give the state a replay from the start gives at that
+    instant (10 min x 1,000 nodes: 60,000 events; how fast a seek is, is ``bench/replay_seek.py``'s
+    figure, not a test's)."""
     path = str(tmp_path / "big.jsonl.gz")
     n = generate(path, nodes=1000, duration=600, dead={f"node-{i:04d}" for i in range(0, 1000, 50)})
     assert n > 55_000
     src = open_replay(path)
     assert src.replay.wait_indexed(60)
-    worst = 0.0
     for offset in (590, 10, 300, 595, 150, 450, 5):
-        t0 = time.perf_counter()
         src.replay.seek(T0 + offset)
-        src.state.evaluate(T0 + offset)
-        worst = max(worst, time.perf_counter() - t0)
-    assert worst < 1.0
+        seen = src.state.evaluate(T0 + offset)
+        fresh, _, _ = state_at(path, f"+{offset}")  # one pass from the start: no keyframe, no index
+        want = fresh.evaluate(T0 + offset)
+        assert seen.counts == want.counts
+        assert [(v.name, v.state, v.lease_observed_at) for v in seen.nodes] == \
+               [(v.name, v.state, v.lease_observed_at) for v in want.nodes]
 
 
 def test_settings_from_the_header_and_given_settings(tmp_path, open_replay):

@@ -555,9 +555,9 @@ def test_sim_server_command(tmp_path):
     assert "Bearer" not in text and "token" not in text.lower()
 
 
-def test_watch_throughput_floor(tmp_path):
-    """One watcher reading lines over TLS on loopback: measured ~125,000 events/s on the dev machine
-    (~55,000/s with json.loads per line); the floor here only catches a gross regression."""
+def test_a_watcher_reads_a_burst_of_30000_events_to_the_last(tmp_path):
+    """One watcher reading lines over TLS on loopback gets every event of a burst, the last one
+    with the store's resourceVersion (speed is ``bench/live_path.py``'s figure, not a test's)."""
     fleet = TinyFleet(nodes=500, pods_per_node=0)
     with running_server(tmp_path, fleet=fleet) as srv:
         rv = srv.store.resource_version
@@ -565,14 +565,10 @@ def test_watch_throughput_floor(tmp_path):
         count = 30_000
         srv.store.emit_many(("leases", "MODIFIED", leases[i % len(leases)], 0.0) for i in range(count))
         with ApiClient(srv).stream(f"{LEASES}?watch=true&resourceVersion={rv}") as w:
-            began = time.perf_counter()
             for _ in range(count - 1):
                 w.resp.readline()
             last = json.loads(w.resp.readline())
-            rate = count / (time.perf_counter() - began)
         assert int(last["object"]["metadata"]["resourceVersion"]) == srv.store.resource_version
-        print(f"watch throughput: {rate:,.0f} events/s")
-        assert rate > 5_000
 
 
 def test_factory_fixture_gives_independent_servers(sim_server_factory):
