@@ -29,8 +29,9 @@ from .objects import (
     NodeRecord,
     PodRecord,
     _shared_map,
-    _str_map,
+    address_text,
     kubelet_write_time,
+    node_labels,
 )
 from .rules import LABEL_EXCLUDE_DISRUPTION, Taint, Toleration, zone_key
 from .timeutil import parse_time, seconds
@@ -240,10 +241,10 @@ def _node_record(n: _Node) -> NodeRecord | None:
         return None
     spec = n.spec
     status = n.status
-    # one copy of the name for the record, the hostname label and the Hostname/InternalDNS
-    # addresses that repeat it (interned first, so the label map's interning finds it)
+    # one copy of the name for the record, the hostname label, the Hostname/InternalDNS addresses
+    # that repeat it, and the Lease's name and holder (interned)
     name = intern(meta.name)
-    labels = _str_map(meta.labels) if meta.labels else {}
+    labels = node_labels(meta.labels, name)
     taints: tuple[Taint, ...] = ()
     unschedulable = False
     if spec is not None:
@@ -253,7 +254,7 @@ def _node_record(n: _Node) -> NodeRecord | None:
                            for t in spec.taints if t.key)
     conditions: dict[str, Condition] = {}
     kubelet = runtime = kernel = os_image = ""
-    addresses: tuple[tuple[str, str], ...] = ()
+    addresses: tuple[str, ...] = ()
     capacity: dict[str, str] = {}
     allocatable: dict[str, str] = {}
     port = None
@@ -261,8 +262,9 @@ def _node_record(n: _Node) -> NodeRecord | None:
         for c in status.conditions or ():
             if not c.type:
                 continue
-            conditions[c.type] = Condition(
-                type=_i(c.type),
+            ctype = _i(c.type)
+            conditions[ctype] = Condition(
+                type=ctype,
                 status=_i(c.status) or "Unknown",
                 reason=_i(c.reason),
                 message=_i(c.message),
@@ -274,7 +276,10 @@ def _node_record(n: _Node) -> NodeRecord | None:
             kubelet, runtime = _i(info.kubeletVersion), _i(info.containerRuntimeVersion)
             kernel, os_image = _i(info.kernelVersion), _i(info.osImage)
         if status.addresses:
-            addresses = tuple((_i(a.type), name if a.address == name else a.address or "") for a in status.addresses)
+            flat: list[str] = []
+            for a in status.addresses:
+                flat += (_i(a.type), address_text(a.address or "", name))
+            addresses = tuple(flat)
         if status.capacity:
             capacity = _shared_map(status.capacity)
         if status.allocatable:
@@ -284,7 +289,6 @@ def _node_record(n: _Node) -> NodeRecord | None:
             port = de.kubeletEndpoint.Port
     return NodeRecord(
         name=name,
-        uid=meta.uid or "",
         labels=labels,
         zone=intern(zone_key(labels)),
         exclude_disruption=LABEL_EXCLUDE_DISRUPTION in labels,
@@ -295,12 +299,11 @@ def _node_record(n: _Node) -> NodeRecord | None:
         runtime_version=runtime,
         kernel_version=kernel,
         os_image=os_image,
-        addresses=addresses,
+        address_list=addresses,
         capacity=capacity,
         allocatable=allocatable,
         kubelet_port=port,
         created=_time(meta.creationTimestamp),
-        resource_version=meta.resourceVersion or "",
     )
 
 
@@ -312,13 +315,15 @@ def _lease_record(le: _Lease) -> LeaseRecord | None:
     if spec is None:
         holder, renew, duration = "", None, None
     else:
-        holder, renew = spec.holderIdentity or "", _time(spec.renewTime)
+        holder, renew = _i(spec.holderIdentity), _time(spec.renewTime)
         d = spec.leaseDurationSeconds
         duration = seconds(d)  # range-checked as the dict reader does
     written = None
     if meta.managedFields:
         written = kubelet_write_time(((m.manager, m.operation, m.time) for m in meta.managedFields), holder)
-    return LeaseRecord(name=meta.name, namespace=meta.namespace or "", holder=holder, renew_time=renew,
+    # the name and holder (the node's name) interned: one string for the node's record, its lease
+    # track and the state's keys
+    return LeaseRecord(name=_i(meta.name), namespace=meta.namespace or "", holder=holder, renew_time=renew,
                        duration_seconds=duration, resource_version=meta.resourceVersion or "", written_at=written)
 
 
