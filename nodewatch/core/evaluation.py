@@ -104,10 +104,9 @@ class Evaluation(FleetData):
         cert = self.certs.get(name)
         cert_not_after = cert.not_after if cert else None
         if conditions:
-            pressure = tuple(c for c in PRESSURE_CONDITIONS
-                             if (cc := conditions.get(c)) is not None and cc.status == "True")
-            nu = conditions.get("NetworkUnavailable")
-            network_unavailable = nu is not None and nu.status == "True"
+            status = conditions.status  # a Conditions: no Condition object made for a status
+            pressure = tuple(c for c in PRESSURE_CONDITIONS if status(c) == "True")
+            network_unavailable = status("NetworkUnavailable") == "True"
         else:
             pressure = ()
             network_unavailable = False
