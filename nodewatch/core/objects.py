@@ -8,6 +8,8 @@ without even a name raises ``BadObject`` with a message saying what is wrong.
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from sys import intern
@@ -189,51 +191,58 @@ class Condition:
     last_transition: float | None = None
 
 
-_FIELDS = 5
-"""Fields of a condition kept after its type: status, reason, message, heartbeat, transition."""
-_layouts: dict[tuple[str, ...], dict[str, int]] = {}
-"""Condition types in a node's order -> where each one's fields start: one dict per distinct order
-(every kubelet of a version posts the same five)."""
-LAYOUTS_MAX = 1_000
+_NONE = math.nan
+"""A time that is unknown, in a node's array of condition times (no parsed time is NaN)."""
+_shapes: dict[tuple, tuple[dict[str, int], tuple[tuple[str, str, str], ...]]] = {}
+"""(type, status, reason, message) of a node's conditions, in order -> its shape: where each type
+is, and the texts. Healthy nodes of one kubelet version share one."""
+SHAPES_MAX = 4096
+"""Shapes kept for sharing; when full the memo starts again (records keep theirs): a fleet whose
+messages differ node by node (``PLEG ... last seen active 3m2.5s ago``) does not grow it."""
 
 
 class Conditions(Mapping):
     """A node's conditions by type, read-only: ``get("Ready")`` gives a ``Condition``.
 
     Why not a dict of ``Condition`` objects: that was ~0.6 KB a node (a dict and five objects of six
-    fields; 38 MB at 65,000 nodes). Here a node holds one tuple of its conditions' fields (status,
-    reason, message, heartbeat, transition in turn; the texts are interned, shared by the fleet)
-    and a layout shared with every node whose conditions come in the same order; a ``Condition``
-    is made when one is asked for. ``status(type)`` answers without making one."""
+    fields; 38 MB at 65,000 nodes). What differs from node to node is the times; types, statuses,
+    reasons and messages repeat across the fleet. So a node holds a shape shared with every node
+    whose conditions say the same (``_shapes``) and one array of its heartbeat and transition
+    times; a ``Condition`` is made when one is asked for, ``status(type)`` answers without one."""
 
-    __slots__ = ("_at", "_fields")
+    __slots__ = ("_shape", "_times")
 
     def __init__(self, rows: list[tuple[str, str, str, str, float | None, float | None]] = ()) -> None:  # type: ignore[assignment]
         """``rows``: (type, status, reason, message, heartbeat, transition) in the Node's order; a
         type given twice keeps its first place and its last fields (as a dict does)."""
-        types = tuple(r[0] for r in rows)
-        if len(set(types)) != len(types):
+        key = tuple([r[:4] for r in rows])
+        if len({r[0] for r in rows}) != len(rows):
             by_type = {r[0]: r for r in rows}
-            rows, types = list(by_type.values()), tuple(by_type)
-        at = _layouts.get(types)
-        if at is None:
-            at = {t: i * _FIELDS for i, t in enumerate(types)}
-            if len(_layouts) < LAYOUTS_MAX:
-                _layouts[types] = at
-        self._at = at
-        self._fields = tuple([v for r in rows for v in r[1:]])
+            rows = list(by_type.values())
+            key = tuple([r[:4] for r in rows])
+        shape = _shapes.get(key)
+        if shape is None:
+            shape = ({r[0]: i for i, r in enumerate(rows)}, tuple([r[1:4] for r in rows]))
+            if len(_shapes) >= SHAPES_MAX:
+                _shapes.clear()
+            _shapes[key] = shape
+        self._shape = shape
+        self._times = array("d", [_NONE if t is None else t for r in rows for t in (r[4], r[5])])
 
     def get(self, ctype: str, default: Any = None) -> Any:
-        i = self._at.get(ctype)
+        at, texts = self._shape
+        i = at.get(ctype)
         if i is None:
             return default
-        f = self._fields
-        return Condition(ctype, f[i], f[i + 1], f[i + 2], f[i + 3], f[i + 4])
+        status, reason, message = texts[i]
+        hb, tr = self._times[2 * i], self._times[2 * i + 1]
+        return Condition(ctype, status, reason, message, None if hb != hb else hb, None if tr != tr else tr)
 
     def status(self, ctype: str) -> str | None:
         """The condition's status; None without one."""
-        i = self._at.get(ctype)
-        return None if i is None else self._fields[i]
+        at, texts = self._shape
+        i = at.get(ctype)
+        return None if i is None else texts[i][0]
 
     def __getitem__(self, ctype: str) -> Condition:
         c = self.get(ctype)
@@ -242,21 +251,22 @@ class Conditions(Mapping):
         return c
 
     def __contains__(self, ctype: object) -> bool:
-        return ctype in self._at
+        return ctype in self._shape[0]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._at)
+        return iter(self._shape[0])
 
     def __len__(self) -> int:
-        return len(self._at)
+        return len(self._shape[0])
 
     def values(self) -> list[Condition]:  # type: ignore[override]
         """Every condition in the Node's order."""
-        return [self.get(t) for t in self._at]
+        return [self.get(t) for t in self._shape[0]]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Conditions):
-            return self._fields == other._fields and list(self._at) == list(other._at)
+            return (self._shape is other._shape or self._shape == other._shape) and \
+                self._times.tobytes() == other._times.tobytes()
         if not isinstance(other, Mapping):
             return NotImplemented
         return dict(zip(self, self.values())) == dict(other.items())
