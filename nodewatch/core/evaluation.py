@@ -103,10 +103,10 @@ class Evaluation(FleetData):
                            eviction_taint=bool(ev_taints), eviction_deadline=deadline, now=now)
         cert = self.certs.get(name)
         cert_not_after = cert.not_after if cert else None
-        if conditions:
-            status = conditions.status  # a Conditions: no Condition object made for a status
-            pressure = tuple(c for c in PRESSURE_CONDITIONS if status(c) == "True")
-            network_unavailable = status("NetworkUnavailable") == "True"
+        true = conditions.true  # a Conditions: its types whose status is True, one set per shape
+        if true:
+            pressure = tuple(c for c in PRESSURE_CONDITIONS if c in true)
+            network_unavailable = "NetworkUnavailable" in true
         else:
             pressure = ()
             network_unavailable = False

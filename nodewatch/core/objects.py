@@ -64,6 +64,8 @@ def _num(value: Any) -> float | None:
     return seconds(value)
 
 
+EMPTY_MAP: dict[str, str] = {}
+"""The one empty map records share (never mutated)."""
 _shared_maps: dict[tuple, dict[str, str]] = {}
 """Capacity and allocatable maps, one per distinct map."""
 _label_sets: dict[tuple, dict[str, str]] = {}
@@ -79,7 +81,7 @@ def _shared_map(value: Any, shared: dict[tuple, dict[str, str]] = _shared_maps) 
 
     Callers must not mutate the result."""
     if not isinstance(value, dict):
-        return {}
+        return EMPTY_MAP
     try:
         key = tuple(value.items())
         hit = shared.get(key)
@@ -193,9 +195,9 @@ class Condition:
 
 _NONE = math.nan
 """A time that is unknown, in a node's array of condition times (no parsed time is NaN)."""
-_shapes: dict[tuple, tuple[dict[str, int], tuple[tuple[str, str, str], ...]]] = {}
+_shapes: dict[tuple, tuple[dict[str, int], tuple[tuple[str, str, str], ...], frozenset[str]]] = {}
 """(type, status, reason, message) of a node's conditions, in order -> its shape: where each type
-is, and the texts. Healthy nodes of one kubelet version share one."""
+is, the texts, and the types whose status is True. Healthy nodes of one kubelet version share one."""
 SHAPES_MAX = 4096
 """Shapes kept for sharing; when full the memo starts again (records keep theirs): a fleet whose
 messages differ node by node (``PLEG ... last seen active 3m2.5s ago``) does not grow it."""
@@ -222,7 +224,8 @@ class Conditions(Mapping):
             key = tuple([r[:4] for r in rows])
         shape = _shapes.get(key)
         if shape is None:
-            shape = ({r[0]: i for i, r in enumerate(rows)}, tuple([r[1:4] for r in rows]))
+            shape = ({r[0]: i for i, r in enumerate(rows)}, tuple([r[1:4] for r in rows]),
+                     frozenset(r[0] for r in rows if r[1] == "True"))
             if len(_shapes) >= SHAPES_MAX:
                 _shapes.clear()
             _shapes[key] = shape
@@ -230,7 +233,7 @@ class Conditions(Mapping):
         self._times = array("d", [_NONE if t is None else t for r in rows for t in (r[4], r[5])])
 
     def get(self, ctype: str, default: Any = None) -> Any:
-        at, texts = self._shape
+        at, texts, _ = self._shape
         i = at.get(ctype)
         if i is None:
             return default
@@ -240,9 +243,15 @@ class Conditions(Mapping):
 
     def status(self, ctype: str) -> str | None:
         """The condition's status; None without one."""
-        at, texts = self._shape
+        at, texts, _ = self._shape
         i = at.get(ctype)
         return None if i is None else texts[i][0]
+
+    @property
+    def true(self) -> frozenset[str]:
+        """The types whose status is True (worked out once per shape: the pressure and network
+        checks of every evaluation read it)."""
+        return self._shape[2]
 
     def __getitem__(self, ctype: str) -> Condition:
         c = self.get(ctype)
@@ -281,33 +290,78 @@ NO_CONDITIONS = Conditions()
 
 
 @dataclass(slots=True)
-class NodeRecord:
-    """What nodewatch keeps of a Node: ~1 KB of a 3-20 KB object. At 65,000 nodes every field
-    costs megabytes, so only what is read is kept (no uid, no resourceVersion: nothing reads them),
-    and what nodes share is held once (labels, versions, capacity, condition texts)."""
+class NodeProfile:
+    """What the nodes of one pool share: placement, versions, resources. One object per distinct
+    profile (``node_profile``), so a record holds one reference instead of nine fields. Never mutated."""
 
-    name: str
-    labels: Mapping[str, str] = field(default_factory=lambda: NO_LABELS)
-    """A ``Labels`` (a plain dict in a hub viewer's copy)."""
     zone: str = ""
     exclude_disruption: bool = False
-    unschedulable: bool = False
-    taints: tuple[Taint, ...] = ()
-    conditions: Mapping[str, Condition] = field(default_factory=lambda: NO_CONDITIONS)
-    """A ``Conditions`` (a plain dict in a hub viewer's copy)."""
     kubelet_version: str = ""
     runtime_version: str = ""
     kernel_version: str = ""
     os_image: str = ""
+    capacity: Mapping[str, str] = field(default_factory=dict)
+    allocatable: Mapping[str, str] = field(default_factory=dict)
+    kubelet_port: int | None = None
+
+
+NO_PROFILE = NodeProfile()
+_profiles: dict[tuple, NodeProfile] = {}
+PROFILES_MAX = 4096
+"""Profiles kept for sharing; when full the memo starts again (records keep theirs)."""
+
+
+def node_profile(labels: Mapping[str, str], kubelet: str, runtime: str, kernel: str, os_image: str,
+                 capacity: dict[str, str], allocatable: dict[str, str], port: int | None) -> NodeProfile:
+    """The shared profile of a node with these labels, versions and resources. Capacity and
+    allocatable are shared maps already (``_shared_map``): known by identity; a cached profile keeps
+    its maps alive, so an identity in a key is never reused while the key is."""
+    zone = intern(zone_key(labels))
+    excluded = LABEL_EXCLUDE_DISRUPTION in labels
+    key = (zone, excluded, kubelet, runtime, kernel, os_image, id(capacity), id(allocatable), port)
+    hit = _profiles.get(key)
+    if hit is None:
+        hit = NodeProfile(zone, excluded, kubelet, runtime, kernel, os_image, capacity, allocatable, port)
+        if len(_profiles) >= PROFILES_MAX:
+            _profiles.clear()
+        _profiles[key] = hit
+    return hit
+
+
+def _shared(name: str):  # noqa: ANN202 - a property reading the profile
+    return property(lambda rec: getattr(rec.profile, name), doc=f"The node's ``{name}`` (its profile's).")
+
+
+@dataclass(slots=True)
+class NodeRecord:
+    """What nodewatch keeps of a Node: ~0.5 KB of a 3-20 KB object. At 65,000 nodes every field
+    costs megabytes, so only what is read is kept (no uid, no resourceVersion: nothing reads them),
+    and what nodes share is held once (labels, profile, condition texts)."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=lambda: NO_LABELS)
+    """A ``Labels`` (a plain dict in a hub viewer's copy)."""
+    profile: NodeProfile = field(default_factory=lambda: NO_PROFILE)
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+    conditions: Mapping[str, Condition] = field(default_factory=lambda: NO_CONDITIONS)
+    """A ``Conditions`` (a plain dict in a hub viewer's copy)."""
     address_list: tuple[str, ...] = ()
     """``status.addresses`` flat: type, address, type, address... (one tuple a node, not one per
     address). Read ``addresses`` for the pairs."""
-    capacity: dict[str, str] = field(default_factory=dict)
-    allocatable: dict[str, str] = field(default_factory=dict)
-    kubelet_port: int | None = None
     created: float | None = None
     awaited: bool = False
     """A placeholder: the node is known from its Lease, its Node object has not arrived yet."""
+
+    zone = _shared("zone")
+    exclude_disruption = _shared("exclude_disruption")
+    kubelet_version = _shared("kubelet_version")
+    runtime_version = _shared("runtime_version")
+    kernel_version = _shared("kernel_version")
+    os_image = _shared("os_image")
+    capacity = _shared("capacity")
+    allocatable = _shared("allocatable")
+    kubelet_port = _shared("kubelet_port")
 
     @property
     def ready(self) -> str | None:
@@ -363,19 +417,14 @@ def node_from_dict(obj: Any) -> NodeRecord:
     return NodeRecord(
         name=name,
         labels=labels,
-        zone=intern(zone_key(labels)),
-        exclude_disruption=LABEL_EXCLUDE_DISRUPTION in labels,
+        profile=node_profile(labels, _i(info.get("kubeletVersion")), _i(info.get("containerRuntimeVersion")),
+                             _i(info.get("kernelVersion")), _i(info.get("osImage")),
+                             _shared_map(status.get("capacity")), _shared_map(status.get("allocatable")),
+                             int(port) if isinstance(port, int) and not isinstance(port, bool) else None),
         unschedulable=spec.get("unschedulable") is True,
         taints=tuple(taints),
         conditions=Conditions(rows) if rows else NO_CONDITIONS,
-        kubelet_version=_i(info.get("kubeletVersion")),
-        runtime_version=_i(info.get("containerRuntimeVersion")),
-        kernel_version=_i(info.get("kernelVersion")),
-        os_image=_i(info.get("osImage")),
         address_list=tuple(addresses),
-        capacity=_shared_map(status.get("capacity")),
-        allocatable=_shared_map(status.get("allocatable")),
-        kubelet_port=int(port) if isinstance(port, int) and not isinstance(port, bool) else None,
         created=parse_time(meta.get("creationTimestamp")),
     )
 

@@ -24,6 +24,7 @@ import msgspec
 from msgspec import Struct, field
 
 from .objects import (
+    EMPTY_MAP,
     NO_CONDITIONS,
     Conditions,
     LeaseRecord,
@@ -33,8 +34,9 @@ from .objects import (
     address_text,
     kubelet_write_time,
     node_labels,
+    node_profile,
 )
-from .rules import LABEL_EXCLUDE_DISRUPTION, Taint, Toleration, zone_key
+from .rules import Taint, Toleration
 from .timeutil import parse_time, seconds
 
 # Optional[...] rather than "X | None": msgspec reads these annotations at class creation.
@@ -261,8 +263,7 @@ def _node_record(n: _Node) -> NodeRecord | None:
     conditions = NO_CONDITIONS
     kubelet = runtime = kernel = os_image = ""
     addresses: tuple[str, ...] = ()
-    capacity: dict[str, str] = {}
-    allocatable: dict[str, str] = {}
+    capacity = allocatable = EMPTY_MAP
     port = None
     if status is not None:
         if status.conditions:
@@ -289,19 +290,11 @@ def _node_record(n: _Node) -> NodeRecord | None:
     return NodeRecord(
         name=name,
         labels=labels,
-        zone=intern(zone_key(labels)),
-        exclude_disruption=LABEL_EXCLUDE_DISRUPTION in labels,
+        profile=node_profile(labels, kubelet, runtime, kernel, os_image, capacity, allocatable, port),
         unschedulable=unschedulable,
         taints=taints,
         conditions=conditions,
-        kubelet_version=kubelet,
-        runtime_version=runtime,
-        kernel_version=kernel,
-        os_image=os_image,
         address_list=addresses,
-        capacity=capacity,
-        allocatable=allocatable,
-        kubelet_port=port,
         created=_time(meta.creationTimestamp),
     )
 
