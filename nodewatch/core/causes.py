@@ -119,9 +119,10 @@ def likely_causes(
 
 def _pressure_and_cordon(node: NodeRecord) -> list[Cause]:
     out = []
+    true = node.conditions.true  # the types whose status is True: no Condition made for the others
     for ctype in PRESSURE_CONDITIONS:
-        c = node.conditions.get(ctype)
-        if c is not None and c.status == "True":
+        c = node.conditions.get(ctype) if ctype in true else None
+        if c is not None:
             out.append(Cause(CauseKind.PRESSURE, f"{ctype}: {c.message or c.reason or 'True'}"))
     if node.unschedulable:
         out.append(Cause(CauseKind.CORDONED, "cordoned (spec.unschedulable)"))

@@ -103,16 +103,10 @@ class Evaluation(FleetData):
                            eviction_taint=bool(ev_taints), eviction_deadline=deadline, now=now)
         cert = self.certs.get(name)
         cert_not_after = cert.not_after if cert else None
-        if conditions:
-            # a loop, not a generator: this runs for every node of every rebuild, and almost
-            # always finds no pressure
-            pressure = ()
-            for c in PRESSURE_CONDITIONS:
-                cc = conditions.get(c)
-                if cc is not None and cc.status == "True":
-                    pressure += (c,)
-            nu = conditions.get("NetworkUnavailable")
-            network_unavailable = nu is not None and nu.status == "True"
+        true = conditions.true  # a Conditions: its types whose status is True, one set per shape
+        if true and not true <= _READY_ONLY:  # (most nodes: Ready alone is True)
+            pressure = tuple(c for c in PRESSURE_CONDITIONS if c in true)
+            network_unavailable = "NetworkUnavailable" in true
         else:
             pressure = ()
             network_unavailable = False
@@ -359,6 +353,7 @@ class Evaluation(FleetData):
 
 
 _VIEW_FIELDS = tuple(NodeView.__slots__)
+_READY_ONLY = frozenset(("Ready",))
 _AWAITED_READY = tuple(likely_causes(AWAITED, NodeState.READY, lease_age=0.0, has_lease=True, grace=40.0,
                                      cert_not_after=None, now=0.0))
 """The causes of a Ready placeholder (its Node not received yet): the same for every one."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from contextlib import AbstractContextManager
+from collections.abc import Mapping
 
 from .evaluation import Evaluation
 from .objects import EventRecord, NodeRecord, PodRecord
@@ -149,8 +150,8 @@ class Queries(Evaluation):
             notices = sum(1 for p in self.problems if p.kind == PROBLEM_NOTICE)
             return len(self.problems) - notices, notices
 
-    def node_labels(self, name: str) -> dict[str, str] | None:
-        """The node's labels: the record's own dict, replaced (never mutated) when the Node changes."""
+    def node_labels(self, name: str) -> Mapping[str, str] | None:
+        """The node's labels: the record's own mapping, replaced (never mutated) when the Node changes."""
         with self.lock:
             rec = self.nodes.get(name)
             return rec.labels if rec is not None else None

@@ -24,15 +24,19 @@ import msgspec
 from msgspec import Struct, field
 
 from .objects import (
-    Condition,
+    EMPTY_MAP,
+    NO_CONDITIONS,
+    Conditions,
     LeaseRecord,
     NodeRecord,
     PodRecord,
     _shared_map,
-    _str_map,
+    address_text,
     kubelet_write_time,
+    node_labels,
+    node_profile,
 )
-from .rules import LABEL_EXCLUDE_DISRUPTION, Taint, Toleration, zone_key
+from .rules import Taint, Toleration
 from .timeutil import parse_time, seconds
 
 # Optional[...] rather than "X | None": msgspec reads these annotations at class creation.
@@ -208,12 +212,17 @@ class _LeaseEvent(Struct, gc=False):
 
 _MISS = object()
 _time_cache: dict[str, float | None] = {}
-_TIME_CACHE_MAX = 100_000
+_TIME_CACHE_MAX = 4096
+"""Small on purpose: the repeats are near each other (a node's conditions share its heartbeat, the
+nodes of a page their status-update seconds). Decoding 65,000 sim Nodes parsed 131,000 times with
+100,000 entries (~10 MB of keys and table, mostly times seen once) and 142,000 with 4,096 (~0.5 MB):
+about 10 ms more."""
 
 
 def _time(value: str | None) -> float | None:
     """``parse_time`` with a memo: heartbeat and transition times repeat across a fleet's nodes
-    (a status update every few seconds to minutes), and parsing each was a third of the decode."""
+    (a status update every few seconds to minutes), and parsing each was a third of the decode.
+    Not for a Lease's renewTime: microseconds, never the same twice."""
     if value is None:
         return None
     t = _time_cache.get(value, _MISS)
@@ -240,10 +249,10 @@ def _node_record(n: _Node) -> NodeRecord | None:
         return None
     spec = n.spec
     status = n.status
-    # one copy of the name for the record, the hostname label and the Hostname/InternalDNS
-    # addresses that repeat it (interned first, so the label map's interning finds it)
+    # one copy of the name for the record, the hostname label, the Hostname/InternalDNS addresses
+    # that repeat it, and the Lease's name and holder (interned)
     name = intern(meta.name)
-    labels = _str_map(meta.labels) if meta.labels else {}
+    labels = node_labels(meta.labels, name)
     taints: tuple[Taint, ...] = ()
     unschedulable = False
     if spec is not None:
@@ -251,30 +260,26 @@ def _node_record(n: _Node) -> NodeRecord | None:
         if spec.taints:
             taints = tuple(Taint(key=t.key, effect=t.effect or "", value=t.value or "", time_added=_time(t.timeAdded))
                            for t in spec.taints if t.key)
-    conditions: dict[str, Condition] = {}
+    conditions = NO_CONDITIONS
     kubelet = runtime = kernel = os_image = ""
-    addresses: tuple[tuple[str, str], ...] = ()
-    capacity: dict[str, str] = {}
-    allocatable: dict[str, str] = {}
+    addresses: tuple[str, ...] = ()
+    capacity = allocatable = EMPTY_MAP
     port = None
     if status is not None:
-        for c in status.conditions or ():
-            if not c.type:
-                continue
-            conditions[c.type] = Condition(
-                type=_i(c.type),
-                status=_i(c.status) or "Unknown",
-                reason=_i(c.reason),
-                message=_i(c.message),
-                last_heartbeat=_time(c.lastHeartbeatTime),
-                last_transition=_time(c.lastTransitionTime),
-            )
+        if status.conditions:
+            rows = [(_i(c.type), _i(c.status) or "Unknown", _i(c.reason), _i(c.message), _time(c.lastHeartbeatTime),
+                     _time(c.lastTransitionTime)) for c in status.conditions if c.type]
+            if rows:
+                conditions = Conditions(rows)
         info = status.nodeInfo
         if info is not None:
             kubelet, runtime = _i(info.kubeletVersion), _i(info.containerRuntimeVersion)
             kernel, os_image = _i(info.kernelVersion), _i(info.osImage)
         if status.addresses:
-            addresses = tuple((_i(a.type), name if a.address == name else a.address or "") for a in status.addresses)
+            flat: list[str] = []
+            for a in status.addresses:
+                flat += (_i(a.type), address_text(a.address or "", name))
+            addresses = tuple(flat)
         if status.capacity:
             capacity = _shared_map(status.capacity)
         if status.allocatable:
@@ -284,23 +289,13 @@ def _node_record(n: _Node) -> NodeRecord | None:
             port = de.kubeletEndpoint.Port
     return NodeRecord(
         name=name,
-        uid=meta.uid or "",
         labels=labels,
-        zone=intern(zone_key(labels)),
-        exclude_disruption=LABEL_EXCLUDE_DISRUPTION in labels,
+        profile=node_profile(labels, kubelet, runtime, kernel, os_image, capacity, allocatable, port),
         unschedulable=unschedulable,
         taints=taints,
         conditions=conditions,
-        kubelet_version=kubelet,
-        runtime_version=runtime,
-        kernel_version=kernel,
-        os_image=os_image,
-        addresses=addresses,
-        capacity=capacity,
-        allocatable=allocatable,
-        kubelet_port=port,
+        address_list=addresses,
         created=_time(meta.creationTimestamp),
-        resource_version=meta.resourceVersion or "",
     )
 
 
@@ -312,13 +307,15 @@ def _lease_record(le: _Lease) -> LeaseRecord | None:
     if spec is None:
         holder, renew, duration = "", None, None
     else:
-        holder, renew = spec.holderIdentity or "", _time(spec.renewTime)
+        holder, renew = _i(spec.holderIdentity), parse_time(spec.renewTime)
         d = spec.leaseDurationSeconds
         duration = seconds(d)  # range-checked as the dict reader does
     written = None
     if meta.managedFields:
         written = kubelet_write_time(((m.manager, m.operation, m.time) for m in meta.managedFields), holder)
-    return LeaseRecord(name=meta.name, namespace=meta.namespace or "", holder=holder, renew_time=renew,
+    # the name and holder (the node's name) interned: one string for the node's record, its lease
+    # track and the state's keys
+    return LeaseRecord(name=_i(meta.name), namespace=meta.namespace or "", holder=holder, renew_time=renew,
                        duration_seconds=duration, resource_version=meta.resourceVersion or "", written_at=written)
 
 

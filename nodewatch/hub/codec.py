@@ -17,6 +17,7 @@ import enum
 import math
 import types
 import typing
+from collections.abc import Mapping
 from functools import lru_cache
 from sys import intern
 from typing import Any
@@ -117,7 +118,7 @@ def to_wire(obj: Any) -> Any:
         return obj.name
     if dataclasses.is_dataclass(obj):
         return [to_wire(getattr(obj, f)) for f in _field_names(type(obj))]
-    if isinstance(obj, dict):
+    if isinstance(obj, Mapping):  # a dict, or a record's Labels
         return {str(k): to_wire(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset, typing.Sequence)):
         return [to_wire(v) for v in obj]
@@ -159,7 +160,7 @@ def _decode(tp: Any, value: Any) -> Any:
             return tuple(_decode(a, v) for a, v in zip(args, value))
         item = args[0] if args else Any
         return origin(_decode(item, v) for v in value)
-    if origin is dict:
+    if origin in (dict, Mapping):
         kt, vt = typing.get_args(tp) or (str, Any)
         if not isinstance(value, dict):
             raise TypeError(f"expected an object, got {type(value).__name__}")

@@ -16,13 +16,9 @@ from ..core.timeutil import format_time
 
 
 def node_to_dict(rec: NodeRecord) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": rec.name, "labels": rec.labels}
-    if rec.uid:
-        meta["uid"] = rec.uid
+    meta: dict[str, Any] = {"name": rec.name, "labels": dict(rec.labels)}
     if rec.created is not None:
         meta["creationTimestamp"] = format_time(rec.created)
-    if rec.resource_version:
-        meta["resourceVersion"] = rec.resource_version
     spec: dict[str, Any] = {}
     if rec.unschedulable:
         spec["unschedulable"] = True
