@@ -189,6 +189,11 @@ def test_status_replays_the_hubs_recordings_per_cluster(three, tmp_path, capsys)
         assert source.state.cluster_names == ["alpha", "beta-old", "gamma"]
         assert source.wait_settled(15) == {"alpha": True, "beta-old": True, "gamma": False}
         wait_until(lambda: all(f.state.settings.server_version for f in source.feeds[:2]), 15)
+        # gamma's rejection is known (settled) before its stream's health says so, and the health
+        # line is what the recording keeps: wait for it before the hub stops
+        gamma = source.state.state_of("gamma")
+        wait_until(lambda: any("credentials rejected" in h.last_error
+                               for h in gamma.evaluate(time.time()).health.values()), 15)
     code = main(["status", "--replay", str(directory / paths.RECORDINGS), "--format", "json"])
     out = json.loads(capsys.readouterr().out)
     assert code == 2  # gamma was never read: an error, not a blank

@@ -60,8 +60,9 @@ def recorded(tmp_path_factory):
             try:
                 wait_until(lambda: _listed(_lines(path), "alpha") and _listed(_lines(path), "beta"), 30)
                 b.stop()
-                wait_until(lambda: any(d.get("cluster") == "beta" and d.get("health", {}).get("connected") is False
-                                       for d in _lines(path)), 30)
+                # both streams the cluster's health depends on (one down stream, CSRs, is not enough)
+                wait_until(lambda: {d["health"].get("resource") for d in _lines(path) if d.get("cluster") == "beta"
+                                    and d.get("health", {}).get("connected") is False} >= {"nodes", "leases"}, 30)
             finally:
                 os.kill(os.getpid(), signal.SIGTERM)  # record's handler (installed before any line) ends it
 
