@@ -37,7 +37,6 @@ import urllib3
 
 from ..core.wire import DECODERS, TypedDecoder, WireError, record_key
 from .kubeconfig import ApiError, Connection
-from .read_ahead import ReadAhead
 
 PAGE_SIZE = 500
 BACKOFF_INITIAL = 0.8
@@ -440,16 +439,13 @@ class Reflector:
         if initial:
             self._initial = {}
             pause_gc()
-        # the cluster-wide streams (nodes, leases: the big lists) are read ahead in a thread
-        ahead = ReadAhead(resp, READ_CHUNK, f"read {self.spec.what}") if self.spec.field_selector is None else None
-        read = ahead.read if ahead is not None else lambda: resp.read1(READ_CHUNK)
         ended = False
         try:
             self._connected()
             buf = bytearray()
             while not self._stop.is_set():
                 try:
-                    chunk = read()
+                    chunk = resp.read1(READ_CHUNK)
                 except urllib3.exceptions.ReadTimeoutError:
                     raise ApiError(0, f"no data for {self.stall_timeout:g}s (no event, no bookmark): "
                                       "stream presumed dead, reconnecting") from None
@@ -485,11 +481,9 @@ class Reflector:
                 # would go on writing to a connection the next request reuses, and would not see
                 # this watch end.
                 try:
-                    resp.shutdown()  # unblocks a read (the reader's, when read ahead)
+                    resp.shutdown()
                 except Exception:  # noqa: BLE001
                     pass
-            if ahead is not None:
-                ahead.close()
             try:
                 if not ended:
                     resp.close()
