@@ -12,7 +12,9 @@ from pathlib import Path
 from nodewatch.core.history import MarkKind
 from nodewatch.sources.replay import ReplaySource
 from nodewatch.ui.app import NodewatchApp
-from nodewatch.ui.timeline import timeline_text
+from nodewatch.core.format import clock_time
+from nodewatch.ui.replay_bar import track_geometry
+from nodewatch.ui.timeline import LIVE_MIN_SPAN, live_columns, timeline_text
 from simserver import wait_until
 
 RECORDING = Path(__file__).parent / "data" / "incident-30.jsonl.gz"
@@ -112,4 +114,24 @@ async def test_a_live_dashboard_draws_the_time_it_has_seen():
         assert strip.end == src.clock.now() and strip.start <= app.history.start
         lines = strip.render().plain.splitlines()
         assert any(shade in "".join(lines[:3]) for shade in "█▓▒░")
-        assert lines[3].startswith(" " + "07:55:05Z")  # five minutes back from now: the strip fills from the right
+        # at least five minutes back from now, on a column boundary: the strip fills from the right
+        first, last = live_columns(src.clock.now() - LIVE_MIN_SPAN, src.clock.now(), track_geometry(120)[1])
+        assert first <= src.clock.now() - LIVE_MIN_SPAN and last >= src.clock.now()
+        assert lines[3].startswith(" " + clock_time(first))
+
+
+def test_a_live_strip_keeps_its_columns_between_ticks():
+    """Ticks a second apart draw the strip over the same columns until a column's span has passed,
+    then it moves by one whole column (a strip ending exactly now moved every column a little each
+    second, and the terminal got all of it again)."""
+    inner = track_geometry(120)[1]
+    t0 = 1_800_000_000.0
+    spans = [live_columns(now - LIVE_MIN_SPAN, now, inner) for now in (t0 + k for k in range(60))]
+    width = (spans[0][1] - spans[0][0]) / inner
+    assert width > 1 and (spans[0][1] - spans[0][0]) >= LIVE_MIN_SPAN
+    for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+        assert (b0, b1) == (a0, a1) or (b0 - a0, b1 - a1) == (width, width)
+    assert len(set(spans)) < len(spans) / 2  # mostly the same columns from one tick to the next
+    # a history longer than the minimum: its first sample stays, the column's span rarely changes
+    long = [live_columns(t0, t0 + 3600 + k, inner) for k in range(60)]
+    assert len({round((b - a) / inner, 6) for a, b in long}) == 1

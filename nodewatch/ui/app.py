@@ -309,15 +309,14 @@ class NodewatchApp(SourceActions, App):
         timeline = self.query_one("#timeline", FleetTimeline)
         timeline.palette = p
         if self.source.replay is not None:
-            timeline.start, timeline.end = self.source.replay.start, self.source.replay.end
+            timeline.show(self.source.replay.start, self.source.replay.end)
             bar = self.query_one("#replay", ReplayBar)
             bar.palette = p
             bar.next_change = self.next_change.at(self.source.replay)
             bar.next_mark = self.history.next_mark(now)
             bar.refresh()
         else:
-            timeline.start, timeline.end = live_span(self.history, now)
-        timeline.refresh()
+            timeline.show(*live_span(self.history, now))
         if isinstance(self.screen, (DrillDown, ProblemsScreen)):
             self.screen.show(state, now, p)
         self.ticks += 1

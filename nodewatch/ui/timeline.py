@@ -12,6 +12,7 @@ colour (``█`` evicted, ``▓`` evicting, ``▒`` down, ``░`` late) and each 
 from __future__ import annotations
 
 import bisect
+import math
 
 from rich.style import Style
 from rich.text import Text
@@ -63,6 +64,27 @@ def live_span(history: HistoryRecorder, now: float) -> tuple[float, float]:
     """[start, end] of a live strip: the time seen, at least ``LIVE_MIN_SPAN``, ending now."""
     first = history.start
     return min(first if first is not None else now, now - LIVE_MIN_SPAN), now
+
+
+COLUMN_SECONDS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 40, 60, 90, 120, 180, 240, 300, 450, 600, 900, 1200,
+                  1800, 2700, 3600, 5400, 7200, 10800, 14400, 21600, 28800, 43200, 86400)
+"""What one column of a live strip may span: few values (each at most a third over the one before,
+so the strip shows at most a third more than asked), so a column's span rarely changes."""
+
+
+def live_columns(start: float, end: float, columns: int) -> tuple[float, float]:
+    """A live strip's [start, end] on fixed column boundaries: each column a whole number of seconds
+    from ``COLUMN_SECONDS`` (the first that fits [start, end] in ``columns``), the strip ending at
+    the boundary after ``end``.
+
+    Why: with the strip ending exactly now, every column's times moved a little at every tick and
+    most of the strip was drawn again each second (20 KB/s of the terminal's 33 KB/s at 65k nodes,
+    measured in bench/terminal.py). On fixed boundaries only the last column fills between ticks,
+    and the strip moves one whole column at a time."""
+    need = (end - start) / max(columns, 1)
+    width = next((c for c in COLUMN_SECONDS if c >= need), math.ceil(need))
+    last = math.ceil(end / width) * width
+    return last - columns * width, last
 
 
 def column_samples(samples: list[Sample], start: float, end: float, columns: int) -> list[Sample | None]:
@@ -144,6 +166,8 @@ def timeline_text(history: HistoryRecorder, start: float, end: float, width: int
     replay scrubber's track (``track_geometry``)."""
     left, inner = track_geometry(width)
     right = max(0, width - left - inner)
+    if live:
+        start, end = live_columns(start, end, inner)
     samples = history.samples_between(start, end)
     peak_sample = max(samples, key=lambda s: s.not_ready, default=None)
     peak = peak_sample.not_ready if peak_sample else 0
@@ -193,6 +217,19 @@ class FleetTimeline(Widget):
         self.palette: Palette = DEFAULT_PALETTE
         self.start = 0.0
         self.end = 0.0
+        self._shown: Text | None = None
+
+    def show(self, start: float, end: float) -> None:
+        """Draw [start, end], if that changes what is on screen. Why not a refresh every tick:
+        Textual sends a refreshed widget's lines whole, and four lines of colored cells each second
+        were most of what the dashboard wrote to the terminal (bench/terminal.py)."""
+        self.start, self.end = start, end
+        if self._text() != self._shown:
+            self.refresh()
+
+    def _text(self) -> Text:
+        return timeline_text(self.history, self.start, self.end, self.size.width, self.palette, live=self.live)
 
     def render(self) -> Text:
-        return timeline_text(self.history, self.start, self.end, self.size.width, self.palette, live=self.live)
+        self._shown = self._text()  # also after a resize or a theme change
+        return self._shown
