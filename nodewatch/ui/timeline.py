@@ -72,6 +72,13 @@ COLUMN_SECONDS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 40, 60, 90, 120, 180,
 so the strip shows at most a third more than asked), so a column's span rarely changes."""
 
 
+LIVE_MIN_COLUMN = 5.0
+"""A live strip's column spans at least this many seconds: the strip moves by a whole column each
+time one has passed, and a move draws all of it again (at 1.8 s a column, 200 columns wide, that
+was 12 KB/s of the 25 KB/s the dashboard wrote at 65k nodes; at 5 s, a fifth of it). The strip then
+shows more than ``LIVE_MIN_SPAN`` on a wide terminal: more context, not less."""
+
+
 def live_columns(start: float, end: float, columns: int) -> tuple[float, float]:
     """A live strip's [start, end] on fixed column boundaries: each column a whole number of seconds
     from ``COLUMN_SECONDS`` (the first that fits [start, end] in ``columns``), the strip ending at
@@ -81,7 +88,7 @@ def live_columns(start: float, end: float, columns: int) -> tuple[float, float]:
     most of the strip was drawn again each second (20 KB/s of the terminal's 33 KB/s at 65k nodes,
     measured in bench/terminal.py). On fixed boundaries only the last column fills between ticks,
     and the strip moves one whole column at a time."""
-    need = (end - start) / max(columns, 1)
+    need = max((end - start) / max(columns, 1), LIVE_MIN_COLUMN)
     width = next((c for c in COLUMN_SECONDS if c >= need), math.ceil(need))
     last = math.ceil(end / width) * width
     return last - columns * width, last
