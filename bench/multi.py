@@ -236,28 +236,26 @@ def _load(served: list[tuple[int, int]]) -> str:
 def run(clusters: int = 20, nodes: int = 3_000, frames: int = 10) -> list[Figure]:
     total = clusters * nodes
     with tempfile.TemporaryDirectory(prefix="nodewatch-bench-multi-") as d:
-        print(f"  multi: {clusters} sim-servers of {nodes:,} nodes (setup)", file=sys.stderr, flush=True)
-        sims = Clusters(clusters, nodes, d)
-        try:
-            print(f"  multi: one nodewatch over {clusters} clusters", file=sys.stderr, flush=True)
-            one = _result(_nodewatch(sims.kubeconfig, sims.names, total, frames))
-        finally:
-            one_load = sims.stop()
-        print(f"  multi: {clusters} sim-servers again (fresh logs)", file=sys.stderr, flush=True)
-        sims = Clusters(clusters, nodes, d)
-        try:
-            print(f"  multi: {clusters} separate nodewatch processes", file=sys.stderr, flush=True)
-            children = [_nodewatch(sims.kubeconfig, [name], nodes, frames) for name in sims.names]
-            many = [_result(p) for p in children]
-        finally:
-            many_load = sims.stop()
-        print(f"  multi: {clusters} sim-servers again (fresh logs)", file=sys.stderr, flush=True)
-        sims = Clusters(clusters, nodes, d)
-        try:
-            print(f"  multi: one hub over {clusters} clusters, one viewer", file=sys.stderr, flush=True)
-            viewer, serving, hub_rss = _one_hub(sims.kubeconfig, os.path.join(d, "hub"), total, frames)
-        finally:
-            hub_load = sims.stop()
+
+        def round_(what: str, measure):  # noqa: ANN001, ANN202
+            """(``measure(sims)`` on freshly started sim-servers, the load each server logged): fresh
+            servers, so that their logs hold this round's requests only."""
+            print(f"  multi: {clusters} sim-servers of {nodes:,} nodes (setup)", file=sys.stderr, flush=True)
+            sims = Clusters(clusters, nodes, d)
+            try:
+                print(f"  multi: {what}", file=sys.stderr, flush=True)
+                result = measure(sims)
+            finally:
+                load = sims.stop()
+            return result, load
+
+        one, one_load = round_(f"one nodewatch over {clusters} clusters",
+                               lambda sims: _result(_nodewatch(sims.kubeconfig, sims.names, total, frames)))
+        many, many_load = round_(f"{clusters} separate nodewatch processes", lambda sims: [
+            _result(p) for p in [_nodewatch(sims.kubeconfig, [name], nodes, frames) for name in sims.names]])
+        (viewer, serving, hub_rss), hub_load = round_(
+            f"one hub over {clusters} clusters, one viewer",
+            lambda sims: _one_hub(sims.kubeconfig, os.path.join(d, "hub"), total, frames))
     slowest = max(m["first"] for m in many)
     frame_many = statistics.median(m["frame"] for m in many)
     cpu_many = statistics.median(m["frame_cpu"] for m in many)

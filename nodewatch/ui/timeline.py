@@ -225,18 +225,23 @@ class FleetTimeline(Widget):
         self.start = 0.0
         self.end = 0.0
         self._shown: Text | None = None
+        self._next: tuple[int, Text] | None = None
 
     def show(self, start: float, end: float) -> None:
         """Draw [start, end], if that changes what is on screen. Why not a refresh every tick:
         Textual sends a refreshed widget's lines whole, and four lines of colored cells each second
         were most of what the dashboard wrote to the terminal (bench/terminal.py)."""
         self.start, self.end = start, end
-        if self._text() != self._shown:
+        text = self._text()
+        if text != self._shown:
+            self._next = (self.size.width, text)  # what render draws, unless the size changes first
             self.refresh()
 
     def _text(self) -> Text:
         return timeline_text(self.history, self.start, self.end, self.size.width, self.palette, live=self.live)
 
     def render(self) -> Text:
-        self._shown = self._text()  # also after a resize or a theme change
+        width, text = self._next if self._next is not None else (None, None)
+        self._next = None
+        self._shown = text if width == self.size.width else self._text()  # a resize or a theme change
         return self._shown
