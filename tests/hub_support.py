@@ -84,14 +84,16 @@ def hub_wire(hub: Hub, now: float) -> dict[str, list]:
 
 
 def api_requests(srv) -> tuple[Counter, set[str]]:
-    """(GETs by (path, watch?), nodes whose pods are watched) from the server's request log."""
+    """(GETs by (method, path, watch?, streaming list?), nodes whose pods are watched) from the
+    server's request log. A streaming list (``sendInitialEvents``) is a watch of its own kind: the
+    Nodes' is read by a child process, which stops after the list (the watch follows apart)."""
     count: Counter = Counter()
     scoped: set[str] = set()
     for r in list(srv.request_log):
         u = urlsplit(r.target)
         q = parse_qs(u.query)
         watch = q.get("watch", ["false"])[0] in ("1", "true")
-        count[(r.method, u.path, watch)] += 1
+        count[(r.method, u.path, watch, "sendInitialEvents" in q)] += 1
         for sel in q.get("fieldSelector", []):
             if u.path.endswith("/pods") and sel.startswith("spec.nodeName="):
                 scoped.add(sel.split("=", 1)[1])
@@ -103,7 +105,8 @@ def cluster_wide(count: Counter) -> Counter:
 
 
 def every_watch_logged(srv) -> bool:
-    """The server logs a watch when it ends: after the client stops, wait until it has logged the
-    watch of each cluster-wide stream (nodes, leases, CSRs)."""
+    """The server logs a request when it ends: after the client stops, wait until every request
+    it started has ended and been logged, the watches of the cluster-wide streams (nodes, leases,
+    CSRs) among them."""
     count, _ = api_requests(srv)
-    return sum(1 for k in cluster_wide(count) if k[2]) >= 3
+    return len({k[1] for k in cluster_wide(count) if k[2]}) >= 3 and srv.requests_started == len(srv.request_log)

@@ -98,8 +98,8 @@ def test_ten_ssh_viewers_and_a_browser_watch_one_hub_and_the_api_server_sees_one
             hub.stderr.close()
         wait_until(lambda: every_watch_logged(srv))
         count, _ = api_requests(srv)
-    wide = cluster_wide(count)  # {(method, path, watch?): requests} of nodes, leases and CSRs
-    assert len({path for (_, path, watch) in wide if watch}) == 3, wide
+    wide = cluster_wide(count)  # {(method, path, watch?, streaming list?): requests} of nodes, leases and CSRs
+    assert len({path for (_, path, watch, _) in wide if watch}) == 3, wide
     assert set(wide.values()) == {1}, f"each list and watch once, as one nodewatch asks: {wide}"
 
 

@@ -37,12 +37,19 @@ def test_a_server_that_offers_streaming_lists_lists_through_one_watch(tmp_path, 
         wait_until(lambda: src.state.leases["node-003"].renewals > renewals)
         for resource in ("nodes", "leases"):
             assert src.reflector(resource).watch_list is True
+        assert src.reflector("nodes").lists_in_worker == 1 and src.reflector("leases").lists_in_worker == 0
+        wait_until(lambda: src.reflector("nodes").watching)  # the watch after the list
         src.stop()  # a request is logged when it ends
-        for resource in ("nodes", "leases"):
-            reqs = wait_until(lambda: _requests(srv, resource))
+        # Leases: one request, the list and then the watch on the same stream. Nodes: the list
+        # read by the list worker's child process, which stops at the end of the initial events;
+        # then a plain watch from the bookmark's resourceVersion, in the dashboard's process.
+        for resource, count in (("leases", 1), ("nodes", 2)):
+            reqs = wait_until(lambda: len(_requests(srv, resource)) == count and _requests(srv, resource))
             assert _paged(reqs) == []  # no paged list at all
-            assert len(reqs) == 1  # one request: the list, then the watch
             assert "sendInitialEvents=true" in reqs[0].target and "resourceVersionMatch=NotOlderThan" in reqs[0].target
+        watch = _requests(srv, "nodes")[1]
+        assert "sendInitialEvents" not in watch.target and "resourceVersion=" in watch.target
+        assert len(_requests(srv, "nodes")) == 2
 
 
 def test_a_1_20_server_refuses_them_and_paged_lists_are_used(tmp_path, start_live):

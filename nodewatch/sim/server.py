@@ -95,6 +95,9 @@ class SimServer(ReadHandlers, WatchStreaming):
         self.log = log
         self.server_version = server_version or getattr(fleet, "server_version", None) or "v1.33.2"
         self.request_log: collections.deque[RequestRecord] = collections.deque(maxlen=10_000)
+        self.requests_started = 0
+        """Requests read so far; each is in ``request_log`` once it has ended (a test waits for both
+        to agree: every request, watches included, has ended)."""
         self.fleet_lag = 0.0
         """How far (virtual seconds) the fleet thread was behind its target clock at its last step."""
         self.fleet_error: BaseException | None = None
@@ -320,6 +323,7 @@ class SimServer(ReadHandlers, WatchStreaming):
                     break
                 if req is None:
                     break
+                self.requests_started += 1
                 keep = await self._serve(conn, req)
                 if not keep or not req.keep_alive:
                     break

@@ -187,6 +187,17 @@ def _clean(exc: BaseException) -> str:
     return text
 
 
+def _url_and_headers(client: Any, path: str, query: dict[str, Any] | None) -> tuple[str, dict[str, str]]:
+    """The URL of a GET of ``path`` and its headers, credentials included."""
+    params = [(k, _q(v)) for k, v in (query or {}).items() if v is not None]
+    headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+    _method, url, hdrs, _body, _post = client.param_serialize(
+        "GET", path, header_params=headers, auth_settings=["BearerToken"])
+    if params:
+        url = f"{url}?{urlencode(params)}"
+    return url, hdrs
+
+
 class Connection:
     """GET requests to the API server, with credential reload on 401. There is no other verb."""
 
@@ -265,15 +276,22 @@ class Connection:
         self.failure = None
         return resp
 
+    def worker_request(self, path: str, query: dict[str, Any] | None) -> tuple[str, dict[str, str], dict[str, Any]] | None:
+        """(url, headers, pool settings) of a GET for ``sources/list_worker``'s child process, which
+        opens its own connection configured like this one: the same TLS verification, CA and client
+        certificate, the same credentials (as headers: they go to the child over a pipe). None
+        where the child could not do the same: a proxy between here and the server."""
+        client = self._client
+        pm = client.rest_client.pool_manager
+        if type(pm) is not urllib3.PoolManager:
+            return None  # a ProxyManager, a SOCKS proxy: not reproduced in the child
+        url, hdrs = _url_and_headers(client, path, query)
+        return url, dict(hdrs), dict(pm.connection_pool_kw)
+
     def _get(self, client: Any, path: str, query: dict[str, Any] | None,
              timeout: tuple[float, float]) -> urllib3.BaseHTTPResponse:
-        params = [(k, _q(v)) for k, v in (query or {}).items() if v is not None]
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         try:
-            _method, url, hdrs, _body, _post = client.param_serialize(
-                "GET", path, header_params=headers, auth_settings=["BearerToken"])
-            if params:
-                url = f"{url}?{urlencode(params)}"
+            url, hdrs = _url_and_headers(client, path, query)
             resp = client.rest_client.pool_manager.request(
                 "GET", url, headers=hdrs, preload_content=False, retries=False,
                 timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]))
@@ -357,30 +375,34 @@ def _net_error(exc: BaseException) -> str:
 
 
 def _api_error(resp: Any) -> ApiError:
-    import orjson
-
     try:
         body = resp.read(64 * 1024)
     except Exception:  # noqa: BLE001
         body = b""
     finally:
         resp.release_conn()
+    return api_error(resp.status, resp.reason, body, resp.headers.get("Retry-After"))
+
+
+def api_error(status: int, reason: str | None, body: bytes, retry_after_header: str | None) -> ApiError:
+    """The ApiError of a non-2xx answer: the Status object's message, else the HTTP reason."""
+    import orjson
+
     message = ""
     try:
-        status = orjson.loads(body)
-        if isinstance(status, dict):
-            message = str(status.get("message") or status.get("reason") or "")[:300]
+        obj = orjson.loads(body)
+        if isinstance(obj, dict):
+            message = str(obj.get("message") or obj.get("reason") or "")[:300]
     except orjson.JSONDecodeError:
         message = ""
     if not message:
-        message = resp.reason or "error"
-    if resp.status == 403:
+        message = reason or "error"
+    if status == 403:
         return ApiError(403, message, permanent=True)
     retry_after = None
-    ra = resp.headers.get("Retry-After")
-    if ra:
+    if retry_after_header:
         try:
-            retry_after = float(ra)
+            retry_after = float(retry_after_header)
         except ValueError:
             retry_after = None
-    return ApiError(resp.status, message, retry_after)
+    return ApiError(status, message, retry_after)

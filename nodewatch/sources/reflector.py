@@ -36,7 +36,9 @@ import orjson
 import urllib3
 
 from ..core.wire import DECODERS, TypedDecoder, WireError, record_key
-from .kubeconfig import ApiError, Connection
+from . import list_worker
+from .chunked import BodyReader
+from .kubeconfig import ApiError, Connection, api_error
 
 PAGE_SIZE = 500
 BACKOFF_INITIAL = 0.8
@@ -49,6 +51,9 @@ WATCH_LIST_REFUSED = (400, 404, 405, 422)
 rejects ``sendInitialEvents`` (422 Invalid); then paged lists, as client-go falls back."""
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 """The annotation of the BOOKMARK that ends a streaming list's initial events."""
+WORKER_RESOURCES = frozenset({"nodes"})
+"""Resources whose streaming list a child process reads (``sources/list_worker``): the big one.
+(Leases are ~0.5 KB each and the first frame waits for them: a child's start would only delay it.)"""
 QUICK_END = 1.0
 """A stream that ends sooner than this without any event counts as a failure (backoff)."""
 
@@ -179,11 +184,13 @@ class Reflector:
                  on_problem: Callable[[str, str], None],
                  *, watch_timeout: float = 300.0, stall_timeout: float = 60.0,
                  page_size: int = PAGE_SIZE, wall: Callable[[], float] = time.time,
-                 rng: random.Random | None = None, typed: bool = True, watch_list: bool = True) -> None:
+                 rng: random.Random | None = None, typed: bool = True, watch_list: bool = True,
+                 in_worker: bool = True) -> None:
         """``typed``: hand nodes and leases over as records decoded by ``core.wire`` (fast); False:
         as parsed JSON dicts, for a sink that needs the objects themselves (a recorder).
         ``watch_list``: list through a streaming list (a watch with ``sendInitialEvents``) where
-        the server offers it; False: paged lists only."""
+        the server offers it; False: paged lists only. ``in_worker``: the Nodes' streaming list
+        is read and decoded by a child process (``sources/list_worker``) where one can be started."""
         self.conn = conn
         self.spec = spec
         self.sink = sink
@@ -197,6 +204,7 @@ class Reflector:
         self.decoder: TypedDecoder | None = DECODERS.get(spec.resource) if typed else None
         self.backoff = Backoff(rng=self._rng)
         self.resource_version: str | None = None
+        self.in_worker = in_worker
         self.watch_list: bool | None = None if watch_list else False
         """Streaming lists: None until tried, True once one worked, False when refused (paged lists)."""
         self._initial: dict[tuple[str, str], None] | None = None
@@ -207,6 +215,10 @@ class Reflector:
         self.known: dict[tuple[str, str], None] = {}
         """Keys (namespace, name) of the objects handed over and not deleted: what a relist reconciles."""
         self.relists = 0
+        self.lists_in_worker = 0
+        """Lists whose initial events a child process read (``sources/list_worker``)."""
+        self._worker: list_worker.ListWorker | None = None
+        """The child process reading the list now, if one is."""
         self.events = 0
         self.connected = False
         self.forbidden = False
@@ -419,13 +431,18 @@ class Reflector:
         ADDED, then a BOOKMARK annotated ``k8s.io/initial-events-end``; from there on the same
         stream is an ordinary watch. What the server sends before that bookmark is handed over as
         listing items, and the bookmark ends the list as the last page of a paged list does.
-        Raises ``WatchListRefused`` when the server does not offer it.
+        Raises ``WatchListRefused`` when the server does not offer it. The Nodes' streaming list
+        is read in a child process where one can be started (``_list_in_worker``).
         """
         q = self._query()
         q.update({"watch": "true", "allowWatchBookmarks": "true",
                   "timeoutSeconds": int(self.watch_timeout * (1.0 + self._rng.random()))})
         if initial:
             q.update({"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"})
+            if self._worker_wanted():
+                got = self._list_in_worker(q)
+                if got is not None or self._stop.is_set():
+                    return bool(got)
         elif self.resource_version:
             q["resourceVersion"] = self.resource_version
         try:
@@ -437,15 +454,15 @@ class Reflector:
         self._resp = resp
         got = False
         if initial:
-            self._initial = {}
-            pause_gc()
+            self._begin_initial()
         ended = False
+        body = BodyReader(resp, READ_CHUNK)
         try:
             self._connected()
             buf = bytearray()
             while not self._stop.is_set():
                 try:
-                    chunk = resp.read1(READ_CHUNK)
+                    chunk = body.read()
                 except urllib3.exceptions.ReadTimeoutError:
                     raise ApiError(0, f"no data for {self.stall_timeout:g}s (no event, no bookmark): "
                                       "stream presumed dead, reconnecting") from None
@@ -470,27 +487,112 @@ class Reflector:
                     got = True
                     self.sink(batch)
         finally:
-            if self._initial is not None:  # the stream ended before its initial events did
-                self._initial = None
-                self._paged_next = True
-                resume_gc()
-            self._resp = None
-            if not ended:
+            self._end_stream()
+            if not ended or body.direct:
                 # A stream left before its end (a stop, an error, a stop that came while the
                 # request was on its way) is closed, never handed back to the pool: the server
                 # would go on writing to a connection the next request reuses, and would not see
-                # this watch end.
+                # this watch end. So is one whose framing ``BodyReader`` read: urllib3 does not
+                # know that its body ended.
                 try:
                     resp.shutdown()
                 except Exception:  # noqa: BLE001
                     pass
             try:
-                if not ended:
+                if not ended or body.direct:
                     resp.close()
                 resp.release_conn()
             except Exception:  # noqa: BLE001
                 pass
         return got
+
+    def _begin_initial(self) -> None:
+        self._initial = {}
+        pause_gc()
+
+    def _end_stream(self) -> None:
+        """A stream is over: if its initial events were not complete, the next list is a paged one."""
+        if self._initial is not None:  # the stream ended before its initial events did
+            self._initial = None
+            self._paged_next = True
+            resume_gc()
+        self._resp = None
+
+    def _worker_wanted(self) -> bool:
+        return (self.in_worker and self.decoder is not None and self.spec.resource in WORKER_RESOURCES
+                and list_worker.enabled())
+
+    def _list_in_worker(self, query: dict[str, Any]) -> bool | None:
+        """The streaming list read and decoded by a child process (``sources/list_worker``); this
+        thread hands what it sends over as ``_watch`` hands over what it reads. After the initial
+        events the child stops and the next ``_watch`` goes on from the bookmark's
+        resourceVersion in this process. A server that does not offer streaming lists: raises
+        ``WatchListRefused`` as ``_watch`` does. None (nothing done, do it here) when the child
+        cannot be started or the server answers anything else but 2xx: the request made here then
+        meets the same answer and deals with it as always (401 reloads the credentials, a
+        permanent failure is kept on the connection)."""
+        made = self.conn.worker_request(self.spec.path, query)
+        if made is None:
+            return None
+        url, headers, pool = made
+        request = list_worker.Request(url=url, headers=headers, pool=pool, resource=self.spec.resource,
+                                      connect_timeout=10.0, read_timeout=self.stall_timeout, read_chunk=READ_CHUNK)
+        try:
+            worker = list_worker.ListWorker(request)
+        except list_worker.WorkerFailed as exc:
+            self._worker_unavailable(str(exc))
+            return None
+        with self._life:
+            if self._stop.is_set():
+                worker.close()
+                return False
+            self._resp = self._worker = worker  # stop() shuts it down
+        got = False
+        try:
+            frames = worker.frames()
+            try:
+                first = next(frames, ("error", "no answer"))
+            except list_worker.WorkerFailed as exc:
+                self._worker_unavailable(str(exc))
+                return None
+            if first[0] == "http":
+                err = api_error(*first[1:])
+                if err.status in WATCH_LIST_REFUSED:
+                    raise WatchListRefused(str(err))
+                return None
+            if first[0] != "ok":
+                return None
+            self._connected()
+            self._begin_initial()
+            for frame in frames:
+                kind = frame[0]
+                if kind == "events":
+                    batch = self._typed_batch(frame[1])
+                elif kind == "lines":
+                    batch = self._decode(bytes(frame[1]).split(b"\n"))
+                elif kind == "error":
+                    if self._stop.is_set():
+                        return got
+                    raise ApiError(0, f"stream broken: {frame[1]}")
+                else:  # "end": after a complete list (the bookmark handled above), a success
+                    return got or self._initial is None
+                if batch:
+                    got = True
+                    self.sink(batch)
+            return got
+        except list_worker.WorkerFailed as exc:
+            if self._stop.is_set():
+                return got
+            raise ApiError(0, f"stream broken: {exc}") from None
+        finally:
+            self._end_stream()
+            self._worker = None
+            worker.close()
+
+    def _worker_unavailable(self, why: str) -> None:
+        """The child process cannot do it here: say so once, and list in this process from now on."""
+        self.in_worker = False
+        self.on_problem(self.spec.what, f"{why}; listing in the dashboard's own process")
 
     def _decode_block(self, block: memoryview) -> Batch:
         """Whole lines of a watch stream: typed in one call when every line is an object event
@@ -502,15 +604,19 @@ class Reflector:
             except WireError:
                 pass  # a bookmark, an ERROR or an odd object in the block: line by line below
             else:
-                now = self.wall()
-                batch: Batch = []
-                for etype, rec, rv in events:
-                    if rv:
-                        self.resource_version = rv
-                    if rec is not None:
-                        self._hand_over(etype, rec, record_key(rec), now, batch)
-                return batch
+                return self._typed_batch(events)
         return self._decode(bytes(block).split(b"\n"))
+
+    def _typed_batch(self, events: list[tuple[str, Any, str]]) -> Batch:
+        """Typed events (type, record, resourceVersion) handed over, in order."""
+        now = self.wall()
+        batch: Batch = []
+        for etype, rec, rv in events:
+            if rv:
+                self.resource_version = rv
+            if rec is not None:
+                self._hand_over(etype, rec, record_key(rec), now, batch)
+        return batch
 
     def _decode(self, lines: list[bytes]) -> Batch:
         now = self.wall()
@@ -606,6 +712,8 @@ class Reflector:
         tail: Batch = before + [(self.spec.resource, "DELETED", deleted_stub(k), now, False) for k in gone]
         tail.append((self.spec.resource, "SYNCED", None, now, False))
         self.known = seen
+        if self._worker is not None:
+            self.lists_in_worker += 1
         self.sink(tail)
         self.relists += 1
         self._health(synced=True, relists=self.relists - 1, last_error="")

@@ -1,0 +1,282 @@
+"""The Node list, read and decoded in a child process, so the dashboard's process keeps its core.
+
+Why: a streaming list of 65,000 production Nodes is 670 MB of JSON. Reading it over TLS, decoding
+it and building the records took ~1.9 s of one core, all of it holding the dashboard process's
+GIL, while the same process paints its first frame and lists the Leases: the complete frame came
+at ~4 s. Here a child process (its own interpreter, its own GIL, the machine's other core) does the
+GET, the TLS, the chunk framing and the typed decoding, and sends the records back pickled in
+batches; the dashboard process only unpickles them (~0.25 s for 65,000) and applies them.
+
+The child does one streaming list (``sendInitialEvents``) and nothing else: it stops after the
+bookmark that ends the initial events (the reflector then watches on from that bookmark's
+resourceVersion in its own process, as after any list). Everything but the happy path stays in
+``Reflector``: a child that cannot start, a request that is not answered with 2xx, a stream that
+breaks, make the reflector do what it did before in its own process (which then meets the same
+answer and handles it: 401 reloads, 403, 410, a server that does not offer streaming lists).
+
+Protocol, on the child's stdin and stdout:
+
+- parent -> child: one pickled ``Request``, then nothing; when the parent closes stdin (or dies),
+  the child exits at once.
+- child -> parent: frames of a 4-byte little-endian length and a pickled tuple:
+  ``("ok",)`` once the answer's status is 2xx; ``("http", status, reason, body, retry_after)``
+  otherwise (and the child ends); ``("events", [(type, record, resourceVersion), ...])`` typed events in stream order;
+  ``("lines", bytes)`` a block of whole lines the types refused (a bookmark, an ERROR, an odd
+  object), for the reflector to read line by line; ``("error", text)`` (the child ends);
+  ``("end", why)``: "initial" after the block holding the initial-events-end bookmark, "eof"
+  when the body ended.
+
+The credentials (the request's headers, the TLS settings of the connection pool) go to the child
+over its stdin, never on its command line or in its environment.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+ENV_SWITCH = "NODEWATCH_LIST_WORKER"
+"""``NODEWATCH_LIST_WORKER=0`` lists in the dashboard's own process (for comparison, or where a
+child process cannot be started)."""
+BATCH = 1000
+"""Records a frame carries: big enough that a frame's fixed cost is small (pickling 25-record
+frames cost twice as much), small enough that the records arrive while the list is still going."""
+PYTHON = sys.executable
+"""The interpreter the child runs on: this one."""
+_FRAME = struct.Struct("<I")
+INITIAL_END = b"k8s.io/initial-events-end"
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV_SWITCH, "1").lower() not in ("0", "false", "no", "off") and bool(PYTHON)
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the child needs for the one GET: built by ``Connection.worker_request``."""
+
+    url: str
+    headers: dict[str, str]
+    pool: dict[str, Any]
+    """The keyword arguments of the parent's urllib3 ``PoolManager`` (TLS verification, CA, client
+    certificate files): the child's connection is configured exactly like the parent's."""
+    resource: str
+    connect_timeout: float
+    read_timeout: float
+    read_chunk: int
+
+
+class WorkerFailed(Exception):
+    """The child process could not be started, or ended without saying why."""
+
+
+class ListWorker:
+    """The parent's end: starts the child, gives it the request, reads its frames."""
+
+    def __init__(self, request: Request) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        try:
+            self._proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                [PYTHON, "-m", "nodewatch.sources.list_worker"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                close_fds=True, env=env)
+        except OSError as exc:
+            raise WorkerFailed(f"cannot start the list worker: {exc}") from None
+        self._lock = threading.Lock()
+        self._closed = False
+        try:
+            assert self._proc.stdin is not None
+            self._proc.stdin.write(pickle.dumps(request, 5))
+            self._proc.stdin.flush()
+        except OSError as exc:
+            self.shutdown()
+            raise WorkerFailed(f"the list worker did not take its request: {exc}") from None
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def frames(self) -> Iterator[tuple]:
+        """The child's frames, in order, until it ends (or ``shutdown``). Raises WorkerFailed
+        when the child ends without an ``end``, ``http`` or ``error`` frame."""
+        out = self._proc.stdout
+        assert out is not None
+        while True:
+            head = out.read(4)
+            if len(head) < 4:
+                if self._closed:
+                    return
+                code = self._proc.poll()
+                raise WorkerFailed(f"the list worker ended without a word (exit status {code})")
+            (n,) = _FRAME.unpack(head)
+            data = out.read(n)
+            if len(data) < n:
+                if self._closed:
+                    return
+                raise WorkerFailed("the list worker ended in the middle of a frame")
+            frame = pickle.loads(data)  # noqa: S301 - from our own child process
+            yield frame
+            if frame[0] in ("end", "http", "error"):
+                return
+
+    def shutdown(self) -> None:
+        """Stop the child now (safe from any thread, more than once): its stdin closes and it
+        exits; a read blocked in ``frames`` returns."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        for f in (self._proc.stdin,):
+            try:
+                if f is not None:
+                    f.close()
+            except OSError:
+                pass
+        try:
+            self._proc.kill()
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        """``shutdown`` and reap the child."""
+        self.shutdown()
+        try:
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+
+
+# --- the child ------------------------------------------------------------------------------------
+
+
+def _send(frame: tuple) -> None:
+    data = pickle.dumps(frame, 5)
+    view = memoryview(_FRAME.pack(len(data)) + data)
+    while view:
+        view = view[os.write(1, view):]
+
+
+def _exit_when_parent_goes() -> None:
+    """The parent closed our stdin (it is done with us, or it died): exit at once, even in the
+    middle of a read from the API server."""
+    try:
+        while os.read(0, 65536):
+            pass
+    except OSError:
+        pass
+    os._exit(0)
+
+
+def _ends_initial(block: bytes) -> bool:
+    """Does this block hold the BOOKMARK that ends the initial events? (Not just the annotation's
+    name inside some object: a label value could carry it.)"""
+    if INITIAL_END not in block:
+        return False
+    import msgspec
+
+    for line in block.split(b"\n"):
+        if INITIAL_END not in line:
+            continue
+        try:
+            ev = msgspec.json.decode(line)
+        except msgspec.DecodeError:
+            continue
+        if not isinstance(ev, dict) or ev.get("type") != "BOOKMARK":
+            continue
+        meta = ev.get("object", {}).get("metadata") if isinstance(ev.get("object"), dict) else None
+        ann = meta.get("annotations") if isinstance(meta, dict) else None
+        if isinstance(ann, dict) and ann.get(INITIAL_END.decode()) == "true":
+            return True
+    return False
+
+
+def _run(req: Request) -> None:
+    import urllib3
+
+    from ..core.wire import DECODERS, WireError
+    from .chunked import BodyReader
+
+    decoder = DECODERS[req.resource]
+    pool = urllib3.PoolManager(**req.pool)
+    try:
+        resp = pool.request("GET", req.url, headers=req.headers, preload_content=False, retries=False,
+                            timeout=urllib3.Timeout(connect=req.connect_timeout, read=req.read_timeout))
+    except Exception as exc:  # noqa: BLE001 - the parent asks again itself and reports it
+        _send(("error", f"{type(exc).__name__}"))
+        return
+    if not 200 <= resp.status <= 299:
+        try:
+            body = resp.read(64 * 1024)
+        except Exception:  # noqa: BLE001
+            body = b""
+        _send(("http", resp.status, resp.reason, body, resp.headers.get("Retry-After")))
+        return
+    _send(("ok",))
+    body = BodyReader(resp, req.read_chunk)
+    buf = bytearray()
+    pending: list = []
+    try:
+        while True:
+            chunk = body.read()
+            if not chunk:
+                if pending:
+                    _send(("events", pending))
+                _send(("end", "eof"))
+                return
+            buf += chunk
+            if b"\n" not in chunk:
+                continue
+            cut = buf.rfind(b"\n") + 1
+            block = bytes(buf[:cut])
+            del buf[:cut]
+            try:
+                pending += decoder.decode_events(block)
+            except WireError:
+                if pending:
+                    _send(("events", pending))
+                    pending = []
+                _send(("lines", block))
+                if _ends_initial(block):
+                    _send(("end", "initial"))
+                    return
+                continue
+            if len(pending) >= BATCH:
+                _send(("events", pending))
+                pending = []
+    except Exception as exc:  # noqa: BLE001 - a broken stream: the parent says so and lists again
+        if pending:
+            _send(("events", pending))
+        _send(("error", f"{type(exc).__name__}: {str(exc)[:200]}"))
+
+
+def main() -> int:
+    import gc
+
+    gc.disable()  # short-lived, and what it builds has no cycles
+    nice = int(os.environ.get("NW_NICE", "0"))
+    if nice:
+        os.nice(nice)
+    try:
+        req = pickle.load(sys.stdin.buffer)  # noqa: S301 - from our parent
+    except Exception:  # noqa: BLE001
+        return 2
+    threading.Thread(target=_exit_when_parent_goes, daemon=True).start()
+    try:
+        _run(req)
+    except BrokenPipeError:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
