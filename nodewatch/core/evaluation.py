@@ -101,7 +101,7 @@ class Evaluation(FleetData):
         its conditions (``ready`` "True"), or of a placeholder (``ready`` None), if the rules call
         it Ready; None otherwise (Late or Overdue: ``_judged_view``). What ``_judged_view`` would
         build for it, without the taint, pressure, cause and condition work it would find empty
-        (~5 us -> ~2 us a node)."""
+        (measured at 65k: ~3.5 us -> ~2 us a node)."""
         duration = track.duration
         late_at = observed + 2 * renew_interval(duration)
         state = node_state(ready=ready, lease_age=now - observed, grace=grace, lease_duration=duration,
