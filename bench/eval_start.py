@@ -1,9 +1,11 @@
 """CPU cost of the two frames of a 65k-node start on the UI's thread: ``python -m bench.eval_start``.
 
-Not one of ``make bench``'s groups: it reads production-shaped objects captured from the simulated
-API server (one watch event a line), ``/tmp/prof/nodes.jsonl`` (65,000 Nodes, 671 MB) and
-``/tmp/prof/leases.jsonl`` (their Leases, about 1 in 15 stale). Each run builds a fresh
-``FleetState`` the way a ``LiveSource`` start does (both streams connecting, then listing):
+Not one of ``make bench``'s groups (a microbenchmark for working on the evaluation; ``start``
+measures the whole start). The objects are the production-shaped ones ``bench.start``'s server
+serves (``bench.objects``: 65,000 Nodes of ~10 KB, their Leases, one in 15 stopped renewing as in
+``bench.start``), encoded as watch lines and decoded by the typed decoder, as a live start does.
+Each run builds a fresh ``FleetState`` the way a ``LiveSource`` start does (both streams
+connecting, then listing):
 
 - *first frame*: the Leases listed and synced, the Nodes still listing, so every row is a
   placeholder (``AWAITED``) judged by its Lease alone: ``evaluate(now)``;
@@ -29,37 +31,39 @@ import sys
 import time
 from typing import Any, Callable
 
+import orjson
+
 from nodewatch.core.clock import ManualClock
 from nodewatch.core.fleet import FleetState
 from nodewatch.core.settings import Settings
 from nodewatch.core.wire import DECODERS
 
-NODES_FILE = "/tmp/prof/nodes.jsonl"
-LEASES_FILE = "/tmp/prof/leases.jsonl"
-BLOCK = 16 << 20
+from .objects import T0, raw_lease, raw_node
+from .start import STOPPED_ONE_IN
+
 SIZE = (200, 60)
 
 Records = list[tuple[str, Any]]
 
 
-def read_events(path: str, resource: str, limit: int | None = None) -> Records:
-    """(type, record) of every line of ``path``, decoded by the typed decoder a block at a time."""
+def make_events(resource: str, count: int, renewed_at: float) -> Records:
+    """(type, record) of ``count`` production-shaped objects of ``resource``, through the JSON of a
+    watch stream and the typed decoder, a block at a time. Leases: renewed in the 10 s before
+    ``renewed_at``, but one in ``STOPPED_ONE_IN`` a minute before that (stopped)."""
     decoder = DECODERS[resource]
     out: Records = []
-    rest = b""
-    with open(path, "rb") as f:
-        while limit is None or len(out) < limit:
-            chunk = f.read(BLOCK)
-            if not chunk:
-                break
-            data = rest + chunk
-            cut = data.rfind(b"\n") + 1
-            rest = data[cut:]
-            if cut:
-                out.extend((etype, rec) for etype, rec, _ in decoder.decode_events(data[:cut]))
-        if rest.strip() and (limit is None or len(out) < limit):
-            out.extend((etype, rec) for etype, rec, _ in decoder.decode_events(rest))
-    return out[:limit]
+    for a in range(0, count, 1000):
+        lines = []
+        for i in range(a, min(count, a + 1000)):
+            node = raw_node(i)
+            if resource == "nodes":
+                obj = node
+            else:
+                stopped = i % STOPPED_ONE_IN == 0
+                obj = raw_lease(node["metadata"]["name"], renewed_at - (70 if stopped else i % 10))
+            lines.append(orjson.dumps({"type": "ADDED", "object": obj}))
+        out.extend((etype, rec) for etype, rec, _ in decoder.decode_events(b"\n".join(lines) + b"\n"))
+    return out
 
 
 def start_now(leases: Records) -> float:
@@ -170,17 +174,17 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.eval_start", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeat", type=int, default=5)
-    p.add_argument("--nodes", type=int, default=None, help="only the first N nodes and leases")
+    p.add_argument("--nodes", type=int, default=65_000)
     p.add_argument("--no-app", action="store_true", help="skip the headless app's ticks")
     p.add_argument("--profile", type=int, default=0, metavar="TOP", help="cProfile each evaluate, print TOP rows")
     args = p.parse_args(argv)
 
     t = time.perf_counter()
-    leases = read_events(LEASES_FILE, "leases", args.nodes)
-    nodes = read_events(NODES_FILE, "nodes", args.nodes)
+    leases = make_events("leases", args.nodes, T0)
+    nodes = make_events("nodes", args.nodes, T0)
     now = start_now(leases)
     gc.freeze()  # the decoded objects are long-lived: out of the collector's way, as after a list
-    print(f"decoded {len(nodes):,} nodes, {len(leases):,} leases in {time.perf_counter() - t:.1f} s; "
+    print(f"made and decoded {len(nodes):,} nodes, {len(leases):,} leases in {time.perf_counter() - t:.1f} s; "
           f"now = median renewTime + 5 s", file=sys.stderr)
     if args.profile:
         profile(leases, nodes, now, args.profile)
