@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from factories import T0, lease, node
+from factories import T0, lease, node, taint
 from simserver import ApiClient, TinyFleet, running_server, wait_until
 
 from nodewatch.core.settings import Settings
@@ -122,3 +122,47 @@ def test_no_placeholders_without_a_node_stream():
     s = FleetState(Settings())
     s.apply("leases", "ADDED", lease("a", T0), T0, True)
     assert s.evaluate(T0 + 1).nodes == []
+
+
+def _listing_state() -> FleetState:
+    s = FleetState(Settings())
+    s.update_health("nodes", connected=True, synced=False)
+    s.update_health("leases", connected=True, synced=False)
+    for i in range(60):
+        s.apply("leases", "ADDED", lease(f"n{i:02d}", T0 - (100 if i % 7 == 0 else i % 10)), T0, True)
+    s.apply("leases", "ADDED", lease("ghost", T0 - 1), T0, True)  # a Lease whose Node never comes
+    s.apply("leases", "SYNCED", None, T0)
+    s.update_health("leases", connected=True, synced=True, last_activity=T0)
+    return s
+
+
+def _node_batches() -> list[list[dict]]:
+    objs = [node(f"n{i:02d}", "Unknown" if i % 7 == 0 else "True",
+                 taints=[taint("node.kubernetes.io/unreachable", added=T0 - 50)] if i % 14 == 0 else (),
+                 zone=f"z{i % 3}", unschedulable=i == 5, conditions={"DiskPressure": "True"} if i == 9 else None)
+            for i in range(60)]
+    return [objs[a:a + 25] for a in range(0, 60, 25)]
+
+
+def test_a_node_list_judged_batch_by_batch_ends_as_one_judged_at_once():
+    """``refresh`` after each batch of a Node list (what the live source does on the reflector's
+    thread) leaves the same views as a single evaluation after the list, and leaves the frame
+    after the list nothing to judge but the placeholders that go."""
+    at_once, by_batch = _listing_state(), _listing_state()
+    assert not by_batch.refresh(T0 + 1)  # nothing to bring up to date before a first evaluation
+    for s in (at_once, by_batch):
+        s.evaluate(T0 + 1)  # the first frame: placeholders
+    for k, objs in enumerate(_node_batches()):
+        for s in (at_once, by_batch):
+            for obj in objs:
+                s.apply("nodes", "ADDED", obj, T0 + 2 + k, True)
+        assert by_batch.refresh(T0 + 2 + k)
+        assert not by_batch._dirty  # judged on the spot
+    for s in (at_once, by_batch):
+        s.apply("nodes", "SYNCED", None, T0 + 5)
+    assert by_batch._dirty == {"ghost"}  # only the placeholder that goes is left for the frame
+    one, other = at_once.evaluate(T0 + 6), by_batch.evaluate(T0 + 6)
+    assert [v.name for v in one.nodes] == [v.name for v in other.nodes]  # the same worst-first order
+    assert "ghost" not in {v.name for v in other.nodes}
+    assert one.nodes == other.nodes  # and the same views, field by field
+    assert (one.counts, one.zones) == (other.counts, other.zones)

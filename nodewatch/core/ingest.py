@@ -106,7 +106,10 @@ class Ingest(Evaluation):
         if etype == "SYNCED":
             self.synced.add(resource)
             if resource == "nodes":
-                self._dirty.update(self.leases)  # placeholders of nodes that do not exist go
+                # placeholders of nodes that do not exist go (the others were judged again when
+                # their Node arrived)
+                nodes = self.nodes
+                self._dirty.update(n for n in self.leases if n not in nodes)
             self.generation += 1
             return True
         if etype == "BOOKMARK":

@@ -35,6 +35,9 @@ from .reflector import CSRS, LEASES, NODES, Batch, Reflector, ResourceSpec, dele
 MAX_SCOPED_NODES = 50
 """At most this many nodes get pod and event watches (2 streams each)."""
 HOUSEKEEPING_INTERVAL = 1.0
+REFRESH_BATCH = 500
+"""A batch of listed Nodes at least this big is judged on the thread that applied it
+(``FleetState.refresh``); smaller ones are left to the next frame."""
 CERT_SAVE_INTERVAL = 30.0
 PROBE_INTERVAL = 3600.0
 MAIN_STREAMS = (NODES, LEASES, CSRS)
@@ -223,6 +226,10 @@ class LiveSource:
         with st.batch():
             for resource, etype, obj, t, listing in batch:
                 st.apply(resource, etype, obj, t, listing)
+        if len(batch) >= REFRESH_BATCH and batch[0][0] == "nodes" and batch[0][4]:
+            # A big batch of a Node list (after the first frame, at 65k: the list worker's
+            # batches): judged here, so the next frame has only the rest to judge.
+            st.refresh(self.clock.now())
         rec = self.recorder
         if rec is not None:
             for resource, etype, obj, t, listing in batch:
