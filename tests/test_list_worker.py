@@ -135,3 +135,33 @@ def test_the_switch_turns_it_off(monkeypatch, value):
     assert not list_worker.enabled()
     monkeypatch.setenv(list_worker.ENV_SWITCH, "1")
     assert list_worker.enabled()
+
+
+def test_with_every_slot_taken_the_list_is_read_here_without_a_word(tmp_path, start_live):
+    """A dashboard over many clusters starts many lists at once: children only up to the slots
+    (cores but one), the rest read in the dashboard's process, which is no problem to report."""
+    taken = 0
+    while list_worker._slots.acquire(blocking=False):
+        taken += 1
+    try:
+        assert taken == list_worker.MAX_AT_ONCE
+        fleet = TinyFleet(nodes=6, start=time.time())
+        with running_server(tmp_path, fleet=fleet) as srv:
+            src = start_live(srv)
+            assert sorted(src.state.nodes) == fleet.names
+            r = src.reflector("nodes")
+            assert (r.lists_in_worker, r.in_worker) == (0, True)
+            assert src.state.problem_count() == 0
+    finally:
+        for _ in range(taken):
+            list_worker._slots.release()
+
+
+def test_each_child_reports_its_peak_memory(tmp_path, start_live):
+    before = len(list_worker.peaks)
+    fleet = TinyFleet(nodes=6, start=time.time())
+    with running_server(tmp_path, fleet=fleet) as srv:
+        src = start_live(srv)
+        assert src.reflector("nodes").lists_in_worker == 1
+        wait_until(lambda: len(list_worker.peaks) == before + 1)  # with the frame after the list's end
+        assert 5 << 20 < list_worker.peaks[-1] < 500 << 20  # an interpreter with urllib3 and msgspec

@@ -23,8 +23,8 @@ Protocol, on the child's stdin and stdout:
   otherwise (and the child ends); ``("events", [(type, record, resourceVersion), ...])`` typed events in stream order;
   ``("lines", bytes)`` a block of whole lines the types refused (a bookmark, an ERROR, an odd
   object), for the reflector to read line by line; ``("error", text)`` (the child ends);
-  ``("end", why)``: "initial" after the block holding the initial-events-end bookmark, "eof"
-  when the body ended.
+  ``("end", why, peak)``: "initial" after the block holding the initial-events-end bookmark,
+  "eof" when the body ended; ``peak`` is the child's own peak memory (bytes).
 
 The credentials (the request's headers, the TLS settings of the connection pool) go to the child
 over its stdin, never on its command line or in its environment.
@@ -53,6 +53,16 @@ _FRAME = struct.Struct("<I")
 INITIAL_END = b"k8s.io/initial-events-end"
 
 
+MAX_AT_ONCE = max(1, (os.cpu_count() or 2) - 1)
+"""Children listing at the same time, in this process (a hub or dashboard over 20 clusters starts
+20 lists at once): one core is the dashboard's; a list that finds no free slot is read in the
+dashboard's process, as before."""
+_slots = threading.BoundedSemaphore(MAX_AT_ONCE)
+peaks: list[int] = []
+"""Each child's own peak memory (bytes, ``VmHWM``), as it reported it when it ended: for the
+benchmarks, which count the program's memory with its children's."""
+
+
 def enabled() -> bool:
     return os.environ.get(ENV_SWITCH, "1").lower() not in ("0", "false", "no", "off") and bool(PYTHON)
 
@@ -76,10 +86,29 @@ class WorkerFailed(Exception):
     """The child process could not be started, or ended without saying why."""
 
 
+class Busy(Exception):
+    """Every slot for a child is taken: list in this process."""
+
+
 class ListWorker:
     """The parent's end: starts the child, gives it the request, reads its frames."""
 
     def __init__(self, request: Request) -> None:
+        if not _slots.acquire(blocking=False):
+            raise Busy(f"{MAX_AT_ONCE} list workers busy")
+        self._slot = True
+        try:
+            self._start(request)
+        except BaseException:
+            self._release()
+            raise
+
+    def _release(self) -> None:
+        if self._slot:
+            self._slot = False
+            _slots.release()
+
+    def _start(self, request: Request) -> None:
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -123,6 +152,9 @@ class ListWorker:
                     return
                 raise WorkerFailed("the list worker ended in the middle of a frame")
             frame = pickle.loads(data)  # noqa: S301 - from our own child process
+            if frame[0] == "end" and len(frame) > 2:
+                peaks.append(frame[2])
+                del peaks[:-100]
             yield frame
             if frame[0] in ("end", "http", "error"):
                 return
@@ -154,6 +186,7 @@ class ListWorker:
             pass
         if self._proc.stdout is not None:
             self._proc.stdout.close()
+        self._release()
 
 
 # --- the child ------------------------------------------------------------------------------------
@@ -164,6 +197,17 @@ def _send(frame: tuple) -> None:
     view = memoryview(_FRAME.pack(len(data)) + data)
     while view:
         view = view[os.write(1, view):]
+
+
+def _own_peak() -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def _exit_when_parent_goes() -> None:
@@ -231,7 +275,7 @@ def _run(req: Request) -> None:
             if not chunk:
                 if pending:
                     _send(("events", pending))
-                _send(("end", "eof"))
+                _send(("end", "eof", _own_peak()))
                 return
             buf += chunk
             if b"\n" not in chunk:
@@ -247,7 +291,7 @@ def _run(req: Request) -> None:
                     pending = []
                 _send(("lines", block))
                 if _ends_initial(block):
-                    _send(("end", "initial"))
+                    _send(("end", "initial", _own_peak()))
                     return
                 continue
             if len(pending) >= BATCH:

@@ -54,6 +54,8 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 WORKER_RESOURCES = frozenset({"nodes"})
 """Resources whose streaming list a child process reads (``sources/list_worker``): the big one.
 (Leases are ~0.5 KB each and the first frame waits for them: a child's start would only delay it.)"""
+WORKER_MIN = 2_000
+"""A relist of fewer objects than this (known from the last list) is read in this process."""
 QUICK_END = 1.0
 """A stream that ends sooner than this without any event counts as a failure (backoff)."""
 
@@ -519,8 +521,10 @@ class Reflector:
         self._resp = None
 
     def _worker_wanted(self) -> bool:
+        """A child process for this list: Nodes, typed, and a fleet not known to be small (the
+        first list's size is unknown; a relist of a few hundred nodes is not worth a process)."""
         return (self.in_worker and self.decoder is not None and self.spec.resource in WORKER_RESOURCES
-                and list_worker.enabled())
+                and (not self.known or len(self.known) >= WORKER_MIN) and list_worker.enabled())
 
     def _list_in_worker(self, query: dict[str, Any]) -> bool | None:
         """The streaming list read and decoded by a child process (``sources/list_worker``); this
@@ -539,6 +543,8 @@ class Reflector:
                                       connect_timeout=10.0, read_timeout=self.stall_timeout, read_chunk=READ_CHUNK)
         try:
             worker = list_worker.ListWorker(request)
+        except list_worker.Busy:
+            return None
         except list_worker.WorkerFailed as exc:
             self._worker_unavailable(str(exc))
             return None
