@@ -10,14 +10,15 @@ round's requests only):
   ``MultiSource`` of every context. First frame: from ``start()`` until every cluster has listed
   its nodes and leases and the table shows every node of every cluster. Frame time: the median of
   ``frames`` ticks (evaluate + paint), one a second, while the leases renew. Memory: its peak RSS
-  (``VmHWM``).
+  (``VmHWM``) plus the largest peak of the child processes that read Node lists for it
+  (``sources/list_worker``; an upper bound).
 - twenty nodewatch: twenty such children at once, each over one context (``LiveSource``): the
   slowest first frame, the median of their frame times, the sum of their peak RSS.
 - one hub: ``nodewatch hub --all-contexts`` (a process, recording as a hub does) and one viewer, a
   child running the same headless dashboard over ``ViewerSource`` (what ``nodewatch attach``
   runs), started with the hub. First frame: from the hub's launch until the viewer's table shows
-  every node of every cluster. Frame time: the viewer's, as above. Memory: the hub's peak RSS
-  (read from /proc while it runs) and the viewer's.
+  every node of every cluster. Frame time: the viewer's, as above. Memory: the hub's peak RSS with
+  its list workers' (read from /proc while it runs, ``process_memory.TreePeak``) and the viewer's.
 - API load per server, from the servers' logs once they stopped: requests and watches each round
   made to each server. One nodewatch, or one hub, of several clusters should cost each server
   exactly what one watcher of that cluster costs.
@@ -40,6 +41,7 @@ import time
 from pathlib import Path
 
 from .harness import Figure
+from .process_memory import TreePeak
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZE = (200, 60)
@@ -96,8 +98,11 @@ async def _child(kubeconfig: str, contexts: list[str], nodes: int, frames: int, 
                 cpu.append(time.thread_time() - c)
     finally:
         src.stop()
+    from nodewatch.sources import list_worker
+
+    # with the largest child that read a Node list (an upper bound: the two peaks need not coincide)
     return {"first": first, "frame": statistics.median(times), "frame_cpu": statistics.median(cpu),
-            "rss": _peak_rss()}
+            "rss": _peak_rss() + max(list_worker.peaks, default=0)}
 
 
 def child_main(argv: list[str]) -> int:
@@ -200,6 +205,7 @@ def _one_hub(kubeconfig: str, directory: str, nodes: int, frames: int) -> tuple[
     since = time.time()
     log = Path(directory + ".log")
     hub = _hub(kubeconfig, directory, log)
+    tree = TreePeak(hub)  # the hub with its list workers' child processes
     try:
         child = _viewer(directory, nodes, frames, since)
         hub.stdout.readline()  # type: ignore[union-attr] - the banner's first line: its socket accepts viewers
@@ -207,7 +213,7 @@ def _one_hub(kubeconfig: str, directory: str, nodes: int, frames: int) -> tuple[
         viewer = _result(child)
         if hub.poll() is not None:
             raise RuntimeError(f"the hub exited with {hub.returncode}: {log.read_text()[-2000:]}")
-        rss = _peak_rss(hub.pid)
+        rss = max(_peak_rss(hub.pid), tree.together)
     finally:
         hub.send_signal(signal.SIGTERM)
         try:
