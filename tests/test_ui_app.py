@@ -483,3 +483,33 @@ async def test_header_counts_read_with_thousands_and_fit_a_narrow_terminal():
     text = header_text("x", dataclasses.replace(src.state.evaluate(T0), nodes=[None] * 65_000), T0,
                        app.palette, virtual=False)
     assert "65,000 nodes" in text.plain
+
+
+async def test_a_completed_list_is_drawn_at_once_not_at_the_next_tick():
+    """At start the Leases' list completing puts every heartbeat on screen: the app looks for a
+    completed list every ``LIST_CHECK_SECONDS`` rather than waiting for its next tick (1 s)."""
+    from nodewatch.core.fleet import FleetState
+    from nodewatch.core.settings import Settings
+    from nodewatch.core.clock import ManualClock
+    from factories import lease
+    from ui_support import FakeSource
+
+    state = FleetState(Settings())
+    for stream in ("nodes", "leases"):
+        state.update_health(stream, connected=True, synced=False)
+    src = FakeSource(state, ManualClock(T0))
+    app = NodewatchApp(src, refresh_seconds=3600)  # no tick of its own within the test
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert shown(app) == []
+        for i in range(5):
+            state.apply("leases", "ADDED", lease(f"n{i}", T0 - 1), T0, True)
+        app._tick_if_listed()  # what its interval runs: no list completed yet, nothing drawn
+        await pilot.pause()
+        assert shown(app) == []
+        state.apply("leases", "SYNCED", None, T0)
+        state.update_health("leases", connected=True, synced=True, last_activity=T0)
+        app._tick_if_listed()
+        await pilot.pause()
+        assert shown(app) == [f"n{i}" for i in range(5)]  # placeholders, judged by their Leases
+        assert "listed" in {t.name for t in app._timers}  # and the interval that runs it is there

@@ -48,6 +48,9 @@ class FleetData:
         self.synced: set[str] = set()
         self.last_received: float | None = None
         self.generation = 0
+        self.lists_done = 0
+        """Lists that have completed (SYNCED applied): a dashboard draws a frame as soon as one
+        does, rather than at its next tick."""
         self.silence_seconds = silence_seconds
         """Lease stream silent this long (no event, no bookmark) = the dashboard may be blind.
         None: 2 x the renew interval."""

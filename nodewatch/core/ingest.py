@@ -105,6 +105,7 @@ class Ingest(Evaluation):
                 h.last_activity = received_at
         if etype == "SYNCED":
             self.synced.add(resource)
+            self.lists_done += 1
             if resource == "nodes":
                 # placeholders of nodes that do not exist go (the others were judged again when
                 # their Node arrived)

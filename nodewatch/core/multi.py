@@ -261,6 +261,10 @@ class MultiFleet:
 
     # --- the rest of FleetReader ---------------------------------------------------------------
 
+    def lists_completed(self) -> int:
+        """Lists completed, every cluster's together."""
+        return sum(m.state.lists_completed() for m in self.members)
+
     def node_count(self) -> int:
         return sum(m.state.node_count() for m in self.members)
 

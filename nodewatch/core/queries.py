@@ -176,6 +176,10 @@ class Queries(Evaluation):
         with self.lock:
             return list(self.problems)[-n:] if n > 0 else []
 
+    def lists_completed(self) -> int:
+        """Lists completed so far (SYNCED applied)."""
+        return self.lists_done
+
     def batch(self) -> AbstractContextManager:
         """Hold the state still while applying a run of events: one lock for the run, and readers
         never see half of it. Re-entrant: ``apply`` inside takes the same lock again."""

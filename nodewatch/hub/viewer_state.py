@@ -250,6 +250,10 @@ class ViewerState:
         return (f"hub connection lost {gone:.0f}s ago ({self.last_error or 'closed'}); reconnecting. "
                 f"The screen shows the fleet as of {at}")
 
+    def lists_completed(self) -> int:
+        """None here: the hub lists; its frames come at its own pace."""
+        return 0
+
     def node_count(self) -> int:
         with self.lock:
             return len(self._views) if not self._pending.snapshot else len(self._pending.up)

@@ -51,6 +51,8 @@ from .wall import WallView
 from .zone_strip import IncidentSummary, ZoneStrip, summary_text, zone_text
 
 THREADED_EVALUATE_NODES = 5000
+LIST_CHECK_SECONDS = 0.05
+"""How often the app looks whether a list has completed (a counter compared; nothing drawn)."""
 """From this many nodes the periodic evaluate runs in a worker thread, off the event loop."""
 STATE_FILTERS: tuple[str | NodeState | None, ...] = (None, NOT_READY) + tuple(sorted(NodeState, key=lambda s: s.rank))
 MAIN_ONLY_ACTIONS = {"sort_next", "sort_reverse", "filter_state", "filter_zone", "filter_cluster", "search"}
@@ -192,6 +194,8 @@ class NodewatchApp(SourceActions, App):
         self._apply_wall()
         self.tick()
         self.set_interval(self.refresh_seconds, self._scheduled_tick, name="tick")
+        self._lists_seen = self.source.state.lists_completed()
+        self.set_interval(LIST_CHECK_SECONDS, self._tick_if_listed, name="listed")
         if self.initial_focus:
             self.open_node(self.initial_focus)
 
@@ -213,6 +217,14 @@ class NodewatchApp(SourceActions, App):
         self.query_one("#wall-table" if self.wall else "#table", FleetTable).focus()
 
     # --- the tick ----------------------------------------------------------------------------
+
+    def _tick_if_listed(self) -> None:
+        """A list has completed since the last look (the Leases at start: every heartbeat; the
+        Nodes: the complete frame): a frame now, not up to ``refresh_seconds`` later."""
+        done = self.source.state.lists_completed()
+        if done != self._lists_seen:
+            self._lists_seen = done
+            self._scheduled_tick()
 
     def _scheduled_tick(self) -> None:
         """The interval's tick. A big fleet is evaluated in a thread so keys stay responsive."""
