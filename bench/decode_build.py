@@ -51,12 +51,8 @@ def blocks(data: bytes, size: int = BLOCK) -> list[memoryview]:
 
 def forget() -> None:
     """Empty the decoders' memos, as a fresh worker process starts."""
-    wire._time_cache.clear()
-    objects._shapes.clear()
-    objects._profiles.clear()
-    objects._shared_maps.clear()
-    objects._label_sets.clear()
-    for memo in getattr(wire, "MEMOS", ()):
+    for memo in (wire._time_cache, wire._condition_shapes, objects._shapes, objects._profiles,
+                 objects._pool_profiles, objects._shared_maps, objects._label_sets):
         memo.clear()
 
 

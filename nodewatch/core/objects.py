@@ -165,12 +165,14 @@ class Labels(Mapping):
 NO_LABELS = Labels({})
 
 
-def node_labels(value: Any, name: str) -> Labels:
-    """A Node's ``metadata.labels`` (as decoded) for the node ``name``: see ``Labels``."""
+def node_labels(value: Any, name: str, owned: bool = False) -> Labels:
+    """A Node's ``metadata.labels`` (as decoded) for the node ``name``: see ``Labels``. ``owned``:
+    the dict is the caller's own, thrown away afterwards (the typed decoder's), and may lose its
+    hostname label instead of being copied."""
     if not isinstance(value, dict) or not value:
         return NO_LABELS
     if value.get(LABEL_HOSTNAME) == name:
-        rest = dict(value)
+        rest = value if owned else dict(value)
         del rest[LABEL_HOSTNAME]
         return Labels(_shared_map(rest, _label_sets), name)
     return Labels(_shared_map(value, _label_sets))
@@ -198,7 +200,7 @@ class Condition:
     last_transition: float | None = None
 
 
-_NONE = math.nan
+NO_TIME = math.nan
 """A time that is unknown, in a node's array of condition times (no parsed time is NaN)."""
 _shapes: dict[tuple, tuple[dict[str, int], tuple[tuple[str, str, str], ...], frozenset[str]]] = {}
 """(type, status, reason, message) of a node's conditions, in order -> its shape: where each type
@@ -235,7 +237,7 @@ class Conditions(Mapping):
                 _shapes.clear()
             _shapes[key] = shape
         self._shape = shape
-        self._times = array("d", [_NONE if t is None else t for r in rows for t in (r[4], r[5])])
+        self._times = array("d", [NO_TIME if t is None else t for r in rows for t in (r[4], r[5])])
 
     @classmethod
     def shaped(cls, shape: tuple, times: array) -> Conditions:
@@ -352,6 +354,10 @@ NO_PROFILE = NodeProfile()
 _profiles: dict[tuple, NodeProfile] = {}
 PROFILES_MAX = 4096
 """Profiles kept for sharing; when full the memo starts again (records keep theirs)."""
+_pool_profiles: dict[tuple, tuple[dict[str, str], NodeProfile]] = {}
+"""The same profiles, keyed by the shared label set itself (identity) rather than by the placement
+worked out from it: the nodes of a pool share their labels' dict, so most nodes skip ``zone_key``.
+The value keeps the label set alive, so its identity is not reused while the key is."""
 
 
 def node_profile(labels: Mapping[str, str], kubelet: str, runtime: str, kernel: str, os_image: str,
@@ -359,16 +365,26 @@ def node_profile(labels: Mapping[str, str], kubelet: str, runtime: str, kernel: 
     """The shared profile of a node with these labels, versions and resources. Capacity and
     allocatable are shared maps already (``_shared_map``): known by identity; a cached profile keeps
     its maps alive, so an identity in a key is never reused while the key is."""
+    common = labels.common if type(labels) is Labels else None  # the hostname is not placement
+    pool = (id(common), kubelet, runtime, kernel, os_image, id(capacity), id(allocatable), port)
+    if common is not None:
+        hit = _pool_profiles.get(pool)
+        if hit is not None:
+            return hit[1]
     zone = intern(zone_key(labels))
     excluded = LABEL_EXCLUDE_DISRUPTION in labels
     key = (zone, excluded, kubelet, runtime, kernel, os_image, id(capacity), id(allocatable), port)
-    hit = _profiles.get(key)
-    if hit is None:
-        hit = NodeProfile(zone, excluded, kubelet, runtime, kernel, os_image, capacity, allocatable, port)
+    profile = _profiles.get(key)
+    if profile is None:
+        profile = NodeProfile(zone, excluded, kubelet, runtime, kernel, os_image, capacity, allocatable, port)
         if len(_profiles) >= PROFILES_MAX:
             _profiles.clear()
-        _profiles[key] = hit
-    return hit
+        _profiles[key] = profile
+    if common is not None:
+        if len(_pool_profiles) >= PROFILES_MAX:
+            _pool_profiles.clear()
+        _pool_profiles[pool] = (common, profile)
+    return profile
 
 
 def _shared(name: str):  # noqa: ANN202 - a property reading the profile

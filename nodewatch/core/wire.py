@@ -17,6 +17,9 @@ and ``LeaseRecord``; tests/test_decode.py checks that they agree field by field.
 
 from __future__ import annotations
 
+from array import array
+from itertools import chain
+from operator import attrgetter
 from sys import intern
 from typing import Optional, Union
 
@@ -26,6 +29,8 @@ from msgspec import Struct, field
 from .objects import (
     EMPTY_MAP,
     NO_CONDITIONS,
+    NO_TIME,
+    SHAPES_MAX,
     Conditions,
     LeaseRecord,
     NodeRecord,
@@ -210,8 +215,8 @@ class _LeaseEvent(Struct, gc=False):
 
 # --- times ----------------------------------------------------------------------------------------
 
-_MISS = object()
-_time_cache: dict[str, float | None] = {}
+_time_cache: dict[str, float] = {}
+"""Times parsed, NaN for what is not one."""
 _TIME_CACHE_MAX = 4096
 """Small on purpose: the repeats are near each other (a node's conditions share its heartbeat, the
 nodes of a page their status-update seconds). Decoding 65,000 sim Nodes parsed 131,000 times with
@@ -219,18 +224,26 @@ nodes of a page their status-update seconds). Decoding 65,000 sim Nodes parsed 1
 about 10 ms more."""
 
 
-def _time(value: str | None) -> float | None:
-    """``parse_time`` with a memo: heartbeat and transition times repeat across a fleet's nodes
-    (a status update every few seconds to minutes), and parsing each was a third of the decode.
-    Not for a Lease's renewTime: microseconds, never the same twice."""
+def _time_or_nan(value: str | None) -> float:
+    """``parse_time`` with a memo, NaN for unknown (as ``Conditions`` holds times): heartbeat and
+    transition times repeat across a fleet's nodes (a status update every few seconds to minutes),
+    and parsing each was a third of the decode. Not for a Lease's renewTime: microseconds, never
+    the same twice."""
     if value is None:
-        return None
-    t = _time_cache.get(value, _MISS)
-    if t is _MISS:
+        return NO_TIME
+    t = _time_cache.get(value)
+    if t is None:
         if len(_time_cache) >= _TIME_CACHE_MAX:
             _time_cache.clear()
-        t = _time_cache[value] = parse_time(value)
-    return t  # type: ignore[return-value]
+        parsed = parse_time(value)
+        t = _time_cache[value] = NO_TIME if parsed is None else parsed
+    return t
+
+
+def _time(value: str | None) -> float | None:
+    """``_time_or_nan`` with None for unknown."""
+    t = _time_or_nan(value)
+    return None if t != t else t
 
 
 def _i(value: str | None) -> str:
@@ -252,7 +265,7 @@ def _node_record(n: _Node) -> NodeRecord | None:
     # one copy of the name for the record, the hostname label, the Hostname/InternalDNS addresses
     # that repeat it, and the Lease's name and holder (interned)
     name = intern(meta.name)
-    labels = node_labels(meta.labels, name)
+    labels = node_labels(meta.labels, name, owned=True)
     taints: tuple[Taint, ...] = ()
     unschedulable = False
     if spec is not None:
@@ -267,19 +280,15 @@ def _node_record(n: _Node) -> NodeRecord | None:
     port = None
     if status is not None:
         if status.conditions:
-            rows = [(_i(c.type), _i(c.status) or "Unknown", _i(c.reason), _i(c.message), _time(c.lastHeartbeatTime),
-                     _time(c.lastTransitionTime)) for c in status.conditions if c.type]
-            if rows:
-                conditions = Conditions(rows)
+            conditions = _conditions(status.conditions)
         info = status.nodeInfo
         if info is not None:
-            kubelet, runtime = _i(info.kubeletVersion), _i(info.containerRuntimeVersion)
-            kernel, os_image = _i(info.kernelVersion), _i(info.osImage)
+            # not interned: node_profile keys them by value, and the profile keeps the first copy
+            kubelet, runtime = info.kubeletVersion or "", info.containerRuntimeVersion or ""
+            kernel, os_image = info.kernelVersion or "", info.osImage or ""
         if status.addresses:
-            flat: list[str] = []
-            for a in status.addresses:
-                flat += (_i(a.type), address_text(a.address or "", name))
-            addresses = tuple(flat)
+            addresses = tuple([x for a in status.addresses
+                               for x in (_i(a.type), address_text(a.address or "", name))])
         if status.capacity:
             capacity = _shared_map(status.capacity)
         if status.allocatable:
@@ -297,6 +306,49 @@ def _node_record(n: _Node) -> NodeRecord | None:
         address_list=addresses,
         created=_time(meta.creationTimestamp),
     )
+
+
+_condition_texts = attrgetter("type", "status", "reason", "message")
+_condition_times = attrgetter("lastHeartbeatTime", "lastTransitionTime")
+_condition_shapes: dict[tuple, tuple[tuple | None, tuple[int, ...] | None]] = {}
+"""The (type, status, reason, message) of a Node's conditions as decoded, in order -> the shape
+their ``Conditions`` share and which conditions give the times (None: all, in order). Healthy nodes
+of a fleet say the same: one lookup instead of interning 4 strings and making a row per condition,
+and then one shape lookup. Emptied when full, as the shape table is."""
+
+
+def _conditions(conds: list[_Condition]) -> Conditions:
+    """A Node's conditions: the same as ``Conditions`` of the dict path's rows."""
+    key = tuple(map(_condition_texts, conds))
+    known = _condition_shapes.get(key)
+    if known is None:
+        if len(_condition_shapes) >= SHAPES_MAX:
+            _condition_shapes.clear()
+        known = _condition_shapes[key] = _condition_shape(conds)
+    shape, order = known
+    if shape is None:
+        return NO_CONDITIONS
+    texts = list(chain.from_iterable(map(_condition_times, conds if order is None else [conds[i] for i in order])))
+    times = list(map(_time_cache.get, texts))
+    if None in times:  # a time not seen lately (or absent)
+        times = [_time_or_nan(t) for t in texts]
+    return Conditions.shaped(shape, array("d", times))
+
+
+def _condition_shape(conds: list[_Condition]) -> tuple[tuple | None, tuple[int, ...] | None]:
+    """(the shape, which conditions give the times) for conditions seen for the first time: those
+    without a type left out, a type given twice in its first place with its last fields (as
+    ``Conditions`` reads rows)."""
+    at: dict[str, int] = {}
+    for i, c in enumerate(conds):
+        if c.type:
+            at[c.type] = i
+    if not at:
+        return None, None
+    order = tuple(at.values())
+    rows = [(_i(c.type), _i(c.status) or "Unknown", _i(c.reason), _i(c.message), None, None)
+            for c in (conds[i] for i in order)]
+    return Conditions(rows).shape, None if order == tuple(range(len(conds))) else order
 
 
 def _lease_record(le: _Lease) -> LeaseRecord | None:
