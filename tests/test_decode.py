@@ -181,3 +181,73 @@ def test_the_reflector_reads_a_mixed_block_as_it_reads_its_lines():
     plain = [lines[0], lines[3]]
     assert [(e, o) for _, e, o, *_ in reflector()._decode_block(memoryview(b"\n".join(plain)))] == \
            [(e, o) for _, e, o, *_ in reflector()._decode(plain)]
+
+
+def _typed_nodes(objs: list[dict]) -> list:
+    return DECODERS["nodes"].decode_list(_list("NodeList", objs))[0]
+
+
+def _conditioned(name: str, conditions: list[dict]) -> dict:
+    return {"metadata": {"name": name}, "status": {"conditions": conditions}}
+
+
+def test_nodes_whose_conditions_say_the_same_keep_their_own_times():
+    """The second node's conditions come from the memo of texts already seen: its times are its own."""
+    def ready(hb: str, tr: str | None) -> list[dict]:
+        c = {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": hb}
+        if tr is not None:
+            c["lastTransitionTime"] = tr
+        return [c, {"type": "DiskPressure", "status": "False", "lastHeartbeatTime": hb, "lastTransitionTime": hb}]
+
+    objs = [_conditioned("a", ready("2027-01-14T08:00:00Z", "2027-01-14T07:00:00Z")),
+            _conditioned("b", ready("2027-01-14T08:00:07Z", "2027-01-14T06:00:00Z")),
+            _conditioned("c", ready("2027-01-14T08:00:07Z", None)),
+            _conditioned("d", ready("not a time", "2027-01-14T06:00:00Z"))]
+    typed = _typed_nodes(objs)
+    assert typed == [node_from_dict(o) for o in objs]
+    a, b, c, d = typed
+    assert a.conditions.shape is b.conditions.shape is c.conditions.shape is d.conditions.shape
+    assert b.conditions["Ready"].last_heartbeat - a.conditions["Ready"].last_heartbeat == 7
+    assert b.conditions["Ready"].last_transition - a.conditions["Ready"].last_transition == -3600
+    assert c.conditions["Ready"].last_transition is None
+    assert d.conditions["Ready"].last_heartbeat is None and d.conditions["DiskPressure"].last_transition is None
+
+
+@pytest.mark.parametrize("twice", [False, True], ids=["first", "from the memo"])
+def test_conditions_without_a_type_or_given_twice_read_as_the_dict_path_reads_them(twice):
+    conds = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2027-01-14T08:00:00Z"},
+             {"status": "True", "lastHeartbeatTime": "2027-01-14T08:00:01Z"},
+             {"type": "MemoryPressure", "lastHeartbeatTime": "2027-01-14T08:00:02Z"},
+             {"type": "Ready", "status": "False", "reason": "again", "lastHeartbeatTime": "2027-01-14T08:00:03Z"}]
+    objs = [_conditioned("x", conds)] * (2 if twice else 1) + [_conditioned("y", [{"status": "True"}])]
+    typed = _typed_nodes(objs)
+    assert typed == [node_from_dict(o) for o in objs]
+    rec = typed[-2]
+    assert list(rec.conditions) == ["Ready", "MemoryPressure"]
+    assert rec.conditions["Ready"].status == "False" and rec.conditions["MemoryPressure"].status == "Unknown"
+    assert rec.conditions["Ready"].last_heartbeat - rec.conditions["MemoryPressure"].last_heartbeat == 1
+    assert not typed[-1].conditions
+
+
+def test_the_memos_start_again_when_full(monkeypatch):
+    """Past their bounds the memos of condition texts and pool profiles are emptied, and the records
+    stay the same as the dict path's."""
+    from nodewatch.core import objects, wire
+
+    monkeypatch.setattr(wire, "SHAPES_MAX", 2)
+    monkeypatch.setattr(objects, "PROFILES_MAX", 2)
+    objs = [node(f"n{i}", "False", reason=f"reason-{i % 4}", labels={"pool": f"p{i % 3}"}) for i in range(12)]
+    for i, o in enumerate(objs):
+        o["status"]["nodeInfo"]["kubeletVersion"] = f"v1.{i % 5}"
+    assert _typed_nodes(objs) == [node_from_dict(o) for o in objs]
+    assert len(wire._condition_shapes) <= 2 and len(objects._pool_profiles) <= 2
+
+
+def test_nodes_of_one_label_set_with_other_versions_get_their_own_profiles():
+    objs = [node("a", labels={"pool": "p"}), node("b", labels={"pool": "p"}), node("c", labels={"pool": "p"})]
+    objs[1]["status"]["nodeInfo"]["kubeletVersion"] = "v1.34.0"
+    a, b, c = _typed_nodes(objs)
+    assert a.labels.common is b.labels.common is c.labels.common
+    assert (a.kubelet_version, b.kubelet_version) == ("v1.33.2", "v1.34.0")
+    assert a.profile is c.profile and b.profile is not a.profile
+    assert [node_from_dict(o) for o in objs] == [a, b, c]
