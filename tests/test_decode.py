@@ -29,6 +29,8 @@ NODES = [
     node("n-bare", None, zone="", region=""),
     {"metadata": {"name": "n-minimal"}},
     {"metadata": {"name": "n-nulls", "labels": None}, "spec": None, "status": {"conditions": None, "nodeInfo": None}},
+    {"metadata": {"name": "n-maps"}, "status": {"capacity": None, "allocatable": {}}},
+    {"metadata": {"name": "n-maps2"}, "status": {"capacity": {"cpu": "4", "pods": "110"}, "allocatable": {"cpu": "4"}}},
     {"metadata": {"name": "n-excluded", "labels": {"node.kubernetes.io/exclude-disruption": ""}},
      "status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
                 "conditions": [{"type": "Ready"}, {"status": "True"}]}},
@@ -61,6 +63,8 @@ def test_items_without_a_name_are_left_out_as_the_dict_path_does():
     {"metadata": {"name": "x"}, "status": {"conditions": "Ready"}},  # a list that is a string
     {"metadata": {"name": "x"}, "spec": {"unschedulable": "yes"}},
     {"metadata": {"name": "x"}, "status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": True}}}},
+    {"metadata": {"name": "x"}, "status": {"capacity": {"cpu": 8}}},  # resource maps are decoded later
+    {"metadata": {"name": "x"}, "status": {"allocatable": ["cpu"]}},
 ])
 def test_what_does_not_fit_the_types_raises_for_the_dict_fallback(bad):
     with pytest.raises(WireError):
@@ -251,3 +255,13 @@ def test_nodes_of_one_label_set_with_other_versions_get_their_own_profiles():
     assert (a.kubelet_version, b.kubelet_version) == ("v1.33.2", "v1.34.0")
     assert a.profile is c.profile and b.profile is not a.profile
     assert [node_from_dict(o) for o in objs] == [a, b, c]
+
+
+def test_nodes_with_the_same_resource_maps_share_them_however_the_text_is_spaced():
+    cap = {"cpu": "8", "memory": "32386544Ki", "pods": "58"}
+    spaced = b'{"metadata": {"name": "c"}, "status": {"capacity": { "cpu" : "8", "memory":"32386544Ki","pods":"58"}}}'
+    body = b'{"items": [%s, %s, %s]}' % (orjson.dumps({"metadata": {"name": "a"}, "status": {"capacity": cap}}),
+                                         orjson.dumps({"metadata": {"name": "b"}, "status": {"capacity": cap}}), spaced)
+    a, b, c = DECODERS["nodes"].decode_list(body)[0]
+    assert a.capacity == b.capacity == c.capacity == cap and a.capacity is b.capacity
+    assert a.allocatable == {} and [a, b, c] == [node_from_dict(orjson.loads(body)["items"][i]) for i in range(3)]

@@ -31,6 +31,7 @@ from .objects import (
     NO_CONDITIONS,
     NO_TIME,
     SHAPES_MAX,
+    SHARED_MAPS_MAX,
     Conditions,
     LeaseRecord,
     NodeRecord,
@@ -106,8 +107,8 @@ class _NodeStatus(Struct, gc=False):
     conditions: Optional[list[_Condition]] = None
     nodeInfo: Optional[_NodeInfo] = None
     addresses: Optional[list[_Address]] = None
-    capacity: Optional[dict[str, str]] = None
-    allocatable: Optional[dict[str, str]] = None
+    capacity: msgspec.Raw = msgspec.Raw()  # the JSON text: decoded once per distinct map (``_map``)
+    allocatable: msgspec.Raw = msgspec.Raw()
     daemonEndpoints: Optional[_DaemonEndpoints] = None
 
 
@@ -290,9 +291,9 @@ def _node_record(n: _Node) -> NodeRecord | None:
             addresses = tuple([x for a in status.addresses
                                for x in (_i(a.type), address_text(a.address or "", name))])
         if status.capacity:
-            capacity = _shared_map(status.capacity)
+            capacity = _map(status.capacity)
         if status.allocatable:
-            allocatable = _shared_map(status.allocatable)
+            allocatable = _map(status.allocatable)
         de = status.daemonEndpoints
         if de is not None and de.kubeletEndpoint is not None:
             port = de.kubeletEndpoint.Port
@@ -306,6 +307,31 @@ def _node_record(n: _Node) -> NodeRecord | None:
         address_list=addresses,
         created=_time(meta.creationTimestamp),
     )
+
+
+_maps_by_text: dict[bytes, dict[str, str]] = {}
+"""A Node's capacity or allocatable as JSON text -> the shared map (``_shared_map``). The nodes of
+one instance type send the same text (the API server writes a map's keys sorted), so the map is
+decoded once per text, not built and looked up again for every node."""
+_MAP_TEXT_MAX = 4096
+"""Longer texts are decoded every time, not kept (a resource map is ~150 bytes)."""
+_string_map = msgspec.json.Decoder(Optional[dict[str, str]])
+
+
+def _map(text: msgspec.Raw) -> dict[str, str]:
+    """The shared map of ``capacity`` or ``allocatable`` as decoded by the dict path; ``WireError``
+    when it is not a map of strings (the caller reads the object as a dict)."""
+    key = bytes(text)
+    hit = _maps_by_text.get(key)
+    if hit is None:
+        try:
+            value = _string_map.decode(key)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise WireError(str(exc)) from None
+        hit = _shared_map(value) if value else EMPTY_MAP
+        if len(key) <= _MAP_TEXT_MAX and len(_maps_by_text) < SHARED_MAPS_MAX:
+            _maps_by_text[key] = hit
+    return hit
 
 
 _condition_texts = attrgetter("type", "status", "reason", "message")
