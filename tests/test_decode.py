@@ -265,3 +265,48 @@ def test_nodes_with_the_same_resource_maps_share_them_however_the_text_is_spaced
     a, b, c = DECODERS["nodes"].decode_list(body)[0]
     assert a.capacity == b.capacity == c.capacity == cap and a.capacity is b.capacity
     assert a.allocatable == {} and [a, b, c] == [node_from_dict(orjson.loads(body)["items"][i]) for i in range(3)]
+
+
+def _node_text(name: str, labels: bytes) -> bytes:
+    return b'{"metadata": {"name": %s, "labels": %s}}' % (orjson.dumps(name), labels)
+
+
+@pytest.mark.parametrize("name,labels", [
+    ("n1", b'{"kubernetes.io/hostname":"n1","pool":"a","zone":"z"}'),  # first
+    ("n2", b'{"pool":"a","kubernetes.io/hostname":"n2","zone":"z"}'),  # between
+    ("n3", b'{"pool":"a","zone":"z","kubernetes.io/hostname":"n3"}'),  # last
+    ("n4", b'{"kubernetes.io/hostname":"n4"}'),  # alone
+    ("n5", b'{"pool":"a", "kubernetes.io/hostname" : "n5"}'),  # spaced: read whole
+    ("n6", b'{"pool":"a","kubernetes.io/hostname":"other"}'),  # another host name: a shared label like any
+    ("n7", b'{"pool":"a","kubernetes.io/hostname":"n\\u0037"}'),  # the name written with an escape
+    ("n8", b'{"kubernetes.io/hostname":"n8","kubernetes.io\\/hostname":"evil"}'),  # twice, once escaped
+    ("n9", b'{"kubernetes.io/hostname":"evil","kubernetes.io/hostname":"n9"}'),  # twice: the last counts
+    ('a","x":"b', b'{"kubernetes.io/hostname":"a","x":"b"}'),  # a name that looks like JSON members
+    ('q"', b'{"kubernetes.io/hostname":"q\\"","p":"1"}'),
+    ("n10", b'null'), ("n11", b'{}'),
+    ("n12", b'{"pool":"a,\\"kubernetes.io/hostname\\":\\"n12\\""}'),  # the member inside a value
+])
+def test_labels_read_from_their_text_as_the_dict_path_reads_them(name, labels):
+    text = _node_text(name, labels)
+    typed = DECODERS["nodes"].decode_list(b'{"items": [%s, %s]}' % (text, text))[0]  # the second from the memo
+    want = node_from_dict(orjson.loads(text))
+    assert typed == [want, want]
+    assert dict(typed[1].labels) == dict(want.labels) and list(typed[1].labels) == list(want.labels)
+    assert typed[1].labels.get("kubernetes.io/hostname") == want.labels.get("kubernetes.io/hostname")
+
+
+def test_a_pool_shares_one_label_set_wherever_its_nodes_write_the_hostname():
+    texts = [_node_text("n1", b'{"kubernetes.io/hostname":"n1","pool":"a"}'),
+             _node_text("n2", b'{"pool":"a","kubernetes.io/hostname":"n2"}'),
+             _node_text("n3", b'{"pool":"a", "kubernetes.io/hostname":"n3"}')]
+    a, b, c = DECODERS["nodes"].decode_list(b'{"items": [%s]}' % b",".join(texts))[0]
+    assert [r.labels.host for r in (a, b, c)] == ["n1", "n2", "n3"]
+    assert a.labels.common == {"pool": "a"} and b.labels.common is c.labels.common
+    assert [a, b, c] == [node_from_dict(orjson.loads(t)) for t in texts]
+
+
+@pytest.mark.parametrize("labels", [b'{"kubernetes.io/hostname":"n","a":{"b":"c"}}', b'{"a":["b"]}', b'"text"',
+                                    b'{"kubernetes.io/hostname":"n","a":1}'])
+def test_labels_that_are_not_a_map_of_strings_leave_the_node_to_the_dict_path(labels):
+    with pytest.raises(WireError):
+        DECODERS["nodes"].decode_list(b'{"items": [%s]}' % _node_text("n", labels))

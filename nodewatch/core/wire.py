@@ -28,14 +28,18 @@ from msgspec import Struct, field
 
 from .objects import (
     EMPTY_MAP,
+    LABEL_HOSTNAME,
     NO_CONDITIONS,
+    NO_LABELS,
     NO_TIME,
     SHAPES_MAX,
     SHARED_MAPS_MAX,
     Conditions,
+    Labels,
     LeaseRecord,
     NodeRecord,
     PodRecord,
+    _label_sets,
     _shared_map,
     address_text,
     kubelet_write_time,
@@ -57,7 +61,12 @@ class _Meta(Struct, gc=False):
     name: _S = None
     namespace: _S = None
     uid: _S = None
-    labels: Optional[dict[str, str]] = None
+    resourceVersion: _S = None
+
+
+class _NodeMeta(Struct, gc=False):
+    name: _S = None
+    labels: msgspec.Raw = msgspec.Raw()  # the JSON text: decoded once per pool (``_labels``)
     resourceVersion: _S = None
     creationTimestamp: _S = None
 
@@ -113,7 +122,7 @@ class _NodeStatus(Struct, gc=False):
 
 
 class _Node(Struct, gc=False):
-    metadata: Optional[_Meta] = None
+    metadata: Optional[_NodeMeta] = None
     spec: Optional[_NodeSpec] = None
     status: Optional[_NodeStatus] = None
 
@@ -266,7 +275,7 @@ def _node_record(n: _Node) -> NodeRecord | None:
     # one copy of the name for the record, the hostname label, the Hostname/InternalDNS addresses
     # that repeat it, and the Lease's name and holder (interned)
     name = intern(meta.name)
-    labels = node_labels(meta.labels, name, owned=True)
+    labels = _labels(meta.labels, name)
     taints: tuple[Taint, ...] = ()
     unschedulable = False
     if spec is not None:
@@ -318,20 +327,78 @@ _MAP_TEXT_MAX = 4096
 _string_map = msgspec.json.Decoder(Optional[dict[str, str]])
 
 
+def _decode_string_map(text: bytes) -> dict[str, str] | None:
+    """``WireError`` when ``text`` is not a JSON map of strings (or null): the caller then reads
+    the object as a dict."""
+    try:
+        return _string_map.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise WireError(str(exc)) from None
+
+
 def _map(text: msgspec.Raw) -> dict[str, str]:
-    """The shared map of ``capacity`` or ``allocatable`` as decoded by the dict path; ``WireError``
-    when it is not a map of strings (the caller reads the object as a dict)."""
+    """The shared map of ``capacity`` or ``allocatable`` as the dict path reads it."""
     key = bytes(text)
     hit = _maps_by_text.get(key)
     if hit is None:
-        try:
-            value = _string_map.decode(key)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise WireError(str(exc)) from None
+        value = _decode_string_map(key)
         hit = _shared_map(value) if value else EMPTY_MAP
         if len(key) <= _MAP_TEXT_MAX and len(_maps_by_text) < SHARED_MAPS_MAX:
             _maps_by_text[key] = hit
     return hit
+
+
+_common_labels_by_text: dict[bytes, dict[str, str]] = {}
+"""A Node's labels as JSON text without its hostname label -> the pool's shared label set
+(``node_labels``): the nodes of a pool differ only in that label, so the set is decoded once per
+pool, not built and looked up again for every node."""
+_HOSTNAME_KEY = b'"' + LABEL_HOSTNAME.encode() + b'":'
+
+
+def _labels(text: msgspec.Raw, name: str) -> Labels:
+    """``node_labels`` of the labels' JSON text; ``WireError`` when it is not a map of strings."""
+    raw = bytes(text)
+    if not raw:
+        return NO_LABELS
+    rest = _without_hostname(raw, name)
+    if rest is not None:
+        common = _common_labels_by_text.get(rest)
+        if common is not None:
+            return Labels(common, name)
+        value = _decode_string_map(rest)
+        if value is not None and LABEL_HOSTNAME not in value:  # else written twice, once escaped
+            common = _shared_map(value, _label_sets)
+            if len(rest) <= _MAP_TEXT_MAX and len(_common_labels_by_text) < SHARED_MAPS_MAX:
+                _common_labels_by_text[rest] = common
+            return Labels(common, name)
+    return node_labels(_decode_string_map(raw), name, owned=True)
+
+
+def _without_hostname(raw: bytes, name: str) -> bytes | None:
+    """The labels' JSON text without ``"kubernetes.io/hostname":"<name>"`` (and a comma), when it
+    holds that pair exactly so, once; else None (the caller decodes the whole text).
+
+    Sound on any text the decoder took as JSON: the key's opening quote follows ``{`` or ``,`` so it
+    is not escaped, and it cannot close a string (a bare word would follow); a name without quotes
+    and backslashes is written without escapes and ends the value at the next quote; ``,`` or ``}``
+    after it is structure. What is left is the same object without that one member."""
+    if '"' in name or "\\" in name:  # written with escapes: not found as it is, or found where it is not
+        return None
+    at = raw.find(_HOSTNAME_KEY)
+    if at <= 0 or raw.find(_HOSTNAME_KEY, at + 1) >= 0:
+        return None
+    member = _HOSTNAME_KEY + b'"' + name.encode() + b'"'
+    if not raw.startswith(member, at):
+        return None
+    end = at + len(member)
+    before, after = raw[at - 1], raw[end:end + 1]
+    if before == 0x2C and after in (b",", b"}"):  # ,"k":"v" then , or }
+        return raw[:at - 1] + raw[end:]
+    if before == 0x7B and after == b",":  # {"k":"v",
+        return raw[:at] + raw[end + 1:]
+    if before == 0x7B and after == b"}":  # {"k":"v"}
+        return raw[:at] + raw[end:]
+    return None
 
 
 _condition_texts = attrgetter("type", "status", "reason", "message")
