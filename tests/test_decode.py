@@ -310,3 +310,41 @@ def test_a_pool_shares_one_label_set_wherever_its_nodes_write_the_hostname():
 def test_labels_that_are_not_a_map_of_strings_leave_the_node_to_the_dict_path(labels):
     with pytest.raises(WireError):
         DECODERS["nodes"].decode_list(b'{"items": [%s]}' % _node_text("n", labels))
+
+
+def test_renew_times_read_as_parse_time_reads_them():
+    """The MicroTime shortcut gives exactly ``parse_time``'s float, and leaves every other form
+    (and every malformed one) to it."""
+    import random
+
+    from nodewatch.core.timeutil import parse_time
+    from nodewatch.core.wire import _micro_time
+
+    rng = random.Random(14)
+    samples = ["2026-12-01T00:33:48.953171Z", "9999-12-31T23:59:59.000000Z", "9999-12-31T23:59:59.500000Z",
+               "1970-01-01T00:00:00.000000Z", "1969-12-31T23:59:59.999999Z", "2026-12-31T23:59:60.500000Z",
+               "2026-02-30T00:00:00.000000Z", "2026-12-01T24:00:00.000000Z", "2026-12-01 00:33:48.953171Z",
+               "2026-12-01t00:33:48.953171Z", "2026-12-01T00:33:48.95317Z", "2026-12-01T00:33:48.9531710",
+               "2026-12-01T00:33:48.95317\u0661Z", "\u0662026-12-01T00:33:48.953171Z", "2026-12-01T00:33:48,953171Z",
+               "0000-01-01T00:00:00.000000Z", "2026-12-01T00:33:48.953171+00:00", "", None]
+    for _ in range(3000):
+        t = rng.uniform(-1e9, 2.6e11)
+        s = f"{int(t // 86400) % 10000:04d}-{rng.randint(0, 13):02d}-{rng.randint(0, 32):02d}T" \
+            f"{rng.randint(0, 25):02d}:{rng.randint(0, 61):02d}:{rng.randint(0, 61):02d}.{rng.randint(0, 999999):06d}Z"
+        samples.append(s)
+        samples.append(f"20{rng.randint(0, 99):02d}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T"
+                       f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}."
+                       f"{rng.randint(0, 999999):06d}Z")
+    for s in samples:
+        assert _micro_time(s) == parse_time(s), s
+    assert sum(parse_time(s) is not None for s in samples) > 3000  # most are times
+
+
+@pytest.mark.parametrize("duration", [40, 40.0, 0, -0.0, -5, 1e300, 10**18, 0.5])
+def test_lease_durations_read_as_the_dict_path_reads_them(duration):
+    obj = {"metadata": {"name": "a", "namespace": "kube-node-lease"},
+           "spec": {"holderIdentity": "a", "leaseDurationSeconds": duration,
+                    "renewTime": "2026-12-01T00:33:48.953171Z"}}
+    for _ in range(2):  # the second from the memo
+        rec = DECODERS["leases"].decode_list(_list("LeaseList", [obj]))[0][0]
+        assert rec == lease_from_dict(obj) and repr(rec) == repr(lease_from_dict(obj))
