@@ -144,3 +144,13 @@ def test_decoded_batches_round_trip_as_the_worker_sends_them():
     lease_lines = b"\n".join(orjson.dumps({"type": "ADDED", "object": raw_lease(f"n{i}", T0 - i)}) for i in range(5))
     leases = DECODERS["leases"].decode_events(lease_lines)
     assert _round_trip(leases) == leases
+
+
+def test_unpickled_conditions_take_no_more_memory_than_decoded_ones():
+    """The dashboard holds 65,000 unpickled records: their time arrays are made at their size."""
+    import sys
+
+    rec = DECODERS["nodes"].decode_events(orjson.dumps({"type": "ADDED", "object": raw_node(1)}))[0][1]
+    back = _round_trip(rec)
+    assert back.conditions == rec.conditions and len(rec.conditions) == 4
+    assert sys.getsizeof(back.conditions._times) <= sys.getsizeof(rec.conditions._times)

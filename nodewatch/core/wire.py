@@ -421,10 +421,11 @@ def _conditions(conds: list[_Condition]) -> Conditions:
     shape, order = known
     if shape is None:
         return NO_CONDITIONS
-    texts = list(chain.from_iterable(map(_condition_times, conds if order is None else [conds[i] for i in order])))
-    times = list(map(_time_cache.get, texts))
+    if order is not None:
+        conds = [conds[i] for i in order]
+    times = list(map(_time_cache.get, chain.from_iterable(map(_condition_times, conds))))
     if None in times:  # a time not seen lately (or absent)
-        times = [_time_or_nan(t) for t in texts]
+        times = [_time_or_nan(t) for t in chain.from_iterable(map(_condition_times, conds))]
     return Conditions.shaped(shape, array("d", times))
 
 
