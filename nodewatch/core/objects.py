@@ -439,9 +439,9 @@ class NodeRecord:
 
     def __reduce__(self) -> str | tuple:
         """Pickled flat, its labels' and conditions' parts among its own fields: one call to
-        rebuild it instead of three objects each pickled with a dict of its slots (a batch of
-        1,000 records between the list worker and the dashboard pickled 3x faster and unpickled
-        1.8x faster, bench/decode_build.py). ``AWAITED`` by name, so it stays the one."""
+        rebuild it instead of three objects each pickled with a dict of its slots (65,000 records
+        in batches of 1,000, from the list worker to the dashboard: dumps 0.29 -> 0.11 s, loads
+        0.13 -> 0.08 s, bench/decode_build.py). ``AWAITED`` by name, so it stays the one."""
         if self is AWAITED:
             return "AWAITED"
         labels, conditions = self.labels, self.conditions
