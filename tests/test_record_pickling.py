@@ -154,3 +154,14 @@ def test_unpickled_conditions_take_no_more_memory_than_decoded_ones():
     back = _round_trip(rec)
     assert back.conditions == rec.conditions and len(rec.conditions) == 4
     assert sys.getsizeof(back.conditions._times) <= sys.getsizeof(rec.conditions._times)
+
+
+def test_a_copy_of_a_record_shares_its_parts_as_a_shallow_copy_does():
+    """The replay index copies records (applying may replace their taints): a copy is a new record
+    holding the same labels and conditions, not new ones as unpickling makes."""
+    import copy
+
+    rec = node_from_dict(raw_node(3))
+    twin = copy.copy(rec)
+    assert twin == rec and twin is not rec
+    assert twin.labels is rec.labels and twin.conditions is rec.conditions and twin.profile is rec.profile
