@@ -52,7 +52,7 @@ def blocks(data: bytes, size: int = BLOCK) -> list[memoryview]:
 
 def forget() -> None:
     """Empty the decoders' memos, as a fresh worker process starts."""
-    for memo in (wire._time_cache, wire._durations, wire._condition_shapes, wire._maps_by_text,
+    for memo in (wire._time_cache, wire._durations, wire._address_types, wire._condition_shapes, wire._maps_by_text,
                  wire._common_labels_by_text, objects._shapes, objects._profiles, objects._pool_profiles,
                  objects._shared_maps, objects._label_sets):
         memo.clear()

@@ -348,3 +348,10 @@ def test_lease_durations_read_as_the_dict_path_reads_them(duration):
     for _ in range(2):  # the second from the memo
         rec = DECODERS["leases"].decode_list(_list("LeaseList", [obj]))[0][0]
         assert rec == lease_from_dict(obj) and repr(rec) == repr(lease_from_dict(obj))
+
+
+def test_odd_address_types_beyond_the_memo_read_as_the_dict_path_reads_them():
+    obj = {"metadata": {"name": "n"}, "status": {"addresses": [{"type": f"Odd{i}", "address": f"10.0.0.{i}"}
+                                                             for i in range(100)] + [{"address": "n"}]}}
+    rec = _typed_nodes([obj, obj])[1]
+    assert rec == node_from_dict(obj) and rec.addresses[-1] == ("", "n") and rec.addresses[70] == ("Odd70", "10.0.0.70")

@@ -297,8 +297,10 @@ def _node_record(n: _Node) -> NodeRecord | None:
             kubelet, runtime = info.kubeletVersion or "", info.containerRuntimeVersion or ""
             kernel, os_image = info.kernelVersion or "", info.osImage or ""
         if status.addresses:
-            addresses = tuple([x for a in status.addresses
-                               for x in (_i(a.type), address_text(a.address or "", name))])
+            flat: list[str] = []
+            for a in status.addresses:
+                flat += (_address_types.get(a.type) or _address_type(a.type), address_text(a.address or "", name))
+            addresses = tuple(flat)
         if status.capacity:
             capacity = _map(status.capacity)
         if status.allocatable:
@@ -316,6 +318,17 @@ def _node_record(n: _Node) -> NodeRecord | None:
         address_list=addresses,
         created=_time(meta.creationTimestamp),
     )
+
+
+_address_types: dict[str | None, str] = {}
+"""An address's type as decoded -> the interned one: a dict lookup instead of a call to intern."""
+
+
+def _address_type(value: str | None) -> str:
+    if len(_address_types) >= 64:  # there are five types; more is a cluster sending odd ones
+        _address_types.clear()
+    t = _address_types[value] = _i(value)
+    return t
 
 
 _maps_by_text: dict[bytes, dict[str, str]] = {}
