@@ -325,6 +325,7 @@ _address_types: dict[str | None, str] = {}
 
 
 def _address_type(value: str | None) -> str:
+    """The interned type, kept for the next node."""
     if len(_address_types) >= 64:  # there are five types; more is a cluster sending odd ones
         _address_types.clear()
     t = _address_types[value] = _i(value)
@@ -495,6 +496,7 @@ def _micro_time(value: str | None) -> float | None:
 
 _durations: dict[int | float, float | None] = {}
 """leaseDurationSeconds -> ``seconds`` of it: one or two values in a fleet."""
+_MISSING = object()
 
 
 def _duration(value: int | float | None) -> float | None:
@@ -507,9 +509,6 @@ def _duration(value: int | float | None) -> float | None:
             _durations.clear()
         d = _durations[value] = seconds(value)
     return d  # type: ignore[return-value]
-
-
-_MISSING = object()
 
 
 def _pod_record(p: _Pod) -> PodRecord | None:
