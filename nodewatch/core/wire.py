@@ -17,6 +17,9 @@ and ``LeaseRecord``; tests/test_decode.py checks that they agree field by field.
 
 from __future__ import annotations
 
+from array import array
+from itertools import chain
+from operator import attrgetter
 from sys import intern
 from typing import Optional, Union
 
@@ -25,11 +28,18 @@ from msgspec import Struct, field
 
 from .objects import (
     EMPTY_MAP,
+    LABEL_HOSTNAME,
     NO_CONDITIONS,
+    NO_LABELS,
+    NO_TIME,
+    SHAPES_MAX,
+    SHARED_MAPS_MAX,
     Conditions,
+    Labels,
     LeaseRecord,
     NodeRecord,
     PodRecord,
+    _label_sets,
     _shared_map,
     address_text,
     kubelet_write_time,
@@ -37,7 +47,7 @@ from .objects import (
     node_profile,
 )
 from .rules import Taint, Toleration
-from .timeutil import parse_time, seconds
+from .timeutil import MAX_TIME, parse_time, seconds
 
 # Optional[...] rather than "X | None": msgspec reads these annotations at class creation.
 _S = Optional[str]
@@ -51,7 +61,12 @@ class _Meta(Struct, gc=False):
     name: _S = None
     namespace: _S = None
     uid: _S = None
-    labels: Optional[dict[str, str]] = None
+    resourceVersion: _S = None
+
+
+class _NodeMeta(Struct, gc=False):
+    name: _S = None
+    labels: msgspec.Raw = msgspec.Raw()  # the JSON text: decoded once per pool (``_labels``)
     resourceVersion: _S = None
     creationTimestamp: _S = None
 
@@ -101,13 +116,13 @@ class _NodeStatus(Struct, gc=False):
     conditions: Optional[list[_Condition]] = None
     nodeInfo: Optional[_NodeInfo] = None
     addresses: Optional[list[_Address]] = None
-    capacity: Optional[dict[str, str]] = None
-    allocatable: Optional[dict[str, str]] = None
+    capacity: msgspec.Raw = msgspec.Raw()  # the JSON text: decoded once per distinct map (``_map``)
+    allocatable: msgspec.Raw = msgspec.Raw()
     daemonEndpoints: Optional[_DaemonEndpoints] = None
 
 
 class _Node(Struct, gc=False):
-    metadata: Optional[_Meta] = None
+    metadata: Optional[_NodeMeta] = None
     spec: Optional[_NodeSpec] = None
     status: Optional[_NodeStatus] = None
 
@@ -210,8 +225,8 @@ class _LeaseEvent(Struct, gc=False):
 
 # --- times ----------------------------------------------------------------------------------------
 
-_MISS = object()
-_time_cache: dict[str, float | None] = {}
+_time_cache: dict[str, float] = {}
+"""Times parsed, NaN for what is not one."""
 _TIME_CACHE_MAX = 4096
 """Small on purpose: the repeats are near each other (a node's conditions share its heartbeat, the
 nodes of a page their status-update seconds). Decoding 65,000 sim Nodes parsed 131,000 times with
@@ -219,18 +234,26 @@ nodes of a page their status-update seconds). Decoding 65,000 sim Nodes parsed 1
 about 10 ms more."""
 
 
-def _time(value: str | None) -> float | None:
-    """``parse_time`` with a memo: heartbeat and transition times repeat across a fleet's nodes
-    (a status update every few seconds to minutes), and parsing each was a third of the decode.
-    Not for a Lease's renewTime: microseconds, never the same twice."""
+def _time_or_nan(value: str | None) -> float:
+    """``parse_time`` with a memo, NaN for unknown (as ``Conditions`` holds times): heartbeat and
+    transition times repeat across a fleet's nodes (a status update every few seconds to minutes),
+    and parsing each was a third of the decode. Not for a Lease's renewTime: microseconds, never
+    the same twice."""
     if value is None:
-        return None
-    t = _time_cache.get(value, _MISS)
-    if t is _MISS:
+        return NO_TIME
+    t = _time_cache.get(value)
+    if t is None:
         if len(_time_cache) >= _TIME_CACHE_MAX:
             _time_cache.clear()
-        t = _time_cache[value] = parse_time(value)
-    return t  # type: ignore[return-value]
+        parsed = parse_time(value)
+        t = _time_cache[value] = NO_TIME if parsed is None else parsed
+    return t
+
+
+def _time(value: str | None) -> float | None:
+    """``_time_or_nan`` with None for unknown."""
+    t = _time_or_nan(value)
+    return None if t != t else t
 
 
 def _i(value: str | None) -> str:
@@ -252,7 +275,7 @@ def _node_record(n: _Node) -> NodeRecord | None:
     # one copy of the name for the record, the hostname label, the Hostname/InternalDNS addresses
     # that repeat it, and the Lease's name and holder (interned)
     name = intern(meta.name)
-    labels = node_labels(meta.labels, name)
+    labels = _labels(meta.labels, name)
     taints: tuple[Taint, ...] = ()
     unschedulable = False
     if spec is not None:
@@ -267,23 +290,21 @@ def _node_record(n: _Node) -> NodeRecord | None:
     port = None
     if status is not None:
         if status.conditions:
-            rows = [(_i(c.type), _i(c.status) or "Unknown", _i(c.reason), _i(c.message), _time(c.lastHeartbeatTime),
-                     _time(c.lastTransitionTime)) for c in status.conditions if c.type]
-            if rows:
-                conditions = Conditions(rows)
+            conditions = _conditions(status.conditions)
         info = status.nodeInfo
         if info is not None:
-            kubelet, runtime = _i(info.kubeletVersion), _i(info.containerRuntimeVersion)
-            kernel, os_image = _i(info.kernelVersion), _i(info.osImage)
+            # not interned: node_profile keys them by value, and the profile keeps the first copy
+            kubelet, runtime = info.kubeletVersion or "", info.containerRuntimeVersion or ""
+            kernel, os_image = info.kernelVersion or "", info.osImage or ""
         if status.addresses:
             flat: list[str] = []
             for a in status.addresses:
-                flat += (_i(a.type), address_text(a.address or "", name))
+                flat += (_address_types.get(a.type) or _address_type(a.type), address_text(a.address or "", name))
             addresses = tuple(flat)
         if status.capacity:
-            capacity = _shared_map(status.capacity)
+            capacity = _map(status.capacity)
         if status.allocatable:
-            allocatable = _shared_map(status.allocatable)
+            allocatable = _map(status.allocatable)
         de = status.daemonEndpoints
         if de is not None and de.kubeletEndpoint is not None:
             port = de.kubeletEndpoint.Port
@@ -299,24 +320,195 @@ def _node_record(n: _Node) -> NodeRecord | None:
     )
 
 
+_address_types: dict[str | None, str] = {}
+"""An address's type as decoded -> the interned one: a dict lookup instead of a call to intern."""
+
+
+def _address_type(value: str | None) -> str:
+    """The interned type, kept for the next node."""
+    if len(_address_types) >= 64:  # there are five types; more is a cluster sending odd ones
+        _address_types.clear()
+    t = _address_types[value] = _i(value)
+    return t
+
+
+_maps_by_text: dict[bytes, dict[str, str]] = {}
+"""A Node's capacity or allocatable as JSON text -> the shared map (``_shared_map``). The nodes of
+one instance type send the same text (the API server writes a map's keys sorted), so the map is
+decoded once per text, not built and looked up again for every node."""
+_MAP_TEXT_MAX = 4096
+"""Longer texts are decoded every time, not kept (a resource map is ~150 bytes)."""
+_string_map = msgspec.json.Decoder(Optional[dict[str, str]])
+
+
+def _decode_string_map(text: bytes) -> dict[str, str] | None:
+    """``WireError`` when ``text`` is not a JSON map of strings (or null): the caller then reads
+    the object as a dict."""
+    try:
+        return _string_map.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise WireError(str(exc)) from None
+
+
+def _map(text: msgspec.Raw) -> dict[str, str]:
+    """The shared map of ``capacity`` or ``allocatable`` as the dict path reads it."""
+    key = bytes(text)
+    hit = _maps_by_text.get(key)
+    if hit is None:
+        value = _decode_string_map(key)
+        hit = _shared_map(value) if value else EMPTY_MAP
+        if len(key) <= _MAP_TEXT_MAX and len(_maps_by_text) < SHARED_MAPS_MAX:
+            _maps_by_text[key] = hit
+    return hit
+
+
+_common_labels_by_text: dict[bytes, dict[str, str]] = {}
+"""A Node's labels as JSON text without its hostname label -> the pool's shared label set
+(``node_labels``): the nodes of a pool differ only in that label, so the set is decoded once per
+pool, not built and looked up again for every node."""
+_HOSTNAME_KEY = b'"' + LABEL_HOSTNAME.encode() + b'":'
+
+
+def _labels(text: msgspec.Raw, name: str) -> Labels:
+    """``node_labels`` of the labels' JSON text; ``WireError`` when it is not a map of strings."""
+    raw = bytes(text)
+    if not raw:
+        return NO_LABELS
+    rest = _without_hostname(raw, name)
+    if rest is not None:
+        common = _common_labels_by_text.get(rest)
+        if common is not None:
+            return Labels(common, name)
+        value = _decode_string_map(rest)
+        if value is not None and LABEL_HOSTNAME not in value:  # else written twice, once escaped
+            common = _shared_map(value, _label_sets)
+            if len(rest) <= _MAP_TEXT_MAX and len(_common_labels_by_text) < SHARED_MAPS_MAX:
+                _common_labels_by_text[rest] = common
+            return Labels(common, name)
+    return node_labels(_decode_string_map(raw), name, owned=True)
+
+
+def _without_hostname(raw: bytes, name: str) -> bytes | None:
+    """The labels' JSON text without ``"kubernetes.io/hostname":"<name>"`` (and a comma), when it
+    holds that pair exactly so, once; else None (the caller decodes the whole text).
+
+    Sound on any text the decoder took as JSON: the key's opening quote follows ``{`` or ``,`` so it
+    is not escaped, and it cannot close a string (a bare word would follow); a name without quotes
+    and backslashes is written without escapes and ends the value at the next quote; ``,`` or ``}``
+    after it is structure. What is left is the same object without that one member."""
+    if '"' in name or "\\" in name:  # written with escapes: not found as it is, or found where it is not
+        return None
+    at = raw.find(_HOSTNAME_KEY)
+    if at <= 0 or raw.find(_HOSTNAME_KEY, at + 1) >= 0:
+        return None
+    member = _HOSTNAME_KEY + b'"' + name.encode() + b'"'
+    if not raw.startswith(member, at):
+        return None
+    end = at + len(member)
+    before, after = raw[at - 1], raw[end:end + 1]
+    if before == 0x2C and after in (b",", b"}"):  # ,"k":"v" then , or }
+        return raw[:at - 1] + raw[end:]
+    if before == 0x7B and after == b",":  # {"k":"v",
+        return raw[:at] + raw[end + 1:]
+    if before == 0x7B and after == b"}":  # {"k":"v"}
+        return raw[:at] + raw[end:]
+    return None
+
+
+_condition_texts = attrgetter("type", "status", "reason", "message")
+_condition_times = attrgetter("lastHeartbeatTime", "lastTransitionTime")
+_condition_shapes: dict[tuple, tuple[tuple | None, tuple[int, ...] | None]] = {}
+"""The (type, status, reason, message) of a Node's conditions as decoded, in order -> the shape
+their ``Conditions`` share and which conditions give the times (None: all, in order). Healthy nodes
+of a fleet say the same: one lookup instead of interning 4 strings and making a row per condition,
+and then one shape lookup. Emptied when full, as the shape table is."""
+
+
+def _conditions(conds: list[_Condition]) -> Conditions:
+    """A Node's conditions: the same as ``Conditions`` of the dict path's rows."""
+    key = tuple(map(_condition_texts, conds))
+    known = _condition_shapes.get(key)
+    if known is None:
+        if len(_condition_shapes) >= SHAPES_MAX:
+            _condition_shapes.clear()
+        known = _condition_shapes[key] = _condition_shape(conds)
+    shape, order = known
+    if shape is None:
+        return NO_CONDITIONS
+    if order is not None:
+        conds = [conds[i] for i in order]
+    times = list(map(_time_cache.get, chain.from_iterable(map(_condition_times, conds))))
+    if None in times:  # a time not seen lately (or absent)
+        times = [_time_or_nan(t) for t in chain.from_iterable(map(_condition_times, conds))]
+    return Conditions.shaped(shape, array("d", times))
+
+
+def _condition_shape(conds: list[_Condition]) -> tuple[tuple | None, tuple[int, ...] | None]:
+    """(the shape, which conditions give the times) for conditions seen for the first time: those
+    without a type left out, a type given twice in its first place with its last fields (as
+    ``Conditions`` reads rows)."""
+    at: dict[str, int] = {}
+    for i, c in enumerate(conds):
+        if c.type:
+            at[c.type] = i
+    if not at:
+        return None, None
+    order = tuple(at.values())
+    rows = [(_i(c.type), _i(c.status) or "Unknown", _i(c.reason), _i(c.message), None, None)
+            for c in (conds[i] for i in order)]
+    return Conditions(rows).shape, None if order == tuple(range(len(conds))) else order
+
+
 def _lease_record(le: _Lease) -> LeaseRecord | None:
     meta = le.metadata
     if meta is None or not meta.name:
         return None
+    # the name and holder (the node's name) interned: one string for the node's record, its lease
+    # track and the state's keys
+    name = _i(meta.name)
     spec = le.spec
     if spec is None:
         holder, renew, duration = "", None, None
     else:
-        holder, renew = _i(spec.holderIdentity), parse_time(spec.renewTime)
-        d = spec.leaseDurationSeconds
-        duration = seconds(d)  # range-checked as the dict reader does
+        holder = spec.holderIdentity
+        holder = name if holder == name else _i(holder)
+        renew = _micro_time(spec.renewTime)
+        duration = _duration(spec.leaseDurationSeconds)
     written = None
     if meta.managedFields:
         written = kubelet_write_time(((m.manager, m.operation, m.time) for m in meta.managedFields), holder)
-    # the name and holder (the node's name) interned: one string for the node's record, its lease
-    # track and the state's keys
-    return LeaseRecord(name=_i(meta.name), namespace=meta.namespace or "", holder=holder, renew_time=renew,
-                       duration_seconds=duration, resource_version=meta.resourceVersion or "", written_at=written)
+    return LeaseRecord(name, _i(meta.namespace), holder, renew, duration, meta.resourceVersion or "", written)
+
+
+def _micro_time(value: str | None) -> float | None:
+    """``parse_time`` of a Lease's renewTime, a MicroTime (``2026-12-01T00:33:48.953171Z``), its whole
+    seconds through the time memo: a fleet's leases renew within the same few seconds, and parsing
+    each was a third of building a Lease's record. The same float as ``parse_time`` (which divides
+    whole microseconds by 10**6 too); any other form, or a leap second, goes to ``parse_time``."""
+    if value is not None and len(value) == 27 and value[26] == "Z" and value[19] == "." and value.isascii() \
+            and value[20:26].isdigit() and value[17:19] < "60" and value[4] + value[7] + value[10] == "--T":
+        whole = _time_or_nan(value[:19] + "Z")
+        if whole == whole:
+            t = (int(whole) * 1_000_000 + int(value[20:26])) / 1_000_000
+            return t if t <= MAX_TIME else None
+    return parse_time(value)
+
+
+_durations: dict[int | float, float | None] = {}
+"""leaseDurationSeconds -> ``seconds`` of it: one or two values in a fleet."""
+_MISSING = object()
+
+
+def _duration(value: int | float | None) -> float | None:
+    """``seconds`` (range-checked as the dict reader does) with a memo."""
+    if not value:  # None, and 0 / -0.0 kept apart
+        return seconds(value)
+    d = _durations.get(value, _MISSING)
+    if d is _MISSING:
+        if len(_durations) >= 64:
+            _durations.clear()
+        d = _durations[value] = seconds(value)
+    return d  # type: ignore[return-value]
 
 
 def _pod_record(p: _Pod) -> PodRecord | None:
