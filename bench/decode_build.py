@@ -3,8 +3,10 @@
 Why: at 65,000 production Nodes the complete frame waits for a worker process that reads the
 streaming list, decodes it (``wire.TypedDecoder``), builds the records and pickles them in batches
 to the dashboard, which unpickles them. This measures each step alone, as CPU seconds
-(``time.process_time``, the least of ``--repeat`` runs), on a recorded stream: one watch event a
-line, cut into blocks of whole lines of about 256 KB (what one read of the stream gives).
+(``time.process_time``, the least of ``--repeat`` runs), on a stream of watch events, one a line,
+cut into blocks of whole lines of about 256 KB (what one read of the stream gives): the
+production-shaped objects ``bench.start``'s server serves (``bench.objects``), or a recorded
+stream (``--nodes FILE --leases FILE``).
 
 - decode_lines: msgspec alone, the Structs of ``wire`` (what the C decoder costs);
 - build: ``_node_record`` over those Structs (the Python part);
@@ -30,8 +32,6 @@ import msgspec
 
 from nodewatch.core import objects, wire
 
-NODES = "/tmp/prof/nodes.jsonl"
-LEASES = "/tmp/prof/leases.jsonl"
 BLOCK = 256 * 1024
 BATCH = 1000
 
@@ -77,11 +77,33 @@ def cpu(fn: Callable[[], object], repeat: int, collector: bool = False) -> tuple
     return best, result
 
 
-def run(nodes: str = NODES, leases: str = LEASES, repeat: int = 5) -> dict[str, float]:
-    """The figures, in CPU seconds, by name."""
+def make_streams(count: int) -> tuple[bytes, bytes]:
+    """(Node events, Lease events) of ``count`` production-shaped nodes, one JSON line each."""
+    import orjson
+
+    from .objects import T0, raw_lease, raw_node
+
+    nodes, leases = [], []
+    for i in range(count):
+        node = raw_node(i)
+        nodes.append(orjson.dumps({"type": "ADDED", "object": node}))
+        leases.append(orjson.dumps({"type": "ADDED", "object": raw_lease(node["metadata"]["name"], T0 - i % 10)}))
+    return b"\n".join(nodes) + b"\n", b"\n".join(leases) + b"\n"
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def run(nodes: str | None = None, leases: str | None = None, repeat: int = 5, count: int = 65_000) -> dict[str, float]:
+    """The figures, in CPU seconds, by name: on the recorded streams given, else on ``count``
+    production-shaped nodes."""
     figures: dict[str, float] = {}
-    with open(nodes, "rb") as f:
-        data = f.read()
+    if nodes and leases:
+        data, ldata = _read(nodes), _read(leases)
+    else:
+        data, ldata = make_streams(count)
     parts = blocks(data)
     typed = wire.DECODERS["nodes"]
     raw = msgspec.json.Decoder(wire._NodeEvent)
@@ -104,8 +126,6 @@ def run(nodes: str = NODES, leases: str = LEASES, repeat: int = 5) -> dict[str, 
     figures["nodes"] = len(decoded)  # type: ignore[arg-type]
     del batches, blobs, back, decoded
 
-    with open(leases, "rb") as f:
-        ldata = f.read()
     lparts = blocks(ldata)
     ltyped = wire.DECODERS["leases"]
     lraw = msgspec.json.Decoder(wire._LeaseEvent)
@@ -119,11 +139,12 @@ def run(nodes: str = NODES, leases: str = LEASES, repeat: int = 5) -> dict[str, 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m bench.decode_build", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--nodes", default=NODES, help="Node watch events, one a line (default %(default)s)")
-    p.add_argument("--leases", default=LEASES, help="Lease watch events, one a line (default %(default)s)")
+    p.add_argument("--nodes", help="a file of Node watch events, one a line (default: made, see --count)")
+    p.add_argument("--leases", help="a file of Lease watch events, one a line")
+    p.add_argument("--count", type=int, default=65_000, help="nodes made when no files are given")
     p.add_argument("--repeat", type=int, default=5, help="runs of each step; the least is shown")
     args = p.parse_args(argv)
-    figures = run(args.nodes, args.leases, args.repeat)
+    figures = run(args.nodes, args.leases, args.repeat, args.count)
     print(f"{figures.pop('nodes'):,.0f} nodes, {figures.pop('leases'):,.0f} leases; "
           f"CPU seconds, least of {args.repeat}; pickled {figures.pop('pickled MB'):.1f} MB")
     for name, seconds in figures.items():

@@ -26,3 +26,8 @@ def test_every_figure_is_produced_on_a_small_stream(tmp_path):
     assert figures["nodes"] == 40 and figures["leases"] == 40
     assert {"decode_lines", "build", "decode_events (decode + build)", "pickle.dumps", "pickle.loads",
             "pickle.loads, collector on", "leases decode_events (decode + build)"} <= set(figures)
+
+
+def test_without_files_it_makes_its_stream():
+    figures = decode_build.run(repeat=1, count=30)
+    assert figures["nodes"] == 30 and figures["leases"] == 30
