@@ -49,9 +49,13 @@ async def _frames(kubeconfig: str, nodes: int) -> tuple[float, float, float, flo
                 raise RuntimeError(f"{resource} not synced after 300s")
             await asyncio.sleep(0.005)
         listed = time.perf_counter() - t0
-        generation = src.state.generation
         table = app.query_one("#table", FleetTable)
-        while app.view is None or app.view.generation < generation or len(table.rows) != nodes:
+
+        def drawn() -> bool:  # a frame evaluated once the stream said its list was in
+            h = app.view.health.get(resource) if app.view is not None else None
+            return h is not None and h.synced and len(table.rows) == nodes
+
+        while not drawn():
             if time.perf_counter() - t0 > 300:
                 raise RuntimeError(f"the frame after {resource} never came: it shows {len(table.rows)} nodes, "
                                    f"expected {nodes}")

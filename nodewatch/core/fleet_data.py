@@ -49,8 +49,10 @@ class FleetData:
         self.last_received: float | None = None
         self.generation = 0
         self.lists_done = 0
-        """Lists that have completed (SYNCED applied): a dashboard draws a frame as soon as one
-        does, rather than at its next tick."""
+        """Lists of live streams that have completed (their health turned synced, after their
+        SYNCED): a dashboard draws a frame as soon as one does, rather than at its next tick.
+        Counted on the health, not on SYNCED: a frame drawn between the two would still call the
+        lease stream blind ("listing")."""
         self.silence_seconds = silence_seconds
         """Lease stream silent this long (no event, no bookmark) = the dashboard may be blind.
         None: 2 x the renew interval."""

@@ -90,8 +90,11 @@ class Ingest(Evaluation):
             h = self.health.get(resource)
             if h is None:
                 h = self.health[resource] = WatchHealth(resource)
+            was_synced = h.synced
             for k, v in changes.items():
                 setattr(h, k, v)
+            if h.synced and not was_synced:
+                self.lists_done += 1  # its list is in (SYNCED applied), and the stream says so
             self.generation += 1
             if resource == "leases":
                 self._dirty.update(self.nodes)
@@ -105,7 +108,6 @@ class Ingest(Evaluation):
                 h.last_activity = received_at
         if etype == "SYNCED":
             self.synced.add(resource)
-            self.lists_done += 1
             if resource == "nodes":
                 # placeholders of nodes that do not exist go (the others were judged again when
                 # their Node arrived)

@@ -226,9 +226,11 @@ class LiveSource:
         with st.batch():
             for resource, etype, obj, t, listing in batch:
                 st.apply(resource, etype, obj, t, listing)
-        if len(batch) >= REFRESH_BATCH and batch[0][0] == "nodes" and batch[0][4]:
-            # A big batch of a Node list (after the first frame, at 65k: the list worker's
-            # batches): judged here, so the next frame has only the rest to judge.
+        if len(batch) >= REFRESH_BATCH and batch[0][0] == "nodes" and batch[0][4] and st.is_synced("leases"):
+            # A big batch of a Node list, once every node has its placeholder row (the Leases are
+            # in): judged here, so the next frame has only the rest to judge. (Before that, a
+            # batch would insert its nodes into the order one by one: the first frame's rebuild
+            # places them all at once.)
             st.refresh(self.clock.now())
         rec = self.recorder
         if rec is not None:
