@@ -18,6 +18,11 @@ def _requests(srv, resource: str) -> list:
     return [r for r in srv.request_log if f"/{resource}" in r.target]
 
 
+def _niceness(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+
 def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -107,6 +112,8 @@ def test_a_stop_in_the_middle_of_the_list_ends_the_child(tmp_path, start_live):
         worker = wait_until(lambda: r._worker, timeout=15)
         pid = worker.pid
         assert not _gone(pid)
+        # the child runs below the dashboard's priority (once it has started: it lowers its own)
+        wait_until(lambda: _niceness(pid) == min(19, os.nice(0) + list_worker.NICE))
         src.stop()
         assert not r.alive
         assert _gone(pid)  # stopped and reaped

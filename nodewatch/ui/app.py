@@ -20,6 +20,7 @@ import time
 from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult
+from textual.css.query import NoMatches
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Footer, Input
@@ -222,9 +223,12 @@ class NodewatchApp(SourceActions, App):
         """A list has completed since the last look (the Leases at start: every heartbeat; the
         Nodes: the complete frame): a frame now, not up to ``refresh_seconds`` later."""
         done = self.source.state.lists_completed()
-        if done != self._lists_seen:
+        if done != self._lists_seen and not self._exit:
             self._lists_seen = done
-            self._scheduled_tick()
+            try:
+                self._scheduled_tick()
+            except NoMatches:
+                pass  # the app is closing: its widgets are gone (a list completed as it did)
 
     def _scheduled_tick(self) -> None:
         """The interval's tick. A big fleet is evaluated in a thread so keys stay responsive."""
