@@ -166,7 +166,7 @@ class Clusters:
         out = []
         for log in self.logs:
             lines = log.read_text().splitlines() if log.exists() else []
-            out.append((len(lines), sum(1 for line in lines if line.endswith("(watch)"))))
+            out.append(_served(lines))
         return out
 
 
@@ -230,6 +230,20 @@ def _result(proc: subprocess.Popen) -> dict:
     if proc.returncode != 0:
         raise RuntimeError(f"nodewatch child exited with {proc.returncode}")
     return json.loads(out.strip().splitlines()[-1])
+
+
+def _served(lines: list[str]) -> tuple[int, int]:
+    """(requests, watches) of one sim-server's log, a Node list read by a child process counted as
+    the one stream it replaces: the child's streaming list ends at the end of the initial events
+    and the dashboard's watch of the Nodes goes on from there, two requests where a list read in
+    the dashboard's process goes on as the watch on the same one (``sources/list_worker``)."""
+    requests = len(lines)
+    watches = sum(1 for line in lines if line.endswith("(watch)"))
+    node_lists = sum(1 for line in lines if " /api/v1/nodes?" in line and "sendInitialEvents=true" in line)
+    node_watches = sum(1 for line in lines if " /api/v1/nodes?" in line and line.endswith("(watch)")
+                       and "sendInitialEvents" not in line and "fieldSelector" not in line)
+    split = min(node_lists, node_watches)
+    return requests - split, watches - split
 
 
 def _load(served: list[tuple[int, int]]) -> str:
