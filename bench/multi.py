@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 from .harness import Figure
-from .process_memory import TreePeak
+from .process_memory import TreePeak, _status
 
 ROOT = Path(__file__).resolve().parent.parent
 SIZE = (200, 60)
@@ -196,8 +196,7 @@ def _viewer(directory: str, nodes: int, frames: int, since: float) -> subprocess
 
 def _peak_rss(pid: int | str = "self") -> int:
     """Peak resident size (``VmHWM``) of a running process, or of this one."""
-    status = Path(f"/proc/{pid}/status").read_text()
-    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")) * 1024
+    return _status(pid)["VmHWM"]
 
 
 def _one_hub(kubeconfig: str, directory: str, nodes: int, frames: int) -> tuple[dict, float, int]:

@@ -98,7 +98,7 @@ class TreePeak:
         return max(self.own, self.together)
 
 
-def _status(pid: int) -> dict[str, int]:
+def _status(pid: int | str) -> dict[str, int]:
     out = {}
     try:
         with open(f"/proc/{pid}/status") as f:

@@ -11,7 +11,7 @@ import pytest
 from simserver import TinyFleet, make_fleet, running_server, wait_until
 
 from nodewatch.sources import list_worker
-from nodewatch.sources.list_worker import INITIAL_END, _ends_initial
+from nodewatch.sources.reflector import INITIAL_EVENTS_END
 
 
 def _requests(srv, resource: str) -> list:
@@ -51,8 +51,8 @@ class HostileFleet(TinyFleet):
     def node(self, name: str) -> dict:
         obj = super().node(name)
         if name == self.names[0]:
-            obj["metadata"]["labels"]["trap"] = INITIAL_END.decode()
-            obj["metadata"]["annotations"] = {INITIAL_END.decode(): "true"}
+            obj["metadata"]["labels"]["trap"] = INITIAL_EVENTS_END
+            obj["metadata"]["annotations"] = {INITIAL_EVENTS_END: "true"}
             obj["spec"]["unschedulable"] = "yes"  # not a bool: the typed decoder refuses the block
         return obj
 
@@ -64,16 +64,6 @@ def test_an_object_that_carries_the_end_marker_does_not_end_the_list(tmp_path, s
         assert sorted(src.state.nodes) == fleet.names
         assert src.reflector("nodes").lists_in_worker == 1
         assert [r for r in _requests(srv, "nodes") if "watch=true" not in r.target] == []  # no paged list
-
-
-def test_only_the_bookmark_ends_the_initial_events():
-    node = b'{"type":"ADDED","object":{"metadata":{"name":"n","labels":{"x":"k8s.io/initial-events-end"}}}}'
-    plain = b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}'
-    end = (b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7","annotations":'
-           b'{"k8s.io/initial-events-end":"true"}}}}')
-    assert not _ends_initial(node + b"\n" + plain + b"\n")
-    assert _ends_initial(node + b"\n" + end + b"\n")
-    assert not _ends_initial(b'{"type":"BOOKMARK", "k8s.io/initial-events-end" garbled\n')
 
 
 def test_a_child_that_cannot_start_leaves_the_list_to_the_dashboards_process(tmp_path, start_live, monkeypatch):
@@ -170,5 +160,5 @@ def test_each_child_reports_its_peak_memory(tmp_path, start_live):
     with running_server(tmp_path, fleet=fleet) as srv:
         src = start_live(srv)
         assert src.reflector("nodes").lists_in_worker == 1
-        wait_until(lambda: len(list_worker.peaks) == before + 1)  # with the frame after the list's end
+        wait_until(lambda: len(list_worker.peaks) == before + 1)  # read as the child was stopped
         assert 5 << 20 < list_worker.peaks[-1] < 500 << 20  # an interpreter with urllib3 and msgspec

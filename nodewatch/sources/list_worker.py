@@ -7,9 +7,10 @@ at ~4 s. Here a child process (its own interpreter, its own GIL, the machine's o
 GET, the TLS, the chunk framing and the typed decoding, and sends the records back pickled in
 batches; the dashboard process only unpickles them (~0.25 s for 65,000) and applies them.
 
-The child does one streaming list (``sendInitialEvents``) and nothing else: it stops after the
-bookmark that ends the initial events (the reflector then watches on from that bookmark's
-resourceVersion in its own process, as after any list). Everything but the happy path stays in
+The child does one streaming list (``sendInitialEvents``) and nothing else: the reflector, which
+reads the bookmark that ends the initial events (it comes back in a ``lines`` frame), stops the
+child there and watches on from that bookmark's resourceVersion in its own process, as after any
+list. Everything but the happy path stays in
 ``Reflector``: a child that cannot start, a request that is not answered with 2xx, a stream that
 breaks, make the reflector do what it did before in its own process (which then meets the same
 answer and handles it: 401 reloads, 403, 410, a server that does not offer streaming lists).
@@ -23,8 +24,7 @@ Protocol, on the child's stdin and stdout:
   otherwise (and the child ends); ``("events", [(type, record, resourceVersion), ...])`` typed events in stream order;
   ``("lines", bytes)`` a block of whole lines the types refused (a bookmark, an ERROR, an odd
   object), for the reflector to read line by line; ``("error", text)`` (the child ends);
-  ``("end", why, peak)``: "initial" after the block holding the initial-events-end bookmark,
-  "eof" when the body ended; ``peak`` is the child's own peak memory (bytes).
+  ``("end",)`` when the body ended.
 
 The credentials (the request's headers, the TLS settings of the connection pool) go to the child
 over its stdin, never on its command line or in its environment.
@@ -55,7 +55,6 @@ useful frame 0.93-0.96 s at nice 10, 1.07-1.95 s at nice 0; complete frame 2.4-2
 PYTHON = sys.executable
 """The interpreter the child runs on: this one."""
 _FRAME = struct.Struct("<I")
-INITIAL_END = b"k8s.io/initial-events-end"
 
 
 MAX_AT_ONCE = max(1, (os.cpu_count() or 2) - 1)
@@ -64,7 +63,7 @@ MAX_AT_ONCE = max(1, (os.cpu_count() or 2) - 1)
 dashboard's process, as before."""
 _slots = threading.BoundedSemaphore(MAX_AT_ONCE)
 peaks: list[int] = []
-"""Each child's own peak memory (bytes, ``VmHWM``), as it reported it when it ended: for the
+"""Each child's own peak memory (bytes, ``VmHWM``, read as it is stopped; Linux): for the
 benchmarks, which count the program's memory with its children's."""
 
 
@@ -157,9 +156,6 @@ class ListWorker:
                     return
                 raise WorkerFailed("the list worker ended in the middle of a frame")
             frame = pickle.loads(data)  # noqa: S301 - from our own child process
-            if frame[0] == "end" and len(frame) > 2:
-                peaks.append(frame[2])
-                del peaks[:-100]
             yield frame
             if frame[0] in ("end", "http", "error"):
                 return
@@ -171,12 +167,15 @@ class ListWorker:
             if self._closed:
                 return
             self._closed = True
-        for f in (self._proc.stdin,):
-            try:
-                if f is not None:
-                    f.close()
-            except OSError:
-                pass
+        peak = _peak_of(self._proc.pid)
+        if peak:
+            peaks.append(peak)
+            del peaks[:-100]
+        try:
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()
+        except OSError:
+            pass
         try:
             self._proc.kill()
         except OSError:
@@ -204,9 +203,10 @@ def _send(frame: tuple) -> None:
         view = view[os.write(1, view):]
 
 
-def _own_peak() -> int:
+def _peak_of(pid: int) -> int:
+    """A running process's peak memory (bytes, ``VmHWM``); 0 where /proc cannot tell."""
     try:
-        with open("/proc/self/status") as f:
+        with open(f"/proc/{pid}/status") as f:
             for line in f:
                 if line.startswith("VmHWM:"):
                     return int(line.split()[1]) * 1024
@@ -224,29 +224,6 @@ def _exit_when_parent_goes() -> None:
     except OSError:
         pass
     os._exit(0)
-
-
-def _ends_initial(block: bytes) -> bool:
-    """Does this block hold the BOOKMARK that ends the initial events? (Not just the annotation's
-    name inside some object: a label value could carry it.)"""
-    if INITIAL_END not in block:
-        return False
-    import msgspec
-
-    for line in block.split(b"\n"):
-        if INITIAL_END not in line:
-            continue
-        try:
-            ev = msgspec.json.decode(line)
-        except msgspec.DecodeError:
-            continue
-        if not isinstance(ev, dict) or ev.get("type") != "BOOKMARK":
-            continue
-        meta = ev.get("object", {}).get("metadata") if isinstance(ev.get("object"), dict) else None
-        ann = meta.get("annotations") if isinstance(meta, dict) else None
-        if isinstance(ann, dict) and ann.get(INITIAL_END.decode()) == "true":
-            return True
-    return False
 
 
 def _run(req: Request) -> None:
@@ -280,7 +257,7 @@ def _run(req: Request) -> None:
             if not chunk:
                 if pending:
                     _send(("events", pending))
-                _send(("end", "eof", _own_peak()))
+                _send(("end",))
                 return
             buf += chunk
             if b"\n" not in chunk:
@@ -295,9 +272,6 @@ def _run(req: Request) -> None:
                     _send(("events", pending))
                     pending = []
                 _send(("lines", block))
-                if _ends_initial(block):
-                    _send(("end", "initial", _own_peak()))
-                    return
                 continue
             if len(pending) >= BATCH:
                 _send(("events", pending))

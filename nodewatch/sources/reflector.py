@@ -490,7 +490,8 @@ class Reflector:
                     self.sink(batch)
         finally:
             self._end_stream()
-            if not ended or body.direct:
+            close = not ended or body.direct
+            if close:
                 # A stream left before its end (a stop, an error, a stop that came while the
                 # request was on its way) is closed, never handed back to the pool: the server
                 # would go on writing to a connection the next request reuses, and would not see
@@ -501,7 +502,7 @@ class Reflector:
                 except Exception:  # noqa: BLE001
                     pass
             try:
-                if not ended or body.direct:
+                if close:
                     resp.close()
                 resp.release_conn()
             except Exception:  # noqa: BLE001
@@ -580,11 +581,13 @@ class Reflector:
                     if self._stop.is_set():
                         return got
                     raise ApiError(0, f"stream broken: {frame[1]}")
-                else:  # "end": after a complete list (the bookmark handled above), a success
-                    return got or self._initial is None
+                else:  # "end": the body ended before the initial events did
+                    return got
                 if batch:
                     got = True
                     self.sink(batch)
+                if self._initial is None:  # the bookmark that ends the list: the child's work is done
+                    return True
             return got
         except list_worker.WorkerFailed as exc:
             if self._stop.is_set():
