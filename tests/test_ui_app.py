@@ -513,3 +513,42 @@ async def test_a_completed_list_is_drawn_at_once_not_at_the_next_tick():
         await pilot.pause()
         assert shown(app) == [f"n{i}" for i in range(5)]  # placeholders, judged by their Leases
         assert "listed" in {t.name for t in app._timers}  # and the interval that runs it is there
+
+
+async def test_until_the_user_moves_it_the_cursor_stays_on_the_worst_node():
+    """At start-up the first frame shows placeholders (Leases only); when the Nodes arrive the
+    order changes. The cursor must not follow the node the first frame happened to show first (it
+    scrolled the worst nodes out of sight): it stays on the top row until the user moves it, and
+    from then on follows the node the user chose."""
+    from factories import lease
+    from ui_support import FakeSource
+
+    from nodewatch.core.clock import ManualClock
+    from nodewatch.core.fleet import FleetState
+    from nodewatch.core.settings import Settings
+
+    state = FleetState(Settings())
+    for stream in ("nodes", "leases"):
+        state.update_health(stream, connected=True, synced=False)
+    for i in range(30):
+        state.apply("leases", "ADDED", lease(f"n{i:02d}", T0 - 1), T0, True)
+    state.apply("leases", "SYNCED", None, T0)
+    state.update_health("leases", connected=True, synced=True, last_activity=T0)
+    src = FakeSource(state, ManualClock(T0))
+    app = NodewatchApp(src, refresh_seconds=3600)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.query_one("#table", FleetTable)
+        assert shown(app)[0] == "n00" and table.cursor == 0  # placeholders, by name
+        for i in range(30):  # the Nodes: the last ones are in trouble, worst first now
+            state.apply("nodes", "ADDED", node(f"n{i:02d}", "Unknown" if i >= 27 else "True"), T0, True)
+        state.apply("nodes", "SYNCED", None, T0)
+        app.tick()
+        await pilot.pause()
+        assert shown(app)[0] != "n00" and table.cursor == 0 and table.current.name == shown(app)[0]
+        await pilot.press("down")  # the user chooses a node: from now on the cursor follows it
+        chosen = table.current.name
+        state.apply("nodes", "MODIFIED", node(chosen, "False"), T0, False)
+        app.tick()
+        await pilot.pause()
+        assert table.current.name == chosen

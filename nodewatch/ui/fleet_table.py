@@ -83,7 +83,8 @@ class FleetTable(ScrollView, can_focus=True):
         self.sort = "state"
         self.reverse = False
         self.selected_name: str | None = None
-        """The key (``NodeView.key``: the name, or cluster/name) of the node under the cursor."""
+        """The key (``NodeView.key``: the name, or cluster/name) of the node the user put the cursor
+        on (it stays under the cursor when the order changes); None until the user moves it."""
         self.cluster_width = 0
         self.empty_message = "no nodes"
         self._layout: list[tuple[Column, int]] = []
@@ -200,7 +201,11 @@ class FleetTable(ScrollView, can_focus=True):
         return max(0, min(value, len(self.rows) - 1)) if self.rows else 0
 
     def watch_cursor(self, old: int, new: int) -> None:
-        if self.rows:
+        if self.rows and not self._in_set_rows:
+            # The node to follow is one the user put the cursor on. Until then the cursor stays on
+            # the top row, the worst node: a dashboard opened at start-up followed the node its
+            # first frame happened to show first (a placeholder row, before the Nodes were in),
+            # and scrolled the worst nodes out of sight when the complete frame reordered them.
             self.selected_name = self.rows[new].key
         top = int(self.scroll_y)
         if new < top:
