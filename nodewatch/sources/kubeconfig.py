@@ -7,8 +7,9 @@ nodewatch adds what it lacks: a clear error for the user, a reload of the creden
 (a rotated token file, an exec plugin without an expiry), and a connection that can only send GET
 (nodewatch is strictly read-only; the object offers no other verb).
 
-Credentials never leave this module: error messages name files, contexts and servers, never a
-token, a key or certificate data.
+Credentials never leave this module but for one place: ``Connection.worker_request`` hands the
+request's headers to the list worker's child process over its stdin (``sources/list_worker``).
+Error messages name files, contexts and servers, never a token, a key or certificate data.
 """
 
 from __future__ import annotations
