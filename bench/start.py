@@ -60,7 +60,11 @@ async def _frames(kubeconfig: str, nodes: int) -> tuple[float, float, float, flo
                 raise RuntimeError(f"the frame after {resource} never came: it shows {len(table.rows)} nodes, "
                                    f"expected {nodes}")
             await asyncio.sleep(0.005)
-        await pilot.pause()  # painted
+        # Painted: every message queued is handled, then the screen composed and rendered, as
+        # the dashboard's own screen timer does next. (A bare ``pause()`` also waits for the
+        # process to go idle, up to 1 s, and the Node list being read keeps it busy: until this
+        # session the first useful frame was measured up to 1 s late.)
+        await pilot.pause(0)
         return time.perf_counter() - t0, listed
 
     try:

@@ -8,7 +8,7 @@ import pytest
 from factories import T0, lease, node, taint
 
 from nodewatch.core.objects import lease_from_dict, node_from_dict
-from nodewatch.core.wire import DECODERS, WireError, record_key
+from nodewatch.core.wire import DECODERS, WireError
 
 from bench.objects import raw_lease, raw_node
 
@@ -77,9 +77,9 @@ def test_watch_lines_decode_with_their_resource_version():
     etype, rec, rv = DECODERS["nodes"].decode_event(orjson.dumps({"type": "MODIFIED", "object": obj}))
     assert (etype, rv) == ("MODIFIED", obj["metadata"]["resourceVersion"])
     assert rec == node_from_dict(obj)
-    assert record_key(rec) == ("", obj["metadata"]["name"])
+    assert (getattr(rec, "namespace", ""), rec.name) == ("", obj["metadata"]["name"])
     _, lrec, _ = DECODERS["leases"].decode_event(orjson.dumps({"type": "ADDED", "object": raw_lease("a", T0)}))
-    assert record_key(lrec) == ("kube-node-lease", "a")
+    assert (lrec.namespace, lrec.name) == ("kube-node-lease", "a")
 
 
 @pytest.mark.parametrize("line", [

@@ -83,6 +83,30 @@ def test_410_gone_relists_and_reconciles(tmp_path, start_live):
     assert all(x == ["node-000", "node-002", "node-003"] for x in listings[1:])  # no one twice, no one stale
 
 
+def test_a_lease_deleted_in_a_410_gap_is_reconciled_in_its_namespace(tmp_path, start_live):
+    """Leases are known by name alone (the stream lists one namespace): the made-up DELETED that
+    a relist reconciles with still says which namespace the Lease was in."""
+    fleet = TinyFleet(nodes=3, start=time.time())
+    path = str(tmp_path / "rec.jsonl")
+    with running_server(tmp_path, fleet=fleet, bookmark_interval=0.2) as srv:
+        rec = Recorder(path, {"kind": "test"}, Settings())
+        src = start_live(srv, recorder=rec)
+        wait_until(src.watching)
+        assert sorted(src.reflector("leases").known) == fleet.names
+        srv.faults.fail_next(1, 410, resource="leases")  # the leases re-watch: HTTP 410
+        srv.faults.reset_now()
+        wait_until(lambda: not health(src, "leases").connected)
+        srv.store.emit("leases", "DELETED", fleet.lease("node-002"))  # deleted during the gap
+        wait_until(lambda: src.reflector("leases").relists >= 2, timeout=15)
+        wait_until(lambda: "node-002" not in src.state.leases)
+        assert sorted(src.reflector("leases").known) == ["node-000", "node-001"]
+        src.stop()
+        rec.close()
+    _, entries, _ = read_recording(path)
+    deleted = [e.obj["metadata"] for e in entries if e.etype == "DELETED" and e.resource == "leases"]
+    assert deleted and all(m == {"name": "node-002", "namespace": "kube-node-lease"} for m in deleted)
+
+
 def test_http_500_and_429_back_off_and_resume_without_relisting(tmp_path, start_live):
     fleet = TinyFleet(nodes=3, start=time.time())
     path = str(tmp_path / "rec.jsonl")

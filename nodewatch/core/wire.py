@@ -625,8 +625,3 @@ DECODERS: dict[str, TypedDecoder] = {
     "pods": TypedDecoder(_Pod, _PodList, _PodEvent, _pod_record),
 }
 """The resources with a typed decoder; the others (events, CSRs: few and small) are read as dicts."""
-
-
-def record_key(rec: Record) -> tuple[str, str]:
-    """(namespace, name): the key a reflector keeps for each object it knows."""
-    return (getattr(rec, "namespace", ""), rec.name)

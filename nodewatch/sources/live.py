@@ -28,9 +28,10 @@ from ..core.clock import Clock, SystemClock
 from ..core.fleet import FleetState
 from ..core.settings import Settings
 from .certcache import CertCache
+from .heap import fix_mmap_threshold
 from .kubeconfig import ApiError, Connection, KubeconfigError
 from .recording import Recorder
-from .reflector import CSRS, LEASES, NODES, Batch, Reflector, ResourceSpec, deleted_stub, events_of, pods_on
+from .reflector import CSRS, LEASES, NODES, Batch, Reflector, ResourceSpec, events_of, pods_on
 
 MAX_SCOPED_NODES = 50
 """At most this many nodes get pod and event watches (2 streams each)."""
@@ -103,6 +104,7 @@ class LiveSource:
             if self._started or self._stop.is_set():
                 return
             self._started = True
+            fix_mmap_threshold()  # before the first list: its buffers must not fragment the heap
             cached = self.cert_cache.load()
             if self._stop.is_set():  # stop() was called from another thread while the cache was read
                 return
@@ -348,7 +350,7 @@ class LiveSource:
                     self._scoped_health.pop(r, None)
                 # the pods and events of this node are no longer kept up to date: forget them
                 now = self.clock.now()
-                gone: Batch = [(r.spec.resource, "DELETED", deleted_stub(k), now, False) for k in r.known]
+                gone: Batch = [(r.spec.resource, "DELETED", r.deleted_stub(k), now, False) for k in r.known]
                 if gone:
                     self._sink(gone)
             with self._lock:

@@ -35,7 +35,7 @@ from typing import Any, Callable
 import orjson
 import urllib3
 
-from ..core.wire import DECODERS, TypedDecoder, WireError, record_key
+from ..core.wire import DECODERS, TypedDecoder, WireError
 from . import list_worker
 from .chunked import BodyReader
 from .kubeconfig import ApiError, Connection, api_error
@@ -60,6 +60,8 @@ QUICK_END = 1.0
 """A stream that ends sooner than this without any event counts as a failure (backoff)."""
 
 Batch = list[tuple[str, str, Any, float, bool]]
+Key = str | tuple[str, str]
+"""What a reflector knows an object by (``Reflector.key``): a name, or (namespace, name)."""
 """(resource, type, object, received_at, listing) tuples, as FleetState.apply takes them."""
 
 
@@ -116,6 +118,9 @@ class ResourceSpec:
     field_selector: str | None = None
     label: str = ""
     """For messages: ``pods on node-7``; defaults to the resource name."""
+    namespace: str = ""
+    """The one namespace ``path`` lists, if it lists one; "" for a cluster-scoped resource or all
+    namespaces. An object there is known by its name alone (``Reflector.key``)."""
 
     @property
     def what(self) -> str:
@@ -124,7 +129,8 @@ class ResourceSpec:
 
 NODES = ResourceSpec("nodes", "/api/v1/nodes", "list/watch on nodes")
 LEASES = ResourceSpec("leases", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
-                      "list/watch on leases.coordination.k8s.io in namespace kube-node-lease")
+                      "list/watch on leases.coordination.k8s.io in namespace kube-node-lease",
+                      namespace="kube-node-lease")
 CSRS = ResourceSpec("certificatesigningrequests", "/apis/certificates.k8s.io/v1/certificatesigningrequests",
                     "list/watch on certificatesigningrequests.certificates.k8s.io")
 
@@ -209,13 +215,13 @@ class Reflector:
         self.in_worker = in_worker
         self.watch_list: bool | None = None if watch_list else False
         """Streaming lists: None until tried, True once one worked, False when refused (paged lists)."""
-        self._initial: dict[tuple[str, str], None] | None = None
+        self._initial: dict[Key, None] | None = None
         self._paged_next = False
         """A streaming list ended before its initial events did: the next list is a paged one
         (client-go's fallback too: a list that always breaks halfway must still make progress)."""
         """Keys seen so far while a streaming list sends its initial events; None outside one."""
-        self.known: dict[tuple[str, str], None] = {}
-        """Keys (namespace, name) of the objects handed over and not deleted: what a relist reconciles."""
+        self.known: dict[Key, None] = {}
+        """Keys (``key``) of the objects handed over and not deleted: what a relist reconciles."""
         self.relists = 0
         self.lists_in_worker = 0
         """Lists whose initial events a child process read (``sources/list_worker``)."""
@@ -363,7 +369,7 @@ class Reflector:
             self._list_pages()
 
     def _list_pages(self) -> None:
-        seen: dict[tuple[str, str], None] = {}
+        seen: dict[Key, None] = {}
         cont: str | None = None
         rv = ""
         first_page = True
@@ -391,7 +397,7 @@ class Reflector:
         self.resource_version = rv
         self._finish_list(seen, self.wall(), [])
 
-    def _decode_page(self, data: bytes, seen: dict[tuple[str, str], None]) -> tuple[Batch, str, str | None]:
+    def _decode_page(self, data: bytes, seen: dict[Key, None]) -> tuple[Batch, str, str | None]:
         """One list page: (its items as listing ADDED events, its resourceVersion, its continue
         token); every item's key goes into ``seen``."""
         resource = self.spec.resource
@@ -404,7 +410,7 @@ class Reflector:
                 now = self.wall()
                 batch: Batch = []
                 for rec in records:
-                    seen[record_key(rec)] = None
+                    seen[self.key(getattr(rec, "namespace", ""), rec.name)] = None
                     batch.append((resource, "ADDED", rec, now, True))
                 return batch, rv, cont
         try:
@@ -416,7 +422,7 @@ class Reflector:
         now = self.wall()
         batch = []
         for item in page.get("items") or ():
-            key = _key(item)
+            key = self._dict_key(item)
             if key is None:
                 continue
             seen[key] = None
@@ -624,7 +630,7 @@ class Reflector:
             if rv:
                 self.resource_version = rv
             if rec is not None:
-                self._hand_over(etype, rec, record_key(rec), now, batch)
+                self._hand_over(etype, rec, self.key(getattr(rec, "namespace", ""), rec.name), now, batch)
         return batch
 
     def _decode(self, lines: list[bytes]) -> Batch:
@@ -653,7 +659,7 @@ class Reflector:
                 if rv:
                     self.resource_version = rv
                 if obj is not None:
-                    self._hand_over(etype, obj, record_key(obj), now, batch)
+                    self._hand_over(etype, obj, self.key(getattr(obj, "namespace", ""), obj.name), now, batch)
                 return
         try:
             ev = orjson.loads(line)
@@ -683,11 +689,37 @@ class Reflector:
                 return
             batch.append((resource, "BOOKMARK", obj, now, False))
             return
-        key = _key(obj)
+        key = self._dict_key(obj)
         if key is not None:
             self._hand_over(etype, obj, key, now, batch)
 
-    def _hand_over(self, etype: str, obj: Any, key: tuple[str, str], now: float, batch: Batch) -> None:
+    def key(self, namespace: str, name: str) -> Key:
+        """What this reflector knows an object by: its name when it lives where the stream lists
+        (cluster-scoped, or the path's one namespace: every Node and Lease), else (namespace,
+        name). Names alone spare a tuple per object: 65,000 per stream at fleet size, ~3.6 MB."""
+        return name if namespace == self.spec.namespace else (namespace, name)
+
+    def _dict_key(self, obj: Any) -> Key | None:
+        if not isinstance(obj, dict):
+            return None
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict):
+            return None
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            return None
+        ns = meta.get("namespace")
+        return self.key(ns if isinstance(ns, str) else "", name)
+
+    def deleted_stub(self, key: Key) -> dict:
+        """The object of a DELETED event nodewatch makes up for a key it stops knowing."""
+        namespace, name = (self.spec.namespace, key) if isinstance(key, str) else key
+        meta = {"name": name}
+        if namespace:
+            meta["namespace"] = namespace
+        return {"metadata": meta}
+
+    def _hand_over(self, etype: str, obj: Any, key: Key, now: float, batch: Batch) -> None:
         """An object event into ``batch``; keeps ``known`` (or, in a streaming list, the keys seen)."""
         initial = self._initial
         if initial is not None:
@@ -713,12 +745,12 @@ class Reflector:
         self.watch_list = True
         self._need_list = False
 
-    def _finish_list(self, seen: dict[tuple[str, str], None], now: float, before: Batch) -> None:
+    def _finish_list(self, seen: dict[Key, None], now: float, before: Batch) -> None:
         """The end of a list (paged or streamed) that saw ``seen``: ``before``, then DELETED for
         every object known before and absent now (no stale objects), then SYNCED, into the sink;
         only then is the resource counted as listed (``wait_synced`` finds it in the state)."""
         gone = [k for k in self.known if k not in seen]
-        tail: Batch = before + [(self.spec.resource, "DELETED", deleted_stub(k), now, False) for k in gone]
+        tail: Batch = before + [(self.spec.resource, "DELETED", self.deleted_stub(k), now, False) for k in gone]
         tail.append((self.spec.resource, "SYNCED", None, now, False))
         self.known = seen
         if self._worker is not None:
@@ -726,27 +758,6 @@ class Reflector:
         self.sink(tail)
         self.relists += 1
         self._health(synced=True, relists=self.relists - 1, last_error="")
-
-
-def _key(obj: Any) -> tuple[str, str] | None:
-    if not isinstance(obj, dict):
-        return None
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        return None
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
-        return None
-    ns = meta.get("namespace")
-    return (ns if isinstance(ns, str) else "", name)
-
-
-def deleted_stub(key: tuple[str, str]) -> dict:
-    """The object of a DELETED event nodewatch makes up for a key it stops knowing (name, namespace)."""
-    meta = {"name": key[1]}
-    if key[0]:
-        meta["namespace"] = key[0]
-    return {"metadata": meta}
 
 
 def _short(exc: BaseException) -> str:
