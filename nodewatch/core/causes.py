@@ -37,6 +37,22 @@ class Cause:
     text: str
 
 
+_SHARED: dict[tuple[CauseKind, str], Cause] = {}
+SHARED_MAX = 4096
+"""Distinct causes kept for sharing; the memo starts over beyond (kubelet messages can carry times)."""
+
+
+def _cause(kind: CauseKind, text: str) -> Cause:
+    """One Cause per distinct (kind, text): in a zone outage thousands of nodes have the same one
+    (25,000 stale nodes kept 4.6 MB of identical texts and Causes before this memo)."""
+    cause = _SHARED.get((kind, text))
+    if cause is None:
+        if len(_SHARED) >= SHARED_MAX:
+            _SHARED.clear()
+        cause = _SHARED[(kind, text)] = Cause(kind, text)
+    return cause
+
+
 CHECKS: dict[CauseKind, tuple[str, ...]] = {
     CauseKind.LEASE_STALE: (
         "systemctl status kubelet",
@@ -83,36 +99,36 @@ def likely_causes(
     """Every cause the API supports for this node, most telling first (empty when Ready)."""
     out: list[Cause] = []
     if node.awaited:
-        out.append(Cause(CauseKind.NODE_AWAITED, "Node object not received yet (node list in progress): "
+        out.append(_cause(CauseKind.NODE_AWAITED, "Node object not received yet (node list in progress): "
                                                   "state from the Lease alone"))
     if state is NodeState.READY:
         # Ready, but worth saying: pressure (the kubelet may be evicting pods itself) and cordoning.
         return out + _pressure_and_cordon(node)
     cert_expired = cert_not_after is not None and cert_not_after <= now
     if cert_expired:
-        out.append(Cause(CauseKind.CERT_EXPIRED,
+        out.append(_cause(CauseKind.CERT_EXPIRED,
                          f"kubelet client certificate expired ({format_time(cert_not_after)}): "
                          "the kubelet cannot authenticate to the API server"))
     ready = node.conditions.get("Ready")
     if lease_age is not None and lease_age > grace:
         if not cert_expired:
-            out.append(Cause(CauseKind.LEASE_STALE,
+            out.append(_cause(CauseKind.LEASE_STALE,
                              f"lease not renewed within the {grace:g}s grace: kubelet down, or the node "
                              "cut off from the API server"))
     elif state is NodeState.LATE and lease_age is not None:
-        out.append(Cause(CauseKind.LEASE_LATE, "lease renewal late (more than two renew intervals): "
+        out.append(_cause(CauseKind.LEASE_LATE, "lease renewal late (more than two renew intervals): "
                          "kubelet slow, or API server latency"))
     elif not has_lease and state is not NodeState.READY and not cert_expired:
-        out.append(Cause(CauseKind.NO_LEASE, "no Lease in kube-node-lease for this node"))
+        out.append(_cause(CauseKind.NO_LEASE, "no Lease in kube-node-lease for this node"))
     if ready is None and not node.awaited:
-        out.append(Cause(CauseKind.NEVER_POSTED, "the kubelet never posted node status (no Ready condition): "
+        out.append(_cause(CauseKind.NEVER_POSTED, "the kubelet never posted node status (no Ready condition): "
                          "the controller marks it Unknown (NodeStatusNeverUpdated) after its startup grace"))
     elif ready is not None and ready.status == "False":
         kind = _classify_not_ready(ready.reason, ready.message)
         detail = ready.message or ready.reason or "no message"
-        out.append(Cause(kind, f"kubelet reports NotReady ({ready.reason or 'no reason'}): {detail}"))
+        out.append(_cause(kind, f"kubelet reports NotReady ({ready.reason or 'no reason'}): {detail}"))
     elif ready is not None and ready.status == "Unknown" and not out:
-        out.append(Cause(CauseKind.LEASE_STALE, f"{ready.reason or 'NodeStatusUnknown'}: "
+        out.append(_cause(CauseKind.LEASE_STALE, f"{ready.reason or 'NodeStatusUnknown'}: "
                          f"{ready.message or 'Kubelet stopped posting node status.'}"))
     return out + _pressure_and_cordon(node)
 
@@ -123,9 +139,9 @@ def _pressure_and_cordon(node: NodeRecord) -> list[Cause]:
     for ctype in PRESSURE_CONDITIONS:
         c = node.conditions.get(ctype) if ctype in true else None
         if c is not None:
-            out.append(Cause(CauseKind.PRESSURE, f"{ctype}: {c.message or c.reason or 'True'}"))
+            out.append(_cause(CauseKind.PRESSURE, f"{ctype}: {c.message or c.reason or 'True'}"))
     if node.unschedulable:
-        out.append(Cause(CauseKind.CORDONED, "cordoned (spec.unschedulable)"))
+        out.append(_cause(CauseKind.CORDONED, "cordoned (spec.unschedulable)"))
     return out
 
 
