@@ -11,6 +11,7 @@ Reference: ``kubectl get nodes`` on the same server (wall time, default table ou
 from __future__ import annotations
 
 import asyncio
+import statistics
 import subprocess
 import sys
 import time
@@ -81,7 +82,6 @@ def levers(kubeconfig: str, nodes: int, repeat: int = 3) -> str:
     the typed decoder (``core.wire``), the streaming list (``sendInitialEvents``) and the child
     process that reads the Nodes' streaming list (``sources/list_worker``; with dicts or paged
     lists it has nothing to do)."""
-    import statistics
     import threading
 
     from nodewatch.core.fleet import FleetState
@@ -133,24 +133,32 @@ def kubectl_get_nodes(server: ServerChild) -> float:
     return took
 
 
-def run(nodes: int = 65_000, lever_repeat: int = 3) -> list[Figure]:
+def run(nodes: int = 65_000, lever_repeat: int = 3, starts: int = 3) -> list[Figure]:
+    """The figures are the median of ``starts`` starts (this machine's noise moves one start by
+    ±0.3 s); the note gives each."""
     print(f"  start: simulated API server with {nodes:,} production-shaped nodes (setup)", file=sys.stderr, flush=True)
     with ServerChild(nodes, realistic=True, history=10) as server:
-        renewed = server.renew(STOPPED_ONE_IN)
-        print("  start: nodewatch list -> first frames", file=sys.stderr, flush=True)
-        useful, complete, leases_at, nodes_at = asyncio.run(_frames(server.kubeconfig, nodes))
+        runs = []
+        for k in range(starts):
+            renewed = server.renew(STOPPED_ONE_IN)  # every start meets a fleet renewed within 10 s
+            print(f"  start: nodewatch list -> first frames ({k + 1} of {starts})", file=sys.stderr, flush=True)
+            runs.append(asyncio.run(_frames(server.kubeconfig, nodes)))
+        useful, complete, leases_at, nodes_at = (statistics.median(r[i] for r in runs) for i in range(4))
         print("  start: kubectl get nodes", file=sys.stderr, flush=True)
         ref = kubectl_get_nodes(server)
         print("  start: levers", file=sys.stderr, flush=True)
         lever_note = levers(server.kubeconfig, nodes, lever_repeat)
     reference = f"kubectl get nodes {ref:.2f} s"
+    each = lambda i: " / ".join(f"{r[i]:.2f}" for r in runs)  # noqa: E731
     return [
         Figure(f"start: {nodes:,} nodes -> first useful frame (from the Leases)", f"{useful:.2f} s", "<= 1.5 s",
                reference, useful <= 1.5,
-               f"leases listed at {leases_at:.2f} s; {nodes - renewed:,} nodes stopped renewing; every node on screen with its heartbeat state, rows whose "
-               f"Node has not arrived say so"),
+               f"median of {starts} starts ({each(0)} s); leases listed at {leases_at:.2f} s; {nodes - renewed:,} "
+               f"nodes stopped renewing; every node on screen with its heartbeat state, rows whose Node has not "
+               f"arrived say so"),
         Figure(f"start: {nodes:,} nodes -> complete frame", f"{complete:.2f} s", "<= 3 s", reference, complete <= 3.0,
-               f"nodes listed at {nodes_at:.2f} s (~10 KB each as served); {lever_note}"),
+               f"median of {starts} starts ({each(1)} s); nodes listed at {nodes_at:.2f} s (~10 KB each as served); "
+               f"{lever_note}"),
     ]
 
 
