@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
+from collections.abc import Callable
+from typing import Any
 
 from sortedcontainers import SortedKeyList
 
@@ -341,14 +343,12 @@ class Evaluation(FleetData):
         elif sort_key(old) == sort_key(new):
             # Same place in the order (and so the same state): only the zone tally may move.
             self._tally_add(old, -1)
-            for f in _VIEW_FIELDS:
-                setattr(old, f, getattr(new, f))
+            _copy_view(old, new)
             self._tally_add(old, 1)
             cur = old
         else:
             self._unplace(old)
-            for f in _VIEW_FIELDS:
-                setattr(old, f, getattr(new, f))
+            _copy_view(old, new)
             self._place(old)
             cur = old
         if cur.next_change != math.inf:
@@ -409,6 +409,19 @@ class Evaluation(FleetData):
 
 
 _VIEW_FIELDS = tuple(NodeView.__slots__)
+
+
+def _field_copier(fields: tuple[str, ...]) -> Callable[[NodeView, NodeView], None]:
+    """``dst.f = src.f`` for every field, compiled as one function (as dataclasses compiles its
+    ``__init__``): a loop of getattr/setattr cost three times as much, and it runs for every node
+    that changes, 65,000 times while a Node list arrives."""
+    body = "\n".join(f"    dst.{f} = src.{f}" for f in fields)
+    namespace: dict[str, Any] = {}
+    exec(f"def copy_fields(dst, src):\n{body}\n", namespace)  # noqa: S102 - our own slot names
+    return namespace["copy_fields"]
+
+
+_copy_view = _field_copier(_VIEW_FIELDS)
 _VIEW_ORDER = ("name", "zone", "state", "ready", "lease_observed_at", "lease_duration", "grace", "skew", "eviction_at",
                "taints", "cordoned", "pressure", "network_unavailable", "cert_not_after", "kubelet_version", "causes",
                "state_since", "next_change", "sort_deadline", "excluded")
