@@ -52,6 +52,7 @@ def test_conditions_read_as_a_mapping_of_condition_by_type(path):
     ready = Condition("Ready", "False", "KubeletNotReady", "PLEG", T0 - 60, T0 - 60)
     assert c.get("Ready") == ready == c["Ready"]
     assert c.status("MemoryPressure") == "True" and c.status("PIDPressure") is None
+    assert c.last_transition("Ready") == T0 - 60 and c.last_transition("PIDPressure") is None
     assert c.get("PIDPressure") is None and "PIDPressure" not in c and "DiskPressure" in c
     assert list(c) == ["Ready", "MemoryPressure", "DiskPressure"] and len(c) == 3
     assert [x.type for x in c.values()] == list(c) and rec.ready == "False"

@@ -123,7 +123,7 @@ class Evaluation(FleetData):
             since = None
             causes = _AWAITED_READY
         else:
-            since = rec.conditions.get("Ready").last_transition
+            since = rec.conditions.last_transition("Ready")
             causes = ()
         # positional, in _VIEW_ORDER (keywords cost ~0.5 us more a view)
         return NodeView(name, profile.zone, state, ready, observed, duration, grace, track.skew, None, rec.taints,

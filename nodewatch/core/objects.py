@@ -264,6 +264,15 @@ class Conditions(Mapping):
         hb, tr = self._times[2 * i], self._times[2 * i + 1]
         return Condition(ctype, status, reason, message, None if hb != hb else hb, None if tr != tr else tr)
 
+    def last_transition(self, ctype: str) -> float | None:
+        """The condition's lastTransitionTime (None without one), without building the Condition:
+        the evaluation reads Ready's for every node."""
+        i = self._shape[0].get(ctype)
+        if i is None:
+            return None
+        tr = self._times[2 * i + 1]
+        return None if tr != tr else tr
+
     def status(self, ctype: str) -> str | None:
         """The condition's status; None without one."""
         at, texts, _ = self._shape
