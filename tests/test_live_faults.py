@@ -7,6 +7,9 @@ fault ends, and converges to the right state (no node lost, none duplicated, non
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from simserver import TinyFleet, running_server, wait_until
 
@@ -27,6 +30,24 @@ def health(src: LiveSource, resource: str):
     return src.state.evaluate(time.time()).health[resource]
 
 
+@contextmanager
+def recorded_run(tmp_path, start_live, nodes: int) -> Iterator[tuple[TinyFleet, Any, LiveSource, str]]:
+    """(fleet, server, source, recording path): a TinyFleet behind the sim server, a live source
+    recording what it reads, every watch stream open. The source is stopped and the recording
+    closed on leaving, so the test reads the whole recording after the block."""
+    fleet = TinyFleet(nodes=nodes, start=time.time())
+    path = str(tmp_path / "rec.jsonl")
+    with running_server(tmp_path, fleet=fleet, bookmark_interval=0.2) as srv:
+        rec = Recorder(path, {"kind": "test"}, Settings())
+        src = start_live(srv, recorder=rec)
+        try:
+            wait_until(src.watching)  # every watch stream is open
+            yield fleet, srv, src, path
+        finally:
+            src.stop()
+            rec.close()
+
+
 def test_server_closing_every_stream(tmp_path, start_live):
     fleet = TinyFleet(nodes=3, start=time.time())
     with running_server(tmp_path, fleet=fleet) as srv:
@@ -45,12 +66,7 @@ def test_server_closing_every_stream(tmp_path, start_live):
 
 
 def test_410_gone_relists_and_reconciles(tmp_path, start_live):
-    fleet = TinyFleet(nodes=4, start=time.time())
-    path = str(tmp_path / "rec.jsonl")
-    with running_server(tmp_path, fleet=fleet, bookmark_interval=0.2) as srv:
-        rec = Recorder(path, {"kind": "test"}, Settings())
-        src = start_live(srv, recorder=rec)
-        wait_until(src.watching)  # every watch stream is open
+    with recorded_run(tmp_path, start_live, nodes=4) as (fleet, srv, src, path):
         srv.faults.fail_next(1, 410, resource="nodes")  # the nodes re-watch: HTTP 410
         srv.faults.gone_next_watches(1)  # another re-watch: an ERROR event with code 410
         srv.faults.reset_now()  # break the current streams
@@ -64,8 +80,6 @@ def test_410_gone_relists_and_reconciles(tmp_path, start_live):
         wait_until(lambda: health(src, "nodes").connected and health(src, "nodes").synced)
         assert health(src, "nodes").relists >= 1
         renew_all(fleet, src)
-        src.stop()
-        rec.close()
     _, entries, _ = read_recording(path)
     deleted = [e for e in entries if e.etype == "DELETED" and e.resource == "nodes"]
     # the watch never delivered the delete (410): the relist's reconcile did, with a stub object
@@ -86,12 +100,7 @@ def test_410_gone_relists_and_reconciles(tmp_path, start_live):
 def test_a_lease_deleted_in_a_410_gap_is_reconciled_in_its_namespace(tmp_path, start_live):
     """Leases are known by name alone (the stream lists one namespace): the made-up DELETED that
     a relist reconciles with still says which namespace the Lease was in."""
-    fleet = TinyFleet(nodes=3, start=time.time())
-    path = str(tmp_path / "rec.jsonl")
-    with running_server(tmp_path, fleet=fleet, bookmark_interval=0.2) as srv:
-        rec = Recorder(path, {"kind": "test"}, Settings())
-        src = start_live(srv, recorder=rec)
-        wait_until(src.watching)
+    with recorded_run(tmp_path, start_live, nodes=3) as (fleet, srv, src, path):
         assert sorted(src.reflector("leases").known) == fleet.names
         srv.faults.fail_next(1, 410, resource="leases")  # the leases re-watch: HTTP 410
         srv.faults.reset_now()
@@ -100,20 +109,13 @@ def test_a_lease_deleted_in_a_410_gap_is_reconciled_in_its_namespace(tmp_path, s
         wait_until(lambda: src.reflector("leases").relists >= 2, timeout=15)
         wait_until(lambda: "node-002" not in src.state.leases)
         assert sorted(src.reflector("leases").known) == ["node-000", "node-001"]
-        src.stop()
-        rec.close()
     _, entries, _ = read_recording(path)
     deleted = [e.obj["metadata"] for e in entries if e.etype == "DELETED" and e.resource == "leases"]
     assert deleted and all(m == {"name": "node-002", "namespace": "kube-node-lease"} for m in deleted)
 
 
 def test_http_500_and_429_back_off_and_resume_without_relisting(tmp_path, start_live):
-    fleet = TinyFleet(nodes=3, start=time.time())
-    path = str(tmp_path / "rec.jsonl")
-    with running_server(tmp_path, fleet=fleet, bookmark_interval=0.2) as srv:
-        rec = Recorder(path, {"kind": "test"}, Settings())
-        src = start_live(srv, recorder=rec)
-        wait_until(src.watching)
+    with recorded_run(tmp_path, start_live, nodes=3) as (fleet, srv, src, path):
         srv.faults.fail_next(2, 500, resource="leases")
         srv.faults.throttle_next(1, retry_after=1, resource="leases")
         srv.faults.reset_now()
@@ -122,8 +124,6 @@ def test_http_500_and_429_back_off_and_resume_without_relisting(tmp_path, start_
         wait_until(lambda: health(src, "leases").connected, timeout=40)
         renew_all(fleet, src)
         assert src.reflector("leases").relists == 1  # no relist for 5xx / 429
-        src.stop()
-        rec.close()
     _, entries, _ = read_recording(path)
     errors = [e.health.get("last_error", "") for e in entries if e.etype == "HEALTH" and e.resource == "leases"]
     assert any("HTTP 500" in x for x in errors)
