@@ -162,3 +162,22 @@ def test_each_child_reports_its_peak_memory(tmp_path, start_live):
         assert src.reflector("nodes").lists_in_worker == 1
         wait_until(lambda: len(list_worker.peaks) == before + 1)  # read as the child was stopped
         assert 5 << 20 < list_worker.peaks[-1] < 500 << 20  # an interpreter with urllib3 and msgspec
+
+
+def test_the_pipe_back_holds_several_frames() -> None:
+    """The child must not wait at every frame for the dashboard's process to read it."""
+    import fcntl
+
+    r, w = os.pipe()
+    try:
+        with os.fdopen(r, "rb", closefd=False) as pipe:
+            list_worker._widen(pipe)
+            assert fcntl.fcntl(r, fcntl.F_GETPIPE_SZ) >= min(list_worker.PIPE_BYTES, _pipe_max())
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def _pipe_max() -> int:
+    with open("/proc/sys/fs/pipe-max-size") as f:
+        return int(f.read())
