@@ -177,7 +177,7 @@ class Queries(Evaluation):
             return list(self.problems)[-n:] if n > 0 else []
 
     def lists_completed(self) -> int:
-        """Lists completed so far (SYNCED applied)."""
+        """Lists completed so far (``lists_done``: SYNCED applied and the stream's health synced)."""
         return self.lists_done
 
     def batch(self) -> AbstractContextManager:

@@ -5,7 +5,8 @@ it and building the records took ~1.9 s of one core, all of it holding the dashb
 GIL, while the same process paints its first frame and lists the Leases: the complete frame came
 at ~4 s. Here a child process (its own interpreter, its own GIL, the machine's other core) does the
 GET, the TLS, the chunk framing and the typed decoding, and sends the records back pickled in
-batches; the dashboard process only unpickles them (~0.25 s for 65,000) and applies them.
+batches; the dashboard process only unpickles them (0.08-0.16 s of CPU for 65,000,
+bench/decode_build.py) and applies them.
 
 The child does one streaming list (``sendInitialEvents``) and nothing else: the reflector, which
 reads the bookmark that ends the initial events (it comes back in a ``lines`` frame), stops the
@@ -95,10 +96,10 @@ class Busy(Exception):
 
 
 PIPE_BYTES = 1 << 20
-"""The pipe the records come back through, widened from Linux's 64 KB (Linux's unprivileged maximum,
-``/proc/sys/fs/pipe-max-size``): a frame of 1,000 records is ~190 KB, so a 64 KB pipe stopped the
-child at every frame until the dashboard's process read it, and the list waited on every moment
-that process spent elsewhere (the first frame's evaluation, a paint). With room for five frames
+"""The size of the pipe the records come back through: Linux's default is 64 KB, and 1 MB is the
+most an unprivileged process may ask for by default (``/proc/sys/fs/pipe-max-size``). A frame of
+1,000 records is ~190 KB, so a 64 KB pipe stopped the child at every frame until the dashboard's
+process read it, and the list waited on every moment that process spent elsewhere (the first frame's evaluation, a paint). With room for five frames
 the child reads on: the complete frame at 65k came ~0.2 s sooner (median of 8 starts 2.71 ->
 2.53 s, the slowest 3.03 -> 2.68 s)."""
 

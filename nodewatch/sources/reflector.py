@@ -60,9 +60,9 @@ QUICK_END = 1.0
 """A stream that ends sooner than this without any event counts as a failure (backoff)."""
 
 Batch = list[tuple[str, str, Any, float, bool]]
+"""(resource, type, object, received_at, listing) tuples, as FleetState.apply takes them."""
 Key = str | tuple[str, str]
 """What a reflector knows an object by (``Reflector.key``): a name, or (namespace, name)."""
-"""(resource, type, object, received_at, listing) tuples, as FleetState.apply takes them."""
 
 
 _gc_lock = threading.Lock()
@@ -410,7 +410,7 @@ class Reflector:
                 now = self.wall()
                 batch: Batch = []
                 for rec in records:
-                    seen[self.key(getattr(rec, "namespace", ""), rec.name)] = None
+                    seen[self._record_key(rec)] = None
                     batch.append((resource, "ADDED", rec, now, True))
                 return batch, rv, cont
         try:
@@ -630,7 +630,7 @@ class Reflector:
             if rv:
                 self.resource_version = rv
             if rec is not None:
-                self._hand_over(etype, rec, self.key(getattr(rec, "namespace", ""), rec.name), now, batch)
+                self._hand_over(etype, rec, self._record_key(rec), now, batch)
         return batch
 
     def _decode(self, lines: list[bytes]) -> Batch:
@@ -659,7 +659,7 @@ class Reflector:
                 if rv:
                     self.resource_version = rv
                 if obj is not None:
-                    self._hand_over(etype, obj, self.key(getattr(obj, "namespace", ""), obj.name), now, batch)
+                    self._hand_over(etype, obj, self._record_key(obj), now, batch)
                 return
         try:
             ev = orjson.loads(line)
@@ -698,6 +698,10 @@ class Reflector:
         (cluster-scoped, or the path's one namespace: every Node and Lease), else (namespace,
         name). Names alone spare a tuple per object: 65,000 per stream at fleet size, ~3.6 MB."""
         return name if namespace == self.spec.namespace else (namespace, name)
+
+    def _record_key(self, rec: Any) -> Key:
+        """The key of a typed record (``core.wire``; Nodes have no namespace)."""
+        return self.key(getattr(rec, "namespace", ""), rec.name)
 
     def _dict_key(self, obj: Any) -> Key | None:
         if not isinstance(obj, dict):

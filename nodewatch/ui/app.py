@@ -52,9 +52,9 @@ from .wall import WallView
 from .zone_strip import IncidentSummary, ZoneStrip, summary_text, zone_text
 
 THREADED_EVALUATE_NODES = 5000
+"""From this many nodes the periodic evaluate runs in a worker thread, off the event loop."""
 LIST_CHECK_SECONDS = 0.05
 """How often the app looks whether a list has completed (a counter compared; nothing drawn)."""
-"""From this many nodes the periodic evaluate runs in a worker thread, off the event loop."""
 STATE_FILTERS: tuple[str | NodeState | None, ...] = (None, NOT_READY) + tuple(sorted(NodeState, key=lambda s: s.rank))
 MAIN_ONLY_ACTIONS = {"sort_next", "sort_reverse", "filter_state", "filter_zone", "filter_cluster", "search"}
 MAX_NOTIFY_LINES = 12
