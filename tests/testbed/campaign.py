@@ -36,7 +36,10 @@ MONITOR = 5.0
 TOLERATION = 30.0
 OWN_TOLERATION = 10.0
 EVICTION_RATE = 0.1
-CONTROLLER_FLAGS = (f"--node-monitor-grace-period={GRACE:g}s", f"--node-monitor-period={MONITOR:g}s")
+CONTROLLER_FLAGS = (f"--node-monitor-grace-period={GRACE:g}s", f"--node-monitor-period={MONITOR:g}s",
+                    "--vmodule=node_lifecycle_controller=4")
+"""The last flag logs each monitor pass's visit to every stale node ("node X hasn't been updated
+for ..."), so a test can tell the controller's passes apart (``monitor_visits``)."""
 APISERVER_FLAGS = (f"--default-not-ready-toleration-seconds={TOLERATION:g}",
                    f"--default-unreachable-toleration-seconds={TOLERATION:g}")
 SAMPLE = 0.2
@@ -289,6 +292,13 @@ def kcm_lines(obs: Observed, pattern: str) -> list[tuple[float, str]]:
             t = calendar.timegm((year, int(mo), int(d), int(h), int(mi), int(s), 0, 0, 0)) + float("0." + frac)
             out.append((t, line.replace("\x00", "")))
     return out
+
+
+def monitor_visits(obs: Observed, node: str) -> list[float]:
+    """When the controller's monitor passes looked at ``node`` while its lease was past the grace:
+    the first is the pass that flipped Ready to Unknown; one line a pass (needs the ``--vmodule``
+    flag of ``CONTROLLER_FLAGS``)."""
+    return [t for t, _ in kcm_lines(obs, rf"node {re.escape(node)} hasn't been updated for .* Last Ready is")]
 
 
 def first_tainted_of_full_zone(obs: Observed) -> str:

@@ -11,7 +11,19 @@ from __future__ import annotations
 import math
 
 import pytest
-from campaign import GRACE, LATENCY, MONITOR, TOLERATION, TRUNC, Observed, parse_time, ready_condition, taints_of
+from campaign import (
+    GRACE,
+    LATENCY,
+    MONITOR,
+    TOLERATION,
+    TRUNC,
+    Observed,
+    kcm_lines,
+    monitor_visits,
+    parse_time,
+    ready_condition,
+    taints_of,
+)
 
 from nodewatch.core.rules import TAINT_UNREACHABLE
 from nodewatch.core.settings import Settings
@@ -55,9 +67,15 @@ def _real_kubelet_stop(obs: Observed) -> dict[str, float]:
                        for k, p in obs.real_pods_before_master.items()
                        if obs.pod_node.get(k) == n and p["metadata"].get("deletionTimestamp")
                        and not k[1].startswith("own-"))
+    # The controller's own log: its passes' visits to the node, and when one queued it for NoExecute.
+    visits = [t for t in monitor_visits(obs, n) if t < obs.master_start]
+    (queued, _), *_ = kcm_lines(obs, rf"Node {n} is unresponsive as of .* Adding it to the Taint queue")
+    assert flip <= visits[0] <= flip + TRUNC + 0.1, "the first stale visit is the pass that wrote Unknown"
     return {"flip": flip - obs.last_ack[n], "noschedule": times[(TAINT_UNREACHABLE, "NoSchedule")] - flip,
             "noexecute": times[(TAINT_UNREACHABLE, "NoExecute")] - flip,
-            "eviction": evictions[-1] - times[(TAINT_UNREACHABLE, "NoExecute")]}
+            "eviction": evictions[-1] - times[(TAINT_UNREACHABLE, "NoExecute")],
+            "queued_passes_after_flip": sum(1 for t in visits if visits[0] < t <= queued),
+            "pass_overrun": visits[1] - visits[0] - MONITOR}
 
 
 def _sim_kubelet_stop() -> dict[str, float]:
@@ -81,9 +99,17 @@ def test_kubelet_stop_simulated_and_real_agree(obs):
     # Unknown: both in (grace, grace + one monitor pass]; the pass phase differs, so up to a period apart.
     for v in (real["flip"], sim["flip"]):
         assert GRACE - TRUNC <= v <= GRACE + MONITOR + LATENCY
-    # NoSchedule in the same pass as Unknown; NoExecute one monitor pass after it.
+    # NoSchedule in the same pass as Unknown.
     assert abs(sim["noschedule"] - real["noschedule"]) <= TRUNC
-    assert abs(sim["noexecute"] - real["noexecute"]) <= TRUNC + LATENCY
+    # NoExecute: queued by the monitor pass after the one that wrote Unknown, in both.
+    assert real["queued_passes_after_flip"] == 1
+    assert MONITOR <= sim["noexecute"] <= MONITOR + TRUNC
+    # The real passes are a period apart *plus the pass's own work*: wait.Until starts the period
+    # when a pass ends, and the pass that flips seven nodes writes them and their pods under the
+    # controller's client-side rate limit (--kube-api-qps 20), seconds of work on a busy machine
+    # (seen: 2-4 s). The simulated pass takes none; with that work taken off, the delays agree.
+    assert 0 <= real["pass_overrun"]
+    assert abs(sim["noexecute"] - (real["noexecute"] - real["pass_overrun"])) <= TRUNC + LATENCY
     # Eviction: the NoExecute taint plus the toleration.
     assert abs(sim["eviction"] - real["eviction"]) <= TRUNC
     assert math.isclose(sim["eviction"], TOLERATION, abs_tol=TRUNC)
