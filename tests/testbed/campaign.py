@@ -39,7 +39,7 @@ EVICTION_RATE = 0.1
 CONTROLLER_FLAGS = (f"--node-monitor-grace-period={GRACE:g}s", f"--node-monitor-period={MONITOR:g}s",
                     "--vmodule=node_lifecycle_controller=4")
 """The last flag logs each monitor pass's visit to every stale node ("node X hasn't been updated
-for ..."), so a test can tell the controller's passes apart (``monitor_visits``)."""
+for ..."), so a test can tell the controller's passes apart (``monitor_visits``, ``monitor_pass_of``)."""
 APISERVER_FLAGS = (f"--default-not-ready-toleration-seconds={TOLERATION:g}",
                    f"--default-unreachable-toleration-seconds={TOLERATION:g}")
 SAMPLE = 0.2
@@ -294,11 +294,31 @@ def kcm_lines(obs: Observed, pattern: str) -> list[tuple[float, str]]:
     return out
 
 
+STALE_VISIT = r"node (\S+) hasn't been updated for .* Last Ready is"
+"""The controller's log line for each stale node a monitor pass visits (V(4) in
+node_lifecycle_controller.go; the ``--vmodule`` flag of ``CONTROLLER_FLAGS``)."""
+
+
 def monitor_visits(obs: Observed, node: str) -> list[float]:
-    """When the controller's monitor passes looked at ``node`` while its lease was past the grace:
-    the first is the pass that flipped Ready to Unknown; one line a pass (needs the ``--vmodule``
-    flag of ``CONTROLLER_FLAGS``)."""
-    return [t for t, _ in kcm_lines(obs, rf"node {re.escape(node)} hasn't been updated for .* Last Ready is")]
+    """When the controller's monitor passes looked at ``node`` while its lease was past the grace,
+    one time a pass; the first is the pass that flipped Ready to Unknown."""
+    return [t for t, line in kcm_lines(obs, STALE_VISIT) if re.search(STALE_VISIT, line).group(1) == node]
+
+
+def monitor_pass_of(obs: Observed, t: float) -> tuple[float, float]:
+    """(first, last) stale-node visit of the monitor pass that logged a visit at ``t``.
+
+    A pass's visits come within a moment of each other (the writes between them take milliseconds,
+    or a few hundred under the client's rate limit), and the next pass starts a whole period after
+    one ends (``wait.Until``), so a gap of half a period separates passes."""
+    times = sorted(v for v, _ in kcm_lines(obs, STALE_VISIT))
+    i = times.index(t)
+    lo = hi = i
+    while lo > 0 and times[lo] - times[lo - 1] < MONITOR / 2:
+        lo -= 1
+    while hi + 1 < len(times) and times[hi + 1] - times[hi] < MONITOR / 2:
+        hi += 1
+    return times[lo], times[hi]
 
 
 def first_tainted_of_full_zone(obs: Observed) -> str:
