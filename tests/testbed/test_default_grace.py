@@ -28,6 +28,7 @@ pytestmark = [pytest.mark.testbed, pytest.mark.timeout(900)]
 DEFAULT_GRACE = 40.0
 DEFAULT_MONITOR = 5.0
 STARTUP_GRACE = 60.0
+DOWN = (NodeState.UNKNOWN, NodeState.EVICTING)
 NEVER = "never-posted"
 ZONE = ("eu-central-1", "eu-central-1a")
 
@@ -124,15 +125,21 @@ def test_the_flip_under_the_default_grace_lands_in_the_predicted_window(run: Run
     assert abs(observed - run.last_ack) <= LATENCY  # the last renewal, as nodewatch received it
     earliest, latest = unknown_due(observed, run.grace_in_use, DEFAULT_MONITOR)
     assert earliest - TRUNC - LATENCY <= flipped <= latest + LATENCY, (flipped - observed)
-    # Overdue, not yet Unknown, between the grace and the controller's pass; then Unknown
-    overdue = [s for s in run.samples[run.cut] if s[1] is NodeState.OVERDUE]
-    assert overdue and overdue[0][0] >= earliest - SAMPLE
-    assert all(s[0] <= latest + LATENCY for s in overdue)
+    # Overdue, not yet Unknown, from the grace until nodewatch sees the controller's flip. The
+    # controller's probe is its first pass after the renewal, so that window lasts anywhere from
+    # nothing to about a monitor period: it may fall between two samples, but no sample in it
+    # shows anything else, and none outside it shows Overdue.
+    samples = run.samples[run.cut]
+    unknown_seen = next(s[0] for s in samples if s[0] >= run.cut_at and s[1] in DOWN)
+    between = [(round(s[0] - earliest, 2), s[1]) for s in samples if earliest + 0.01 < s[0] < unknown_seen]
+    assert all(state is NodeState.OVERDUE for _, state in between), between
+    overdue = [s[0] for s in samples if s[1] is NodeState.OVERDUE]
+    assert all(earliest - SAMPLE <= t <= latest + LATENCY for t in overdue), (earliest, latest, overdue)
     # then Unknown, and Evicting once the NoExecute taint comes (one pass later)
     after = [s[1] for s in run.samples[run.cut] if s[0] > flipped + TRUNC + LATENCY]
     assert after and set(after) <= {NodeState.UNKNOWN, NodeState.EVICTING}, set(after)
     print(f"default grace: lease seen at +0.0s; Unknown written at +{flipped - observed:.1f}s "
-          f"(predicted +{earliest - observed:.1f}s .. +{latest - observed:.1f}s)")
+          f"(predicted +{earliest - observed:.1f}s .. +{latest - observed:.1f}s); {len(between)} samples Overdue")
 
 
 def test_a_node_that_never_posted_status_becomes_unknown_after_the_startup_grace(run: Run):
