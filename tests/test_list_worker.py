@@ -86,9 +86,10 @@ def test_a_stream_that_breaks_under_the_child_is_listed_again(tmp_path, start_li
         r = src.reflector("nodes")
         assert src.wait_synced(30)
         assert sorted(src.state.nodes) == sorted(fleet.names)
-        reqs = _requests(srv, "nodes")
+        # then a paged list, here (a request is logged when it ends: wait for its line)
+        reqs = wait_until(lambda: any("watch=true" not in q.target for q in _requests(srv, "nodes"))
+                          and _requests(srv, "nodes"))
         assert "sendInitialEvents=true" in reqs[0].target  # the child's, broken
-        assert any("watch=true" not in q.target for q in reqs)  # then a paged list, here
         assert r.lists_in_worker == 0  # the broken one did not count
         assert srv.faults.fired["reset"] >= 1
 

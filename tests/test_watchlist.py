@@ -58,7 +58,8 @@ def test_a_1_20_server_refuses_them_and_paged_lists_are_used(tmp_path, start_liv
         src = start_live(srv)
         assert sorted(src.state.nodes) == fleet.names and sorted(src.state.leases) == fleet.names
         for resource in ("nodes", "leases"):
-            reqs = _requests(srv, resource)
+            # a request is logged when it ends: the list can be in the state before it is in the log
+            reqs = wait_until(lambda: _paged(_requests(srv, resource)) and _requests(srv, resource))
             refused = _streaming(reqs)
             assert [r.status for r in refused] == [422]  # asked once, refused as 1.20 refuses
             assert len(_paged(reqs)) == 1  # then listed the old way
@@ -89,7 +90,7 @@ def test_a_streaming_list_that_breaks_halfway_falls_back_to_a_paged_list_once(tm
         srv.faults.close_streams_after(3)  # every stream ends after 3 events: a streaming list never completes
         src = start_live(srv, synced=20)
         assert sorted(src.state.nodes) == fleet.names  # listed all the same
-        reqs = _requests(srv, "nodes")
+        reqs = wait_until(lambda: _paged(_requests(srv, "nodes")) and _requests(srv, "nodes"))  # logged at its end
         assert len(_streaming(reqs)) >= 1 and len(_paged(reqs)) == 1
         assert all(r.status == 200 for r in reqs)
         assert src.reflector("nodes").watch_list is None  # not refused: tried again at the next relist
