@@ -63,6 +63,20 @@ def test_node_detail_has_pods_and_events(capsys, demo_json):
     assert set(detail["events"][0]) == {"time", "reason", "message", "source", "object"}
 
 
+def test_node_detail_says_when_the_noexecute_taint_comes(capsys, demo_json):
+    """An Unknown node not yet tainted: the zone rules' answer, in the table and in the JSON."""
+    _, doc = demo_json
+    zones = {z["name"]: z["state"] for z in doc["zones"]}
+    waiting = {n["zone"]: n["name"] for n in doc["nodes"] if n["state"] == "Unknown"
+               and not any(t["effect"] == "NoExecute" for t in n["taints"])}
+    partial = next(name for zone, name in waiting.items() if zones[zone] == "PartialDisruption")
+    rc, out, _ = run_status(capsys, "--demo", "--at", "+90", "--node", partial)
+    assert "next: no NoExecute taint while zone" in out and "is not tainted at all" in out
+    evicting = next(n["name"] for n in doc["nodes"] if n["state"] == "Evicting")
+    rc, out, _ = run_status(capsys, "--demo", "--at", "+90", "--format", "json", "--node", evicting)
+    assert json.loads(out)["noexecute_outlook"] is None  # tainted: the eviction countdown says the rest
+
+
 def test_table_output(capsys):
     rc, out, _ = run_status(capsys, "--demo", "--at", "+90")
     assert rc == 1

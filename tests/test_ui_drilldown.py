@@ -200,3 +200,23 @@ async def test_the_drilldown_draws_the_heartbeat_history():
         text = static_text(app.screen.query_one("#dd-heartbeat"))
         assert "19 intervals: min 10s · median 10s · max 10s" in text
         assert "now 15s since the last" in text
+
+
+async def test_between_the_flip_and_the_taint_the_countdowns_say_what_the_zone_rules_will_do():
+    """An Unknown node not yet tainted: not "nothing due" but when the NoExecute taint comes; in a
+    small zone in PartialDisruption, that it does not come at all."""
+    state = FleetState(Settings(server_version="v1.33.2"))
+    objs = [node("alone", "Unknown", zone="a")] + [node(f"ok{i}", "True", zone="a") for i in range(5)]
+    objs += [node(f"b-down{i}", "Unknown", zone="b") for i in range(3)] + [node("b-ok", "True", zone="b")]
+    for obj in objs:
+        assert state.apply("nodes", "ADDED", obj, T0, listing=True)
+    for r in RESOURCES:
+        state.apply(r, "SYNCED", None, T0)
+    for name, expected in (("alone", "NoExecute taint at the controller's next monitor pass (every 5s;"),
+                           ("b-down0", "no NoExecute taint while zone r1/b is in PartialDisruption")):
+        app = NodewatchApp(FakeSource(state, ManualClock(T0)), focus=name, refresh_seconds=3600)
+        async with app.run_test(size=(160, 50)) as pilot:
+            await pilot.pause()
+            why = static_text(app.screen.query_one("#dd-cause"))
+            assert expected in " ".join(why.split()), why
+            assert "nothing due" not in why

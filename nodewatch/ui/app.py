@@ -333,7 +333,9 @@ class NodewatchApp(SourceActions, App):
             bar.refresh()
         else:
             timeline.show(*live_span(self.history, now))
-        if isinstance(self.screen, (DrillDown, ProblemsScreen)):
+        if isinstance(self.screen, DrillDown):
+            self.screen.show(state, now, p, view)
+        elif isinstance(self.screen, ProblemsScreen):
             self.screen.show(state, now, p)
         self.ticks += 1
         self.last_tick_seconds = time.perf_counter() - started

@@ -34,8 +34,9 @@ from textual.widgets import Footer, Static
 from ..core.causes import checks_for
 from ..core.fleet import FleetState
 from ..core.format import ago, cert_text, clock_time, eviction_text, grace_text
+from ..core.outlook import noexecute_outlook, settings_of, zone_of
 from ..core.text import duration, safe
-from ..core.views import AGE_FROM, NodeDetails
+from ..core.views import AGE_FROM, FleetView, NodeDetails
 from .heartbeat import HeartbeatChart
 from .item_lines import ItemLines
 from .theme import DEFAULT_PALETTE, Palette
@@ -132,8 +133,9 @@ def title_section(d: NodeDetails, p: Palette) -> RenderableType:
     return ItemLines(Text(" "), items, sep)
 
 
-def cause_section(d: NodeDetails, p: Palette) -> RenderableType:
-    """Why, since when, what happens next (every countdown), and what to run on the node."""
+def cause_section(d: NodeDetails, p: Palette, outlook: str | None = None) -> RenderableType:
+    """Why, since when, what happens next (every countdown; ``outlook``: when the NoExecute taint
+    comes, ``core.outlook``), and what to run on the node."""
     v = d.view
     if v is None:
         return Text("not in the fleet", p.muted)
@@ -163,6 +165,8 @@ def cause_section(d: NodeDetails, p: Palette) -> RenderableType:
         nexts.append((f"NotReady {human_ago(d.now + remaining, d.now)} unless it renews"
                       if remaining > 0 else f"grace ran out {human_ago(d.now + remaining, d.now)}",
                       p.warn if remaining <= 0 else Style()))
+    if outlook:
+        nexts.append((outlook, p.warn))
     ev_in = v.eviction_in(d.now)
     if ev_in is not None:
         nexts.append((f"pods without a longer toleration: evicted {human_ago(d.now + ev_in, d.now)} "
@@ -392,14 +396,18 @@ class DrillDown(Screen):
                 yield box
         yield Footer()
 
-    def show(self, state: FleetState, now: float, palette: Palette) -> NodeDetails:
-        """Redraw from the state at ``now``; returns the snapshot (tests read it)."""
+    def show(self, state: FleetState, now: float, palette: Palette, view: FleetView | None = None) -> NodeDetails:
+        """Redraw from the state at ``now``; ``view`` is the fleet judged at that tick (its zones say
+        what the controller does next). Returns the snapshot (tests read it)."""
         self.palette = palette
         d = state.node_details(self.node, now, max_pods=MAX_PODS, max_events=MAX_EVENTS)
+        outlook = None
+        if view is not None and d.view is not None:
+            outlook = noexecute_outlook(d.view, zone_of(view, d.view), settings_of(view, d.view))
         self.query_one("#dd-summary", Static).update(title_section(d, palette))
         unwatched = state.details_not_watched(self.node)
         for key, _, fn in SECTIONS:
-            body = fn(d, palette)
+            body = cause_section(d, palette, outlook) if fn is cause_section else fn(d, palette)
             if unwatched and key in ("pods", "events"):  # say why they may be missing or old
                 body = Group(Text(f"pods and events: {unwatched}", palette.warn), body)
             self.query_one(f"#dd-{key}", Static).update(body)
