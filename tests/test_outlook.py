@@ -66,3 +66,13 @@ def test_no_outlook_where_the_question_does_not_arise():
     assert outlook(objs, "a-ok0") is None  # Ready
     assert outlook(objs, "t") is None  # tainted already: the eviction countdown says the rest
     assert outlook(objs, "n") is None  # never posted status: the controller's startup grace first
+
+
+def test_several_clusters_each_node_is_judged_by_its_own_cluster():
+    from test_multi_ui import multi_source
+
+    view = multi_source().state.evaluate(T0)
+    for key, zone, grace in (("prod-eu/worker-b-0", "prod-eu/eu-1/eu-1b", 50.0),
+                             ("prod-us/worker-b-0", "prod-us/eu-1/eu-1b", 40.0)):
+        v = next(v for v in view.nodes if v.key == key)
+        assert zone_of(view, v).name == zone and settings_of(view, v).grace == grace
