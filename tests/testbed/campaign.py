@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from nodewatch.core.outlook import noexecute_outlook, settings_of, zone_of
 from nodewatch.core.rules import NodeState, ZoneState
 from nodewatch.core.settings import Settings
 from nodewatch.sources.live import LiveSource
@@ -73,6 +74,8 @@ class NodeSample:
     observed: float | None
     eviction_at: float | None
     taints: frozenset[tuple[str, str]]
+    outlook: str | None = None
+    """What nodewatch said of the coming NoExecute taint (``core.outlook``), when it said anything."""
 
 
 @dataclass
@@ -257,7 +260,8 @@ def _sample(src: LiveSource, obs: Observed, stop: threading.Event) -> None:
         view = src.state.evaluate(now)
         for v in view.nodes:
             obs.nodes.setdefault(v.name, []).append(NodeSample(
-                now, v.state, v.lease_observed_at, v.eviction_at, frozenset((t.key, t.effect) for t in v.taints)))
+                now, v.state, v.lease_observed_at, v.eviction_at, frozenset((t.key, t.effect) for t in v.taints),
+                noexecute_outlook(v, zone_of(view, v), settings_of(view, v))))
         obs.zones.append((now, {z.name: (z.state, z.taint_rate) for z in view.zones}, view.all_zones_full))
         for v in view.nodes:
             if v.state is NodeState.READY:

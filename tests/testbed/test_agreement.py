@@ -202,6 +202,32 @@ def test_zone_states_and_rates_agree_with_the_controller(obs):
     assert all(g >= 1 / EVICTION_RATE - TRUNC for g in gaps), gaps
 
 
+def test_what_nodewatch_said_of_the_coming_taint_is_what_the_controller_did(obs):
+    """Between the Ready flip and the NoExecute taint nodewatch says, by the node's zone, whether and
+    when the taint comes (``core.outlook``); the real objects say whether it came."""
+    said = {n: [(s.t, s.outlook) for s in obs.nodes[n] if s.outlook and s.t < obs.master_start]
+            for n in nodes_in_role(obs, *CUT)}
+    # the kubelet that stopped, its zone Normal: "at the next pass", and it came
+    (stopped,) = nodes_in_role(obs, "kubelet-stop")
+    assert said[stopped] and all(o.startswith("NoExecute taint at the controller's next monitor pass")
+                                 for _, o in said[stopped]), said[stopped]
+    assert noexecute(obs.real_nodes_before_master[stopped])
+    # the small zone in PartialDisruption: "none at all" once it is partial, and none came after
+    for n in nodes_in_role(obs, "zone-partial"):
+        none = [t for t, o in said[n] if o.startswith("no NoExecute taint while zone eu-west-1/eu-west-1c is in "
+                                                     "PartialDisruption")]
+        assert none, (n, said[n])
+        assert all(parse_time(t["timeAdded"]) <= none[0] + TRUNC for t in noexecute(obs.real_nodes_before_master[n]))
+    # the zone wholly down while others are up: at the normal rate, and every node of it came
+    for n in nodes_in_role(obs, "zone-full"):
+        assert said[n] and all(f"{EVICTION_RATE:g} nodes/s" in o for _, o in said[n]), said[n]
+        assert noexecute(obs.real_nodes_before_master[n])
+    # every zone down: no taint and no eviction, and the controller took its taints away
+    assert {obs.nodes[n][-1].outlook for n in obs.roles} == {
+        "no NoExecute taint, no eviction: every zone is down, so the controller blames its own connectivity and stops"}
+    assert all(noexecute(node) == [] for node in obs.real_nodes.values())
+
+
 def within_the_pass(obs: Observed, nodewatch_at: float, controller_at: float) -> bool:
     """The controller decides at the end of a monitor pass, from the Ready conditions that pass
     wrote; nodewatch as soon as it sees those writes. So nodewatch's change falls inside the
