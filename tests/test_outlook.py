@@ -76,3 +76,11 @@ def test_several_clusters_each_node_is_judged_by_its_own_cluster():
                              ("prod-us/worker-b-0", "prod-us/eu-1/eu-1b", 40.0)):
         v = next(v for v in view.nodes if v.key == key)
         assert zone_of(view, v).name == zone and settings_of(view, v).grace == grace
+
+
+def test_a_hostile_zone_label_is_said_as_inert_text():
+    evil = "z\x1b]52;c;aGk=\x07\u202e"
+    objs = [("nodes", node(f"d{i}", "Unknown", zone=evil)) for i in range(3)] + [("nodes", node("ok", "True", zone=evil))]
+    objs += [("nodes", node("b", "True", zone="b"))]
+    text = outlook(objs, "d0")
+    assert "PartialDisruption" in text and "\x1b" not in text and "\u202e" not in text and "\\x1b" in text

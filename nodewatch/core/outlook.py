@@ -15,6 +15,7 @@ from __future__ import annotations
 from .causes import CauseKind
 from .rules import NodeState, ZoneState
 from .settings import Settings
+from .text import safe
 from .views import FleetView, NodeView, ZoneView, zone_key
 
 AWAITING_TAINT = (NodeState.UNKNOWN, NodeState.NOT_READY)
@@ -44,7 +45,7 @@ def noexecute_outlook(v: NodeView, zone: ZoneView | None, settings: Settings) ->
         return None
     if any(c.kind is CauseKind.NEVER_POSTED for c in v.causes):
         return None  # no Ready condition yet: the controller's startup grace comes first (the cause says so)
-    name = zone.name or "(no zone)"
+    name = safe(zone.name, 80) or "(no zone)"  # from the nodes' labels: untrusted
     rate = zone.taint_rate
     then = f"then pods evicted as their tolerations run out ({settings.toleration_seconds:g}s by default)"
     if rate <= 0:
