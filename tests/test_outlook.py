@@ -6,7 +6,7 @@ from __future__ import annotations
 from factories import T0, node, taint
 from test_fleet_state import fleet
 
-from nodewatch.core.outlook import noexecute_outlook, settings_of, zone_of
+from nodewatch.core.outlook import outlook_in, settings_of, zone_of
 from nodewatch.core.rules import TAINT_UNREACHABLE
 from nodewatch.core.settings import Settings
 
@@ -15,7 +15,7 @@ def outlook(objs, name: str, settings: Settings | None = None) -> str | None:
     view = fleet(*objs, settings=settings).evaluate(T0)
     v = view.node(name)
     assert v is not None
-    return noexecute_outlook(v, zone_of(view, v), settings_of(view, v))
+    return outlook_in(view, v)
 
 
 def nodes(zone: str, ready: int, down: int, ready_status: str = "Unknown") -> list:

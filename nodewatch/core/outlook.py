@@ -61,3 +61,8 @@ def noexecute_outlook(v: NodeView, zone: ZoneView | None, settings: Settings) ->
                 f"(one every {1 / rate:.0f}s), {then}")
     return (f"NoExecute taint at the controller's next monitor pass (every {settings.monitor_period_seconds:g}s; "
             f"later if many nodes flip at once or others in the zone are queued at {rate:g} nodes/s), {then}")
+
+
+def outlook_in(view: FleetView, v: NodeView) -> str | None:
+    """``noexecute_outlook`` for a node of ``view``: its own zone, its own cluster's settings."""
+    return noexecute_outlook(v, zone_of(view, v), settings_of(view, v))

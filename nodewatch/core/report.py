@@ -16,7 +16,7 @@ import orjson
 
 from .fleet import FleetState
 from .format import taint_label
-from .outlook import noexecute_outlook, settings_of, zone_of
+from .outlook import outlook_in
 from .rules import NodeState
 from .text import duration, safe
 from .timeutil import format_time
@@ -59,7 +59,7 @@ def fleet_json(state: FleetState, view: FleetView, node: str | None = None, *, n
                   for z in view.zones],
     }
     if node is not None:
-        out["noexecute_outlook"] = next((_outlook(view, v) for v in view.nodes if v.name == node), None)
+        out["noexecute_outlook"] = next((outlook_in(view, v) for v in view.nodes if v.name == node), None)
         out["pods"] = [
             {
                 "namespace": p.namespace, "name": p.name, "owner_kind": p.owner_kind or None,
@@ -166,7 +166,7 @@ def fleet_table_lines(state: FleetState, view: FleetView, node: str | None = Non
         yield "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1]
     if node is not None:
         for v in shown:
-            outlook = _outlook(view, v)
+            outlook = outlook_in(view, v)
             if outlook:
                 yield f"next: {outlook}"
         yield ""
@@ -183,10 +183,6 @@ def fleet_table_lines(state: FleetState, view: FleetView, node: str | None = Non
                    f"  ({safe(e.source, 80)})")
     for p in state.recent_problems(10):
         yield f"problem: {safe(p.where, 80)}: {safe(p.message, 300)}"
-
-
-def _outlook(view: FleetView, v: NodeView) -> str | None:
-    return noexecute_outlook(v, zone_of(view, v), settings_of(view, v))
 
 
 def _table_row(v: NodeView, now: float) -> tuple[str, ...]:

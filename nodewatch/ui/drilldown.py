@@ -34,7 +34,7 @@ from textual.widgets import Footer, Static
 from ..core.causes import checks_for
 from ..core.fleet import FleetState
 from ..core.format import ago, cert_text, clock_time, eviction_text, grace_text
-from ..core.outlook import noexecute_outlook, settings_of, zone_of
+from ..core.outlook import outlook_in
 from ..core.text import duration, safe
 from ..core.views import AGE_FROM, FleetView, NodeDetails
 from .heartbeat import HeartbeatChart
@@ -401,9 +401,7 @@ class DrillDown(Screen):
         what the controller does next). Returns the snapshot (tests read it)."""
         self.palette = palette
         d = state.node_details(self.node, now, max_pods=MAX_PODS, max_events=MAX_EVENTS)
-        outlook = None
-        if view is not None and d.view is not None:
-            outlook = noexecute_outlook(d.view, zone_of(view, d.view), settings_of(view, d.view))
+        outlook = outlook_in(view, d.view) if view is not None and d.view is not None else None
         self.query_one("#dd-summary", Static).update(title_section(d, palette))
         unwatched = state.details_not_watched(self.node)
         for key, _, fn in SECTIONS:

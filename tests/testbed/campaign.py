@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from nodewatch.core.outlook import noexecute_outlook, settings_of, zone_of
+from nodewatch.core.outlook import outlook_in
 from nodewatch.core.rules import NodeState, ZoneState
 from nodewatch.core.settings import Settings
 from nodewatch.sources.live import LiveSource
@@ -261,7 +261,7 @@ def _sample(src: LiveSource, obs: Observed, stop: threading.Event) -> None:
         for v in view.nodes:
             obs.nodes.setdefault(v.name, []).append(NodeSample(
                 now, v.state, v.lease_observed_at, v.eviction_at, frozenset((t.key, t.effect) for t in v.taints),
-                noexecute_outlook(v, zone_of(view, v), settings_of(view, v))))
+                outlook_in(view, v)))
         obs.zones.append((now, {z.name: (z.state, z.taint_rate) for z in view.zones}, view.all_zones_full))
         for v in view.nodes:
             if v.state is NodeState.READY:
