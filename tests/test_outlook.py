@@ -1,40 +1,78 @@
 """When a not-Ready node's NoExecute taint comes, by its zone (``core.outlook``): the stretch
-between the Ready flip and the taint, where the zone rules decide whether pods are evicted at all."""
+between the Ready flip and the taint, where the zone rules decide whether pods are evicted at all,
+and the zone's queue says when."""
 
 from __future__ import annotations
 
 from factories import T0, node, taint
 from test_fleet_state import fleet
 
-from nodewatch.core.outlook import outlook_in, settings_of, zone_of
+from nodewatch.core.format import clock_time
+from nodewatch.core.outlook import TaintWindow, outlook_in, settings_of, taint_window, zone_of
 from nodewatch.core.rules import TAINT_UNREACHABLE
 from nodewatch.core.settings import Settings
 
 
+def judged(objs, settings: Settings | None = None):
+    return fleet(*objs, settings=settings).evaluate(T0)
+
+
 def outlook(objs, name: str, settings: Settings | None = None) -> str | None:
-    view = fleet(*objs, settings=settings).evaluate(T0)
+    view = judged(objs, settings)
     v = view.node(name)
     assert v is not None
     return outlook_in(view, v)
 
 
-def nodes(zone: str, ready: int, down: int, ready_status: str = "Unknown") -> list:
+def window(objs, name: str, settings: Settings | None = None) -> TaintWindow | None:
+    view = judged(objs, settings)
+    v = view.node(name)
+    return taint_window(view, v, zone_of(view, v), settings_of(view, v))
+
+
+def nodes(zone: str, ready: int, down: int, ready_status: str = "Unknown", flipped: float = T0 - 2) -> list:
     return ([("nodes", node(f"{zone}-ok{i}", "True", zone=zone)) for i in range(ready)]
-            + [("nodes", node(f"{zone}-down{i}", ready_status, zone=zone)) for i in range(down)])
+            + [("nodes", node(f"{zone}-down{i}", ready_status, zone=zone, transition=flipped)) for i in range(down)])
 
 
 def test_a_node_down_in_a_normal_zone_is_tainted_at_the_next_pass():
-    text = outlook(nodes("a", 9, 1), "a-down0")
-    assert text.startswith("NoExecute taint at the controller's next monitor pass (every 5s;")
-    assert "0.1 nodes/s" in text and "300s by default" in text
+    objs = nodes("a", 9, 1)  # flipped 2 s ago: queued at the next pass, 3 s from now
+    assert window(objs, "a-down0") == TaintWindow(T0 + 3, T0 + 3, 1, 1, 1)
+    text = outlook(objs, "a-down0")
+    assert text == (f"NoExecute taint not before {clock_time(T0 + 3)} (in 3s): 1 of 1 in the zone's queue at "
+                    f"0.1 nodes/s (later if many nodes flip at once, or behind nodes the controller queues again "
+                    f"while they wait); then pods evicted as their tolerations run out, not before "
+                    f"{clock_time(T0 + 303)} with the default 300s")
     # Ready=False (the kubelet reports a problem) goes through the same queue
-    assert outlook(nodes("a", 9, 1, "False"), "a-down0").startswith("NoExecute taint at the controller's next")
+    assert window(nodes("a", 9, 1, "False"), "a-down0") == TaintWindow(T0 + 3, T0 + 3, 1, 1, 1)
+
+
+def test_nodes_that_flip_in_one_pass_leave_the_queue_in_an_order_the_controller_picks():
+    objs = nodes("a", 0, 3) + nodes("b", 3, 0)  # zone a wholly down while b is up: the normal rate
+    assert window(objs, "a-down1") == TaintWindow(T0 + 3, T0 + 23, 1, 3, 3)
+    assert (f"not before {clock_time(T0 + 3)} (in 3s): 1-3 of 3, in an order the controller picks"
+            in outlook(objs, "a-down1"))
+
+
+def test_the_queue_waits_for_the_zones_last_taint_and_for_earlier_passes():
+    tainted = ("nodes", node("a-t", "Unknown", zone="a", transition=T0 - 30,
+                             taints=[taint(TAINT_UNREACHABLE, "NoExecute", T0 - 4)]))
+    # one node tainted 4 s ago: the bucket's next token comes 6 s from now, not at the next pass
+    assert window([*nodes("a", 9, 1), tainted], "a-down0") == TaintWindow(T0 + 6, T0 + 6, 1, 1, 1)
+    # two passes: two nodes flipped 12 s ago (queued 7 s ago: one tainted, one in 3 s), one 2 s ago
+    first = [("nodes", node(f"early{i}", "Unknown", zone="a", transition=T0 - 12)) for i in range(2)]
+    objs = [*nodes("a", 9, 1), *first]
+    assert window(objs, "early0") == TaintWindow(T0 - 7, T0 + 3, 1, 2, 3)
+    assert window(objs, "a-down0") == TaintWindow(T0 + 13, T0 + 13, 3, 3, 3)
+    assert f"not before {clock_time(T0 - 7)} (due): 1-2 of 3" in outlook(objs, "early0")
 
 
 def test_the_settings_in_force_are_the_ones_said():
     s = Settings().override(monitor_period_seconds=3.0, toleration_seconds=60.0, eviction_rate=0.5)
-    text = outlook(nodes("a", 9, 1), "a-down0", s)
-    assert "every 3s" in text and "0.5 nodes/s" in text and "60s by default" in text
+    objs = nodes("a", 9, 2)
+    assert window(objs, "a-down0", s) == TaintWindow(T0 + 1, T0 + 3, 1, 2, 2)
+    text = outlook(objs, "a-down0", s)
+    assert "0.5 nodes/s" in text and f"not before {clock_time(T0 + 61)} with the default 60s" in text
 
 
 def test_a_small_zone_in_partial_disruption_is_not_tainted():
@@ -44,14 +82,11 @@ def test_a_small_zone_in_partial_disruption_is_not_tainted():
 
 
 def test_a_large_zone_in_partial_disruption_is_tainted_at_the_secondary_rate():
-    text = outlook(nodes("a", 20, 40) + nodes("b", 3, 0), "a-down0")
-    assert text.startswith("NoExecute taint queued: zone r1/a is in PartialDisruption and tainted at "
-                           "0.01 nodes/s (one every 100s)")
-
-
-def test_a_zone_wholly_down_while_another_is_up_is_tainted_at_the_normal_rate():
-    text = outlook(nodes("a", 0, 3) + nodes("b", 3, 0), "a-down0")
-    assert text.startswith("NoExecute taint at the controller's next monitor pass") and "0.1 nodes/s" in text
+    objs = nodes("a", 20, 40) + nodes("b", 3, 0)
+    assert window(objs, "a-down0") == TaintWindow(T0 + 3, T0 + 3 + 39 * 100, 1, 40, 40)
+    text = outlook(objs, "a-down0")
+    assert text.startswith("zone r1/a is in PartialDisruption: NoExecute taint not before")
+    assert "1-40 of 40, in an order the controller picks in the zone's queue at 0.01 nodes/s" in text
 
 
 def test_every_zone_down_stops_the_taints():
@@ -66,6 +101,7 @@ def test_no_outlook_where_the_question_does_not_arise():
     assert outlook(objs, "a-ok0") is None  # Ready
     assert outlook(objs, "t") is None  # tainted already: the eviction countdown says the rest
     assert outlook(objs, "n") is None  # never posted status: the controller's startup grace first
+    assert window(objs, "n") is None
 
 
 def test_several_clusters_each_node_is_judged_by_its_own_cluster():

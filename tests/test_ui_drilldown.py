@@ -212,7 +212,7 @@ async def test_between_the_flip_and_the_taint_the_countdowns_say_what_the_zone_r
         assert state.apply("nodes", "ADDED", obj, T0, listing=True)
     for r in RESOURCES:
         state.apply(r, "SYNCED", None, T0)
-    for name, expected in (("alone", "NoExecute taint at the controller's next monitor pass (every 5s;"),
+    for name, expected in (("alone", "NoExecute taint not before 07:00:05Z (due): 1 of 1 in the zone's queue"),
                            ("b-down0", "no NoExecute taint while zone r1/b is in PartialDisruption")):
         app = NodewatchApp(FakeSource(state, ManualClock(T0)), focus=name, refresh_seconds=3600)
         async with app.run_test(size=(160, 50)) as pilot:

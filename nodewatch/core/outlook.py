@@ -8,11 +8,21 @@ bucket of one): the normal rate in a Normal zone or a zone wholly down while ano
 secondary rate in a large zone in PartialDisruption, never in a small one, and nowhere while every
 zone is down. A pass that flips many nodes at once takes seconds to write them, so "next pass" is
 the earliest. See docs/kubernetes-rules.md, "Taints and eviction" and "Zones".
+
+When the taint comes is worked out from the zone's queue (``taint_window``): every node of the zone
+awaiting its taint, in the order of their flips, one token each at the zone's rate after the
+zone's last taint. That is the earliest: nodes that flipped in one pass leave the queue in an
+order only the controller knows, and v1.20's controller queues a waiting node again at every
+pass without taking out its first entry (``markNodeForTainting``: ``SetRemove``, then ``Add``),
+so the extra entries re-taint nodes already tainted and take tokens from the nodes behind them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .causes import CauseKind
+from .format import ago, clock_time
 from .rules import NodeState, ZoneState
 from .settings import Settings
 from .text import safe
@@ -38,16 +48,70 @@ def settings_of(view: FleetView, v: NodeView) -> Settings:
     return view.settings
 
 
-def noexecute_outlook(v: NodeView, zone: ZoneView | None, settings: Settings) -> str | None:
-    """When the node's NoExecute taint comes, and why not if it does not; None when the question
-    does not arise (Ready, already tainted, status never posted, zone not known)."""
-    if v.state not in AWAITING_TAINT or v.ready in (None, "True") or zone is None:
+@dataclass(frozen=True, slots=True)
+class TaintWindow:
+    """When a node's NoExecute taint comes, by its zone's queue."""
+
+    earliest: float
+    """Not before: the queue as if each waiting node were in it once."""
+    latest: float
+    """When the last of the node's pass would go, by the same count (the same as ``earliest``
+    unless other nodes flipped in that pass: one of them goes first)."""
+    first: int
+    last: int
+    """The node's place in the queue, 1-based: ``first`` to ``last`` among its pass's nodes."""
+    queued: int
+    """Nodes of the zone awaiting their taint."""
+
+
+def _awaits_taint(v: NodeView) -> bool:
+    return (v.state in AWAITING_TAINT and v.ready not in (None, "True")
+            and not any(c.kind is CauseKind.NEVER_POSTED for c in v.causes))
+
+
+def taint_window(view: FleetView, v: NodeView, zone: ZoneView, settings: Settings) -> TaintWindow | None:
+    """The zone's queue, replayed: each awaiting node is queued a monitor period after its flip
+    (``state_since``, the Ready transition), and takes one token of the zone's bucket (one every
+    1/rate seconds, the first a period after the zone's last taint). None when the zone's rate is
+    0 or the node's flip time is unknown."""
+    if zone.taint_rate <= 0 or v.state_since is None or not _awaits_taint(v):
         return None
-    if any(c.kind is CauseKind.NEVER_POSTED for c in v.causes):
-        return None  # no Ready condition yet: the controller's startup grace comes first (the cause says so)
+    step = 1.0 / zone.taint_rate
+    monitor = settings.monitor_period_seconds
+    last_taint: float | None = None
+    awaiting: list[float] = []
+    zone_name, cluster = v.zone, v.cluster  # the zone is zone_key(v): compare its parts, cheaper at 65k
+    for u in view.nodes:
+        if u.zone != zone_name or u.cluster != cluster:
+            continue
+        if u.state in (NodeState.EVICTING, NodeState.EVICTED):
+            if u.state_since is not None and (last_taint is None or u.state_since > last_taint):
+                last_taint = u.state_since  # its NoExecute taint's timeAdded
+        elif u.state_since is not None and _awaits_taint(u):
+            awaiting.append(u.state_since)
+    awaiting.sort()
+    times: list[float] = []
+    prev = last_taint
+    for flipped in awaiting:
+        t = flipped + monitor if prev is None else max(flipped + monitor, prev + step)
+        times.append(t)
+        prev = t
+    peers = [i for i, flipped in enumerate(awaiting) if abs(flipped - v.state_since) < monitor]
+    if not peers:
+        return None
+    return TaintWindow(times[peers[0]], times[peers[-1]], peers[0] + 1, peers[-1] + 1, len(awaiting))
+
+
+def noexecute_outlook(v: NodeView, zone: ZoneView | None, settings: Settings, window: TaintWindow | None = None,
+                      now: float | None = None) -> str | None:
+    """When the node's NoExecute taint comes (by ``window`` when given), and why not if it does
+    not; None when the question does not arise (Ready, already tainted, status never posted, zone
+    not known)."""
+    if zone is None or not _awaits_taint(v):
+        return None
     name = safe(zone.name, 80) or "(no zone)"  # from the nodes' labels: untrusted
     rate = zone.taint_rate
-    then = f"then pods evicted as their tolerations run out ({settings.toleration_seconds:g}s by default)"
+    tol = settings.toleration_seconds
     if rate <= 0:
         if zone.state is ZoneState.FULL:
             return ("no NoExecute taint, no eviction: every zone is down, so the controller blames its own "
@@ -56,13 +120,26 @@ def noexecute_outlook(v: NodeView, zone: ZoneView | None, settings: Settings) ->
             return (f"no NoExecute taint while zone {name} is in PartialDisruption: a zone of {zone.nodes} nodes "
                     f"(at most {settings.large_cluster_threshold}) is not tainted at all")
         return "no NoExecute taint: the eviction rate is 0"
-    if zone.state is ZoneState.PARTIAL:
-        return (f"NoExecute taint queued: zone {name} is in PartialDisruption and tainted at {rate:g} nodes/s "
-                f"(one every {1 / rate:.0f}s), {then}")
-    return (f"NoExecute taint at the controller's next monitor pass (every {settings.monitor_period_seconds:g}s; "
-            f"later if many nodes flip at once or others in the zone are queued at {rate:g} nodes/s), {then}")
+    partial = f"zone {name} is in PartialDisruption: " if zone.state is ZoneState.PARTIAL else ""
+    if window is None:
+        return (f"{partial}NoExecute taint at the controller's next monitor pass "
+                f"(every {settings.monitor_period_seconds:g}s) at the earliest, then {rate:g} nodes/s in the zone; "
+                f"then pods evicted as their tolerations run out ({tol:g}s by default)")
+    w = window
+    place = (f"{w.first} of {w.queued}" if w.first == w.last
+             else f"{w.first}-{w.last} of {w.queued}, in an order the controller picks")
+    when = clock_time(w.earliest)
+    if now is not None:
+        when += " (due)" if w.earliest <= now else f" ({ago(w.earliest, now)})"
+    return (f"{partial}NoExecute taint not before {when}: {place} in the zone's queue at {rate:g} nodes/s "
+            f"(later if many nodes flip at once, or behind nodes the controller queues again while they wait); "
+            f"then pods evicted as their tolerations run out, not before {clock_time(w.earliest + tol)} "
+            f"with the default {tol:g}s")
 
 
 def outlook_in(view: FleetView, v: NodeView) -> str | None:
-    """``noexecute_outlook`` for a node of ``view``: its own zone, its own cluster's settings."""
-    return noexecute_outlook(v, zone_of(view, v), settings_of(view, v))
+    """``noexecute_outlook`` for a node of ``view``: its own zone, its own cluster's settings, its
+    place in the zone's queue, at the view's time."""
+    zone, settings = zone_of(view, v), settings_of(view, v)
+    window = taint_window(view, v, zone, settings) if zone is not None else None
+    return noexecute_outlook(v, zone, settings, window, view.at)
