@@ -137,9 +137,13 @@ def noexecute_outlook(v: NodeView, zone: ZoneView | None, settings: Settings, wi
             f"with the default {tol:g}s")
 
 
+def window_in(view: FleetView, v: NodeView) -> TaintWindow | None:
+    """``taint_window`` for a node of ``view``: its own zone, its own cluster's settings."""
+    zone = zone_of(view, v)
+    return None if zone is None else taint_window(view, v, zone, settings_of(view, v))
+
+
 def outlook_in(view: FleetView, v: NodeView) -> str | None:
     """``noexecute_outlook`` for a node of ``view``: its own zone, its own cluster's settings, its
     place in the zone's queue, at the view's time."""
-    zone, settings = zone_of(view, v), settings_of(view, v)
-    window = taint_window(view, v, zone, settings) if zone is not None else None
-    return noexecute_outlook(v, zone, settings, window, view.at)
+    return noexecute_outlook(v, zone_of(view, v), settings_of(view, v), window_in(view, v), view.at)

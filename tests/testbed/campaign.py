@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from nodewatch.core.outlook import TaintWindow, outlook_in, settings_of, taint_window, zone_of
+from nodewatch.core.outlook import TaintWindow, outlook_in, window_in
 from nodewatch.core.rules import NodeState, ZoneState
 from nodewatch.core.settings import Settings
 from nodewatch.sources.live import LiveSource
@@ -256,11 +256,6 @@ def _wait_all_ready(src: LiveSource, names: list[str], timeout: float = 30.0) ->
     raise AssertionError(f"nodewatch never saw every node Ready: {states}")
 
 
-def _window(view, v) -> TaintWindow | None:  # noqa: ANN001
-    zone = zone_of(view, v)
-    return None if zone is None else taint_window(view, v, zone, settings_of(view, v))
-
-
 def _sample(src: LiveSource, obs: Observed, stop: threading.Event) -> None:
     while not stop.wait(SAMPLE):
         now = time.time()
@@ -268,7 +263,7 @@ def _sample(src: LiveSource, obs: Observed, stop: threading.Event) -> None:
         for v in view.nodes:
             obs.nodes.setdefault(v.name, []).append(NodeSample(
                 now, v.state, v.lease_observed_at, v.eviction_at, frozenset((t.key, t.effect) for t in v.taints),
-                outlook_in(view, v), _window(view, v)))
+                outlook_in(view, v), window_in(view, v)))
         obs.zones.append((now, {z.name: (z.state, z.taint_rate) for z in view.zones}, view.all_zones_full))
         for v in view.nodes:
             if v.state is NodeState.READY:

@@ -107,7 +107,7 @@ def test_kubelet_stop_simulated_and_real_agree(obs):
     # The real passes are a period apart *plus the pass's own work*: wait.Until starts the period
     # when a pass ends, and the pass that flips seven nodes writes them and their pods under the
     # controller's client-side rate limit (--kube-api-qps 20), seconds of work on a busy machine
-    # (seen: 2-4 s). The simulated pass takes none; with that work taken off, the delays agree.
+    # (seen: 1.4-4 s). The simulated pass takes none; with that work taken off, the delays agree.
     assert 0 <= real["pass_overrun"]
     assert abs(sim["noexecute"] - (real["noexecute"] - real["pass_overrun"])) <= TRUNC + LATENCY
     # Eviction: the NoExecute taint plus the toleration.
