@@ -55,10 +55,13 @@ def recorded(tmp_path_factory):
                               {"alpha": (a, a.token), "beta": (b, b.token), "gamma": (g, "not-the-token")})
 
         def director() -> None:
-            """Kill beta once both live clusters were listed; stop the recording once its outage is
-            in the file (SIGTERM: what ends ``record`` in a pod; the file is flushed every second)."""
+            """Kill beta once both live clusters were listed and gamma's refusal is in the file (on a
+            busy machine it can come after them); stop the recording once beta's outage is in the
+            file (SIGTERM: what ends ``record`` in a pod; the file is flushed every second)."""
             try:
                 wait_until(lambda: _listed(_lines(path), "alpha") and _listed(_lines(path), "beta"), 30)
+                wait_until(lambda: any(d.get("cluster") == "gamma" and "credentials rejected"
+                                       in (d.get("health", {}).get("last_error") or "") for d in _lines(path)), 30)
                 b.stop()
                 # both streams the cluster's health depends on (one down stream, CSRs, is not enough)
                 wait_until(lambda: {d["health"].get("resource") for d in _lines(path) if d.get("cluster") == "beta"
