@@ -101,42 +101,14 @@ def test_noexecute_taints_paced_per_zone_at_the_normal_rate() -> None:
     added = sorted(tape.taint_added(n, rules.TAINT_UNREACHABLE) for n in cut)
     assert None not in added
     gaps = [b - a for a, b in zip(added, added[1:])]
-    # one token every 10 s; a node that flipped a pass later may wait behind the extra entries of
-    # the nodes queued before it (the next test), so a gap is a whole number of tokens
-    assert all(g >= 10.0 - 1e-6 and abs(g / 10.0 - round(g / 10.0)) < 0.011 for g in gaps), gaps
-    # timeAdded is stamped when the taint is written (the first time: the next test for the others)
+    assert all(10.0 - 1e-6 <= g <= 10.1 + 1e-6 for g in gaps), gaps
+    # timeAdded is stamped when the taint is written
     for n in cut:
-        obj = next(o for t, e, o in tape.of("nodes", n)
-                   if any(x["key"] == rules.TAINT_UNREACHABLE and x["effect"] == "NoExecute"
-                          for x in o["spec"].get("taints", [])))
+        obj = tape.of("nodes", n)[-1][2]
         taint = next(t for t in obj["spec"]["taints"] if t["key"] == rules.TAINT_UNREACHABLE
                      and t["effect"] == "NoExecute")
         assert parse_time(taint["timeAdded"]) == float(int(tape.taint_added(n, rules.TAINT_UNREACHABLE)))
     assert fleet.lifecycle.zones[zone].state is rules.ZoneState.FULL
-
-
-def test_a_waiting_node_is_queued_again_at_every_pass_and_tainted_again() -> None:
-    """v1.20's markNodeForTainting adds a waiting node once more at every pass: the extra entries
-    re-taint nodes already tainted, with a fresh timeAdded, while the pods' evictions keep the
-    first (the taint manager keeps the eviction it scheduled), as the real controller did."""
-    fleet = SimFleet(nodes=30, scenario="steady", seed=6)
-    tape = Tape(fleet)
-    cut = zone_members(fleet)[sorted(zone_members(fleet))[0]]
-    _cut_nodes(fleet, cut, fleet.now + 5)
-    fleet.step_to(fleet.now + 500)
-    stamps = {n: sorted({x["timeAdded"] for _, _, o in tape.of("nodes", n) for x in o["spec"].get("taints", [])
-                         if x["key"] == rules.TAINT_UNREACHABLE and x["effect"] == "NoExecute"}) for n in cut}
-    retainted = [n for n in cut if len(stamps[n]) > 1]
-    assert retainted, stamps  # the nodes that waited longest were tainted again
-    assert len(stamps[min(cut, key=lambda n: tape.taint_added(n, rules.TAINT_UNREACHABLE))]) == 1  # the first did not wait
-    tol = fleet.settings.toleration_seconds
-    for n in retainted:
-        first = parse_time(stamps[n][0])
-        evicted = [parse_time(o["metadata"]["deletionTimestamp"]) - o["metadata"]["deletionGracePeriodSeconds"]
-                   for _, _, o in tape.of("pods") if o["spec"].get("nodeName") == n and o["metadata"].get("deletionTimestamp")
-                   and any(t.get("key") == rules.TAINT_UNREACHABLE and t.get("tolerationSeconds") == tol
-                           for t in o["spec"].get("tolerations", []))]
-        assert evicted and all(abs(e - (first + tol)) <= 1.0 for e in evicted), (n, stamps[n], evicted)
 
 
 def test_partial_disruption_in_a_small_zone_stops_tainting() -> None:

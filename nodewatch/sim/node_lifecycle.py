@@ -259,7 +259,7 @@ class NodeLifecycleController:
             if node.has_taint(rules.TAINT_UNREACHABLE, "NoExecute"):
                 self.swap_eviction_taint(node, rules.TAINT_NOT_READY)
             else:
-                self.mark_for_tainting(node, rules.TAINT_NOT_READY)
+                self.mark_for_tainting(node)
         elif observed == "True":
             self.mark_reachable(node)
             if node.ready() == "True":
@@ -268,16 +268,10 @@ class NodeLifecycleController:
             if node.has_taint(rules.TAINT_NOT_READY, "NoExecute"):
                 self.swap_eviction_taint(node, rules.TAINT_UNREACHABLE)
             else:
-                self.mark_for_tainting(node, rules.TAINT_UNREACHABLE)
+                self.mark_for_tainting(node)
 
-    def mark_for_tainting(self, node: SimNode, key: str) -> None:
-        """markNodeForTainting: a node that does not carry the taint yet leaves the queue's set (not
-        the queue) and is added once more, so each pass it waits through adds an entry. An entry that
-        leaves the queue after its node was tainted taints it again, with a fresh ``timeAdded``, and
-        takes a token from the nodes behind it (seen on v1.20.2: docs/real-control-plane.md)."""
+    def mark_for_tainting(self, node: SimNode) -> None:
         z = self.zone(node.zone_key)
-        if not node.has_taint(key, "NoExecute"):
-            z.queued.discard(node.name)
         if node.name in z.queued:
             return
         z.queued.add(node.name)
