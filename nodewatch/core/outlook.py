@@ -72,7 +72,7 @@ def _awaits_taint(v: NodeView) -> bool:
 def taint_window(view: FleetView, v: NodeView, zone: ZoneView, settings: Settings) -> TaintWindow | None:
     """The zone's queue, replayed: each awaiting node is queued a monitor period after its flip
     (``state_since``, the Ready transition), and takes one token of the zone's bucket (one every
-    1/rate seconds, the first a period after the zone's last taint). None when the zone's rate is
+    1/rate seconds, the first 1/rate after the zone's last taint). None when the zone's rate is
     0 or the node's flip time is unknown."""
     if zone.taint_rate <= 0 or v.state_since is None or not _awaits_taint(v):
         return None
