@@ -107,29 +107,29 @@ def likely_causes(
     cert_expired = cert_not_after is not None and cert_not_after <= now
     if cert_expired:
         out.append(_cause(CauseKind.CERT_EXPIRED,
-                         f"kubelet client certificate expired ({format_time(cert_not_after)}): "
-                         "the kubelet cannot authenticate to the API server"))
+                          f"kubelet client certificate expired ({format_time(cert_not_after)}): "
+                          "the kubelet cannot authenticate to the API server"))
     ready = node.conditions.get("Ready")
     if lease_age is not None and lease_age > grace:
         if not cert_expired:
             out.append(_cause(CauseKind.LEASE_STALE,
-                             f"lease not renewed within the {grace:g}s grace: kubelet down, or the node "
-                             "cut off from the API server"))
+                              f"lease not renewed within the {grace:g}s grace: kubelet down, or the node "
+                              "cut off from the API server"))
     elif state is NodeState.LATE and lease_age is not None:
         out.append(_cause(CauseKind.LEASE_LATE, "lease renewal late (more than two renew intervals): "
-                         "kubelet slow, or API server latency"))
+                          "kubelet slow, or API server latency"))
     elif not has_lease and state is not NodeState.READY and not cert_expired:
         out.append(_cause(CauseKind.NO_LEASE, "no Lease in kube-node-lease for this node"))
     if ready is None and not node.awaited:
         out.append(_cause(CauseKind.NEVER_POSTED, "the kubelet never posted node status (no Ready condition): "
-                         "the controller marks it Unknown (NodeStatusNeverUpdated) after its startup grace"))
+                          "the controller marks it Unknown (NodeStatusNeverUpdated) after its startup grace"))
     elif ready is not None and ready.status == "False":
         kind = _classify_not_ready(ready.reason, ready.message)
         detail = ready.message or ready.reason or "no message"
         out.append(_cause(kind, f"kubelet reports NotReady ({ready.reason or 'no reason'}): {detail}"))
     elif ready is not None and ready.status == "Unknown" and not out:
         out.append(_cause(CauseKind.LEASE_STALE, f"{ready.reason or 'NodeStatusUnknown'}: "
-                         f"{ready.message or 'Kubelet stopped posting node status.'}"))
+                          f"{ready.message or 'Kubelet stopped posting node status.'}"))
     return out + _pressure_and_cordon(node)
 
 

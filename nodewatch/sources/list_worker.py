@@ -99,9 +99,9 @@ PIPE_BYTES = 1 << 20
 """The size of the pipe the records come back through: Linux's default is 64 KB, and 1 MB is the
 most an unprivileged process may ask for by default (``/proc/sys/fs/pipe-max-size``). A frame of
 1,000 records is ~190 KB, so a 64 KB pipe stopped the child at every frame until the dashboard's
-process read it, and the list waited on every moment that process spent elsewhere (the first frame's evaluation, a paint). With room for five frames
-the child reads on: the complete frame at 65k came ~0.2 s sooner (median of 8 starts 2.71 ->
-2.53 s, the slowest 3.03 -> 2.68 s)."""
+process read it, and the list waited on every moment that process spent elsewhere (the first
+frame's evaluation, a paint). With room for five frames the child reads on: the complete frame
+at 65k came ~0.2 s sooner (median of 8 starts 2.71 -> 2.53 s, the slowest 3.03 -> 2.68 s)."""
 
 
 def _widen(pipe: Any) -> None:

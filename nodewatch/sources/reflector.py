@@ -216,10 +216,10 @@ class Reflector:
         self.watch_list: bool | None = None if watch_list else False
         """Streaming lists: None until tried, True once one worked, False when refused (paged lists)."""
         self._initial: dict[Key, None] | None = None
+        """Keys seen so far while a streaming list sends its initial events; None outside one."""
         self._paged_next = False
         """A streaming list ended before its initial events did: the next list is a paged one
         (client-go's fallback too: a list that always breaks halfway must still make progress)."""
-        """Keys seen so far while a streaming list sends its initial events; None outside one."""
         self.known: dict[Key, None] = {}
         """Keys (``key``) of the objects handed over and not deleted: what a relist reconciles."""
         self.relists = 0
