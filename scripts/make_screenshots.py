@@ -3,11 +3,13 @@
 
     .venv/bin/python scripts/make_screenshots.py [--out screenshots] [--size 150x42]
 
-Four pictures rendered from the committed recording ``tests/data/incident-30.jsonl.gz`` (the
+Five pictures rendered from the committed recording ``tests/data/incident-30.jsonl.gz`` (the
 simulated fleet's "incident" scenario, 30 nodes, seed 1), 90 s in:
 
 - ``main.svg``: the main screen during the incident;
 - ``drilldown.svg``: the drill-down of an unreachable node with a StatefulSet pod at risk;
+- ``outlook.svg``: the drill-down of a node that stopped reporting and has no NoExecute taint yet:
+  what its zone's rules will do with it;
 - ``wall.svg``: wall mode;
 - ``replay.svg``: the same moment with the replay controls, as ``nodewatch replay`` shows it.
 
@@ -27,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from nodewatch.core.outlook import outlook_in  # noqa: E402
 from nodewatch.core.views import AT_RISK_STATES  # noqa: E402
 from nodewatch.ui.app import NodewatchApp  # noqa: E402
 
@@ -81,6 +84,12 @@ def unreachable_with_statefulset(src) -> str | None:
     return fallback or (view.nodes[0].name if view.nodes else None)
 
 
+def awaiting_taint(src) -> str | None:
+    """A node the controller judged not Ready and has not NoExecute-tainted: its outlook is said."""
+    view = src.state.evaluate(src.clock.now())
+    return next((v.name for v in view.nodes if outlook_in(view, v)), None)
+
+
 async def capture(app: NodewatchApp, size: tuple[int, int], path: Path, keys: tuple[str, ...] = ()) -> None:
     app.animation_level = "none"
     async with app.run_test(size=size) as pilot:
@@ -123,6 +132,11 @@ def main() -> int:
     node = unreachable_with_statefulset(src)
     asyncio.run(capture(NodewatchApp(src, focus=node, refresh_seconds=3600), size, out / "drilldown.svg"))
     shots.append(out / "drilldown.svg")
+
+    src = demo_source()
+    node = awaiting_taint(src)
+    asyncio.run(capture(NodewatchApp(src, focus=node, refresh_seconds=3600), size, out / "outlook.svg"))
+    shots.append(out / "outlook.svg")
 
     src = demo_source()
     asyncio.run(capture(NodewatchApp(src, wall=True, refresh_seconds=3600), (100, 30), out / "wall.svg"))
