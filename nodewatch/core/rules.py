@@ -127,6 +127,55 @@ def probe_expired(last_probe: float, grace: float, now: float) -> bool:
     return now > last_probe + grace
 
 
+def probe_time(lease_observed: float | None, heartbeat: float | None) -> float | None:
+    """The controller's ``probeTimestamp``: reset whenever the Ready condition's
+    ``lastHeartbeatTime`` changes or the Lease's ``renewTime`` moves on (``tryUpdateNodeHealth``),
+    so the newer of the two signs of life. None when neither is known.
+
+    A node without a Lease whose status heartbeat is older than the grace is turned Unknown; a
+    node whose Lease is an hour old but whose status was just posted stays Ready
+    (``TestMonitorNodeHealthUpdateNodeAndPodStatusWithLease``)."""
+    if lease_observed is None:
+        return heartbeat
+    if heartbeat is None:
+        return lease_observed
+    return max(lease_observed, heartbeat)
+
+
+def node_grace(has_ready_condition: bool, grace: float, startup_grace: float) -> float:
+    """``tryUpdateNodeHealth``: a node without a Ready condition (its kubelet never posted status)
+    is judged with ``--node-startup-grace-period``, from its creation or its Lease's renewals; a
+    node that posted one (even Ready=False) with ``--node-monitor-grace-period``."""
+    return grace if has_ready_condition else startup_grace
+
+
+def taint_queue_delay(ready: str | None, monitor_period: float) -> float:
+    """How long after the Ready transition the NoExecute taint can be queued at the earliest.
+
+    ``processTaintBaseEviction`` is handed the Ready condition the pass *observed* before its own
+    update: Ready=False is posted by the kubelet, so the first pass that sees it queues the node
+    (the taint can land within a second of the transition); Ready=Unknown is written by the pass
+    itself, which saw True, so the next pass queues it, one monitor period later."""
+    return 0.0 if ready == "False" else monitor_period
+
+
+def controller_removes_eviction_taints(ready: str | None, all_zones_down: bool) -> bool:
+    """Whether the node lifecycle controller takes the node's ``not-ready``/``unreachable``
+    NoExecute taints off at its next pass: the node is Ready again (``processTaintBaseEviction``:
+    ``markNodeAsReachable``), or every zone is in FullDisruption ("Entering master disruption
+    mode": ``handleDisruption`` marks every node reachable). The taint manager then cancels the
+    pods' scheduled evictions."""
+    return ready == "True" or all_zones_down
+
+
+def effective_taints(taints: Sequence[Taint], ready: str | None, all_zones_down: bool) -> Sequence[Taint]:
+    """``taints`` without the eviction taints the controller is about to remove
+    (``controller_removes_eviction_taints``): what the pods' countdowns are judged by."""
+    if not controller_removes_eviction_taints(ready, all_zones_down):
+        return taints
+    return tuple(t for t in taints if not (t.effect == "NoExecute" and t.key in EVICTION_TAINTS))
+
+
 # --- taints and tolerations -------------------------------------------------------------------
 
 
@@ -216,32 +265,83 @@ def min_toleration_seconds(tolerations: Sequence[Toleration]) -> float:
     return best
 
 
+def matching_tolerations(taints: Iterable[Taint], tolerations: Sequence[Toleration]) -> list[Toleration] | None:
+    """``GetMatchingTolerations`` (pkg/apis/core/v1/helper): for each taint the pod's FIRST
+    toleration that tolerates it; None when one taint is tolerated by none (the pod goes at once).
+
+    The first, not the smallest: a pod listing ``Exists`` (forever) before a 300 s toleration of
+    ``unreachable`` tolerates it forever."""
+    used: list[Toleration] = []
+    for taint in taints:
+        hit = next((tol for tol in tolerations if tolerates(tol, taint)), None)
+        if hit is None:
+            return None
+        used.append(hit)
+    return used
+
+
 def pod_eviction_at(
     taints: Iterable[Taint], tolerations: Sequence[Toleration], taint_seen_at: float | None = None
 ) -> float | None:
     """When the taint-eviction controller deletes this pod, or None when it never will.
 
-    Every NoExecute taint on the node must be tolerated, or the pod goes at once; otherwise it goes
-    at the start of the countdown (the earliest ``timeAdded``, or when the taint was seen) plus the
-    smallest matching ``tolerationSeconds``. No NoExecute taint: None.
+    ``processPodOnNode``, replayed over the node's NoExecute taints in the order they were added
+    (``timeAdded``; a taint without one counts from ``taint_seen_at``): at each arrival, a taint no
+    toleration matches deletes the pod at once; otherwise the first matching toleration of every
+    taint gives the smallest ``tolerationSeconds`` (``getMinTolerationTime``), and the first
+    arrival at which that is finite schedules the deletion, from that arrival. A later taint
+    with a shorter toleration does not move it (the scheduled work's ``CreatedAt`` is earlier).
+    So taints the pod tolerates forever (``dedicated=gpu:NoExecute`` a day old) do not start the
+    countdown; the ``unreachable`` taint that comes later does. No NoExecute taint: None.
+
+    The tolerations are the pod's own as stored: the 300 s defaults are the DefaultTolerationSeconds
+    admission plugin's, written into the pod when it was created (``with_default_tolerations``),
+    not something the controller adds; a stored pod without them goes at once.
     """
     ne = noexecute_taints(taints)
     if not ne:
         return None
-    starts = [t.time_added for t in ne if t.time_added is not None]
-    start = min(starts) if starts else taint_seen_at
-    if start is None:
+    timed = sorted(((t.time_added if t.time_added is not None else taint_seen_at, i) for i, t in enumerate(ne)),
+                   key=lambda x: (math.inf if x[0] is None else x[0], x[1]))
+    present: list[Taint] = []
+    scheduled: float | None = None
+    for at, i in timed:
+        present.append(ne[i])
+        used = matching_tolerations(present, tolerations)
+        if used is None:  # the work is cancelled and the pod deleted on that arrival
+            if at is None:
+                return scheduled
+            return at if scheduled is None else min(scheduled, at)
+        wait = min_toleration_seconds(used)
+        if scheduled is None and not math.isinf(wait) and at is not None:
+            scheduled = at + wait
+    return scheduled
+
+
+def eviction_after_toleration_change(
+    scheduled: float | None, taints: Iterable[Taint], tolerations: Sequence[Toleration], now: float
+) -> float | None:
+    """``processPodOnNode`` on a pod update (``handlePodUpdate``): the pod's tolerations changed
+    while the node is NoExecute-tainted and ``scheduled`` is its deletion scheduled before.
+
+    Not every taint tolerated now: deleted at once (``now``). Tolerated forever now: the work is
+    cancelled (None). Otherwise a scheduled deletion stays where it was: its ``CreatedAt`` is before
+    ``now``, so ``CreatedAt + minTolerationTime`` is before ``now + minTolerationTime`` and the
+    controller returns without rescheduling ("lengthening toleration shouldn't work", and
+    shortening does not bring it nearer either). With nothing scheduled: ``now`` + the smallest.
+    """
+    ne = noexecute_taints(taints)
+    if not ne:
         return None
-    matching: list[Toleration] = []
-    for taint in ne:
-        hits = [tol for tol in tolerations if tolerates(tol, taint)]
-        if not hits:
-            return start
-        matching.extend(hits)
-    wait = min_toleration_seconds(matching)
+    used = matching_tolerations(ne, tolerations)
+    if used is None:
+        return now
+    wait = min_toleration_seconds(used)
     if math.isinf(wait):
         return None
-    return start + wait
+    if scheduled is not None:
+        return scheduled
+    return now + wait
 
 
 DEFAULT_TOLERATIONS = (
