@@ -40,7 +40,7 @@ class FleetData:
         self.pods: dict[tuple[str, str], PodRecord] = {}
         self.pod_schedules: dict[tuple[str, str], tuple[float, float]] = {}
         """Pods whose tolerations changed while their eviction was scheduled: (that eviction, when
-        the change was seen). The taint-eviction controller keeps it (``rules.eviction_after_toleration_change``)."""
+        the change was seen). The taint-eviction controller keeps it (``rules.process_pod_on_node``)."""
         self.pods_by_node: dict[str, set[tuple[str, str]]] = {}
         self.events: dict[tuple[str, str], EventRecord] = {}
         self.events_by_node: dict[str, set[tuple[str, str]]] = {}

@@ -269,7 +269,7 @@ class Ingest(Evaluation):
 
     def _keep_pod_schedule(self, key: tuple[str, str], old: Any, rec: Any, at: float) -> None:
         """A pod's tolerations changed: remember the eviction scheduled under the old ones (the
-        controller keeps it; ``rules.eviction_after_toleration_change``)."""
+        controller keeps it; ``rules.process_pod_on_node``)."""
         node = self.nodes.get(rec.node_name)
         if node is None or rec.node_name != old.node_name:
             self.pod_schedules.pop(key, None)

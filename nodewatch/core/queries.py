@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from .evaluation import Evaluation
 from .objects import EventRecord, NodeRecord, PodRecord
-from .rules import effective_taints, eviction_after_toleration_change, noexecute_taints, pod_eviction_at
+from .rules import effective_taints, process_pod_on_node, noexecute_taints, pod_eviction_at
 from .views import (
     AT_RISK_STATES,
     PROBLEM_NOTICE,
@@ -61,7 +61,7 @@ class Queries(Evaluation):
                 kept = self.pod_schedules.get(key)
                 if kept is not None and at is not None and all(
                         t.time_added is None or t.time_added <= kept[1] for t in taints):
-                    at = eviction_after_toleration_change(kept[0], taints, p.tolerations, kept[1])
+                    at = process_pod_on_node(kept[0], taints, p.tolerations, kept[1])
                 risk = p.owner_kind == "StatefulSet" and view is not None and view.state in AT_RISK_STATES
                 out.append(PodView(p.namespace, p.name, p.owner_kind, p.owner_name, p.phase, p.terminating,
                                    at, risk, p.disruption_target))

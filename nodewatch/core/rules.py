@@ -280,56 +280,20 @@ def matching_tolerations(taints: Iterable[Taint], tolerations: Sequence[Tolerati
     return used
 
 
-def pod_eviction_at(
-    taints: Iterable[Taint], tolerations: Sequence[Toleration], taint_seen_at: float | None = None
-) -> float | None:
-    """When the taint-eviction controller deletes this pod, or None when it never will.
-
-    ``processPodOnNode``, replayed over the node's NoExecute taints in the order they were added
-    (``timeAdded``; a taint without one counts from ``taint_seen_at``): at each arrival, a taint no
-    toleration matches deletes the pod at once; otherwise the first matching toleration of every
-    taint gives the smallest ``tolerationSeconds`` (``getMinTolerationTime``), and the first
-    arrival at which that is finite schedules the deletion, from that arrival. A later taint
-    with a shorter toleration does not move it (the scheduled work's ``CreatedAt`` is earlier).
-    So taints the pod tolerates forever (``dedicated=gpu:NoExecute`` a day old) do not start the
-    countdown; the ``unreachable`` taint that comes later does. No NoExecute taint: None.
-
-    The tolerations are the pod's own as stored: the 300 s defaults are the DefaultTolerationSeconds
-    admission plugin's, written into the pod when it was created (``with_default_tolerations``),
-    not something the controller adds; a stored pod without them goes at once.
-    """
-    ne = noexecute_taints(taints)
-    if not ne:
-        return None
-    timed = sorted(((t.time_added if t.time_added is not None else taint_seen_at, i) for i, t in enumerate(ne)),
-                   key=lambda x: (math.inf if x[0] is None else x[0], x[1]))
-    present: list[Taint] = []
-    scheduled: float | None = None
-    for at, i in timed:
-        present.append(ne[i])
-        used = matching_tolerations(present, tolerations)
-        if used is None:  # the work is cancelled and the pod deleted on that arrival
-            if at is None:
-                return scheduled
-            return at if scheduled is None else min(scheduled, at)
-        wait = min_toleration_seconds(used)
-        if scheduled is None and not math.isinf(wait) and at is not None:
-            scheduled = at + wait
-    return scheduled
-
-
-def eviction_after_toleration_change(
+def process_pod_on_node(
     scheduled: float | None, taints: Iterable[Taint], tolerations: Sequence[Toleration], now: float
 ) -> float | None:
-    """``processPodOnNode`` on a pod update (``handlePodUpdate``): the pod's tolerations changed
-    while the node is NoExecute-tainted and ``scheduled`` is its deletion scheduled before.
+    """``processPodOnNode`` of the taint-eviction controller: what becomes of a pod's deletion when
+    the controller looks at it at ``now`` (its node's NoExecute taints changed, or the pod did),
+    ``scheduled`` being the deletion already scheduled (None: none). Returns the deletion time,
+    None when there is none.
 
-    Not every taint tolerated now: deleted at once (``now``). Tolerated forever now: the work is
-    cancelled (None). Otherwise a scheduled deletion stays where it was: its ``CreatedAt`` is before
-    ``now``, so ``CreatedAt + minTolerationTime`` is before ``now + minTolerationTime`` and the
-    controller returns without rescheduling ("lengthening toleration shouldn't work", and
-    shortening does not bring it nearer either). With nothing scheduled: ``now`` + the smallest.
-    """
+    No NoExecute taint: cancelled. A taint no toleration matches: at once (``now``). The first
+    matching toleration of each taint tolerating forever: cancelled. Otherwise a deletion already
+    scheduled stays where it is: its ``CreatedAt`` is before ``now``, so ``CreatedAt +
+    minTolerationTime`` is before ``now + minTolerationTime`` and the controller returns ("lengthening
+    toleration shouldn't work"; a shorter one does not bring it nearer either). Else ``now`` +
+    the smallest ``tolerationSeconds`` (``getMinTolerationTime``)."""
     ne = noexecute_taints(taints)
     if not ne:
         return None
@@ -342,6 +306,43 @@ def eviction_after_toleration_change(
     if scheduled is not None:
         return scheduled
     return now + wait
+
+
+def pod_eviction_at(
+    taints: Iterable[Taint], tolerations: Sequence[Toleration], taint_seen_at: float | None = None
+) -> float | None:
+    """When the taint-eviction controller deletes this pod, or None when it never will.
+
+    ``process_pod_on_node`` replayed over the node's NoExecute taints in the order they were added
+    (``timeAdded``; a taint without one counts from ``taint_seen_at``, or is judged without a time):
+    the countdown starts at the first arrival after which every taint is tolerated and the smallest
+    matching ``tolerationSeconds`` is finite, so taints the pod tolerates forever (a day-old
+    ``dedicated=gpu:NoExecute``) do not start it and the ``unreachable`` taint that comes later does;
+    a later taint no toleration matches deletes the pod when it comes. No NoExecute taint: None.
+
+    The tolerations are the pod's own as stored: the 300 s defaults are written into a pod by the
+    DefaultTolerationSeconds admission plugin when it is created (``with_default_tolerations``),
+    not added by the controller; a stored pod without them goes at once.
+    """
+    ne = noexecute_taints(taints)
+    if not ne:
+        return None
+    timed = sorted(((t.time_added if t.time_added is not None else taint_seen_at, i) for i, t in enumerate(ne)),
+                   key=lambda x: (math.inf if x[0] is None else x[0], x[1]))
+    present: list[Taint] = []
+    scheduled: float | None = None
+    for at, i in timed:
+        if scheduled is not None and at is not None and scheduled <= at:
+            return scheduled  # deleted before this taint came
+        present.append(ne[i])
+        if at is None:  # no time known: only whether it is tolerated at all
+            if matching_tolerations(present, tolerations) is None:
+                return scheduled
+            continue
+        scheduled = process_pod_on_node(scheduled, present, tolerations, at)
+        if scheduled is not None and scheduled <= at:
+            return scheduled
+    return scheduled
 
 
 DEFAULT_TOLERATIONS = (
