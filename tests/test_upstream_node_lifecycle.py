@@ -42,7 +42,8 @@ from test_fleet_state import fleet
 from nodewatch.core import rules
 from nodewatch.core.causes import CauseKind
 from nodewatch.core.rules import NodeState, ZoneState
-from nodewatch.core.settings import Settings, default_grace_for_version, taint_queue_keeps_duplicates
+from nodewatch.core import settings as nw_settings
+from nodewatch.core.settings import Settings, default_grace_for_version
 
 CREATED = float(calendar.timegm((2012, 1, 1, 0, 0, 0)))
 F = float(calendar.timegm((2015, 1, 1, 12, 0, 0)))
@@ -225,7 +226,7 @@ def test_swap_unreachable_not_ready_taints_keeps_the_countdown():
 def test_apply_no_execute_taints_to_nodes_enqueue_twice_by_version(version, duplicates):
     """TestApplyNoExecuteTaintsToNodesEnqueueTwice came with PR #96876 (1.21, cherry-picked to
     1.20.5): before it the zone queue kept one more entry per pass for a waiting node."""
-    assert taint_queue_keeps_duplicates(version) is duplicates
+    assert nw_settings.taint_queue_keeps_duplicates(version) is duplicates
 
 
 def test_a_kubelets_ready_false_is_queued_by_the_pass_that_sees_it():
