@@ -74,7 +74,7 @@ WITH_LEASE = "TestMonitorNodeHealthUpdateNodeAndPodStatusWithLease/"
     (WITH_LEASE + "Node created long time ago, with status updated by kubelet exceeds grace period. "
      "Node lease is renewed.", CREATED, "True", F, F + HOUR, F + HOUR, NodeState.READY),
     (WITH_LEASE + "Node created long time ago, with status updated by kubelet recently. Node lease is expired.",
-     CREATED, "True", F + HOUR, F, F + HOUR, NodeState.READY),
+     CREATED, "True", F + HOUR, F, F + HOUR, NodeState.LATE),  # Late: nodewatch's word for the Lease alone
     (WITH_LEASE + "Node created long time ago, with status updated by kubelet exceeds grace period. "
      "Node lease is also expired.", CREATED, "True", F, F, F + HOUR, NodeState.OVERDUE),
     ("TestMonitorNodeHealthUpdateStatus/Node created long time ago, with status updated by kubelet exceeds "
@@ -93,18 +93,20 @@ def test_the_probe_is_the_newer_of_lease_and_heartbeat_and_a_new_node_gets_the_s
     if ready is None:  # never posted: kubectl's Unknown, judged by the startup grace
         assert v.ready == "Unknown" and v.grace == 60.0
         assert CauseKind.NEVER_POSTED in [c.kind for c in v.causes]
-    if expected is NodeState.READY:
+    if expected in (NodeState.READY, NodeState.LATE):
         assert v.next_change > now  # no flip predicted now
 
 
 def test_a_node_with_an_hour_old_lease_and_fresh_status_predicts_no_flip():
-    """Issue 22, class 1: the heartbeat carries the node; the timeline's next step is the
-    heartbeat's grace, not a flip an hour overdue."""
+    """Issue 22, class 1: the heartbeat carries the node: not Overdue (the controller keeps it
+    Ready), Late by its Lease alone (nodewatch's own word: the kubelet's renewals are not coming),
+    and the next step is the heartbeat's grace, not a flip an hour overdue."""
     objs = [("nodes", node("node0", "True", transition=F, heartbeat=F + HOUR, created=CREATED)),
-            ("leases", lease("node0", F))]
+            ("leases", lease("node0", F)), ("nodes", node("other", zone="z2")), ("leases", lease("other", F + HOUR))]
     v = judged(*objs, now=F + HOUR + 1).node("node0")
-    assert v.state is NodeState.READY
-    assert v.next_change == pytest.approx(F + HOUR + 2 * rules.renew_interval(40.0))
+    assert v.state is NodeState.LATE
+    assert v.next_change == pytest.approx(F + HOUR + 40.0)
+    assert [c.kind for c in v.causes][:1] == [CauseKind.LEASE_LATE]
 
 
 @pytest.mark.parametrize("version, grace", [("v1.31.9", 40.0), ("v1.32.0", 50.0), ("v1.20.2", 40.0), (None, 40.0)])

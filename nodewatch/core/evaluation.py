@@ -165,7 +165,8 @@ class Evaluation(FleetData):
             heartbeat = None if rec.awaited else rec.created
         probe = None if blind else probe_time(observed, heartbeat)
         grace = node_grace(rc is not None or rec.awaited, grace, s.startup_grace_seconds)
-        lease_age = None if probe is None else now - probe
+        lease_age = None if observed is None else now - observed
+        probe_age = None if probe is None else now - probe
         taints = rec.taints
         if taints:
             judged = effective_taints(taints, ready, self._all_down)
@@ -176,8 +177,9 @@ class Evaluation(FleetData):
             deadline = None
         # A node that never posted status but renews its Lease is left alone (startup grace):
         # judged by its probe, not called Unknown.
-        state = node_state(ready=None if rc is None and probe is not None else ready, lease_age=lease_age, grace=grace, lease_duration=duration,
-                           eviction_taint=bool(ev_taints), eviction_deadline=deadline, now=now)
+        state = node_state(ready=None if rc is None and probe is not None else ready, lease_age=lease_age, grace=grace,
+                           lease_duration=duration, eviction_taint=bool(ev_taints), eviction_deadline=deadline, now=now,
+                           probe_age=probe_age)
         cert = self.certs.get(name)
         cert_not_after = cert.not_after if cert else None
         true = conditions.true  # a Conditions: its types whose status is True, one set per shape
@@ -191,18 +193,19 @@ class Evaluation(FleetData):
             # what likely_causes says of a Ready node with neither pressure nor cordon
             causes = _AWAITED_READY if rec.awaited else ()
         else:
-            causes = tuple(likely_causes(rec, state, lease_age=lease_age, has_lease=track is not None,
+            causes = tuple(likely_causes(rec, state, lease_age=probe_age, has_lease=track is not None,
                                          grace=grace, cert_not_after=cert_not_after, now=now))
         # When could the state change with time alone?
         nxt = math.inf
         late_at = overdue_at = None
+        if observed is not None:
+            late_at = observed + 2 * renew_interval(duration)
         if probe is not None:
-            late_at = probe + 2 * renew_interval(duration)
             overdue_at = probe + grace
         if state is NodeState.EVICTING and deadline is not None:
             nxt = deadline
         elif state is NodeState.READY and probe is not None:
-            nxt = late_at if now <= late_at else overdue_at  # type: ignore[assignment]
+            nxt = late_at if late_at is not None and now <= late_at else overdue_at  # type: ignore[assignment]
         elif state is NodeState.LATE and overdue_at is not None:
             nxt = overdue_at
         if cert_not_after is not None and cert_not_after > now:

@@ -90,13 +90,19 @@ def node_state(
     eviction_taint: bool,
     eviction_deadline: float | None,
     now: float,
+    probe_age: float | None | bool = False,
 ) -> NodeState:
     """The first match wins: Evicted, Evicting, Unknown, NotReady, Overdue, Late, Ready.
 
     ``ready`` is the Ready condition's status ("True", "False", "Unknown", or None when absent).
     ``lease_age`` is None when the age cannot be trusted (no lease, or the dashboard is blind):
-    then neither Late nor Overdue can be claimed.
+    then Late cannot be claimed. ``probe_age`` is the age of the controller's probe time
+    (``probe_time``: the newer of the renewal and the Ready heartbeat; not given: the lease's),
+    which alone decides Overdue (the controller flips it): a node whose status was just posted is
+    not Overdue however old its Lease, only Late.
     """
+    if probe_age is False:
+        probe_age = lease_age
     if eviction_taint:
         if eviction_deadline is not None and now >= eviction_deadline:
             return NodeState.EVICTED
@@ -105,11 +111,10 @@ def node_state(
         return NodeState.UNKNOWN
     if ready == "False":
         return NodeState.NOT_READY
-    if lease_age is not None:
-        if lease_age > grace:
-            return NodeState.OVERDUE
-        if lease_age > 2 * renew_interval(lease_duration):
-            return NodeState.LATE
+    if probe_age is not None and probe_age > grace:
+        return NodeState.OVERDUE
+    if lease_age is not None and lease_age > 2 * renew_interval(lease_duration):
+        return NodeState.LATE
     return NodeState.READY
 
 
