@@ -136,6 +136,8 @@ def test_update_pod_lengthening_toleration_shouldnt_work():
     assert s.pods_on("node1", T)[0].eviction_at == T + 1
     s.apply("pods", "MODIFIED", pod("pod1", "node1", tolerations=[tol(1, 100)]), T + 0.5)
     assert s.pods_on("node1", T + 0.5)[0].eviction_at == T + 1
+    s.restore(s.snapshot())  # a replay seeking back to a keyframe keeps it too
+    assert s.pods_on("node1", T + 0.5)[0].eviction_at == T + 1
     # ... the rule itself, at the controller's own call
     taints = [Taint("testTaint1", "NoExecute", "test1", T)]
     longer = [Toleration("testTaint1", "Equal", "test1", "NoExecute", 100.0)]
