@@ -94,6 +94,8 @@ class ClusterSample:
     grace: float
     streams_tracked: bool
     """False for a source without watch streams (the demo, a replay): nothing to be down."""
+    listed: bool = True
+    """Nodes and Leases listed in full (a SYNCED applied for each)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +116,8 @@ class FleetSample:
         for c in self.clusters:
             if c.error:
                 return False, f"{c.cluster or 'cluster'}: {c.error}"
+            if not c.listed:
+                return False, f"{c.cluster or 'cluster'}: nodes and leases not listed yet"
         for s in self.streams:
             if s.resource in REQUIRED_STREAMS and not s.up:
                 what = "forbidden" if s.forbidden else ("listing" if s.connected else "down")
@@ -139,10 +143,12 @@ def take_sample(source: Any, *, nodes: str = NODES_ALL, cluster: str | None = No
     with state.batch():
         now = source.clock.now()
         if hasattr(state, "evaluate_each"):
-            each = [(m.name, m.error() or "", fv) for m, fv in state.evaluate_each(now)]
+            each = [(m.name, m.error() or "", fv, m.state.is_synced(*REQUIRED_STREAMS))
+                    for m, fv in state.evaluate_each(now)]
         else:
-            each = [(one, "", state.evaluate(now))]
-        parts = [(name, error, fv, _copy(fv, nodes, now)) for name, error, fv in each]
+            each = [(one, "", state.evaluate(now), state.is_synced(*REQUIRED_STREAMS))]
+        listed = {name: ok for name, _, _, ok in each}
+        parts = [(name, error, fv, _copy(fv, nodes, now)) for name, error, fv, _ in each]
         risky = [(name, r[1]) for name, _, _, (rows, _) in parts for r in rows if r[3] in AT_RISK_STATES]
         pods = state.pod_records_on([_key(state, c, n) for c, n in risky]) if risky else {}
     out_nodes: list[NodeSample] = []
@@ -164,7 +170,8 @@ def take_sample(source: Any, *, nodes: str = NODES_ALL, cluster: str | None = No
                        for res, h in sorted(fv.health.items()))
         clusters.append(ClusterSample(
             name, len(fv.nodes), tuple((s, fv.counts.get(s, 0)) for s in NodeState), error, fv.leases_blind,
-            fv.blind_reason, fv.all_zones_full, fv.controller_suspect, fv.settings.grace, bool(fv.health)))
+            fv.blind_reason, fv.all_zones_full, fv.controller_suspect, fv.settings.grace, bool(fv.health),
+            listed[name]))
     return FleetSample(now, tuple(out_nodes), tuple(zones), tuple(streams), tuple(clusters), nodes,
                        tuple(expiring))
 
