@@ -58,7 +58,7 @@ def test_promtool_fails_a_broken_expectation(tmp_path):
     shutil.copy(DEPLOY / "nodewatch-rules.yaml", tmp_path)
     text = (DEPLOY / "nodewatch-rules.test.yaml").read_text()
     broken = text.replace("      - eval_time: 50s\n        alertname: NodewatchNodeLeaseOverdue\n        exp_alerts: []",
-                          "      - eval_time: 70s\n        alertname: NodewatchNodeLeaseOverdue\n        exp_alerts: []")
+                          "      - eval_time: 60s\n        alertname: NodewatchNodeLeaseOverdue\n        exp_alerts: []")
     assert broken != text
     (tmp_path / "t.yaml").write_text(broken)
     out = subprocess.run([PROMTOOL, "test", "rules", "t.yaml"], cwd=tmp_path, capture_output=True, text=True,

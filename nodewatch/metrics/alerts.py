@@ -8,8 +8,9 @@ are what this module writes and runs ``promtool test rules`` on them.
 
 Why these: kubernetes-mixin's KubeNodeNotReady waits ``for: 15m`` on the Ready condition, which
 the controller flips only after the grace period; by then the NoExecute taint is coming and 300 s
-later the pods are gone. Here the first page is the lease itself, past the grace while the node
-is still called Ready (state Overdue), before the flip.
+later the pods are gone. Here the first page is the lease itself, past the grace: at the moment
+the node turns Overdue (Ready still True), before or with the controller's flip, and firing on
+while the lease stays stale.
 """
 
 from __future__ import annotations
@@ -67,13 +68,16 @@ def _ts(t: float) -> str:
 
 
 def _overdue(s: FleetSample) -> Iterator[Fired]:
+    """Past the grace, whether or not the controller has flipped Ready yet: the flip comes at its first
+    monitor pass after the grace (within 5 s), often before a scrape saw the node Overdue."""
     for n in s.nodes:
-        if n.state is NodeState.OVERDUE and n.lease_age is not None:
+        if n.lease_age is not None and n.lease_age > n.grace:
             yield ({"cluster": n.cluster, "node": n.name, "zone": n.zone},
-                   {"summary": f"Node {n.name} stopped renewing its Lease and is past the grace period, still Ready",
+                   {"summary": f"Node {n.name} stopped renewing its Lease: past the grace period",
                     "description": f"No renewal of node {n.name}'s Lease for {n.lease_age:.0f}s (grace {n.grace:g}s). "
-                                   "The node lifecycle controller marks it Ready=Unknown at its next pass, then "
-                                   "taints it NoExecute; pods without their own toleration are evicted 300s later."})
+                                   "The node lifecycle controller marks it Ready=Unknown at its first pass past the "
+                                   "grace (if it has not yet), then taints it NoExecute; pods without their own "
+                                   "toleration are evicted 300s after the taint."})
 
 
 def _evicting(s: FleetSample) -> Iterator[Fired]:
@@ -167,11 +171,12 @@ def _never(_: FleetSample) -> Iterator[Fired]:
 NODE = '{{ $labels.node }}'
 RULES: tuple[Rule, ...] = (
     Rule("NodewatchNodeLeaseOverdue",
-         'nodewatch_node_lease_age_seconds and on(cluster, node, zone) (nodewatch_node_state{state="Overdue"} == 1)',
-         "critical", f"Node {NODE} stopped renewing its Lease and is past the grace period, still Ready",
+         "nodewatch_node_lease_age_seconds > ignoring(node, zone) group_left "
+         "nodewatch_node_monitor_grace_period_seconds",
+         "critical", f"Node {NODE} stopped renewing its Lease: past the grace period",
          f"No renewal of node {NODE}'s Lease for {{{{ $value | humanizeDuration }}}}. The node lifecycle controller "
-         "marks it Ready=Unknown at its next pass, then taints it NoExecute; pods without their own toleration "
-         "are evicted 300s later.", _overdue),
+         "marks it Ready=Unknown at its first pass past the grace (if it has not yet), then taints it NoExecute; "
+         "pods without their own toleration are evicted 300s after the taint.", _overdue),
     Rule("NodewatchNodeEvicting",
          'nodewatch_node_eviction_timestamp_seconds and on(cluster, node, zone) '
          '(nodewatch_node_state{state="Evicting"} == 1)',
