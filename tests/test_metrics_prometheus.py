@@ -6,99 +6,25 @@ webhook must receive ``NodewatchNodeLeaseOverdue`` within grace + 60 s of the no
 Beside it, kubernetes-mixin's ``KubeNodeNotReady`` (``for: 15m`` on kube-state-metrics' Ready
 condition) is evaluated by ``promtool test rules`` on the same node's Ready series, as
 kube-state-metrics would have exported it (the flip time taken from this run), at kube-prometheus'
-30 s scrapes: silent 15 minutes after the flip, firing one scrape later.
+30 s scrapes: silent one scrape before it fires.
 
-Short intervals everywhere (1 s scrapes and evaluations, no group wait) keep it near the grace
-period: about 70 s. Every process is on loopback, started and stopped by the test.
+Short intervals (1 s scrapes and evaluations, no group wait) keep it near the grace period: about
+70 s. Every process is on loopback, started and stopped by the test. The same on the testbed's
+real control plane: tests/testbed/test_metrics_on_testbed.py.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import shutil
 import subprocess
 import sys
-import threading
 import time
-import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
-import yaml
+from metrics_support import HAVE_ALL, mixin_page, prometheus_and_alertmanager, series_count
 from simserver import free_port, running_server, wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
-RULES = ROOT / "deploy" / "prometheus" / "nodewatch-rules.yaml"
-PROMETHEUS = shutil.which("prometheus")
-ALERTMANAGER = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
-PROMTOOL = shutil.which("promtool")
-pytestmark = pytest.mark.skipif(not (PROMETHEUS and ALERTMANAGER and PROMTOOL),
-                                reason="needs Debian's prometheus and prometheus-alertmanager packages")
-
-MIXIN_RULE = {"groups": [{"name": "kubernetes-system-kubelet", "rules": [{
-    # kubernetes-mixin alerts/kubelet.libsonnet (the unschedulable clause of newer releases changes
-    # nothing for a node that is not cordoned)
-    "alert": "KubeNodeNotReady",
-    "expr": 'kube_node_status_condition{job="kube-state-metrics",condition="Ready",status="true"} == 0',
-    "for": "15m", "labels": {"severity": "warning"},
-    "annotations": {"description": "{{ $labels.node }} has been unready for more than 15 minutes."}}]}]}
-
-
-class Webhook:
-    """Alertmanager's webhook receiver: every notification with its arrival time."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[float, dict]] = []
-        hook = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                hook.received.append((time.time(), json.loads(body)))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *a) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def first(self, alertname: str, node: str) -> float | None:
-        for t, msg in self.received:
-            for a in msg.get("alerts", ()):
-                if (a["labels"].get("alertname") == alertname and a["labels"].get("node") == node
-                        and a["status"] == "firing"):
-                    return t
-        return None
-
-
-@contextlib.contextmanager
-def _process(args: list[str], log: Path):
-    with open(log, "wb") as out:
-        p = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        yield p
-    finally:
-        p.terminate()
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
-
-
-def _up(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False
+pytestmark = pytest.mark.skipif(not HAVE_ALL, reason="needs Debian's prometheus and prometheus-alertmanager packages")
 
 
 def test_a_stopped_kubelet_pages_through_prometheus_and_alertmanager(tmp_path):
@@ -121,94 +47,34 @@ def test_a_stopped_kubelet_pages_through_prometheus_and_alertmanager(tmp_path):
                 flips.append(time.time())
 
     fleet.subscribe(sink)
-    hook = Webhook()
-    am_port, prom_port, metrics_port = free_port(), free_port(), free_port()
-    (tmp_path / "am.yml").write_text(yaml.safe_dump({
-        "route": {"receiver": "test", "group_by": ["alertname", "node"], "group_wait": "0s",
-                  "group_interval": "1s", "repeat_interval": "1h"},
-        "receivers": [{"name": "test", "webhook_configs": [
-            {"url": f"http://127.0.0.1:{hook.port}/hook", "send_resolved": True}]}]}))
-    rules = yaml.safe_load(RULES.read_text())
-    for g in rules["groups"]:
-        g["interval"] = "1s"  # the test's pace; the shipped file evaluates every 10 s
-    (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules))
-    (tmp_path / "prom.yml").write_text(yaml.safe_dump({
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "rule_files": [str(tmp_path / "rules.yml")],
-        "alerting": {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am_port}"]}]}]},
-        "scrape_configs": [{"job_name": "nodewatch", "static_configs": [{"targets": [f"127.0.0.1:{metrics_port}"]}]}],
-    }))
-    with contextlib.ExitStack() as stack:
-        srv = stack.enter_context(running_server(tmp_path, fleet=fleet, run_fleet=True, speed=1.0))
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    metrics_port = free_port()
+    with running_server(tmp_path, fleet=fleet, run_fleet=True, speed=1.0) as srv, \
+            prometheus_and_alertmanager(tmp_path, metrics_port) as (hook, prom_port):
         hub = subprocess.Popen(
             [sys.executable, "-m", "nodewatch", "hub", "--kubeconfig", str(srv.kubeconfig_path), "--dir",
              str(tmp_path / "hub"), "--no-record", "--cert-cache-dir", str(tmp_path / "certs"),
              "--metrics", f"127.0.0.1:{metrics_port}"],
-            stdout=open(tmp_path / "hub.log", "wb"), stderr=subprocess.STDOUT, env=env)
-        stack.callback(lambda: (hub.terminate(), hub.wait(10)))
-        stack.enter_context(_process(
-            [ALERTMANAGER, f"--config.file={tmp_path / 'am.yml'}", f"--storage.path={tmp_path / 'am'}",
-             f"--web.listen-address=127.0.0.1:{am_port}", "--cluster.listen-address="], tmp_path / "am.log"))
-        stack.enter_context(_process(
-            [PROMETHEUS, f"--config.file={tmp_path / 'prom.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-             f"--web.listen-address=127.0.0.1:{prom_port}"], tmp_path / "prom.log"))
-        wait_until(lambda: _up(f"http://127.0.0.1:{metrics_port}/readyz"), timeout=60, interval=0.2)
-        wait_until(lambda: _up(f"http://127.0.0.1:{am_port}/-/ready"), timeout=60, interval=0.2)
-        wait_until(lambda: _up(f"http://127.0.0.1:{prom_port}/-/ready"), timeout=60, interval=0.2)
-
-        def scraped() -> bool:
-            q = f"http://127.0.0.1:{prom_port}/api/v1/query?query=nodewatch_node_state"
-            with urllib.request.urlopen(q, timeout=5) as r:
-                return len(json.loads(r.read())["data"]["result"]) == 7 * 6
-        wait_until(scraped, timeout=60, interval=0.5)
-        assert hook.received == [], "nothing pages while every node renews"
-
-        with fleet.lock:
-            fleet.stop_kubelet(fleet.node(victim))
-        grace = 50.0  # v1.33 (the simulated API server's version)
-        wait_until(lambda: hook.first("NodewatchNodeLeaseOverdue", victim) is not None, timeout=grace + 90,
-                   interval=0.2)
-        paged = hook.first("NodewatchNodeLeaseOverdue", victim)
-        last = renewals[-1]
-        assert paged is not None
-        latency = paged - last
-        wait_until(lambda: flips, timeout=30, interval=0.2)
-        flip = flips[0]
-    # Within grace + 60 s of the last renewal (and not before the grace: the lease was on time till then).
-    assert grace < latency <= grace + 60, latency
-    mixin = _mixin_page(tmp_path, flip - last)
-    line = (f"stopped kubelet: nodewatch paged {latency:.1f}s after the last renewal (Ready flipped at "
-            f"{flip - last:.1f}s); kubernetes-mixin KubeNodeNotReady fires at {mixin / 60:.1f} min "
+            stdout=open(tmp_path / "hub.log", "wb"), stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        try:
+            wait_until(lambda: series_count(prom_port, 'nodewatch_node_state{state="Ready"}') == 6, timeout=60,
+                       interval=0.5)
+            assert hook.received == [], "nothing pages while every node renews"
+            with fleet.lock:
+                fleet.stop_kubelet(fleet.node(victim))
+            grace = 50.0  # v1.33 (the simulated API server's version)
+            wait_until(lambda: hook.first("NodewatchNodeLeaseOverdue", victim) is not None, timeout=grace + 90,
+                       interval=0.2)
+            paged = hook.first("NodewatchNodeLeaseOverdue", victim)
+            last = renewals[-1]
+            wait_until(lambda: flips, timeout=30, interval=0.2)
+        finally:
+            hub.terminate()
+            hub.wait(10)
+    latency, flip = paged - last, flips[0] - last
+    assert grace < latency <= grace + 60, latency  # not before the grace: the lease was on time till then
+    mixin = mixin_page(tmp_path, flip)
+    line = (f"stopped kubelet (simulated API server): paged {latency:.1f}s after the last renewal (Ready flipped "
+            f"at {flip:.1f}s); kubernetes-mixin KubeNodeNotReady fires at {mixin / 60:.1f} min "
             f"(+30s group_wait: {(mixin + 30) / 60:.1f} min)")
     print(line)
-    (tmp_path / "result.txt").write_text(line + "\n")
-    assert mixin > 15 * 60 and paged < last + mixin
-
-
-def _mixin_page(tmp_path: Path, flip_after: float) -> float:
-    """When kubernetes-mixin's KubeNodeNotReady fires, seconds after the last renewal, by promtool on
-    the node's Ready series as kube-state-metrics exports it at 30 s scrapes (the flip at
-    ``flip_after`` s). Checked both ways: silent one scrape before, firing at the returned time."""
-    scrape = 30
-    first_zero = int(-(-flip_after // scrape))  # the first scrape that sees Ready not True
-    steps = first_zero + 15 * 60 // scrape + 4
-    values = " ".join("1" if i < first_zero else "0" for i in range(steps))
-    fires = (first_zero + 15 * 60 // scrape) * scrape
-    (tmp_path / "mixin.yml").write_text(yaml.safe_dump(MIXIN_RULE))
-    (tmp_path / "mixin-test.yml").write_text(yaml.safe_dump({
-        "rule_files": ["mixin.yml"], "evaluation_interval": f"{scrape}s",
-        "tests": [{"interval": f"{scrape}s", "input_series": [{
-            "series": 'kube_node_status_condition{job="kube-state-metrics",node="n",condition="Ready",status="true"}',
-            "values": values}],
-            "alert_rule_test": [
-                {"eval_time": f"{fires - scrape}s", "alertname": "KubeNodeNotReady", "exp_alerts": []},
-                {"eval_time": f"{fires}s", "alertname": "KubeNodeNotReady", "exp_alerts": [{
-                    "exp_labels": {"severity": "warning", "job": "kube-state-metrics", "node": "n",
-                                   "condition": "Ready", "status": "true"},
-                    "exp_annotations": {"description": "n has been unready for more than 15 minutes."}}]},
-            ]}]}))
-    out = subprocess.run([PROMTOOL, "test", "rules", "mixin-test.yml"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=120)
-    assert out.returncode == 0, out.stdout + out.stderr
-    return float(fires)
+    assert mixin > 15 * 60 > latency
