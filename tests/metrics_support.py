@@ -48,11 +48,12 @@ class Webhook:
         self.port = self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
-    def first(self, alertname: str, node: str) -> float | None:
+    def first(self, alertname: str, node: str, status: str = "firing") -> float | None:
+        """Arrival time of the first notification of that alert on that node in that status."""
         for t, msg in self.received:
             for a in msg.get("alerts", ()):
                 if (a["labels"].get("alertname") == alertname and a["labels"].get("node") == node
-                        and a["status"] == "firing"):
+                        and a["status"] == status):
                     return t
         return None
 
@@ -81,6 +82,31 @@ def _up(url: str) -> bool:
 
 
 
+def _alertmanager_config(tmp_path: Path, hook: "Webhook") -> Path:
+    path = tmp_path / "am.yml"
+    path.write_text(yaml.safe_dump({
+        "route": {"receiver": "test", "group_by": ["alertname", "node"], "group_wait": "0s",
+                  "group_interval": "1s", "repeat_interval": "1h"},
+        "receivers": [{"name": "test", "webhook_configs": [
+            {"url": f"http://127.0.0.1:{hook.port}/hook", "send_resolved": True}]}]}))
+    return path
+
+
+@contextlib.contextmanager
+def alertmanager_only(tmp_path: Path) -> Iterator[tuple[Webhook, str]]:
+    """A real Alertmanager routing every alert at once to a webhook here: (the webhook, its URL)."""
+    hook = Webhook()
+    port = free_port()
+    config = _alertmanager_config(tmp_path, hook)
+    with contextlib.ExitStack() as stack:
+        stack.callback(hook.httpd.shutdown)
+        stack.enter_context(_process(
+            [ALERTMANAGER, f"--config.file={config}", f"--storage.path={tmp_path / 'am'}",
+             f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="], tmp_path / "am.log"))
+        wait_until(lambda: _up(f"http://127.0.0.1:{port}/-/ready"), timeout=60, interval=0.2)
+        yield hook, f"http://127.0.0.1:{port}"
+
+
 @contextlib.contextmanager
 def prometheus_and_alertmanager(tmp_path: Path, metrics_port: int) -> Iterator[tuple[Webhook, int]]:
     """Alertmanager routing every alert at once to a webhook here, and Prometheus scraping
@@ -88,11 +114,7 @@ def prometheus_and_alertmanager(tmp_path: Path, metrics_port: int) -> Iterator[t
     second; yields (the webhook, Prometheus' port) once both are ready."""
     hook = Webhook()
     am_port, prom_port = free_port(), free_port()
-    (tmp_path / "am.yml").write_text(yaml.safe_dump({
-        "route": {"receiver": "test", "group_by": ["alertname", "node"], "group_wait": "0s",
-                  "group_interval": "1s", "repeat_interval": "1h"},
-        "receivers": [{"name": "test", "webhook_configs": [
-            {"url": f"http://127.0.0.1:{hook.port}/hook", "send_resolved": True}]}]}))
+    _alertmanager_config(tmp_path, hook)
     rules = yaml.safe_load(RULES.read_text())
     for g in rules["groups"]:
         g["interval"] = "1s"  # the test's pace; the shipped file evaluates every 10 s

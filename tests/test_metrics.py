@@ -254,8 +254,12 @@ def test_the_pusher_takes_only_http_urls():
         AlertPusher("alertmanager:9093", lambda: None)  # type: ignore[arg-type]
 
 
-def test_the_metrics_package_imports_no_ui():
-    code = ("import sys, nodewatch.metrics.server, nodewatch.metrics.alertmanager, nodewatch.metrics.options;"
-            "print(any(m.startswith('textual') for m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.stdout.strip() == "False", out.stderr
+@pytest.mark.parametrize("command", ["hub", "watch", "demo"])
+def test_the_flags_are_on_hub_watch_and_demo(command):
+    from nodewatch.cli import build_parser
+
+    args = build_parser().parse_args([command, "--metrics", "127.0.0.1:9910", "--metrics-nodes", "not-ready",
+                                      "--alertmanager", "http://am:9093"])
+    assert (args.metrics, args.metrics_nodes, args.alertmanager) == ("127.0.0.1:9910", "not-ready", "http://am:9093")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--metrics-nodes", "some"])

@@ -78,3 +78,50 @@ def test_a_stopped_kubelet_pages_through_prometheus_and_alertmanager(tmp_path):
             f"(+30s group_wait: {(mixin + 30) / 60:.1f} min)")
     print(line)
     assert mixin > 15 * 60 > latency
+
+
+def test_without_prometheus_the_pusher_pages_and_resolves_through_a_real_alertmanager(tmp_path):
+    """``--alertmanager``: the same alert straight from nodewatch to a real Alertmanager, fired
+    when the lease passes the grace (15 s here, the controller and nodewatch told alike), resolved
+    once the kubelet is back and renews; startsAt on nodewatch's clock."""
+    from metrics_support import alertmanager_only
+
+    from nodewatch.core.settings import Settings
+    from nodewatch.metrics.alertmanager import AlertPusher
+    from nodewatch.metrics.sample import take_sample
+    from nodewatch.sim.fleet import SimFleet
+    from nodewatch.sources.live import LiveSource
+
+    settings = Settings().override(grace_seconds=15.0)
+    fleet = SimFleet(nodes=4, scenario="steady", seed=5, start=time.time(), settings=settings)
+    victim = fleet.node_order[1]
+    with running_server(tmp_path, fleet=fleet, run_fleet=True, speed=1.0) as srv, \
+            alertmanager_only(tmp_path) as (hook, am_url):
+        src = LiveSource(settings, kubeconfig=str(srv.kubeconfig_path), cert_cache_dir=str(tmp_path / "c"))
+        src.start()
+        pusher = AlertPusher(am_url, lambda: take_sample(src, nodes="not-ready"), interval=0.5, resend=5.0)
+        try:
+            assert src.wait_synced(20)
+            pusher.start()
+            with fleet.lock:
+                node = fleet.node(victim)
+                fleet.stop_kubelet(node)
+            stopped = time.time()
+            wait_until(lambda: hook.first("NodewatchNodeLeaseOverdue", victim) is not None, timeout=60, interval=0.2)
+            paged = hook.first("NodewatchNodeLeaseOverdue", victim)
+            with fleet.lock:
+                fleet.start_kubelet(node)
+            wait_until(lambda: hook.first("NodewatchNodeLeaseOverdue", victim, status="resolved") is not None,
+                       timeout=60, interval=0.2)
+        finally:
+            pusher.stop()
+            src.stop()
+    assert pusher.errors == 0, pusher.last_error
+    assert paged - stopped <= 15.0 + 10.0 + 5.0  # grace after the last renewal, which was < 10 s before the stop
+    fired = next(a for _, m in hook.received for a in m["alerts"]
+                 if a["labels"]["alertname"] == "NodewatchNodeLeaseOverdue" and a["status"] == "firing")
+    assert fired["labels"]["severity"] == "critical" and "past the grace" in fired["annotations"]["summary"]
+    from datetime import datetime
+
+    starts = datetime.fromisoformat(fired["startsAt"].replace("Z", "+00:00")).timestamp()
+    assert stopped < starts <= paged + 1.0  # nodewatch's clock (the wall clock of a live source)
