@@ -263,3 +263,21 @@ def test_the_flags_are_on_hub_watch_and_demo(command):
     assert (args.metrics, args.metrics_nodes, args.alertmanager) == ("127.0.0.1:9910", "not-ready", "http://am:9093")
     with pytest.raises(SystemExit):
         build_parser().parse_args([command, "--metrics-nodes", "some"])
+
+
+def test_the_expected_taint_time_is_the_outlooks_on_the_whole_fleet(tmp_path):
+    """The sample works the zone queues out on the nodes not Ready only: the same earliest times as
+    ``outlook.window_in`` on the whole fleet's view, at every step of the incident."""
+    from nodewatch.core.outlook import window_in
+
+    seen = 0
+    with demo_hub(tmp_path, nodes=60) as hub:
+        for _ in range(12):
+            advance(hub, 10.0)
+            sample = take_sample(hub.source)
+            view = hub.source.state.evaluate(hub.source.clock.now())
+            want = {v.name: w.earliest for v in view.nodes if (w := window_in(view, v)) is not None}
+            got = {n.name: n.taint_expected_at for n in sample.nodes if n.taint_expected_at is not None}
+            assert got == want
+            seen += len(got)
+    assert seen, "the incident has nodes waiting for their taint"

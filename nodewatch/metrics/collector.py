@@ -165,6 +165,9 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
               labels=nl + ["state"])
     taint = g("nodewatch_node_noexecute_taint_timestamp_seconds",
               "When the controller added the node's unreachable/not-ready NoExecute taint (Unix time).", labels=nl)
+    expected = g("nodewatch_node_noexecute_taint_expected_timestamp_seconds",
+                 "For a node not Ready and not tainted yet: the earliest its NoExecute taint can come, by its "
+                 "zone's rate-limited queue (Unix time; absent when none is coming).", labels=nl)
     evict = g("nodewatch_node_eviction_timestamp_seconds",
               "When the taint manager evicts the node's pods that have only the default 300s toleration (Unix time).",
               labels=nl)
@@ -183,6 +186,8 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
             state.add_metric(lv + [s], 1.0 if s == word else 0.0)
         if n.taint_at is not None:
             taint.add_metric(lv, n.taint_at)
+        if n.taint_expected_at is not None:
+            expected.add_metric(lv, n.taint_expected_at)
         if n.eviction_at is not None:
             evict.add_metric(lv, n.eviction_at)
         if n.cert_not_after is not None:
@@ -193,7 +198,7 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
         if n.cert_not_after is not None:
             cert.add_metric([n.cluster, n.name], n.cert_not_after)
     return [info, clock, took, nodes, grace, lb, blind_total, up, full, suspect, zstate, znodes, znr, zrate, sup,
-            relists, req, rx, age, remaining, state, taint, evict, cert, ss]
+            relists, req, rx, age, remaining, state, taint, expected, evict, cert, ss]
 
 
 def api_cost(source: Any) -> list[tuple[str, int, int]]:
