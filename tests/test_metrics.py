@@ -14,6 +14,7 @@ import pytest
 from hub_support import advance, demo_hub
 from prometheus_client.parser import text_string_to_metric_families
 from simserver import make_fleet, running_server, wait_until
+from test_multi_live import three  # noqa: F401 - alpha works, beta is killed, gamma rejects us
 
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
@@ -281,3 +282,43 @@ def test_the_expected_taint_time_is_the_outlooks_on_the_whole_fleet(tmp_path):
             assert got == want
             seen += len(got)
     assert seen, "the incident has nodes waiting for their taint"
+
+
+def test_a_hub_over_several_clusters_labels_each_and_readyz_names_the_broken_one(three, tmp_path):  # noqa: F811
+    """``nodewatch hub --context alpha --context beta --context gamma --metrics``: alpha works,
+    gamma rejects the hub's token. Each cluster's series carry its name; readyz says gamma."""
+    from nodewatch.commands.common import settings_from_args
+    from nodewatch.hub import paths
+    from nodewatch.hub.runner import HubRunner
+    from nodewatch.cli import build_parser
+
+    kc, fleets, servers = three
+    directory = paths.ensure_private_dir(tmp_path / "hub")
+    args = build_parser().parse_args(["hub", "--dir", str(directory), "--kubeconfig", str(kc), "--context", "alpha",
+                                      "--context", "beta", "--context", "gamma", "--no-record",
+                                      "--cert-cache-dir", str(tmp_path / "cache"), "--metrics", "127.0.0.1:0"])
+    runner = HubRunner(args, directory, settings_from_args(args))
+    runner.start()
+    try:
+        assert any("metrics: http://127.0.0.1:" in line for line in runner.banner())
+        url = runner.metrics.server.url
+        runner.source.wait_settled(15)
+        got = _scrape(url)
+        code = _ready_code(url)
+        why = _ready_body(url)
+    finally:
+        runner.stop()
+    nodes = {(l["cluster"], l["state"]): v for l, v in got["nodewatch_nodes"]}
+    assert nodes[("alpha", "Ready")] + nodes[("alpha", "Late")] + nodes[("alpha", "Overdue")] >= 2
+    assert {l["cluster"] for l, _ in got["nodewatch_node_state"]} >= {"alpha", "beta"}
+    readable = {l["cluster"]: v for l, v in got["nodewatch_cluster_readable"]}
+    assert readable["alpha"] == 1.0 and readable["gamma"] == 0.0
+    assert code == 503 and why.startswith("gamma: ")
+    assert {l["cluster"] for l, _ in got["nodewatch_api_requests_total"]} == {"alpha", "beta", "gamma"}
+
+
+def _ready_body(url: str) -> str:
+    try:
+        return urllib.request.urlopen(url + "/readyz", timeout=10).read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.read().decode()
