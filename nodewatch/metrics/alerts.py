@@ -19,6 +19,7 @@ import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from ..core.multi import REQUIRED_STREAMS
 from ..core.rules import NodeState
 from .sample import FleetSample
 
@@ -151,7 +152,7 @@ def _blind(s: FleetSample) -> Iterator[Fired]:
 
 def _streams(s: FleetSample) -> Iterator[Fired]:
     for st in s.streams:
-        if st.resource in ("nodes", "leases") and not st.up:
+        if st.resource in REQUIRED_STREAMS and not st.up:
             yield ({"cluster": st.cluster, "resource": st.resource},
                    {"summary": f"nodewatch's {st.resource} stream of cluster {st.cluster} is down",
                     "description": "Not connected or not listed: what nodewatch says of this cluster is stale."})

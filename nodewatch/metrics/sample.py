@@ -25,6 +25,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.multi import REQUIRED_STREAMS
 from ..core.outlook import AWAITING_TAINT, window_in
 from ..core.rules import NodeState, cert_level, eviction_taints
 from ..core.views import AT_RISK_STATES, FleetView
@@ -32,8 +33,6 @@ from ..core.views import AT_RISK_STATES, FleetView
 NODES_ALL = "all"
 NODES_NOT_READY = "not-ready"
 NODE_MODES = (NODES_ALL, NODES_NOT_READY)
-REQUIRED_STREAMS = ("nodes", "leases")
-"""Without these a cluster cannot be judged (``core/multi.py`` says the same of its health)."""
 
 _ROW = operator.attrgetter("cluster", "name", "zone", "state", "ready", "lease_observed_at", "grace",
                            "eviction_at", "cert_not_after", "taints")
