@@ -322,3 +322,36 @@ def _ready_body(url: str) -> str:
         return urllib.request.urlopen(url + "/readyz", timeout=10).read().decode()
     except urllib.error.HTTPError as exc:
         return exc.read().decode()
+
+
+def _demo_runner(tmp_path, *options: str):
+    from nodewatch.cli import build_parser
+    from nodewatch.commands.common import settings_from_args
+    from nodewatch.hub import paths
+    from nodewatch.hub.runner import HubRunner
+
+    directory = paths.ensure_private_dir(tmp_path / "hub")
+    args = build_parser().parse_args(["hub", "--demo", "--demo-nodes", "20", "--dir", str(directory), "--no-record",
+                                      *options])
+    return HubRunner(args, directory, settings_from_args(args)), directory
+
+
+def test_hub_metrics_tls_reuses_the_hubs_certificate(tmp_path):
+    runner, directory = _demo_runner(tmp_path, "--metrics", "127.0.0.1:0", "--metrics-tls")
+    runner.start()
+    try:
+        url = runner.metrics.server.url
+        assert url.startswith("https://127.0.0.1:")
+        got = _scrape(url, context=ssl.create_default_context(cafile=str(directory / "tls" / "ca.pem")))
+    finally:
+        runner.stop()
+    assert got["nodewatch_nodes"]
+
+
+def test_a_certificate_without_its_key_is_refused_in_one_line(tmp_path):
+    from nodewatch.commands.common import CommandError
+
+    runner, _ = _demo_runner(tmp_path, "--metrics", "127.0.0.1:0", "--metrics-tls-cert", str(tmp_path / "x.pem"))
+    with pytest.raises(CommandError, match="go together"):
+        runner.start()
+    runner.stop()
