@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from factories import T0, lease, node, taint
 from simserver import ApiClient, TinyFleet, running_server, wait_until
 
@@ -168,3 +170,123 @@ def test_a_node_list_judged_batch_by_batch_ends_as_one_judged_at_once():
     assert "ghost" not in {v.name for v in other.nodes}
     assert one.nodes == other.nodes  # and the same views, field by field
     assert (one.counts, one.zones) == (other.counts, other.zones)
+
+
+# --- servers that do not stream lists, as each kind of real server answers ------------------------
+
+
+def _health_log(monkeypatch) -> list[tuple[str, dict]]:
+    """Every health change of the main streams, in order (a "disconnected" flash is one)."""
+    from nodewatch.sources.live import LiveSource
+
+    log: list[tuple[str, dict]] = []
+    original = LiveSource._on_health
+
+    def recording(self, reflector, **changes):
+        log.append((reflector.spec.resource, dict(changes)))
+        return original(self, reflector, **changes)
+
+    monkeypatch.setattr(LiveSource, "_on_health", recording)
+    return log
+
+
+def _flashes(log) -> list:
+    return [(res, ch) for res, ch in log if ch.get("connected") is False]
+
+
+@pytest.mark.parametrize("mode,version,answer", [
+    ("gate-off", "v1.34.1", 422),        # --feature-gates=WatchList=false
+    ("default-gates", "v1.33.2", 422),   # 1.33's default: the gate off
+    ("old-etcd", "v1.34.1", 200),        # etcd < 3.5.13: an ERROR event in a 200 stream
+])
+def test_a_server_that_does_not_stream_is_asked_once_and_never_flashes_disconnected(
+        tmp_path, start_live, monkeypatch, mode, version, answer):
+    log = _health_log(monkeypatch)
+    fleet = TinyFleet(nodes=6, start=time.time(), version=version)
+    with running_server(tmp_path, fleet=fleet, watch_list=mode) as srv:
+        src = start_live(srv)
+        assert sorted(src.state.nodes) == fleet.names and sorted(src.state.leases) == fleet.names
+        wait_until(src.watching)
+        asked = _streaming(srv.request_log)
+        assert 1 <= len(asked) <= 3 and {r.status for r in asked} == {answer}  # at most once per stream
+        assert src.streaming.refused and src.reflector("nodes").watch_list is False
+        if mode == "old-etcd":
+            assert "RequestWatchProgress" in src.streaming.reason
+        assert _flashes(log) == []  # a refusal is no disconnect
+        assert all(src.reflector(r).backoff._failures == 0 for r in ("nodes", "leases"))  # and no backoff
+        assert src.state.problem_count() == 0
+        # a relist after 410 and the pods and events of a focused node (new streams) page at once
+        srv.faults.gone_next_watches(3)
+        srv.faults.reset_now()  # the 3 open watches: watched again, 410, relisted
+        main = ("nodes", "leases", "certificatesigningrequests")
+        wait_until(lambda: sum(src.reflector(r).relists for r in main) >= 6, timeout=20)  # one per 410
+        src.focus_node("node-002")
+        wait_until(lambda: not src.not_listed("node-002"))
+        assert len(_streaming(srv.request_log)) == len(asked)  # not asked again: remembered
+        assert sorted(src.state.nodes) == fleet.names
+
+
+def test_a_server_that_ignores_the_parameters_is_found_out_without_waiting(tmp_path, start_live, monkeypatch):
+    """An API server that does not know ``sendInitialEvents`` (before 1.19; an aggregated server
+    forwarding its own watch) answers a plain watch: synthetic ADDED events and no end bookmark;
+    on 1.20 no bookmark at all on an unchanged resource. A silence of ``INITIAL_SILENCE`` with the
+    list unfinished says so (the Nodes' list is read by the list worker's child: its "silent")."""
+    from nodewatch.sources import reflector
+
+    monkeypatch.setattr(reflector, "INITIAL_SILENCE", 0.5)
+    log = _health_log(monkeypatch)
+    fleet = TinyFleet(nodes=5, start=time.time(), version="v1.18.20")
+    with running_server(tmp_path, fleet=fleet, watch_list="ignored", bookmarks_when_unchanged=False,
+                        bookmark_interval=0.2) as srv:
+        t0 = time.monotonic()
+        src = start_live(srv, synced=10)
+        assert time.monotonic() - t0 < 5  # not the minute a read timeout took, nor forever
+        assert sorted(src.state.nodes) == fleet.names and sorted(src.state.leases) == fleet.names
+        assert src.streaming.refused and "ignores sendInitialEvents" in src.streaming.reason
+        assert _flashes(log) == []
+        for resource in ("nodes", "leases"):  # (a request is logged when it ends)
+            assert len(wait_until(lambda: _paged(_requests(srv, resource)))) == 1
+
+
+@pytest.mark.parametrize("signal", ["modified", "plain bookmark"])
+def test_an_event_no_streaming_list_sends_before_its_end_says_the_parameters_were_ignored(tmp_path, signal):
+    """Since 1.32 a streaming list sends its initial ADDED events and then the annotated bookmark
+    and nothing between (PR #127012): a MODIFIED or a plain bookmark first is a plain watch."""
+    from nodewatch.sources.kubeconfig import Connection
+    from nodewatch.sources.reflector import LEASES, Reflector
+
+    fleet = TinyFleet(nodes=4, start=time.time(), version="v1.18.20")
+    with running_server(tmp_path, fleet=fleet, watch_list="ignored",
+                        bookmark_interval=0.3 if signal == "plain bookmark" else 3600) as srv:
+        got: list = []
+        r = Reflector(Connection(str(srv.kubeconfig_path)), LEASES, got.extend, lambda *_, **__: None,
+                      lambda *_: None, initial_silence=60.0)
+        r.start()
+        try:
+            if signal == "modified":
+                wait_until(lambda: r._initial is not None and len(r._initial) == 4)  # the synthetic ADDED
+                fleet.step_to(fleet.now + 10)  # a renewal: MODIFIED on the same stream
+            wait_until(lambda: r.listed, timeout=10)  # long before the 60 s of silence
+            assert r.offer.refused and "ignores sendInitialEvents" in r.offer.reason
+            assert r.connected and r.down_since is None
+            assert {o.name for res, t, o, _, listing in got if listing} == set(fleet.names)
+        finally:
+            r.stop()
+
+
+def test_a_relist_streams_from_the_last_resource_version(tmp_path, start_live):
+    """After 410 on a watch the streaming list asks for data not older than what was seen
+    (client-go's case 2: served from the watch cache at once); the first list named none (case 1)."""
+    fleet = TinyFleet(nodes=4, start=time.time())
+    with running_server(tmp_path, fleet=fleet) as srv:
+        src = start_live(srv)
+        wait_until(src.watching)
+        rv = src.reflector("leases").resource_version
+        srv.faults.gone_next_watches(3)
+        srv.faults.reset_now()
+        wait_until(lambda: src.reflector("leases").relists >= 2, timeout=20)
+        src.stop()
+        lists = wait_until(lambda: len(_streaming(_requests(srv, "leases"))) >= 2 and _streaming(_requests(srv, "leases")))
+        assert "resourceVersion=" not in lists[0].target
+        assert f"resourceVersion={rv}" in lists[1].target and "resourceVersionMatch=NotOlderThan" in lists[1].target
+        assert src.reflector("leases").watch_list is True

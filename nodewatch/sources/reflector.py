@@ -221,7 +221,7 @@ class Reflector:
                  page_size: int = PAGE_SIZE, wall: Callable[[], float] = time.time,
                  rng: random.Random | None = None, typed: bool = True, watch_list: bool = True,
                  in_worker: bool = True, offer: StreamingOffer | None = None,
-                 initial_silence: float = INITIAL_SILENCE) -> None:
+                 initial_silence: float | None = None) -> None:
         """``typed``: hand nodes and leases over as records decoded by ``core.wire`` (fast); False:
         as parsed JSON dicts, for a sink that needs the objects themselves (a recorder).
         ``watch_list``: list through a streaming list (a watch with ``sendInitialEvents``) where
@@ -231,7 +231,7 @@ class Reflector:
         ``stall_timeout``: None (the default): a watch is cut by the client only when silent past
         its ``timeoutSeconds`` plus ``READ_MARGIN``; a number: after that many silent seconds.
         ``offer``: what the server answered to streaming lists, shared by the connection's
-        reflectors (``sources/watchlist``). ``initial_silence``: ``INITIAL_SILENCE``."""
+        reflectors (``sources/watchlist``). ``initial_silence``: None for ``INITIAL_SILENCE``."""
         self.conn = conn
         self.spec = spec
         self.sink = sink
@@ -248,7 +248,7 @@ class Reflector:
         self.in_worker = in_worker
         self._streaming = watch_list
         self.offer = offer or StreamingOffer()
-        self.initial_silence = initial_silence
+        self._initial_silence = initial_silence
         self._rv_unavailable = False
         """The last resourceVersion was refused by a streaming list (410 or too large): the next
         one asks for the most recent state (client-go's ``isLastSyncResourceVersionUnavailable``)."""
@@ -502,7 +502,8 @@ class Reflector:
         timeout_seconds = int(self.watch_timeout * (1.0 + self._rng.random()))
         q.update({"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": timeout_seconds})
         read_timeout = self._read_timeout(timeout_seconds)
-        first_read = min(read_timeout, self.initial_silence) if initial else read_timeout
+        silence = INITIAL_SILENCE if self._initial_silence is None else self._initial_silence
+        first_read = min(read_timeout, silence) if initial else read_timeout
         if initial:
             q.update({"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"})
             if self.resource_version and not self._rv_unavailable:
