@@ -86,6 +86,58 @@ def test_the_refusals_are_worded_as_the_real_server_words_them(tmp_path):
         assert "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan" in body["message"]
 
 
+STREAMING = "/api/v1/nodes?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+
+
+@pytest.mark.parametrize("version,offered", [
+    ("v1.20.15", None), ("v1.31.4", False), ("v1.32.6", True), ("v1.33.2", False), ("v1.34.1", True), ("v1.37.0", True),
+])
+def test_the_simulator_follows_the_real_default_of_the_watchlist_gate(tmp_path, version, offered):
+    """``default-gates``: alpha (off) through 1.31, beta on in 1.32, off in 1.33, on from 1.34;
+    1.20 refuses ``resourceVersionMatch`` on a watch before it looks at the gate."""
+    with running_server(tmp_path, fleet=TinyFleet(nodes=1, start=time.time(), version=version),
+                        watch_list="default-gates") as srv:
+        if offered:
+            with ApiClient(srv).stream(STREAMING + "&timeoutSeconds=1") as st:
+                events = st.events(deadline=5)
+            assert st.status == 200 and events[-1]["type"] == "BOOKMARK"
+            assert events[-1]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+            return
+        status, body = ApiClient(srv).get_json(STREAMING)
+        assert (status, body["reason"]) == (422, "Invalid")
+        field = "resourceVersionMatch" if offered is None else "sendInitialEvents"
+        assert body["details"]["causes"][0]["field"] == field
+
+
+def test_the_other_answers_are_given_as_real_servers_give_them(tmp_path):
+    with running_server(tmp_path, fleet=TinyFleet(nodes=2, start=time.time()), watch_list="gate-off") as srv:
+        status, body = ApiClient(srv).get_json(STREAMING)
+        assert status == 422 and body["message"] == (
+            'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is '
+            "forbidden for watch unless the WatchList feature gate is enabled")
+    with running_server(tmp_path, fleet=TinyFleet(nodes=2, start=time.time()), watch_list="old-etcd") as srv:
+        with ApiClient(srv).stream(STREAMING) as st:
+            events = st.events(deadline=5)  # one ERROR, then the stream ends (the cacher's errWatcher)
+        assert st.status == 200 and [e["type"] for e in events] == ["ERROR"]
+        assert (events[0]["object"]["code"], events[0]["object"]["reason"]) == (500, "InternalError")
+        assert "required storage feature RequestWatchProgress is disabled" in events[0]["object"]["message"]
+    with running_server(tmp_path, fleet=TinyFleet(nodes=2, start=time.time()), watch_list="ignored",
+                        bookmark_interval=0.2) as srv:
+        with ApiClient(srv).stream(STREAMING + "&timeoutSeconds=1") as st:
+            events = st.events(deadline=5)  # a plain watch: synthetic ADDED, then plain bookmarks
+        assert [e["type"] for e in events[:2]] == ["ADDED", "ADDED"] and events[2]["type"] == "BOOKMARK"
+        assert all("annotations" not in e["object"]["metadata"] for e in events[2:])
+    with running_server(tmp_path, fleet=TinyFleet(nodes=2, start=time.time()), bookmarks_when_unchanged=False,
+                        bookmark_interval=0.1) as srv:
+        with ApiClient(srv).stream("/api/v1/nodes?watch=true&allowWatchBookmarks=true&timeoutSeconds=1"
+                                   "&resourceVersion=2") as st:
+            assert st.events(deadline=5) == []  # 1.20: no bookmark on a resource unchanged since the start
+        srv.fleet.stop_kubelet("node-001")  # a change: from now on the cacher bookmarks
+        with ApiClient(srv).stream("/api/v1/nodes?watch=true&allowWatchBookmarks=true&timeoutSeconds=1"
+                                   f"&resourceVersion={srv.store.resource_version}") as st:
+            assert {e["type"] for e in st.events(deadline=5)} == {"BOOKMARK"}
+
+
 def test_a_streaming_list_that_breaks_halfway_falls_back_to_a_paged_list_once(tmp_path, start_live):
     fleet = TinyFleet(nodes=6, start=time.time())
     with running_server(tmp_path, fleet=fleet) as srv:
