@@ -27,11 +27,21 @@ from nodewatch.core.settings import Settings
 from nodewatch.sources.kubeconfig import ApiError, Connection
 from nodewatch.sources.live import LiveSource
 from nodewatch.sources.reflector import CSRS, INITIAL_EVENTS_END, Reflector
+from nodewatch.testbed.kubelets import TestbedFleet
 
 pytestmark = [pytest.mark.testbed, pytest.mark.timeout(900)]
 
 STREAMING = {"watch": "true", "sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan",
              "allowWatchBookmarks": "true", "timeoutSeconds": "5"}
+
+
+@pytest.fixture(scope="module")
+def fleet(testbed):
+    """Two renewing nodes of their own zone: objects for the synthetic ADDED events."""
+    f = TestbedFleet(testbed.admin(), layout=[("eu-west-3", "eu-west-3a")] * 2, seed=9, pods_per_node=1)
+    f.setup()
+    yield f
+    f.stop()
 
 
 def _events(resp) -> list[dict]:  # noqa: ANN001
@@ -56,7 +66,7 @@ def test_1_20_refuses_a_streaming_list_with_the_simulators_words(testbed):
     assert "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch" in str(refused.value)
 
 
-def test_1_20_ignores_send_initial_events_alone(testbed):
+def test_1_20_ignores_send_initial_events_alone(testbed, fleet):
     """What the simulator's ``ignored`` mode sends: a plain watch from "now", every object as a
     synthetic ADDED, and never the bookmark that would end a streaming list."""
     conn = Connection(str(testbed.viewer_kubeconfig))
