@@ -342,3 +342,21 @@ def test_a_relist_streams_from_the_last_resource_version(tmp_path, start_live):
         assert "resourceVersion=" not in lists[0].target
         assert f"resourceVersion={rv}" in lists[1].target and "resourceVersionMatch=NotOlderThan" in lists[1].target
         assert src.reflector("leases").watch_list is True
+
+
+def test_a_streaming_list_whose_resource_version_is_refused_asks_again_for_the_latest(tmp_path, start_live):
+    """client-go's rule: a streaming list that names a resourceVersion the server no longer has
+    (410) asks again naming none, a consistent read, and streams; no paged list, no refusal."""
+    fleet = TinyFleet(nodes=3, start=time.time())
+    with running_server(tmp_path, fleet=fleet) as srv:
+        src = start_live(srv)
+        wait_until(src.watching)
+        srv.faults.fail_next(2, 410, resource="leases")  # the re-watch, then the relist naming its RV
+        srv.faults.reset_now()
+        wait_until(lambda: src.reflector("leases").relists >= 2, timeout=20)
+        src.stop()
+        reqs = wait_until(lambda: len(_streaming(_requests(srv, "leases"))) >= 3 and _requests(srv, "leases"))
+        lists = _streaming(reqs)
+        assert [r.status for r in lists[:3]] == [200, 410, 200]
+        assert "resourceVersion=" in lists[1].target and "resourceVersion=" not in lists[2].target
+        assert _paged(reqs) == [] and not src.streaming.refused
