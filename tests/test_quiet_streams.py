@@ -128,8 +128,8 @@ class _Page:
 def run_quiet(spec, bookmarks: bool, seed: int, **kw: Any) -> tuple[QuietServer, list[dict]]:
     server = QuietServer(bookmarks, random.Random(seed), **kw)
     health: list[dict] = []
-    r = Reflector(server, spec, lambda batch: None, lambda _r, **ch: health.append(ch), lambda *_: None,  # type: ignore[arg-type]
-                  wall=server.clock, rng=random.Random(seed), watch_list=False)
+    r = Reflector(server, spec, lambda batch: None, lambda _r, **ch: health.append(ch),  # type: ignore[arg-type]
+                  lambda *_: None, wall=server.clock, rng=random.Random(seed), watch_list=False)
     r.backoff._clock = server.clock
     server.reflector = r
 

@@ -338,7 +338,8 @@ def test_a_relist_streams_from_the_last_resource_version(tmp_path, start_live):
         srv.faults.reset_now()
         wait_until(lambda: src.reflector("leases").relists >= 2, timeout=20)
         src.stop()
-        lists = wait_until(lambda: len(_streaming(_requests(srv, "leases"))) >= 2 and _streaming(_requests(srv, "leases")))
+        lists = wait_until(lambda: len(_streaming(_requests(srv, "leases"))) >= 2
+                           and _streaming(_requests(srv, "leases")))
         assert "resourceVersion=" not in lists[0].target
         assert f"resourceVersion={rv}" in lists[1].target and "resourceVersionMatch=NotOlderThan" in lists[1].target
         assert src.reflector("leases").watch_list is True

@@ -187,11 +187,14 @@ class WatchStreaming(ServerParts):
             return False
         causes: list[tuple[str, str]] = []
         if send is not None and match != "NotOlderThan":
-            causes.append(("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+            causes.append(("resourceVersionMatch",
+                           "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
         if send is not None and mode == "gate-off":
-            causes.append(("sendInitialEvents", "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"))
+            causes.append(("sendInitialEvents",
+                           "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"))
         if match and send is None:
-            causes.append(("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+            causes.append(("resourceVersionMatch",
+                           "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
         if causes:
             raise _invalid_all(causes)
         return req.flag("sendInitialEvents")

@@ -92,7 +92,8 @@ def test_streaming_lists_on_a_current_server(current, monkeypatch, tmp_path):
         mine = [e for e in events if e["requestURI"].split("?")[0] == path]
         streamed = [e for e in mine if "sendInitialEvents=true" in e["requestURI"]]
         paged = [e for e in mine if "watch=true" not in e["requestURI"] and "limit=" in e["requestURI"]]
-        codes = {e.get("responseStatus", {}).get("code") for e in streamed if e["stage"] in ("ResponseStarted", "ResponseComplete")}
+        codes = {e.get("responseStatus", {}).get("code") for e in streamed
+                 if e["stage"] in ("ResponseStarted", "ResponseComplete")}
         if mode == "default-gates":
             assert src.streaming.offered and not src.streaming.refused
             started = [e for e in streamed if e["stage"] == "ResponseStarted"]
