@@ -1,6 +1,8 @@
-"""Streaming lists (``sendInitialEvents``, Kubernetes 1.27+) through real HTTPS against the simulated
-API server: used where offered, refused as 1.20 refuses them (then paged lists), a broken one
-falls back once; and the first frame from the Leases alone while the Nodes are still listing."""
+"""Streaming lists (``sendInitialEvents``) through real HTTPS against the simulated API server: used
+where offered; refused as 1.20, a gate-off server (1.33's default) and a server on old etcd refuse
+them, or ignored as an old or aggregated server ignores them: then paged lists at once, asked once
+per connection, never a "disconnected"; a broken one falls back once; a relist names the last
+resourceVersion; and the first frame from the Leases alone while the Nodes are still listing."""
 
 from __future__ import annotations
 
