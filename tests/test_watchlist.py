@@ -138,6 +138,15 @@ def test_the_other_answers_are_given_as_real_servers_give_them(tmp_path):
         with ApiClient(srv).stream("/api/v1/nodes?watch=true&allowWatchBookmarks=true&timeoutSeconds=1"
                                    f"&resourceVersion={srv.store.resource_version}") as st:
             assert {e["type"] for e in st.events(deadline=5)} == {"BOOKMARK"}
+    with running_server(tmp_path, fleet=TinyFleet(nodes=2, start=time.time()), bookmark_interval=3600) as srv:
+        t0 = time.monotonic()
+        with ApiClient(srv).stream("/api/v1/nodes?watch=true&allowWatchBookmarks=true&timeoutSeconds=3"
+                                   f"&resourceVersion={srv.store.resource_version}") as st:
+            first = st.next_event()
+            at = time.monotonic() - t0
+            rest = st.events(deadline=5)
+        assert first is not None and first["type"] == "BOOKMARK" and 0.5 < at < 2.9  # 2 s before the end (at 3 s)
+        assert rest == []
 
 
 def test_a_streaming_list_that_breaks_halfway_falls_back_to_a_paged_list_once(tmp_path, start_live):

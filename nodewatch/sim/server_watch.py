@@ -48,6 +48,8 @@ WATCH_LIST_MODES = ("auto", "default-gates", "on", "gate-off", "old-etcd", "igno
 - ``ignored``: a server that does not know the parameters (before 1.19, or an aggregated API
   server that forwards its own watch): a plain watch; with no resourceVersion or 0 it starts with
   synthetic ADDED events of every object, and no bookmark ends them."""
+PRE_DEADLINE_BOOKMARK = 2.0
+"""Seconds before a watch's ``timeoutSeconds`` deadline that the server sends a bookmark."""
 GATE_ON = {(1, 32)}
 """Minors of 1.27-1.33 whose default turns the WatchList gate on (1.34+ are on too)."""
 OLD_ETCD_MESSAGE = ("a watch stream was requested by the client but the required storage feature "
@@ -216,6 +218,9 @@ class WatchStreaming(ServerParts):
             return max(0.0, interval + (random.uniform(-jitter, jitter) if jitter else 0.0))
 
         next_bookmark = (self.store.now if virtual else loop_time()) + gap()
+        # A real cacher also bookmarks 2 s before a watch's deadline (``nextBookmarkTime``), so
+        # that the client's re-watch starts as close to now as possible.
+        pre_deadline = deadline - PRE_DEADLINE_BOOKMARK if not virtual and timeout > PRE_DEADLINE_BOOKMARK else None
         while True:
             wake.clear()
             if conn.closed or self._stopping.is_set():
@@ -262,12 +267,20 @@ class WatchStreaming(ServerParts):
                     await self._send(conn, chunk(line))
                     sent += len(line)
                 next_bookmark = now_t + gap()
+            if bookmarks and pre_deadline is not None and loop_time() >= pre_deadline:
+                if self._bookmarks_now(info.name):
+                    line = _bookmark(info, rv_now)
+                    await self._send(conn, chunk(line))
+                    sent += len(line)
+                pre_deadline = None
             remaining = deadline - loop_time()
             if remaining <= 0:
                 return sent, LAST_CHUNK
             wait = remaining
             if bookmarks and not virtual:
                 wait = min(wait, max(0.0, next_bookmark - loop_time()))
+                if pre_deadline is not None:
+                    wait = min(wait, max(0.0, pre_deadline - loop_time()))
             if self.faults.reset_generation != reset_gen:
                 continue
             try:
