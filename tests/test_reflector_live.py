@@ -172,3 +172,35 @@ def test_every_time_of_the_live_source_comes_from_its_clock(tmp_path, start_live
         clock.advance(CERT_SAVE_INTERVAL)
         wait_until(lambda: os.path.exists(src.cert_cache.path))  # the housekeeping's next pass
         assert set(CertCache(src.target.cluster_id, str(tmp_path / "cache")).load()) == set(src.state.certs)
+
+
+def test_a_quiet_watch_after_a_streaming_list_waits_for_the_server_to_end_it(tmp_path):
+    """The initial events are read with a short read timeout (silence there means the server
+    ignored ``sendInitialEvents``); the watch that follows on the same stream with one past its
+    ``timeoutSeconds``: a quiet resource (no bookmark at all, as 1.20 on an unchanged one) is
+    watched until the server ends each stream, never cut by the client."""
+    import socket
+
+    from nodewatch.sources.chunked import stream_socket
+    from nodewatch.sources.kubeconfig import Connection
+    from nodewatch.sources.reflector import CSRS, Reflector
+
+    fleet = TinyFleet(nodes=3, start=time.time())
+    with running_server(tmp_path, fleet=fleet, bookmarks_when_unchanged=False) as srv:
+        health: list[dict] = []
+        r = Reflector(Connection(str(srv.kubeconfig_path)), CSRS, lambda b: None,
+                      lambda _r, **ch: health.append(ch), lambda *_: None, watch_timeout=1.0, initial_silence=0.3)
+        r.start()
+        try:
+            wait_until(lambda: r.listed and r.watching)
+            sock = stream_socket(r._resp)
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+            assert sock.gettimeout() > 1.0  # switched from the list's 0.3 s at its end bookmark
+            wait_until(lambda: len([q for q in srv.request_log if "certificatesigningrequests" in q.target]) >= 3,
+                       timeout=15)  # 2 streams the server ended (each after 1-2 s of silence)
+        finally:
+            r.stop()
+        assert not any(ch.get("connected") is False for ch in health)
+        for q in [q for q in srv.request_log if "certificatesigningrequests" in q.target][:2]:
+            asked = int(q.target.split("timeoutSeconds=")[1].split("&")[0])
+            assert q.duration >= asked - 0.1  # ended by the server at its timeoutSeconds

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ..sim.server import DEFAULT_KUBECONFIG, SimServer
+from ..sim.server_watch import WATCH_LIST_MODES
 from .common import add_demo_arguments, add_settings_arguments, fail, settings_from_args
 
 
@@ -32,6 +33,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds between watch bookmarks (default 10)")
     parser.add_argument("--bookmark-clock", choices=("wall", "virtual"), default="wall",
                         help="count the bookmark interval in wall seconds (default) or virtual seconds")
+    parser.add_argument("--bookmark-jitter", type=float, default=0.0, metavar="S",
+                        help="spread each bookmark gap by up to S seconds either way (a real API "
+                             "server: --bookmark-interval 60 --bookmark-jitter 1)")
+    parser.add_argument("--no-bookmarks-when-unchanged", dest="bookmarks_when_unchanged", action="store_false",
+                        help="as 1.20: no bookmark on a resource unchanged since the server started")
+    parser.add_argument("--watch-list", choices=WATCH_LIST_MODES, default="auto",
+                        help="how streaming lists are answered: auto (from 1.27 on, the default), "
+                             "default-gates (the WatchList gate's default by version: off in 1.33), "
+                             "on, gate-off (422), old-etcd (an ERROR event), ignored (a plain watch)")
     parser.add_argument("--log", metavar="FILE", help="request log file (default: stderr)")
     parser.add_argument("--quiet", action="store_true", help="do not log requests")
     add_settings_arguments(parser)
@@ -61,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
         kubeconfig_out=args.kubeconfig_out,
         bookmark_interval=args.bookmark_interval,
         bookmark_clock=args.bookmark_clock,
+        bookmark_jitter=args.bookmark_jitter,
+        bookmarks_when_unchanged=args.bookmarks_when_unchanged,
+        watch_list=args.watch_list,
         speed=args.speed,
         log=log,
         server_version=args.server_version,

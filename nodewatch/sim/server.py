@@ -30,8 +30,8 @@ from .http_protocol import BadRequest, Request, read_request, response_head, sta
 from .kubeconfig import ServerIdentity, load_or_create_identity, read_existing, write_kubeconfig
 from .server_conn import Conn, StreamEnded, abort
 from .server_reads import ReadHandlers
-from .server_watch import WatchStreaming
-from .store import Entry, ObjectStore
+from .server_watch import WATCH_LIST_MODES, WatchStreaming
+from .store import RESOURCES, Entry, ObjectStore
 
 DEFAULT_KUBECONFIG = "nodewatch-sim.kubeconfig"
 
@@ -56,7 +56,12 @@ class SimServer(ReadHandlers, WatchStreaming):
     None for a store-only server fed by ``store.emit``. ``port=None`` reuses the port written in an
     existing ``kubeconfig_out`` (else any free port). ``bookmark_clock`` is "wall" (bookmarks every
     ``bookmark_interval`` real seconds) or "virtual" (every ``bookmark_interval`` seconds of the
-    store's virtual time).
+    store's virtual time); ``bookmark_jitter`` spreads each gap by up to that many seconds either
+    way (a real API server's come every 59-61 s: a one-minute timer checked every 1 s +-25 %).
+    ``bookmarks_when_unchanged=False`` imitates 1.20's watch cache: no bookmark at all on a
+    resource that has not changed since the server started. ``watch_list`` says how streaming
+    lists (``sendInitialEvents``) are answered, as each kind of real server answers them
+    (``server_watch.WATCH_LIST_MODES``).
     """
 
     def __init__(
@@ -78,15 +83,24 @@ class SimServer(ReadHandlers, WatchStreaming):
         history_limit: int = 200_000,
         log: TextIO | None = None,
         server_version: str | None = None,
+        watch_list: str = "auto",
+        bookmark_jitter: float = 0.0,
+        bookmarks_when_unchanged: bool = True,
     ) -> None:
         if bookmark_clock not in ("wall", "virtual"):
             raise ValueError("bookmark_clock must be 'wall' or 'virtual'")
+        if watch_list not in WATCH_LIST_MODES:
+            raise ValueError(f"watch_list must be one of {', '.join(WATCH_LIST_MODES)}")
         self.fleet = fleet
         self.host = host
         self.tls = tls
         self.kubeconfig_path: Path | None = Path(kubeconfig_out) if kubeconfig_out else None
         self.bookmark_interval = bookmark_interval
         self.bookmark_clock = bookmark_clock
+        self.watch_list = watch_list
+        self.bookmark_jitter = bookmark_jitter
+        self.bookmarks_when_unchanged = bookmarks_when_unchanged
+        self._changes_at_start: dict[str, int] = {}
         self.faults = faults or FaultPlan()
         self.run_fleet = run_fleet and fleet is not None
         self.speed = speed
@@ -149,6 +163,7 @@ class SimServer(ReadHandlers, WatchStreaming):
             now = getattr(self.fleet, "now", None)
             if now is not None:
                 self.store.advance(now)
+        self._changes_at_start = {r: self.store.snapshot(r)[2] for r in RESOURCES}
         self._loop = asyncio.new_event_loop()
         self._loop.set_exception_handler(_quiet_exceptions)
         self._loop_thread = threading.Thread(target=self._loop.run_forever, name="sim-server-loop", daemon=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import random
 from typing import Any
 
 import orjson
@@ -27,8 +28,32 @@ INITIAL_CHUNK_BYTES = 1 << 20
 """Initial events are sent in chunks of about this size: a client decodes one while the next is on
 the way (one 50 MB write of 5,000 production-sized Nodes made the client wait for all of it)."""
 WATCH_LIST_SINCE = (1, 27)
-"""Streaming lists (``sendInitialEvents=true``) are offered from this version on (the version the
-server reports, ``--server-version``); an older server refuses them as 1.20 does."""
+"""Streaming lists (``sendInitialEvents=true``) exist from this version on (the version the server
+reports, ``--server-version``); an older server refuses them as 1.20 does."""
+WATCH_LIST_MODES = ("auto", "default-gates", "on", "gate-off", "old-etcd", "ignored")
+"""How a streaming list is answered, each as a kind of real server answers it:
+
+- ``auto``: refused as 1.20 refuses it below 1.27 (422: ``resourceVersionMatch`` is forbidden
+  for a watch), offered from 1.27 on (as if the WatchList gate were on: the simulator's default,
+  so its v1.33.2 streams).
+- ``default-gates``: the real default of the WatchList gate by version: alpha (off) 1.27-1.31,
+  beta on in 1.32, off again in 1.33, on from 1.34; below 1.27 as 1.20.
+- ``on``: offered, whatever the version.
+- ``gate-off``: ``--feature-gates=WatchList=false``: 422 Invalid, "sendInitialEvents is forbidden
+  for watch unless the WatchList feature gate is enabled" (apimachinery's ``validateWatchOptions``).
+- ``old-etcd``: the gate on but etcd older than 3.5.13 (no RequestWatchProgress): the answer is a
+  200 whose stream holds one ERROR event (500 InternalError, "a watch stream was requested by the
+  client but the required storage feature RequestWatchProgress is disabled") and ends (the
+  cacher's ``newErrWatcher``).
+- ``ignored``: a server that does not know the parameters (before 1.19, or an aggregated API
+  server that forwards its own watch): a plain watch; with no resourceVersion or 0 it starts with
+  synthetic ADDED events of every object, and no bookmark ends them."""
+PRE_DEADLINE_BOOKMARK = 2.0
+"""Seconds before a watch's ``timeoutSeconds`` deadline that the server sends a bookmark."""
+GATE_ON = {(1, 32)}
+"""Minors of 1.27-1.33 whose default turns the WatchList gate on (1.34+ are on too)."""
+OLD_ETCD_MESSAGE = ("a watch stream was requested by the client but the required storage feature "
+                    "RequestWatchProgress is disabled")
 
 
 class WatchStreaming(ServerParts):
@@ -43,6 +68,12 @@ class WatchStreaming(ServerParts):
         rv_param = req.param("resourceVersion")
         watch_list = self._watch_list_options(req)
         initial_wanted = watch_list or rv_param in ("", "0")
+        if watch_list and bookmarks and self._watch_list_mode() == "old-etcd":
+            await self._send(conn, response_head(200, {}))
+            status = status_object(500, OLD_ETCD_MESSAGE, "InternalError")
+            self.faults.note("watch_list_old_etcd")
+            await self._send(conn, chunk(orjson.dumps({"type": "ERROR", "object": status}) + b"\n") + LAST_CHUNK)
+            return 0
         if rv_param and not initial_wanted:
             try:
                 start_rv = int(rv_param)
@@ -127,22 +158,47 @@ class WatchStreaming(ServerParts):
             await self._send(conn, tail)
         return sent
 
+    def _watch_list_mode(self) -> str:
+        """``watch_list`` with ``auto`` and ``default-gates`` resolved by the version: "1.20" (the
+        options refused as 1.20 refuses them), "on", "gate-off", "old-etcd" or "ignored"."""
+        mode = getattr(self, "watch_list", "auto")
+        minor = parse_minor(self.server_version) or WATCH_LIST_SINCE
+        if mode in ("auto", "default-gates") and minor < WATCH_LIST_SINCE:
+            return "1.20"
+        if mode == "auto":
+            return "on"
+        if mode == "default-gates":
+            return "on" if minor in GATE_ON or minor >= (1, 34) else "gate-off"
+        return mode
+
     def _watch_list_options(self, req: Request) -> bool:
         """Is this watch a streaming list? Validates its options as the real API server does:
-        1.27+ (ValidateListOptions with WatchList): ``sendInitialEvents`` needs
-        ``resourceVersionMatch=NotOlderThan`` and the reverse; before 1.27, ``resourceVersionMatch``
-        on a watch is refused and ``sendInitialEvents`` is an unknown parameter (ignored). Both
-        refusals are 422 Invalid, the answer client-go falls back to a paged list on."""
+        1.27+ (``validateWatchOptions``): ``sendInitialEvents`` needs
+        ``resourceVersionMatch=NotOlderThan`` and the reverse, and the WatchList gate on; before
+        1.27, ``resourceVersionMatch`` on a watch is refused and ``sendInitialEvents`` is an unknown
+        parameter (ignored). Every refusal is 422 Invalid, the answer client-go falls back to a
+        paged list on. A server that ignores both (``ignored``) answers a plain watch."""
+        mode = self._watch_list_mode()
+        if mode == "ignored":
+            return False
         match = req.param("resourceVersionMatch")
         send = req.query.get("sendInitialEvents")
-        if (parse_minor(self.server_version) or WATCH_LIST_SINCE) < WATCH_LIST_SINCE:
+        if mode == "1.20":
             if match:
                 raise _invalid("resourceVersionMatch", "resourceVersionMatch is forbidden for watch")
             return False
+        causes: list[tuple[str, str]] = []
         if send is not None and match != "NotOlderThan":
-            raise _invalid("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")
+            causes.append(("resourceVersionMatch",
+                           "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+        if send is not None and mode == "gate-off":
+            causes.append(("sendInitialEvents",
+                           "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"))
         if match and send is None:
-            raise _invalid("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")
+            causes.append(("resourceVersionMatch",
+                           "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+        if causes:
+            raise _invalid_all(causes)
         return req.flag("sendInitialEvents")
 
     async def _stream_changes(self, conn: Conn, req: Request, info: ResourceInfo, pred: Predicate | None,
@@ -155,8 +211,16 @@ class WatchStreaming(ServerParts):
         loop_time = asyncio.get_running_loop().time
         deadline = loop_time() + timeout if timeout > 0 else math.inf
         interval = self.bookmark_interval
+        jitter = getattr(self, "bookmark_jitter", 0.0)
         virtual = self.bookmark_clock == "virtual"
-        next_bookmark = (self.store.now if virtual else loop_time()) + interval
+
+        def gap() -> float:
+            return max(0.0, interval + (random.uniform(-jitter, jitter) if jitter else 0.0))
+
+        next_bookmark = (self.store.now if virtual else loop_time()) + gap()
+        # A real cacher also bookmarks 2 s before a watch's deadline (``nextBookmarkTime``), so
+        # that the client's re-watch starts as close to now as possible.
+        pre_deadline = deadline - PRE_DEADLINE_BOOKMARK if not virtual and timeout > PRE_DEADLINE_BOOKMARK else None
         while True:
             wake.clear()
             if conn.closed or self._stopping.is_set():
@@ -198,22 +262,43 @@ class WatchStreaming(ServerParts):
                     continue
             now_t = self.store.now if virtual else loop_time()
             if bookmarks and now_t >= next_bookmark:
-                line = _bookmark(info, rv_now)
-                await self._send(conn, chunk(line))
-                sent += len(line)
-                next_bookmark = now_t + interval
+                if self._bookmarks_now(info.name):
+                    line = _bookmark(info, rv_now)
+                    await self._send(conn, chunk(line))
+                    sent += len(line)
+                next_bookmark = now_t + gap()
+            if bookmarks and pre_deadline is not None and loop_time() >= pre_deadline:
+                if self._bookmarks_now(info.name):
+                    line = _bookmark(info, rv_now)
+                    await self._send(conn, chunk(line))
+                    sent += len(line)
+                pre_deadline = None
             remaining = deadline - loop_time()
             if remaining <= 0:
                 return sent, LAST_CHUNK
             wait = remaining
             if bookmarks and not virtual:
                 wait = min(wait, max(0.0, next_bookmark - loop_time()))
+                if pre_deadline is not None:
+                    wait = min(wait, max(0.0, pre_deadline - loop_time()))
             if self.faults.reset_generation != reset_gen:
                 continue
             try:
                 await asyncio.wait_for(wake.wait(), timeout=min(wait, 0.5))
             except asyncio.TimeoutError:
                 pass
+
+    def _bookmarks_now(self, resource: str) -> bool:
+        """Does a watch of ``resource`` get its periodic bookmark? Always, but on a server that
+        imitates 1.20's watch cache (``bookmarks_when_unchanged=False``): its cacher sends none
+        until it has seen a change of the resource (``lastProcessedResourceVersion == 0``)."""
+        if getattr(self, "bookmarks_when_unchanged", True):
+            return True
+        start = getattr(self, "_changes_at_start", {}).get(resource, 0)
+        try:
+            return bool(self.store.read(resource, start, 1)[0])
+        except Gone:  # the changes after the start were compacted away: there were some
+            return True
 
     def _render(self, info: ResourceInfo, ch: Change, pred: Predicate | None, table: bool, req: Request) -> bytes | None:
         etype = ch.type
@@ -260,10 +345,18 @@ class WatchStreaming(ServerParts):
 
 def _invalid(field: str, detail: str) -> HTTPError:
     """422 Invalid for a ListOptions field, worded as the real API server words it."""
-    return HTTPError(422, f'ListOptions.meta.k8s.io "" is invalid: {field}: Forbidden: {detail}', reason="Invalid",
+    return _invalid_all([(field, detail)])
+
+
+def _invalid_all(causes: list[tuple[str, str]]) -> HTTPError:
+    """422 Invalid for one or more ListOptions fields: one message, as ``NewInvalid`` joins them
+    (``[a, b]`` for more than one)."""
+    parts = [f"{field}: Forbidden: {detail}" for field, detail in causes]
+    joined = parts[0] if len(parts) == 1 else "[" + ", ".join(parts) + "]"
+    return HTTPError(422, f'ListOptions.meta.k8s.io "" is invalid: {joined}', reason="Invalid",
                      details={"group": "meta.k8s.io", "kind": "ListOptions",
                               "causes": [{"reason": "FieldValueForbidden", "message": f"Forbidden: {detail}",
-                                          "field": field}]})
+                                          "field": field} for field, detail in causes]})
 
 
 def _gone_chunk(rv: int, oldest: int) -> bytes:

@@ -98,3 +98,52 @@ class BodyReader:
                 return
             if len(line) > MAX_LINE:
                 raise urllib3.exceptions.ProtocolError("trailer line too long")
+
+
+KEEPALIVE = (30, 10, 3)
+"""TCP keepalive on a watch's socket: first probe after 30 s idle, then every 10 s, dead after 3
+unanswered. A quiet watch is silent for minutes (a 1.20 server sends no bookmark at all on an
+unchanged resource), so silence cannot tell a dead peer from a quiet one; an unanswered probe can,
+in about a minute, without cutting the quiet stream (client-go gets the same from HTTP/2 pings)."""
+
+
+def stream_socket(resp: Any) -> Any:
+    """The socket under a urllib3 response, or None."""
+    conn = getattr(resp, "connection", None)
+    sock = getattr(conn, "sock", None)
+    if sock is None:
+        raw = getattr(getattr(getattr(resp, "_fp", None), "fp", None), "raw", None)
+        sock = getattr(raw, "_sock", None)
+    return sock
+
+
+def set_read_timeout(resp: Any, seconds: float) -> bool:
+    """Change the read timeout of a response being read (a streaming list's initial events are
+    read with a short one, the watch that follows on the same stream with a long one)."""
+    sock = stream_socket(resp)
+    if sock is None:
+        return False
+    try:
+        sock.settimeout(seconds)
+    except OSError:
+        return False
+    return True
+
+
+def keep_alive(resp: Any, idle_interval_count: tuple[int, int, int] = KEEPALIVE) -> bool:
+    """Switch TCP keepalive on for a response's socket (``KEEPALIVE``); False where it cannot be."""
+    import socket
+
+    sock = stream_socket(resp)
+    if sock is None:
+        return False
+    idle, interval, count = idle_interval_count
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for name, value in (("TCP_KEEPIDLE", idle), ("TCP_KEEPINTVL", interval), ("TCP_KEEPCNT", count)):
+            opt = getattr(socket, name, None)
+            if opt is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, opt, value)
+    except OSError:
+        return False
+    return True

@@ -24,7 +24,9 @@ Protocol, on the child's stdin and stdout:
   ``("ok",)`` once the answer's status is 2xx; ``("http", status, reason, body, retry_after)``
   otherwise (and the child ends); ``("events", [(type, record, resourceVersion), ...])`` typed events in stream order;
   ``("lines", bytes)`` a block of whole lines the types refused (a bookmark, an ERROR, an odd
-  object), for the reflector to read line by line; ``("error", text)`` (the child ends);
+  object), for the reflector to read line by line; ``("silent",)`` when nothing came for the
+  request's read timeout (the child ends; the reflector decides what that silence means);
+  ``("error", text)`` (the child ends);
   ``("end",)`` when the body ended.
 
 The credentials (the request's headers, the TLS settings of the connection pool) go to the child
@@ -178,7 +180,7 @@ class ListWorker:
                 raise WorkerFailed("the list worker ended in the middle of a frame")
             frame = pickle.loads(data)  # noqa: S301 - from our own child process
             yield frame
-            if frame[0] in ("end", "http", "error"):
+            if frame[0] in ("end", "http", "error", "silent"):
                 return
 
     def shutdown(self) -> None:
@@ -297,6 +299,10 @@ def _run(req: Request) -> None:
             if len(pending) >= BATCH:
                 _send(("events", pending))
                 pending = []
+    except urllib3.exceptions.ReadTimeoutError:  # silent before the list's end: the parent decides
+        if pending:
+            _send(("events", pending))
+        _send(("silent",))
     except Exception as exc:  # noqa: BLE001 - a broken stream: the parent says so and lists again
         if pending:
             _send(("events", pending))

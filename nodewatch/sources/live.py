@@ -32,6 +32,7 @@ from .heap import fix_mmap_threshold
 from .kubeconfig import ApiError, Connection, KubeconfigError
 from .recording import Recorder
 from .reflector import CSRS, LEASES, NODES, Batch, Reflector, ResourceSpec, events_of, pods_on
+from .watchlist import StreamingOffer
 
 MAX_SCOPED_NODES = 50
 """At most this many nodes get pod and event watches (2 streams each)."""
@@ -55,7 +56,7 @@ class LiveSource:
     def __init__(self, settings: Settings, kubeconfig: str | None = None, context: str | None = None,
                  recorder: Recorder | None = None, probe_kubelet_tls: bool = False,
                  kubelet_metrics: bool = False, cert_cache_dir: str | None = None,
-                 watch_timeout: float = 300.0, stall_timeout: float = 60.0, clock: Clock | None = None,
+                 watch_timeout: float = 300.0, stall_timeout: float | None = None, clock: Clock | None = None,
                  state: FleetState | None = None) -> None:
         self.conn = Connection(kubeconfig, context)
         self.target = self.conn.target
@@ -70,6 +71,10 @@ class LiveSource:
         self.kubelet_metrics = kubelet_metrics
         self.watch_timeout = watch_timeout
         self.stall_timeout = stall_timeout
+        """None: a watch is cut by the client only past its server-side timeout (``Reflector``)."""
+        self.streaming = StreamingOffer()
+        """Whether this server streams lists, learned by the first stream that asks and shared by
+        all (the WatchList gate and etcd's version are the server's, not a resource's)."""
         self.cert_cache = CertCache(self.target.cluster_id, cert_cache_dir)
         self.server_version: str | None = None
         self._lock = threading.Lock()
@@ -221,7 +226,7 @@ class LiveSource:
     def _reflector(self, spec: ResourceSpec) -> Reflector:
         return Reflector(self.conn, spec, self._sink, self._on_health, self._on_problem,
                          watch_timeout=self.watch_timeout, stall_timeout=self.stall_timeout, wall=self.clock.now,
-                         typed=self.recorder is None)  # a recorder writes the objects themselves
+                         typed=self.recorder is None, offer=self.streaming)  # a recorder writes the objects themselves
 
     def _sink(self, batch: Batch) -> None:
         st = self.state

@@ -65,7 +65,7 @@ class MultiSource:
 
     def __init__(self, specs: list[ClusterSpec], settings: Settings, *, cert_cache_dir: str | None = None,
                  probe_kubelet_tls: bool = False, kubelet_metrics: bool = False, watch_timeout: float = 300.0,
-                 stall_timeout: float = 60.0, clock: Clock | None = None) -> None:
+                 stall_timeout: float | None = None, clock: Clock | None = None) -> None:
         if not specs:
             raise ValueError("no clusters to watch")
         self.feeds = [ClusterFeed(spec, spec.settings(settings)) for spec in specs]

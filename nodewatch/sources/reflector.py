@@ -3,12 +3,20 @@
 - List (paged, ``limit``), hand every item over as a listing item, then DELETED for each object
   known before a relist but absent now (so no stale and no duplicate objects), then SYNCED.
 - Watch from the list's resourceVersion with bookmarks requested (never relied upon), a jittered
-  server ``timeoutSeconds`` and a client read timeout; the resourceVersion is tracked from every
-  event, bookmarks included, so a re-watch resumes exactly where the last stream stopped.
+  server ``timeoutSeconds`` (5-10 min) and a client read timeout past it: the server ends every
+  watch, so only a stream dead without a word is cut by the client (a quiet one is not: real
+  servers bookmark every ~60 s, 1.20 never on an unchanged resource); TCP keepalive finds a dead
+  peer sooner. The resourceVersion is tracked from every event, bookmarks included, so a re-watch
+  resumes exactly where the last stream stopped.
+- Streaming lists where the server offers them; every answer that says it does not (422, an
+  ERROR event naming RequestWatchProgress, a stream that is not one) falls back to a paged list at
+  once, without a disconnect or a backoff, and is remembered for the connection
+  (``sources/watchlist.py``).
 - ``410 Gone`` (as an HTTP status or an ERROR event) -> relist. 429 (Retry-After honoured), 5xx,
   refused or reset connections -> exponential backoff with jitter (0.8s..30s, reset after a
   healthy minute), then watch again from the last resourceVersion *without* relisting.
-- A stream that sends nothing (no event, no bookmark) for ``stall_timeout`` is dead: reconnect.
+- A stream that sends nothing at all past its ``timeoutSeconds`` (or for ``stall_timeout``, when
+  one is given) is dead: reconnect.
 - A truncated or garbled JSON line is reported and the stream restarted from the last good
   resourceVersion.
 
@@ -37,18 +45,28 @@ import urllib3
 
 from ..core.wire import DECODERS, TypedDecoder, WireError
 from . import list_worker
-from .chunked import BodyReader
+from .chunked import BodyReader, keep_alive, set_read_timeout
 from .kubeconfig import ApiError, Connection, api_error
+from .watchlist import REFUSED_STATUS, StreamingOffer, lasting_error
 
 PAGE_SIZE = 500
 BACKOFF_INITIAL = 0.8
 BACKOFF_CAP = 30.0
 BACKOFF_RESET_AFTER = 60.0
 READ_CHUNK = 256 * 1024
-WATCH_LIST_REFUSED = (400, 404, 405, 422)
+WATCH_LIST_REFUSED = REFUSED_STATUS
 """Answers to a ``sendInitialEvents`` watch that mean "not offered here": a 1.20 server rejects
 ``resourceVersionMatch`` on a watch (422 Invalid), a 1.27+ server without the WatchList feature
 rejects ``sendInitialEvents`` (422 Invalid); then paged lists, as client-go falls back."""
+READ_MARGIN = 30.0
+"""A watch's client read timeout is its ``timeoutSeconds`` plus this: the server ends the stream at
+``timeoutSeconds`` (with a bookmark 2 s before, since 1.16); no byte for longer means no server."""
+INITIAL_SILENCE = 10.0
+"""A streaming list silent this long before its initial events end is not one: the server ignored
+``sendInitialEvents`` (a real one sends the initial events and the end bookmark in one go, after at
+most ~3 s of waiting for a fresh watch cache)."""
+LIST_READ_TIMEOUT = 60.0
+"""The read timeout of a paged list's page."""
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 """The annotation of the BOOKMARK that ends a streaming list's initial events."""
 WORKER_RESOURCES = frozenset({"nodes"})
@@ -145,11 +163,20 @@ def events_of(node: str) -> ResourceSpec:
 
 
 class Gone(Exception):
-    """410: the resourceVersion is too old; relist."""
+    """410: the resourceVersion is too old; relist. ``initial``: said by a streaming list."""
+
+    def __init__(self, initial: bool = False) -> None:
+        super().__init__("410 Gone")
+        self.initial = initial
 
 
 class WatchListRefused(Exception):
-    """The server does not offer a streaming list (``sendInitialEvents``): use paged lists."""
+    """The server does not offer a streaming list (``sendInitialEvents``): use a paged list.
+    ``lasting``: it never will (remembered, ``StreamingOffer``); else only this list is paged."""
+
+    def __init__(self, why: str, lasting: bool = True) -> None:
+        super().__init__(why)
+        self.lasting = lasting
 
 
 class StreamBroken(Exception):
@@ -190,15 +217,21 @@ class Reflector:
                  sink: Callable[[Batch], None],
                  on_health: Callable[..., None],
                  on_problem: Callable[[str, str], None],
-                 *, watch_timeout: float = 300.0, stall_timeout: float = 60.0,
+                 *, watch_timeout: float = 300.0, stall_timeout: float | None = None,
                  page_size: int = PAGE_SIZE, wall: Callable[[], float] = time.time,
                  rng: random.Random | None = None, typed: bool = True, watch_list: bool = True,
-                 in_worker: bool = True) -> None:
+                 in_worker: bool = True, offer: StreamingOffer | None = None,
+                 initial_silence: float | None = None) -> None:
         """``typed``: hand nodes and leases over as records decoded by ``core.wire`` (fast); False:
         as parsed JSON dicts, for a sink that needs the objects themselves (a recorder).
         ``watch_list``: list through a streaming list (a watch with ``sendInitialEvents``) where
         the server offers it; False: paged lists only. ``in_worker``: the Nodes' streaming list
-        is read and decoded by a child process (``sources/list_worker``) where one can be started."""
+        is read and decoded by a child process (``sources/list_worker``) where one can be started.
+        ``watch_timeout``: the server-side ``timeoutSeconds`` is drawn from [it, twice it).
+        ``stall_timeout``: None (the default): a watch is cut by the client only when silent past
+        its ``timeoutSeconds`` plus ``READ_MARGIN``; a number: after that many silent seconds.
+        ``offer``: what the server answered to streaming lists, shared by the connection's
+        reflectors (``sources/watchlist``). ``initial_silence``: None for ``INITIAL_SILENCE``."""
         self.conn = conn
         self.spec = spec
         self.sink = sink
@@ -213,8 +246,12 @@ class Reflector:
         self.backoff = Backoff(rng=self._rng)
         self.resource_version: str | None = None
         self.in_worker = in_worker
-        self.watch_list: bool | None = None if watch_list else False
-        """Streaming lists: None until tried, True once one worked, False when refused (paged lists)."""
+        self._streaming = watch_list
+        self.offer = offer or StreamingOffer()
+        self._initial_silence = initial_silence
+        self._rv_unavailable = False
+        """The last resourceVersion was refused by a streaming list (410 or too large): the next
+        one asks for the most recent state (client-go's ``isLastSyncResourceVersionUnavailable``)."""
         self._initial: dict[Key, None] | None = None
         """Keys seen so far while a streaming list sends its initial events; None outside one."""
         self._paged_next = False
@@ -264,6 +301,18 @@ class Reflector:
             thread.join(timeout=5)
 
     @property
+    def watch_list(self) -> bool | None:
+        """Streaming lists: None until one worked on this server, True once one did, False when
+        refused (paged lists)."""
+        if not self._streaming or self.offer.refused:
+            return False
+        return True if self.offer.offered else None
+
+    def _streams_now(self) -> bool:
+        """Is the next list a streaming one?"""
+        return self._streaming and not self._paged_next and self.offer.wanted()
+
+    @property
     def stopped(self) -> bool:
         return self._stop.is_set()
 
@@ -286,7 +335,7 @@ class Reflector:
         self._need_list = True
         while not self._stop.is_set():
             try:
-                if self._need_list and (self.watch_list is False or self._paged_next):
+                if self._need_list and not self._streams_now():
                     self._paged_next = False
                     self._list()
                     self._need_list = False
@@ -294,10 +343,16 @@ class Reflector:
                 got = self._watch(initial=self._need_list)
                 if not got and time.monotonic() - started < QUICK_END:
                     self._sleep(self.backoff.next_delay())
-            except WatchListRefused:
-                self.watch_list = False  # paged lists from now on (the next pass lists at once)
-            except Gone:
+            except WatchListRefused as exc:
+                # Not offered here (or not this time): a paged list at once, no backoff, no
+                # disconnect; a lasting refusal is remembered for the connection's streams.
+                if exc.lasting:
+                    self.offer.refuse(str(exc))
+                self._paged_next = True
+            except Gone as exc:
                 self._need_list = True
+                if exc.initial:  # a streaming list's resourceVersion: stream again, for the latest
+                    self._paged_next = False
                 self._health(synced=False, last_error="410 Gone: resourceVersion too old, relisting")
             except StreamBroken as exc:
                 self.on_problem(self.spec.what, f"{exc}; watching again from resourceVersion "
@@ -378,7 +433,8 @@ class Reflector:
             q["limit"] = self.page_size
             if cont:
                 q["continue"] = cont
-            resp = self.conn.get(self.spec.path, q, timeout=(10.0, max(30.0, self.stall_timeout)))
+            read = LIST_READ_TIMEOUT if self.stall_timeout is None else max(30.0, self.stall_timeout)
+            resp = self.conn.get(self.spec.path, q, timeout=(10.0, read))
             try:
                 data = resp.read()
                 _count(self.conn, len(data))
@@ -444,28 +500,41 @@ class Reflector:
         is read in a child process where one can be started (``_list_in_worker``).
         """
         q = self._query()
-        q.update({"watch": "true", "allowWatchBookmarks": "true",
-                  "timeoutSeconds": int(self.watch_timeout * (1.0 + self._rng.random()))})
+        timeout_seconds = int(self.watch_timeout * (1.0 + self._rng.random()))
+        q.update({"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": timeout_seconds})
+        read_timeout = self._read_timeout(timeout_seconds)
+        silence = INITIAL_SILENCE if self._initial_silence is None else self._initial_silence
+        first_read = min(read_timeout, silence) if initial else read_timeout
         if initial:
             q.update({"sendInitialEvents": "true", "resourceVersionMatch": "NotOlderThan"})
+            if self.resource_version and not self._rv_unavailable:
+                # A relist (after 410 on the watch): not older than what was seen, served from the
+                # watch cache at once (client-go's case 2). The first list names none: a
+                # consistent read (case 1), as fresh as a quorum read of etcd.
+                q["resourceVersion"] = self.resource_version
             if self._worker_wanted():
-                got = self._list_in_worker(q)
+                got = self._list_in_worker(q, first_read)
                 if got is not None or self._stop.is_set():
                     return bool(got)
         elif self.resource_version:
             q["resourceVersion"] = self.resource_version
         try:
-            resp = self.conn.get(self.spec.path, q, timeout=(10.0, self.stall_timeout))
+            resp = self.conn.get(self.spec.path, q, timeout=(10.0, first_read))
         except ApiError as exc:
             if initial and exc.status in WATCH_LIST_REFUSED:
                 raise WatchListRefused(str(exc)) from None
+            if initial and exc.status == 410:
+                self._rv_unavailable = True
+                raise Gone(initial=True) from None
             raise
         self._resp = resp
+        keep_alive(resp)
         got = False
         if initial:
             self._begin_initial()
         ended = False
         body = BodyReader(resp, READ_CHUNK)
+        reading = first_read
         try:
             self._connected()
             buf = bytearray()
@@ -474,7 +543,9 @@ class Reflector:
                     chunk = body.read()
                     _count(self.conn, len(chunk))
                 except urllib3.exceptions.ReadTimeoutError:
-                    raise ApiError(0, f"no data for {self.stall_timeout:g}s (no event, no bookmark): "
+                    if self._initial is not None:
+                        raise self._silent(reading) from None
+                    raise ApiError(0, f"no data for {reading:g}s (no event, no bookmark): "
                                       "stream presumed dead, reconnecting") from None
                 except (urllib3.exceptions.ProtocolError, urllib3.exceptions.HTTPError, OSError) as exc:
                     if self._stop.is_set():
@@ -496,6 +567,9 @@ class Reflector:
                 if batch:
                     got = True
                     self.sink(batch)
+                if reading != read_timeout and self._initial is None:
+                    set_read_timeout(resp, read_timeout)  # the list is in: a watch from here on
+                    reading = read_timeout
         finally:
             self._end_stream()
             close = not ended or body.direct
@@ -517,13 +591,26 @@ class Reflector:
                 pass
         return got
 
+    def _read_timeout(self, timeout_seconds: int) -> float:
+        """How long a watch may be silent before the client calls it dead: past the end the server
+        itself gives it, or ``stall_timeout`` when one was given."""
+        if self.stall_timeout is not None:
+            return self.stall_timeout
+        return timeout_seconds + READ_MARGIN
+
+    def _silent(self, seconds: float) -> WatchListRefused:
+        return WatchListRefused(f"no end of the initial events after {seconds:g}s of silence: the server "
+                                "ignores sendInitialEvents")
+
     def _begin_initial(self) -> None:
         self._initial = {}
         pause_gc()
 
     def _end_stream(self) -> None:
-        """A stream is over: if its initial events were not complete, the next list is a paged one."""
+        """A stream is over: if its initial events were not complete, the next list is a paged one
+        (which also reconciles the objects this one handed over: their keys are known now)."""
         if self._initial is not None:  # the stream ended before its initial events did
+            self.known.update(self._initial)
             self._initial = None
             self._paged_next = True
             resume_gc()
@@ -535,7 +622,7 @@ class Reflector:
         return (self.in_worker and self.decoder is not None and self.spec.resource in WORKER_RESOURCES
                 and (not self.known or len(self.known) >= WORKER_MIN) and list_worker.enabled())
 
-    def _list_in_worker(self, query: dict[str, Any]) -> bool | None:
+    def _list_in_worker(self, query: dict[str, Any], read_timeout: float) -> bool | None:
         """The streaming list read and decoded by a child process (``sources/list_worker``); this
         thread hands what it sends over as ``_watch`` hands over what it reads. After the initial
         events the child stops and the next ``_watch`` goes on from the bookmark's
@@ -549,7 +636,7 @@ class Reflector:
             return None
         url, headers, pool = made
         request = list_worker.Request(url=url, headers=headers, pool=pool, resource=self.spec.resource,
-                                      connect_timeout=10.0, read_timeout=self.stall_timeout, read_chunk=READ_CHUNK)
+                                      connect_timeout=10.0, read_timeout=read_timeout, read_chunk=READ_CHUNK)
         try:
             worker = list_worker.ListWorker(request)
         except list_worker.Busy:
@@ -585,6 +672,8 @@ class Reflector:
                     batch = self._typed_batch(frame[1])
                 elif kind == "lines":
                     batch = self._decode(bytes(frame[1]).split(b"\n"))
+                elif kind == "silent":  # its read timed out before the initial events ended
+                    raise self._silent(read_timeout)
                 elif kind == "error":
                     if self._stop.is_set():
                         return got
@@ -672,10 +761,20 @@ class Reflector:
                                f"({len(line)} bytes)") from None
         if etype == "ERROR":
             code = obj.get("code") if isinstance(obj, dict) else None
+            initial = self._initial is not None
             if code == 410:
-                raise Gone()
-            msg = obj.get("message") if isinstance(obj, dict) else None
-            raise ApiError(code if isinstance(code, int) else 0, str(msg or "watch error")[:300])
+                if initial:
+                    self._rv_unavailable = True
+                raise Gone(initial)
+            msg = str((obj.get("message") if isinstance(obj, dict) else None) or "watch error")[:300]
+            if initial:
+                # The streaming list failed before its list was in: a paged list now (client-go
+                # falls back on any error), remembered when it says the server cannot stream.
+                if code == 504:  # too large resourceVersion: the next streaming list names none
+                    self._rv_unavailable = True
+                raise WatchListRefused(f"streaming list answered with an error ({code}): {msg}",
+                                       lasting=lasting_error(code if isinstance(code, int) else None, msg))
+            raise ApiError(code if isinstance(code, int) else 0, msg)
         meta = obj.get("metadata") if isinstance(obj, dict) else None
         if isinstance(meta, dict):
             rv = meta.get("resourceVersion")
@@ -686,7 +785,8 @@ class Reflector:
                 ann = meta.get("annotations") if isinstance(meta, dict) else None
                 if not (isinstance(ann, dict) and ann.get(INITIAL_EVENTS_END) == "true"):
                     # a server that ignored sendInitialEvents sends plain bookmarks: not a list
-                    raise WatchListRefused("a bookmark before the end of the initial events")
+                    raise WatchListRefused("a bookmark before the end of the initial events: the server "
+                                           "ignores sendInitialEvents")
                 self._end_initial(now, batch)
                 return
             batch.append((resource, "BOOKMARK", obj, now, False))
@@ -729,6 +829,9 @@ class Reflector:
         """An object event into ``batch``; keeps ``known`` (or, in a streaming list, the keys seen)."""
         initial = self._initial
         if initial is not None:
+            if etype != "ADDED":  # a streaming list sends nothing else before its end bookmark
+                raise WatchListRefused(f"a {etype} event before the end of the initial events: the "
+                                       "server ignores sendInitialEvents")
             initial[key] = None
             batch.append((self.spec.resource, etype, obj, now, True))
             return
@@ -748,7 +851,8 @@ class Reflector:
         resume_gc()
         self._finish_list(seen, now, batch[:])
         batch.clear()
-        self.watch_list = True
+        self.offer.worked()
+        self._rv_unavailable = False
         self._need_list = False
 
     def _finish_list(self, seen: dict[Key, None], now: float, before: Batch) -> None:
