@@ -25,6 +25,7 @@ import asyncssh
 
 from .files import host_key
 from .listen import parse_listen
+from .child_guard import parent_environment
 from .pty_child import PtyChild
 from .viewer import CommandFor, KeyOptionError
 
@@ -220,7 +221,7 @@ class _ViewerSession(asyncssh.SSHServerSession):
         cols, rows = self.size
         env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
         env.setdefault("LANG", "C.UTF-8")
-        env.update(self.door.env, TERM=self.term, NODEWATCH_FRONTDOOR="ssh")
+        env.update(self.door.env, TERM=self.term, NODEWATCH_FRONTDOOR="ssh", **parent_environment())
         # A private, throw-away working directory: whatever a viewer writes to "." (a Textual
         # screenshot) goes with the session instead of piling up where the hub runs.
         self._cwd = tempfile.mkdtemp(prefix="nodewatch-ssh-")
