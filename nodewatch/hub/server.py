@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.source import Source
+from ..core.views import Problem
 from ..sources.live import MAX_SCOPED_NODES
 from . import protocol
 from .codec import to_wire
@@ -109,6 +110,9 @@ class Hub:
         self._start_error: BaseException | None = None
         self.ticks = 0
         self.last_tick_seconds = 0.0
+        self.recording_stopped = ""
+        """What the flight recorder says while it cannot record (``recording stopped: disk full``)."""
+        self._recording_since: float | None = None
         self.last_health: dict = {}
         """The streams' health at the last tick (the recorder's keyframes write it)."""
 
@@ -173,9 +177,15 @@ class Hub:
         fleet_records = getattr(self.source, "fleet_records", None)  # several clusters: by node key
         records = fleet_records() if fleet_records is not None else state.node_records()
         self.last_health = view.health
+        name, problems, recent = self.source.name, state.problem_count(), state.recent_problems(RECENT_PROBLEMS)
+        stopped = self._recording_status(now)
+        if stopped:  # on every screen: in the header, and the newest of the problems
+            name = f"{name} · {stopped}"
+            problems += 1
+            recent = [*recent, Problem(self._recording_since, "recording", f"{stopped} (the fleet is still "
+                                       "watched and judged; recording resumes by itself when there is room)")]
         with self._pub_lock:
-            frame = self.publisher.update(view, records, now, problems=state.problem_count(),
-                                          name=self.source.name, recent=state.recent_problems(RECENT_PROBLEMS))
+            frame = self.publisher.update(view, records, now, problems=problems, name=name, recent=recent)
             seq = self.publisher.seq
         details = self._details_frames(now)
         loop = self._loop
@@ -184,6 +194,19 @@ class Hub:
         self.ticks += 1
         self.last_tick_seconds = time.perf_counter() - started
         return seq
+
+    def _recording_status(self, now: float) -> str:
+        """The flight recorder's ``stopped`` (a full disk), logged when it changes."""
+        stopped = str(getattr(getattr(self.source, "recorder", None), "stopped", "") or "")
+        if stopped != self.recording_stopped:
+            if stopped:
+                log.error("%s: viewers are told; the fleet is still watched and served", stopped)
+                self._recording_since = now
+            else:
+                log.warning("recording resumed")
+                self._recording_since = None
+            self.recording_stopped = stopped
+        return stopped
 
     def _details_frames(self, now: float) -> dict[str, bytes]:
         """One details frame per node that some viewer drills into."""
