@@ -27,7 +27,6 @@ def _good_snapshot(tmp_path: Path) -> list[dict]:
     with demo_hub(tmp_path / "real", nodes=12) as hub:
         raw = RawClient(hub.socket_path)
         try:
-            raw.send({"k": "hello", "v": protocol.VERSION})
             frames = [raw.read_until("snap")]
             for _ in range(int(frames[0].get("parts", 0))):
                 frames.append(raw.read_until("part"))
