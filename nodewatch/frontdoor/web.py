@@ -40,6 +40,11 @@ log = logging.getLogger("nodewatch.frontdoor.web")
 
 SHUTDOWN_SECONDS = 5.0
 """How long closing the door waits for its viewers to quit."""
+KEEPALIVE_SECONDS = 15.0
+"""How long a connection may stay open without a whole request: an idle connection, or one that
+sends its headers a byte at a time (slowloris), is closed then (aiohttp's default is 75 s). Each
+costs one file descriptor and a few KB until then; a websocket that drives a viewer is not
+affected (its heartbeat keeps it)."""
 VIEWER_GRACE_SECONDS = 3.0
 """How long a viewer has to quit once told to (its page closed, the door closing) before SIGKILL."""
 MAX_SESSIONS = 32
@@ -96,7 +101,8 @@ class WebFrontDoor:
 
 async def start_web(listen: str | tuple[str, int], token: str, command: Sequence[str], *,
                     url_file: str | os.PathLike | None = None, env: Mapping[str, str] | None = None,
-                    title: str = "nodewatch", max_sessions: int = MAX_SESSIONS) -> WebFrontDoor:
+                    title: str = "nodewatch", max_sessions: int = MAX_SESSIONS,
+                    keepalive_seconds: float = KEEPALIVE_SECONDS) -> WebFrontDoor:
     """Serve ``command`` (the viewer argv; add ``--wall`` for wall mode) to browsers on ``listen``
     (``"HOST:PORT"`` or a pair; port 0 picks one). The URL with the token is ``.url``, and is
     written to ``url_file`` (owner-only) when given."""
@@ -106,9 +112,10 @@ async def start_web(listen: str | tuple[str, int], token: str, command: Sequence
     server = _TokenServer(viewer_shell_command(command, env or {}), host, port, title=title, token=token,
                           max_sessions=max_sessions)
     runner = web.AppRunner(await server._make_app(), handle_signals=False, access_log=None,
-                           shutdown_timeout=SHUTDOWN_SECONDS)
+                           shutdown_timeout=SHUTDOWN_SECONDS, keepalive_timeout=keepalive_seconds,
+                           max_line_size=8190, max_field_size=8190)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, backlog=1024)
     await site.start()
     if port == 0:
         server.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
