@@ -21,7 +21,7 @@ from hub_support import viewer
 from simserver import wait_until
 
 from nodewatch.hub.codec import view_to_wire
-from nodewatch.hub.flight_recorder import DISK_FULL, KEEP_WHEN_FULL, RETRY_SECONDS, SegmentedRecorder
+from nodewatch.hub.flight_recorder import DISK_FULL, KEEP_WHEN_FULL, MAX_RETRY_SECONDS, SegmentedRecorder
 from nodewatch.hub.server import Hub
 from nodewatch.sources.demo import DemoSource
 from nodewatch.sources.recording import read_recording
@@ -100,7 +100,7 @@ def test_a_full_disk_stops_the_recording_and_nothing_else(tmp_path, caplog):
                 shown = False
                 for _ in range(60):  # 300 s on a full disk: every write fails
                     t = step(5)
-                    retry.t += 1  # and it tries again every RETRY_SECONDS of wall time
+                    retry.t += 1  # and it tries again, backing off, in wall time
                     assert _wire(recorded, t) == _wire(twin, t)  # judged exactly as without a recorder
                     assert len(list_segments(rec.directory)) >= KEEP_WHEN_FULL
                     if rec.stopped and not shown:
@@ -112,7 +112,7 @@ def test_a_full_disk_stops_the_recording_and_nothing_else(tmp_path, caplog):
                         problems = v.state.recent_problems(50)
                         assert problems[-1].where == "recording" and DISK_FULL in problems[-1].message
                         shown = True
-                assert shown and rec.failures >= 2
+                assert shown and rec.failures >= 1
                 assert any(DISK_FULL in r.getMessage() and r.levelno >= logging.ERROR for r in caplog.records)
                 assert rec.dropped_for_space >= 1  # the oldest segments went to make room
                 # what was written is as it was, but for the segment the disk filled under (cut at a line)
@@ -121,7 +121,7 @@ def test_a_full_disk_stops_the_recording_and_nothing_else(tmp_path, caplog):
                         assert s.path.read_bytes() == before[s.path.name]
 
                 filler.unlink()  # room again
-                retry.t += RETRY_SECONDS
+                retry.t += MAX_RETRY_SECONDS
                 for _ in range(10):
                     t = step(5)
                     retry.t += 1

@@ -34,6 +34,11 @@ def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
 def _closed_by_peer(sock: socket.socket) -> bool:
     """The hub closed it: reading (past a TLS alert) ends in end-of-stream or a reset."""
     poller = select.poll()
@@ -96,7 +101,7 @@ def test_idle_garbage_and_never_reading_peers_on_the_unix_socket_hold_up_no_view
     others: list = []
     try:
         alone = _attach_alone(HubAddress(path=hub.socket_path), 60)
-        base = _fds()
+        base, rss = _fds(), _rss()
         for _ in range(IDLE):
             s = socket.socket(socket.AF_UNIX)
             s.connect(hub.socket_path)
@@ -113,6 +118,9 @@ def test_idle_garbage_and_never_reading_peers_on_the_unix_socket_hold_up_no_view
             seq = advance(hub, 5)
             wait_until(lambda: v.state.seq == seq, timeout=1.0, interval=0.005)
         assert len(hub.viewer_stats()) == 2  # the honest viewer and the stuck one; no idle one
+        grown = _rss() - rss  # both ends of every connection are in this process
+        print(f"memory for {IDLE} idle connections (both ends): {grown / 2**20:.1f} MB")
+        assert grown < 64 * 2**20
         # every garbage connection was closed at once, every idle one after its hello time
         wait_until(lambda: all(_closed_by_peer(s) for s in garbage), timeout=5)
         wait_until(lambda: all(_closed_by_peer(s) for s in idle), timeout=HELLO_SECONDS + 10)

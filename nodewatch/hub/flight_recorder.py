@@ -25,7 +25,8 @@ recent objects, each line with its cluster). The sources write through ``for_clu
 A full disk (or any failed write) never reaches the streams: the recorder stops recording, says
 ``recording stopped: disk full`` (``stopped``; the hub puts it on every screen and in its log),
 keeps following the fleet for the next keyframe, drops its oldest segments to make room (never the
-newest ``KEEP_WHEN_FULL``), and tries again every ``RETRY_SECONDS``: it resumes with a new segment,
+newest ``KEEP_WHEN_FULL``), and tries again after ``RETRY_SECONDS`` (backing off to
+``MAX_RETRY_SECONDS``; only once there is ``MIN_FREE_BYTES`` free): it resumes with a new segment,
 headed by a keyframe, so the recording replays on from there. What was written stays as it was:
 the segment that met the full disk ends at its last whole line (a reader reads up to it), and
 nothing more is written to it.
@@ -58,7 +59,13 @@ KEEP_BYTES = 2 * 1024 ** 3
 EXACT_SECONDS = 900.0
 """Objects received this recently are written into a keyframe with their own receive time."""
 RETRY_SECONDS = 5.0
-"""After a failed write, how long recording stays stopped before it tries again (wall time)."""
+"""After a failed write, how long recording stays stopped before it tries again (wall time); twice
+as long after each failed try, up to ``MAX_RETRY_SECONDS`` (a try writes a keyframe, on the
+thread of the stream that wrote the line)."""
+MAX_RETRY_SECONDS = 60.0
+MIN_FREE_BYTES = 1024 * 1024
+"""A try waits for at least this much free space (statvfs), so it costs nothing while the disk
+stays full."""
 KEEP_WHEN_FULL = 2
 """Segments a full disk never makes the recorder drop: the newest history stays."""
 DISK_FULL = "recording stopped: disk full"
@@ -113,6 +120,7 @@ class SegmentedRecorder:
         self.dropped_for_space = 0
         self._retry_clock = retry_clock
         self._retry_at = 0.0
+        self._tries = 0
 
     # --- the Recorder interface (what the sources call) ---
 
@@ -196,6 +204,9 @@ class SegmentedRecorder:
                 return None
             if self.stopped == DISK_FULL:
                 self._drop_oldest_for_space()
+                if not self._room():
+                    self._retry_at = self._retry_clock() + self._retry_wait()
+                    return None
             try:
                 self.rotate(keyframe=True)
             except OSError as exc:
@@ -204,6 +215,7 @@ class SegmentedRecorder:
             log.warning("recording resumed in %s (%s)", self.directory, Path(self._current.path).name
                         if self._current is not None else "")
             self.stopped = ""
+            self._tries = 0
             return self._current
         try:
             return self._segment()
@@ -219,11 +231,22 @@ class SegmentedRecorder:
         if cur is not None:
             cur.close()  # after a failed write it writes nothing more
         if reason != self.stopped:
-            log.error("%s (%s, in %s): the fleet is still watched and served; trying again every %gs",
+            log.error("%s (%s, in %s): the fleet is still watched and served; trying again from %gs on",
                       reason, exc.strerror or exc, self.directory, RETRY_SECONDS)
         self.stopped = reason
         self.failures += 1
-        self._retry_at = self._retry_clock() + RETRY_SECONDS
+        self._retry_at = self._retry_clock() + self._retry_wait()
+
+    def _retry_wait(self) -> float:
+        self._tries += 1
+        return min(RETRY_SECONDS * 2 ** (self._tries - 1), MAX_RETRY_SECONDS)
+
+    def _room(self) -> bool:
+        try:
+            st = os.statvfs(self.directory)
+        except OSError:
+            return True  # cannot tell: try
+        return st.f_bavail * st.f_frsize >= MIN_FREE_BYTES
 
     def _drop_oldest_for_space(self) -> None:
         """One oldest segment, while more than ``KEEP_WHEN_FULL`` are kept."""
