@@ -160,3 +160,51 @@ def test_the_flusher_keeps_a_failed_flush_for_the_writers_instead_of_dying(tmp_p
         filler.unlink()
         _, entries, problems = read_recording(str(disk / "r.jsonl"))
         assert entries and all(e.obj["metadata"]["name"].startswith("n") for e in entries)
+
+
+class _Full:
+    """A file whose every write fails as on a full disk (where no tmpfs can be mounted)."""
+
+    def write(self, data) -> int:
+        raise OSError(28, "No space left on device")
+
+    def flush(self) -> None:
+        raise OSError(28, "No space left on device")
+
+    def close(self) -> None:
+        pass
+
+    raw = property(lambda self: self)
+
+
+def test_an_injected_full_disk_stops_and_resumes_the_recording_without_a_mount(tmp_path):
+    src = DemoSource(nodes=40, scenario="incident", seed=3, speed=0.0)
+    twin = DemoSource(nodes=40, scenario="incident", seed=3, speed=0.0)
+    retry = RetryClock()
+    rec = SegmentedRecorder(tmp_path / "recordings", {"kind": "demo"}, src.state.settings, segment_seconds=60,
+                            clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None,
+                            retry_clock=retry)
+    src.recorder = rec
+
+    def step(seconds: float) -> float:
+        t = src.clock.now() + seconds
+        for s in (src, twin):
+            s.advance_to(t)
+            s.clock.seek(t)
+        return t
+
+    for _ in range(10):
+        step(5)
+    cur = rec._current  # noqa: SLF001 - the segment being written, its file made to fail
+    assert cur is not None and cur._gz is not None  # noqa: SLF001
+    cur._raw = cur._gz.fileobj = _Full()  # noqa: SLF001
+    for _ in range(10):
+        t = step(5)  # the source never sees the error
+        assert _wire(src, t) == _wire(twin, t)
+    assert rec.stopped == DISK_FULL
+    retry.t += MAX_RETRY_SECONDS
+    t = step(5)
+    assert rec.stopped == "" and _wire(src, t) == _wire(twin, t)
+    rec.close()
+    _, entries, problems = read_recording(str(rec.directory))
+    assert entries and max(e.t for e in entries if e.t is not None) >= t - 5
