@@ -162,6 +162,9 @@ class Reader(threading.Thread):
         super().__init__(daemon=True)
         self.s = socket.socket(socket.AF_UNIX)
         self.s.connect(sock)
+        from nodewatch.hub import protocol
+
+        self.s.sendall(protocol.encode({"k": "hello", "v": protocol.VERSION}))  # a viewer once it says hello
         self.bytes = 0
         self.stopped = False
 

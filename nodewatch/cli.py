@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(only=argv[0] if argv else "")
     args = parser.parse_args(argv)
     from .commands.common import CommandError, fail
+    from .frontdoor.child_guard import guard_viewer
 
+    guard_viewer()  # a viewer a front door started ends with the door (kill -9 of the hub too)
     try:
         return int(_module(args._module).run(args) or 0)
     except CommandError as exc:

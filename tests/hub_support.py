@@ -51,12 +51,14 @@ def viewer(hub: Hub, **kw: Any) -> Iterator[ViewerSource]:
 class RawClient:
     """A protocol client on a blocking socket (reads only when told: a stuck viewer, too)."""
 
-    def __init__(self, path: str, rcvbuf: int | None = None) -> None:
+    def __init__(self, path: str, rcvbuf: int | None = None, hello: bool = True) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         if rcvbuf is not None:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.connect(path)
         self.sock.settimeout(10)
+        if hello:  # a connection is a viewer once it has said hello
+            self.send({"k": "hello", "v": protocol.VERSION})
 
     def send(self, msg: dict) -> None:
         self.sock.sendall(protocol.encode(msg, compress=False))

@@ -13,11 +13,13 @@ runs it alone. The host key is made in the hub's directory on first start (``doo
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import os
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -25,6 +27,7 @@ import asyncssh
 
 from .files import host_key
 from .listen import parse_listen
+from .child_guard import parent_environment
 from .pty_child import PtyChild
 from .viewer import CommandFor, KeyOptionError
 
@@ -33,8 +36,15 @@ log = logging.getLogger("nodewatch.frontdoor.ssh")
 MAX_SESSIONS = 64
 """Viewers at once, over all clients: each is a process, so a bound keeps a busy door from
 exhausting the host."""
-LOGIN_TIMEOUT_SECONDS = 30
+LOGIN_TIMEOUT_SECONDS = 20
+"""How long a connection has from its first byte to a login: an idle or half-open handshake, a
+client that tries key after key, is closed then."""
 KEEPALIVE_SECONDS = 30
+MAX_UNAUTHENTICATED = 512
+"""Connections at once that have not logged in yet; one more closes the oldest of them (an honest
+client logs in within a second or two, so a flood of idle or failing ones only churns itself).
+Each costs one file descriptor and a few tens of KB until ``LOGIN_TIMEOUT_SECONDS``."""
+REFUSAL_LOG_SECONDS = 10.0
 TERM_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 DEFAULT_TERM = "xterm-256color"
 NO_TERMINAL = ("nodewatch: this server shows the dashboard and nothing else, on a terminal: "
@@ -51,6 +61,13 @@ class SSHFrontDoor:
         self.env = dict(env)
         self.max_sessions = max_sessions
         self.sessions: set[_ViewerSession] = set()
+        self.unauthenticated: collections.OrderedDict[int, _Server] = collections.OrderedDict()
+        """Connections that have not logged in yet, oldest first."""
+        self.max_unauthenticated = MAX_UNAUTHENTICATED
+        self.refused: collections.Counter[str] = collections.Counter()
+        """Connections that ended without a login, by why (for the log and the tests)."""
+        self._unlogged: collections.Counter[str] = collections.Counter()
+        self._logged_at: dict[str, float] = {}
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self.host = ""
         self.port = 0
@@ -62,6 +79,16 @@ class SSHFrontDoor:
         except (OSError, ValueError) as exc:  # asyncssh.KeyImportError is a ValueError
             log.error("%s: cannot read authorized keys (%s): refusing every login", self.authorized_keys, exc)
             return None
+
+    def refuse(self, why: str) -> None:
+        """Count a connection that ended without a login; logged once per kind and 10 s."""
+        self.refused[why] += 1
+        self._unlogged[why] += 1
+        now = time.monotonic()
+        if now - self._logged_at.get(why, -REFUSAL_LOG_SECONDS) >= REFUSAL_LOG_SECONDS:
+            log.warning("refused %d connection(s): %s (%d since start)", self._unlogged[why], why, self.refused[why])
+            self._unlogged[why] = 0
+            self._logged_at[why] = now
 
     def close(self) -> None:
         """Stop listening and end every session (their viewers get SIGHUP)."""
@@ -80,12 +107,14 @@ class SSHFrontDoor:
 async def start_ssh(listen: str | tuple[str, int], authorized_keys: str | os.PathLike,
                     host_key_path: str | os.PathLike, command_for: CommandFor, *,
                     env: Mapping[str, str] | None = None,
-                    max_sessions: int = MAX_SESSIONS) -> SSHFrontDoor:
+                    max_sessions: int = MAX_SESSIONS, login_timeout: float = LOGIN_TIMEOUT_SECONDS,
+                    max_unauthenticated: int = MAX_UNAUTHENTICATED) -> SSHFrontDoor:
     """Listen for SSH clients on ``listen`` (``"HOST:PORT"`` or a pair; port 0 picks one, read it
     back from ``.port``). ``command_for(user, key_options)`` gives the viewer argv of a session
     (None refuses it); ``env`` is added to the viewers' environment."""
     host, port = parse_listen(listen) if isinstance(listen, str) else listen
     door = SSHFrontDoor(Path(authorized_keys), command_for, env=env or {}, max_sessions=max_sessions)
+    door.max_unauthenticated = max_unauthenticated
     door._acceptor = await asyncssh.listen(
         host, port, server_factory=lambda: _Server(door),
         server_host_keys=[host_key(Path(host_key_path))],
@@ -93,7 +122,7 @@ async def start_ssh(listen: str | tuple[str, int], authorized_keys: str | os.Pat
         encoding=None, line_editor=False, allow_pty=True,
         public_key_auth=True, password_auth=False, kbdint_auth=False, host_based_auth=False,
         gss_host=None, agent_forwarding=False, x11_forwarding=False, allow_scp=False,
-        login_timeout=LOGIN_TIMEOUT_SECONDS, keepalive_interval=KEEPALIVE_SECONDS,
+        login_timeout=login_timeout, keepalive_interval=KEEPALIVE_SECONDS,
     )
     door.host, door.port = host, door._acceptor.get_port()
     return door
@@ -110,6 +139,19 @@ class _Server(asyncssh.SSHServer):
 
     def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
         self.conn = conn
+        waiting = self.door.unauthenticated
+        while len(waiting) >= self.door.max_unauthenticated:
+            _, oldest = waiting.popitem(last=False)
+            self.door.refuse(f"{self.door.max_unauthenticated} connections not logged in: the oldest closed")
+            oldest.conn.abort()
+        waiting[id(self)] = self
+
+    def auth_completed(self) -> None:
+        self.door.unauthenticated.pop(id(self), None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.door.unauthenticated.pop(id(self), None) is not None:
+            self.door.refuse("ended without a login" + (f" ({type(exc).__name__})" if exc else ""))
 
     def begin_auth(self, username: str) -> bool:
         assert self.conn is not None
@@ -220,7 +262,7 @@ class _ViewerSession(asyncssh.SSHServerSession):
         cols, rows = self.size
         env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
         env.setdefault("LANG", "C.UTF-8")
-        env.update(self.door.env, TERM=self.term, NODEWATCH_FRONTDOOR="ssh")
+        env.update(self.door.env, TERM=self.term, NODEWATCH_FRONTDOOR="ssh", **parent_environment())
         # A private, throw-away working directory: whatever a viewer writes to "." (a Textual
         # screenshot) goes with the session instead of piling up where the hub runs.
         self._cwd = tempfile.mkdtemp(prefix="nodewatch-ssh-")

@@ -29,8 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from textual_serve.app_service import AppService
 from textual_serve.server import Server
 
+from .child_guard import parent_environment
 from .files import replace_private
 from .listen import parse_listen, url_host
 
@@ -38,6 +40,13 @@ log = logging.getLogger("nodewatch.frontdoor.web")
 
 SHUTDOWN_SECONDS = 5.0
 """How long closing the door waits for its viewers to quit."""
+KEEPALIVE_SECONDS = 15.0
+"""How long a connection may stay open without a whole request: an idle connection, or one that
+sends its headers a byte at a time (slowloris), is closed then (aiohttp's default is 75 s). Each
+costs one file descriptor and a few KB until then; a websocket that drives a viewer is not
+affected (its heartbeat keeps it)."""
+VIEWER_GRACE_SECONDS = 3.0
+"""How long a viewer has to quit once told to (its page closed, the door closing) before SIGKILL."""
 MAX_SESSIONS = 32
 """Viewers at once (one process per open page)."""
 HOST_HEADER = re.compile(r"[A-Za-z0-9.\-]+(:\d+)?|\[[0-9A-Fa-f:.]+\](:\d+)?")
@@ -47,9 +56,12 @@ UNAUTHORIZED = ("nodewatch: this page needs its token. Open the URL the hub prin
 
 def viewer_shell_command(argv: Sequence[str], env: Mapping[str, str]) -> str:
     """textual-serve runs a shell command line; this one runs ``argv`` with ``env`` added, every
-    word quoted. NODEWATCH_FORCE_TTY: the viewer's output is the web driver's pipe, not a tty."""
-    assignments = [f"{k}={v}" for k, v in {"NODEWATCH_FORCE_TTY": "1", "NODEWATCH_FRONTDOOR": "web", **env}.items()]
-    return shlex.join(["env", *assignments, *argv])
+    word quoted. NODEWATCH_FORCE_TTY: the viewer's output is the web driver's pipe, not a tty.
+    ``exec``: the viewer replaces the shell, so the door is its parent (``child_guard``) and the
+    process the door stops is the viewer itself."""
+    variables = {"NODEWATCH_FORCE_TTY": "1", "NODEWATCH_FRONTDOOR": "web", **parent_environment(), **env}
+    assignments = [f"{k}={v}" for k, v in variables.items()]
+    return "exec " + shlex.join(["env", *assignments, *argv])
 
 
 class WebFrontDoor:
@@ -89,7 +101,8 @@ class WebFrontDoor:
 
 async def start_web(listen: str | tuple[str, int], token: str, command: Sequence[str], *,
                     url_file: str | os.PathLike | None = None, env: Mapping[str, str] | None = None,
-                    title: str = "nodewatch", max_sessions: int = MAX_SESSIONS) -> WebFrontDoor:
+                    title: str = "nodewatch", max_sessions: int = MAX_SESSIONS,
+                    keepalive_seconds: float = KEEPALIVE_SECONDS) -> WebFrontDoor:
     """Serve ``command`` (the viewer argv; add ``--wall`` for wall mode) to browsers on ``listen``
     (``"HOST:PORT"`` or a pair; port 0 picks one). The URL with the token is ``.url``, and is
     written to ``url_file`` (owner-only) when given."""
@@ -99,9 +112,10 @@ async def start_web(listen: str | tuple[str, int], token: str, command: Sequence
     server = _TokenServer(viewer_shell_command(command, env or {}), host, port, title=title, token=token,
                           max_sessions=max_sessions)
     runner = web.AppRunner(await server._make_app(), handle_signals=False, access_log=None,
-                           shutdown_timeout=SHUTDOWN_SECONDS)
+                           shutdown_timeout=SHUTDOWN_SECONDS, keepalive_timeout=keepalive_seconds,
+                           max_line_size=8190, max_field_size=8190)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, backlog=1024)
     await site.start()
     if port == 0:
         server.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
@@ -168,6 +182,27 @@ class _TokenServer(Server):
         response.headers.setdefault("Referrer-Policy", "no-referrer")
         return response
 
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        """textual-serve's, with a viewer that is killed if it outlasts its grace (``_Viewer``)."""
+        websocket = web.WebSocketResponse(heartbeat=15)
+        width = _int(request.query.get("width", "80"), 80, 10, 1000)
+        height = _int(request.query.get("height", "24"), 24, 5, 1000)
+        viewer: _Viewer | None = None
+        try:
+            await websocket.prepare(request)
+            viewer = _Viewer(self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
+                             close=websocket.close, download_manager=self.download_manager, debug=False)
+            await viewer.start(width, height)
+            await self._process_messages(websocket, viewer)
+        except asyncio.CancelledError:
+            await websocket.close()
+        except Exception as exc:  # noqa: BLE001 - one page's trouble, said in one line
+            log.warning("web viewer: %s: %s", type(exc).__name__, exc)
+        finally:
+            if viewer is not None:
+                await viewer.stop()
+        return websocket
+
     async def handle_index(self, request: web.Request) -> web.StreamResponse:
         """The page, its URLs built from the Host the browser asked for (textual-serve would use
         the listening address, which a browser elsewhere cannot reach when that is 0.0.0.0)."""
@@ -184,8 +219,35 @@ class _TokenServer(Server):
         return aiohttp_jinja2.render_template("app_index.html", request, context)
 
 
-def _int(text: str, default: int) -> int:
+class _Viewer(AppService):
+    """One page's viewer process. textual-serve's stop sends Textual's quit and waits for ever: a
+    viewer that hangs (or ignores it) would keep its process, and the door's closing, for ever.
+    Here it gets ``VIEWER_GRACE_SECONDS``, then SIGKILL."""
+
+    async def stop(self) -> None:
+        if self._task is None:
+            return
+        process = self._process
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + VIEWER_GRACE_SECONDS
+        stopping = asyncio.ensure_future(super().stop())
+        await asyncio.wait({stopping}, timeout=VIEWER_GRACE_SECONDS)
+        if process is None:
+            return
+        try:
+            await asyncio.wait_for(process.wait(), max(0.1, deadline - loop.time()))
+        except asyncio.TimeoutError:
+            log.warning("web viewer %d still runs %.0f s after quit: SIGKILL", process.pid, VIEWER_GRACE_SECONDS)
+            try:
+                process.kill()
+            except ProcessLookupError:
+                pass
+            await process.wait()
+        await asyncio.wait({stopping}, timeout=VIEWER_GRACE_SECONDS)
+
+
+def _int(text: str, default: int, low: int = 6, high: int = 64) -> int:
     try:
-        return max(6, min(int(text), 64))
+        return max(low, min(int(text), high))
     except ValueError:
         return default

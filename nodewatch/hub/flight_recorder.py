@@ -22,13 +22,25 @@ lists the clusters (with the settings each has learned by then), every line says
 the keyframe is every cluster's (each cluster's Nodes, synced streams, health, certificates and
 recent objects, each line with its cluster). The sources write through ``for_cluster``.
 
+A full disk (or any failed write) never reaches the streams: the recorder stops recording, says
+``recording stopped: disk full`` (``stopped``; the hub puts it on every screen and in its log),
+keeps following the fleet for the next keyframe, drops its oldest segments to make room (never the
+newest ``KEEP_WHEN_FULL``), and tries again after ``RETRY_SECONDS`` (backing off to
+``MAX_RETRY_SECONDS``; only once there is ``MIN_FREE_BYTES`` free): it resumes with a new segment,
+headed by a keyframe, so the recording replays on from there. What was written stays as it was:
+the segment that met the full disk ends at its last whole line (a reader reads up to it), and
+nothing more is written to it.
+
 Reading is ``sources/segments.py``: a directory of segments reads as one v1 recording.
 """
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -46,6 +58,19 @@ KEEP_SECONDS = 24 * 3600.0
 KEEP_BYTES = 2 * 1024 ** 3
 EXACT_SECONDS = 900.0
 """Objects received this recently are written into a keyframe with their own receive time."""
+RETRY_SECONDS = 5.0
+"""After a failed write, how long recording stays stopped before it tries again (wall time); twice
+as long after each failed try, up to ``MAX_RETRY_SECONDS`` (a try writes a keyframe, on the
+thread of the stream that wrote the line)."""
+MAX_RETRY_SECONDS = 60.0
+MIN_FREE_BYTES = 1024 * 1024
+"""A try waits for at least this much free space (statvfs), so it costs nothing while the disk
+stays full."""
+KEEP_WHEN_FULL = 2
+"""Segments a full disk never makes the recorder drop: the newest history stays."""
+DISK_FULL = "recording stopped: disk full"
+
+log = logging.getLogger("nodewatch.hub.recorder")
 
 
 # --- writing ----------------------------------------------------------------------------------------
@@ -59,7 +84,8 @@ class SegmentedRecorder:
                  segment_seconds: float = SEGMENT_SECONDS, keep_seconds: float | None = KEEP_SECONDS,
                  keep_bytes: int | None = KEEP_BYTES, clock: Clock | None = None,
                  records: Callable[[], dict] | None = None, clusters: list[dict[str, Any]] | None = None,
-                 cluster_records: Callable[[str], dict] | None = None) -> None:
+                 cluster_records: Callable[[str], dict] | None = None,
+                 retry_clock: Callable[[], float] = time.monotonic) -> None:
         """``clock``: the clock that decides rotation and retention (the source's: virtual for the
         demo; tests move a ManualClock). ``records``: the state's ``node_records`` (the Nodes of
         each keyframe). Several clusters: ``clusters`` is the header's list (``MultiSource.
@@ -88,6 +114,13 @@ class SegmentedRecorder:
         self._closed = False
         self.segments_written = 0
         self.lines = 0
+        self.stopped = ""
+        """Why recording is stopped (``DISK_FULL``...), "" while it records."""
+        self.failures = 0
+        self.dropped_for_space = 0
+        self._retry_clock = retry_clock
+        self._retry_at = 0.0
+        self._tries = 0
 
     # --- the Recorder interface (what the sources call) ---
 
@@ -101,7 +134,7 @@ class SegmentedRecorder:
         with self._lock:
             if self._closed:
                 return
-            seg = self._segment()  # first: a keyframe written now must not hold this event yet
+            seg = self._writable()  # first: a keyframe written now must not hold this event yet
             if etype == "SYNCED":
                 self._synced.add((cluster, resource))
             elif resource != "nodes" and isinstance(obj, dict) and etype in ("ADDED", "MODIFIED", "DELETED"):
@@ -111,24 +144,29 @@ class SegmentedRecorder:
                     self._last.pop(key, None)
                 else:
                     self._last[key] = (t, listing, data)
-            seg._write_line(_line(orjson.dumps(t), resource, etype, data, listing, cluster), t)  # noqa: SLF001
-            self.lines += 1
+            if seg is not None:
+                try:
+                    seg._write_line(_line(orjson.dumps(t), resource, etype, data, listing, cluster), t)  # noqa: SLF001
+                except OSError as exc:
+                    self._fail(exc)
+                    return
+                self.lines += 1
 
     def write_health(self, resource: str, t: float, cluster: str | None = None, **health: Any) -> None:
         with self._lock:
             if not self._closed:
-                seg = self._segment()
+                seg = self._writable()
                 self._health.setdefault((cluster, resource), {}).update(health)
-                seg.write_health(resource, t, cluster=cluster, **health)
+                self._put(seg, lambda: seg.write_health(resource, t, cluster=cluster, **health))
 
     def write_cert(self, node: str, not_after: float, source: str, t: float, cluster: str | None = None) -> None:
         with self._lock:
             if not self._closed:
-                seg = self._segment()
+                seg = self._writable()
                 cur = self._certs.get((cluster, node))
                 if cur is None or not_after > cur[0]:
                     self._certs[(cluster, node)] = (not_after, source)
-                seg.write_cert(node, not_after, source, t, cluster=cluster)
+                self._put(seg, lambda: seg.write_cert(node, not_after, source, t, cluster=cluster))
 
     def write_settings(self, t: float, settings: Settings, cluster: str | None = None) -> None:
         """Settings learned later (the server version): the next segment's header carries them (the
@@ -141,12 +179,82 @@ class SegmentedRecorder:
                     if c.get("name") == cluster:
                         c["settings"] = settings_payload(settings)
             if not self._closed:
-                self._segment().write_settings(t, settings, cluster=cluster)
+                seg = self._writable()
+                self._put(seg, lambda: seg.write_settings(t, settings, cluster=cluster))
 
     def flush(self) -> None:
         with self._lock:
             if self._current is not None:
-                self._current.flush()
+                self._put(self._current, self._current.flush)
+
+    # --- a failed write (a full disk) ---
+
+    def _put(self, seg: Recorder | None, write: Callable[[], None]) -> None:
+        if seg is not None:
+            try:
+                write()
+            except OSError as exc:
+                self._fail(exc)
+
+    def _writable(self) -> Recorder | None:
+        """The segment to write to (rotated when due), or None while recording is stopped; tries to
+        resume once ``RETRY_SECONDS`` have passed since the last failure."""
+        if self.stopped:
+            if self._retry_clock() < self._retry_at:
+                return None
+            if self.stopped == DISK_FULL:
+                self._drop_oldest_for_space()
+                if not self._room():
+                    self._retry_at = self._retry_clock() + self._retry_wait()
+                    return None
+            try:
+                self.rotate(keyframe=True)
+            except OSError as exc:
+                self._fail(exc)
+                return None
+            log.warning("recording resumed in %s (%s)", self.directory, Path(self._current.path).name
+                        if self._current is not None else "")
+            self.stopped = ""
+            self._tries = 0
+            return self._current
+        try:
+            return self._segment()
+        except OSError as exc:
+            self._fail(exc)
+            return None
+
+    def _fail(self, exc: OSError) -> None:
+        """Stop recording (the hub says so); the sources never see the error."""
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        reason = DISK_FULL if full else f"recording stopped: {exc.strerror or exc}"
+        cur, self._current = self._current, None
+        if cur is not None:
+            cur.close()  # after a failed write it writes nothing more
+        if reason != self.stopped:
+            log.error("%s (%s, in %s): the fleet is still watched and served; trying again from %gs on",
+                      reason, exc.strerror or exc, self.directory, RETRY_SECONDS)
+        self.stopped = reason
+        self.failures += 1
+        self._retry_at = self._retry_clock() + self._retry_wait()
+
+    def _retry_wait(self) -> float:
+        self._tries += 1
+        return min(RETRY_SECONDS * 2 ** (self._tries - 1), MAX_RETRY_SECONDS)
+
+    def _room(self) -> bool:
+        try:
+            st = os.statvfs(self.directory)
+        except OSError:
+            return True  # cannot tell: try
+        return st.f_bavail * st.f_frsize >= MIN_FREE_BYTES
+
+    def _drop_oldest_for_space(self) -> None:
+        """One oldest segment, while more than ``KEEP_WHEN_FULL`` are kept."""
+        segs = [s for s in list_segments(self.directory) if s.path.exists()]
+        if len(segs) > KEEP_WHEN_FULL:
+            log.warning("disk full: dropping the oldest segment %s", segs[0].path.name)
+            _unlink(segs[0].path)
+            self.dropped_for_space += 1
 
     def close(self) -> None:
         with self._lock:
@@ -166,23 +274,36 @@ class SegmentedRecorder:
         assert self._current is not None
         return self._current
 
-    def rotate(self, now: float | None = None) -> Path:
-        """Close the current segment and open the next one, headed by a keyframe. Returns its path."""
+    def rotate(self, now: float | None = None, *, keyframe: bool | None = None) -> Path:
+        """Close the current segment and open the next one, headed by a keyframe (not the first
+        segment of a run, which has nothing to say yet; ``keyframe`` decides). Returns its path.
+        Raises OSError when the new segment cannot be written (it is removed then)."""
         with self._lock:
             now = self.clock.now() if now is None else now
-            lines, earliest = self._keyframe(now) if self._current is not None else ([], now)
-            if self._current is not None:
-                self._current.close()
+            if keyframe is None:
+                keyframe = self._current is not None
+            lines, earliest = self._keyframe(now) if keyframe else ([], now)
+            cur, self._current = self._current, None
+            if cur is not None:
+                cur.close()
             self._n += 1
             path = self.directory / segment_name(now, self._n)
             source = {**self.source, "segment": {"n": self._n, "keyframe_lines": len(lines)}}
             # The header dates the segment from its earliest line: the keyframe's recent objects keep
             # their receive times (up to EXACT_SECONDS back), and a reader refuses lines from before
             # a recording started (sources/line_guards.TimeFrame).
-            rec = Recorder(str(path), source, self.settings, started_at=earliest, clusters=self.clusters)
-            for line in lines:
-                rec._write_line(line, now)  # noqa: SLF001 - complete v1 lines, written as they are
-            rec.flush()
+            rec = None
+            try:
+                rec = Recorder(str(path), source, self.settings, started_at=earliest, clusters=self.clusters)
+                for line in lines:
+                    rec._write_line(line, now)  # noqa: SLF001 - complete v1 lines, written as they are
+                rec.flush()
+            except OSError:
+                if rec is not None:
+                    rec.error = rec.error or OSError(errno.EIO, "abandoned")
+                    rec.close()
+                _unlink(path)  # a keyframe cut short: of no use to a reader
+                raise
             self._current = rec
             self._opened_at = now
             self.segments_written += 1

@@ -60,7 +60,10 @@ def encode(msg: dict[str, Any], *, compress: bool = True) -> bytes:
 def decode(flags: int, payload: bytes, limit: int = MAX_FRAME) -> dict[str, Any]:
     if flags & FLAG_ZLIB:
         d = zlib.decompressobj()
-        payload = d.decompress(payload, limit)
+        try:
+            payload = d.decompress(payload, limit)
+        except zlib.error as exc:
+            raise ProtocolError(f"not a zlib stream: {exc}") from None
         if d.unconsumed_tail:
             raise ProtocolError("frame inflates beyond the limit")
     try:

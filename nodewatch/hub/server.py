@@ -15,6 +15,18 @@ whose queue is over ``max_queue_frames`` frames or ``max_queue_bytes`` has its q
 gets a fresh snapshot when it drains, followed by the deltas after that snapshot (the loop keeps
 the last few).
 
+Hostile or broken peers cost little and hold up no one (limits, all per hub): a connection is a
+viewer only once it has said ``hello`` (with the token over TCP) within ``hello_seconds``; until
+then it gets nothing (no snapshot), and at most ``MAX_PENDING`` such connections wait at once
+(one more closes the oldest waiting: an honest newcomer says hello at once, so a flood of idle
+connections only churns itself). A TLS handshake has ``HANDSHAKE_SECONDS``. At most ``max_viewers``
+viewers at once; one more is told ``bye`` (it retries later). A frame that is not the protocol
+(garbage, over ``protocol.MAX_REQUEST``) closes its connection. Every refusal is logged, one line
+per kind and ``REFUSAL_LOG_SECONDS`` with the count. Memory per viewer is its queue (frames are
+shared bytes, bounded by ``max_queue_frames``/``max_queue_bytes``); file descriptors are one per
+connection: at most ``MAX_PENDING + max_viewers`` (+ handshakes in progress, each ended after
+``HANDSHAKE_SECONDS``).
+
 Viewers are read-only: the only requests are ``hello``, ``focus`` (a node for the drill-down, by
 its key: ``cluster/name`` when the hub watches several clusters; the hub asks its source to watch
 that node's pods and events, within the source's cap) and ``ping``.
@@ -25,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import hmac
 import logging
 import os
@@ -34,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.source import Source
+from ..core.views import Problem
 from ..sources.live import MAX_SCOPED_NODES
 from . import protocol
 from .codec import to_wire
@@ -52,6 +66,15 @@ RECENT_DELTAS = 16
 """Deltas kept to follow a snapshot that was built while they were being sent."""
 MAX_DETAILS_PODS = 200
 MAX_DETAILS_EVENTS = 50
+MAX_VIEWERS = 256
+"""Viewers at once (past their hello); one more is told ``bye`` and tries again later."""
+MAX_PENDING = 1024
+"""Connections at once that have not said hello yet (idle, slow or hostile)."""
+HELLO_SECONDS = 10.0
+"""How long a new connection has to say hello (with the token over TCP)."""
+HANDSHAKE_SECONDS = 10.0
+"""How long a TLS handshake may take (asyncio's default is 60 s per half-open connection)."""
+REFUSAL_LOG_SECONDS = 10.0
 MAX_NODE_KEY = 253 + 1 + 253
 """A drill-down names a node by its key: a node name (at most 253 characters), or ``cluster/name``."""
 
@@ -82,7 +105,9 @@ class Hub:
     def __init__(self, source: Source, socket_path: str | None, *, tcp: tuple[str, int] | None = None,
                  ssl_context: ssl.SSLContext | None = None, token: str | None = None,
                  tick_seconds: float | None = TICK_SECONDS, max_queue_frames: int = MAX_QUEUE_FRAMES,
-                 max_queue_bytes: int = MAX_QUEUE_BYTES) -> None:
+                 max_queue_bytes: int = MAX_QUEUE_BYTES, max_viewers: int = MAX_VIEWERS,
+                 max_pending: int = MAX_PENDING, hello_seconds: float = HELLO_SECONDS,
+                 handshake_seconds: float = HANDSHAKE_SECONDS) -> None:
         """``tick_seconds`` None: no ticker thread; the caller calls ``tick()`` (tests)."""
         if tcp is not None and (ssl_context is None or not token):
             raise ValueError("a TCP listener needs TLS and a token")
@@ -95,6 +120,16 @@ class Hub:
         self.tick_seconds = tick_seconds
         self.max_queue_frames = max_queue_frames
         self.max_queue_bytes = max_queue_bytes
+        self.max_viewers = max_viewers
+        self.max_pending = max_pending
+        self.hello_seconds = hello_seconds
+        self.handshake_seconds = handshake_seconds
+        self._pending: collections.OrderedDict[int, asyncio.StreamWriter] = collections.OrderedDict()
+        """Connections waiting for their hello now, oldest first."""
+        self.refused: collections.Counter[str] = collections.Counter()
+        """Connections refused since start, by why."""
+        self._refusals_unlogged: collections.Counter[str] = collections.Counter()
+        self._refusal_logged_at: dict[str, float] = {}
         self.publisher = Publisher(source.name)
         self._pub_lock = threading.Lock()
         self._viewers: dict[int, Viewer] = {}
@@ -109,6 +144,9 @@ class Hub:
         self._start_error: BaseException | None = None
         self.ticks = 0
         self.last_tick_seconds = 0.0
+        self.recording_stopped = ""
+        """What the flight recorder says while it cannot record (``recording stopped: disk full``)."""
+        self._recording_since: float | None = None
         self.last_health: dict = {}
         """The streams' health at the last tick (the recorder's keyframes write it)."""
 
@@ -173,9 +211,15 @@ class Hub:
         fleet_records = getattr(self.source, "fleet_records", None)  # several clusters: by node key
         records = fleet_records() if fleet_records is not None else state.node_records()
         self.last_health = view.health
+        name, problems, recent = self.source.name, state.problem_count(), state.recent_problems(RECENT_PROBLEMS)
+        stopped = self._recording_status(now)
+        if stopped:  # on every screen: in the header, and the newest of the problems
+            name = f"{name} · {stopped}"
+            problems += 1
+            recent = [*recent, Problem(self._recording_since, "recording", f"{stopped} (the fleet is still "
+                                       "watched and judged; recording resumes by itself when there is room)")]
         with self._pub_lock:
-            frame = self.publisher.update(view, records, now, problems=state.problem_count(),
-                                          name=self.source.name, recent=state.recent_problems(RECENT_PROBLEMS))
+            frame = self.publisher.update(view, records, now, problems=problems, name=name, recent=recent)
             seq = self.publisher.seq
         details = self._details_frames(now)
         loop = self._loop
@@ -184,6 +228,19 @@ class Hub:
         self.ticks += 1
         self.last_tick_seconds = time.perf_counter() - started
         return seq
+
+    def _recording_status(self, now: float) -> str:
+        """The flight recorder's ``stopped`` (a full disk), logged when it changes."""
+        stopped = str(getattr(getattr(self.source, "recorder", None), "stopped", "") or "")
+        if stopped != self.recording_stopped:
+            if stopped:
+                log.error("%s: viewers are told; the fleet is still watched and served", stopped)
+                self._recording_since = now
+            else:
+                log.warning("recording resumed")
+                self._recording_since = None
+            self.recording_stopped = stopped
+        return stopped
 
     def _details_frames(self, now: float) -> dict[str, bytes]:
         """One details frame per node that some viewer drills into."""
@@ -242,7 +299,8 @@ class Hub:
             self._servers.append(srv)
         if self.tcp is not None:
             host, port = self.tcp
-            srv = await asyncio.start_server(self._serve_tcp, host, port, ssl=self.ssl_context)
+            srv = await asyncio.start_server(self._serve_tcp, host, port, ssl=self.ssl_context,
+                                             ssl_handshake_timeout=self.handshake_seconds, backlog=1024)
             self.tcp_port = srv.sockets[0].getsockname()[1]
             self._servers.append(srv)
 
@@ -261,7 +319,11 @@ class Hub:
             v.closed = True
             v.wake.set()
         if serving:  # each ends on its closed connection (cancelling them upsets asyncio's streams)
-            await asyncio.wait(serving, timeout=2)
+            _, left = await asyncio.wait(serving, timeout=2)
+            for task in left:  # a TLS handshake still in progress, a hello still awaited
+                task.cancel()
+            if left:
+                await asyncio.wait(left, timeout=1)
 
     async def _serve_unix(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await self._serve(reader, writer, authenticated=True)
@@ -275,7 +337,12 @@ class Hub:
         v = Viewer(self._next_id, peer, writer, authenticated=authenticated)
         sender = None
         try:
-            if not authenticated and not await self._authenticate(reader, v):
+            if not await self._hello(reader, v, authenticated):
+                return
+            if len(self._viewers) >= self.max_viewers:
+                self._refuse(f"{self.max_viewers} viewers already")
+                writer.write(protocol.encode({"k": "bye", "now": self.source.clock.now(),
+                                              "reason": f"the hub serves {self.max_viewers} viewers already"}))
                 return
             self._viewers[v.id] = v
             hello = {"k": "hello", "v": protocol.VERSION, "now": self.source.clock.now(), "name": self.source.name,
@@ -290,6 +357,8 @@ class Hub:
                 await self._request(v, msg)
         except (protocol.ProtocolError, ConnectionError, OSError) as exc:
             log.info("viewer %s: %s", v.peer, exc)
+        except Exception as exc:  # noqa: BLE001 - one connection's trouble, never the hub's
+            log.warning("viewer %s: %s: %s", v.peer, type(exc).__name__, exc)
         finally:
             v.closed = True
             v.wake.set()
@@ -303,19 +372,59 @@ class Hub:
             if had_focus:
                 self._set_foci()
 
-    async def _authenticate(self, reader: asyncio.StreamReader, v: Viewer) -> bool:
+    async def _hello(self, reader: asyncio.StreamReader, v: Viewer, authenticated: bool) -> bool:
+        """Wait for the connection's hello (and, over TCP, its token); True makes it a viewer."""
+        while len(self._pending) >= self.max_pending:  # the oldest waiting goes: a newcomer says hello at once
+            _, oldest = self._pending.popitem(last=False)
+            self._refuse(f"{self.max_pending} connections waiting for their hello: the oldest closed")
+            with contextlib.suppress(OSError, RuntimeError):
+                oldest.transport.abort()
+        self._pending[v.id] = v.writer
         try:
-            msg = await asyncio.wait_for(protocol.read_frame(reader, protocol.MAX_REQUEST), 10)
+            msg = await asyncio.wait_for(protocol.read_frame(reader, protocol.MAX_REQUEST), self.hello_seconds)
         except asyncio.TimeoutError:
+            self._refuse(f"no hello within {self.hello_seconds:g}s")
             return False
-        token = msg.get("token") if msg else None
-        if not (msg and msg["k"] == "hello" and isinstance(token, str) and self.token
-                and hmac.compare_digest(token.encode(), self.token.encode())):
+        except (protocol.ProtocolError, ConnectionError, OSError) as exc:
+            self._refuse("not the protocol" if isinstance(exc, protocol.ProtocolError) else "closed before its hello")
+            log.debug("connection %s: %s", v.peer, exc)
+            return False
+        finally:
+            self._pending.pop(v.id, None)
+        if msg is None:
+            return False
+        if msg["k"] != "hello":
+            self._refuse("no hello first")
+            return False
+        if authenticated:
+            return True
+        token = msg.get("token")
+        if not (isinstance(token, str) and self.token and hmac.compare_digest(token.encode(), self.token.encode())):
+            self._refuse("bad token")
             v.writer.write(protocol.encode({"k": "error", "now": self.source.clock.now(), "error": "bad token"}))
-            await v.writer.drain()
+            with contextlib.suppress(OSError, asyncio.TimeoutError):
+                await asyncio.wait_for(v.writer.drain(), 5)
             return False
         v.authenticated = True
         return True
+
+    @property
+    def pending(self) -> int:
+        """Connections waiting for their hello now."""
+        return len(self._pending)
+
+    def _refuse(self, why: str) -> None:
+        """Count a refused connection; log each kind at most once per ``REFUSAL_LOG_SECONDS``."""
+        import time
+
+        self.refused[why] += 1
+        self._refusals_unlogged[why] += 1
+        now = time.monotonic()
+        if now - self._refusal_logged_at.get(why, -REFUSAL_LOG_SECONDS) >= REFUSAL_LOG_SECONDS:
+            log.warning("refused %d connection(s): %s (%d since start)", self._refusals_unlogged[why], why,
+                        self.refused[why])
+            self._refusals_unlogged[why] = 0
+            self._refusal_logged_at[why] = now
 
     async def _request(self, v: Viewer, msg: dict[str, Any]) -> None:
         kind = msg["k"]

@@ -166,6 +166,8 @@ class ViewerSource:
             loop.run_until_complete(self._task)
         except asyncio.CancelledError:
             pass
+        except Exception as exc:  # noqa: BLE001 - never a dead connection thread behind a live-looking screen
+            self._give_up(f"the viewer's connection failed ({type(exc).__name__}: {str(exc)[:120]})")
         finally:
             loop.close()
             self._first.set()
@@ -176,7 +178,7 @@ class ViewerSource:
         while not self._stop.is_set():
             try:
                 reader, writer = await asyncio.wait_for(self._open(), CONNECT_TIMEOUT)
-            except (OSError, asyncio.TimeoutError, ssl.SSLError) as exc:
+            except (OSError, asyncio.TimeoutError, ssl.SSLError, ValueError) as exc:
                 self.state.set_connected(False, _why(exc))
             else:
                 attempt = 0
@@ -235,8 +237,13 @@ class ViewerSource:
                     if kind == "snap":
                         self.state.set_connected(True)
                         self._first.set()
-        except (protocol.ProtocolError, WireError, OSError, ssl.SSLError, KeyError, ValueError, TypeError) as exc:
+        except (protocol.ProtocolError, WireError, OSError, ssl.SSLError) as exc:
             self.state.set_connected(False, _why(exc))
+            return None
+        except Exception as exc:  # noqa: BLE001 - any frame this viewer cannot take: not live any more
+            # A bad frame (or a bug in taking one) must never leave the last screen marked live:
+            # the banner says the connection is lost, and a new connection brings a fresh snapshot.
+            self.state.set_connected(False, f"bad frame from the hub ({type(exc).__name__}: {str(exc)[:120]})")
             return None
         finally:
             self._writer = None

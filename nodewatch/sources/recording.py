@@ -141,6 +141,9 @@ class Recorder:
         self._clock: Clock = clock or SystemClock()
         self._lock = threading.Lock()
         self._closed = False
+        self.error: OSError | None = None
+        """The write or flush that failed (a full disk): every later write raises it again, and
+        the flusher stops (it used to die with a traceback and leave the writers to find out)."""
         self.lines = 0
         raw = open(path, "wb")  # noqa: SIM115 - closed in close()
         self._raw = raw
@@ -205,11 +208,17 @@ class Recorder:
         with self._lock:
             if self._closed:
                 return
-            if self._header is not None:
-                self._write_header(t)
-            self._out.write(data + b"\n")
-            self.lines += 1
-            self._flush_if_due()
+            if self.error is not None:
+                raise self.error
+            try:
+                if self._header is not None:
+                    self._write_header(t)
+                self._out.write(data + b"\n")
+                self.lines += 1
+                self._flush_if_due()
+            except OSError as exc:
+                self.error = exc
+                raise
 
     def _flush_if_due(self) -> None:
         """Flush when the last flush is ``FLUSH_INTERVAL`` old on the clock (or the clock went back)."""
@@ -224,28 +233,55 @@ class Recorder:
 
     def flush(self) -> None:
         with self._lock:
+            if self.error is not None:
+                raise self.error
             if not self._closed:
-                self._flush_locked()
+                try:
+                    self._flush_locked()
+                except OSError as exc:
+                    self.error = exc
+                    raise
 
     def _flush_loop(self) -> None:
-        """Lines written and then nothing more: flushed all the same, once due on the clock."""
+        """Lines written and then nothing more: flushed all the same, once due on the clock. A
+        failed flush is kept in ``error`` for the writers (the next write raises it)."""
         while not self._stop.wait(FLUSH_INTERVAL / 2):
             with self._lock:
-                self._flush_if_due()
+                if self.error is not None:
+                    return
+                try:
+                    self._flush_if_due()
+                except OSError as exc:
+                    self.error = exc
+                    return
 
     def close(self) -> None:
+        """Write what is buffered and close; after a failed write (a full disk), close what can be
+        closed and write nothing more: what reached the file stays readable up to its last line."""
         with self._lock:
             if self._closed:
                 return
-            if self._header is not None:
-                self._write_header(self._clock.now())
             self._closed = True
             self._stop.set()
+            if self.error is not None:
+                # Not one more byte: a write after a failed one could land after a gap.
+                if self._gz is not None:
+                    self._gz.fileobj = None  # type: ignore[assignment] - its close then writes nothing
+                try:
+                    self._raw.raw.close()  # type: ignore[attr-defined] - the fd, without the buffer
+                except (OSError, ValueError, AttributeError):
+                    pass
+                return
             try:
+                if self._header is not None:
+                    self._write_header(self._clock.now())
                 if self._gz is not None:
                     self._gz.close()
-                self._raw.close()
             except OSError:
+                pass
+            try:
+                self._raw.close()
+            except (OSError, ValueError):
                 pass
 
     def __enter__(self) -> "Recorder":

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import os
 import time
+from collections.abc import Iterable
 
 from rich.text import Text
 from textual import on
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.css.query import NoMatches
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -81,6 +83,16 @@ def next_choice(options: list[str], current: str | None) -> str | None:
     except ValueError:
         i = 0
     return cycle[(i + 1) % len(cycle)]
+
+
+HOST_WRITING_COMMANDS = frozenset({"Screenshot"})
+"""Textual's palette commands that write a file where the dashboard runs (the Downloads folder)."""
+
+
+def front_door_session() -> bool:
+    """Is this dashboard a viewer of an SSH or web front door (``NODEWATCH_FRONTDOOR``)? Then it
+    runs on the hub's host for someone who is not its owner: nothing it offers writes a file."""
+    return bool(os.environ.get("NODEWATCH_FRONTDOOR"))
 
 
 class NodewatchApp(SourceActions, App):
@@ -152,6 +164,40 @@ class NodewatchApp(SourceActions, App):
         """The fleet timeline's history: a recording's (sampled in the background), or the ticks'."""
         self._live_source: Source | None = None
         """While a hub viewer replays the hub's history (``h``): the live source to go back to."""
+        self.front_door = front_door_session()
+        """A viewer of an SSH or web front door: no palette command that writes a file."""
+
+    # --- nothing a front-door viewer does writes a file on the hub's host -----------------------
+
+    def get_system_commands(self, screen) -> Iterable[SystemCommand]:
+        for command in super().get_system_commands(screen):
+            if self.front_door and command.title in HOST_WRITING_COMMANDS:
+                continue
+            yield command
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        if self.front_door:
+            self.notify("screenshots are off in a front-door session (they would be written on the hub's host)",
+                        severity="warning")
+            return None
+        return super().deliver_screenshot(filename, path, time_format)
+
+    def save_screenshot(self, filename: str | None = None, path: str | None = None,
+                        time_format: str | None = None) -> str:
+        if self.front_door:
+            raise PermissionError("no files are written from a front-door session")
+        return super().save_screenshot(filename, path, time_format)
+
+    def deliver_text(self, *args, **kwargs):  # type: ignore[override]
+        if self.front_door:
+            return None
+        return super().deliver_text(*args, **kwargs)
+
+    def deliver_binary(self, *args, **kwargs):  # type: ignore[override]
+        if self.front_door:
+            return None
+        return super().deliver_binary(*args, **kwargs)
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:

@@ -1,0 +1,164 @@
+"""Hostile peers at the front doors: a thousand idle TCP connections, half-open SSH handshakes,
+failed logins with OpenSSH's own client, slowloris on the web door. An honest client is served
+as fast as with no one else about (within 1 s), the doors close what never logs in or never
+finishes a request once its time is up, and the SSH door logs what it refused."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import aiohttp
+import pytest
+
+from frontdoor_support import PROBE_VIEWER, client_key, need, ssh_argv
+from simserver import wait_until
+from test_hub_hostile import _closed_by_peer, _within_a_second
+
+from nodewatch.frontdoor.background import DoorThread
+from nodewatch.frontdoor.doors import HOST_KEY_NAME
+from nodewatch.frontdoor.ssh import start_ssh
+from nodewatch.frontdoor.viewer import wall_command_for
+from nodewatch.frontdoor.web import start_web
+
+IDLE = 1000
+TIMEOUT = 2.0
+
+
+def _idle(port: int, n: int, first: bytes = b"") -> list[socket.socket]:
+    out = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port))
+        if first:
+            s.sendall(first)
+        out.append(s)
+    return out
+
+
+def _ssh_first_line(port: int, key, tmp_path) -> float:
+    """Seconds from starting OpenSSH's client to the viewer's first line on its screen."""
+    started = time.monotonic()
+    p = subprocess.Popen(ssh_argv(port, key, "-tt"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        line = p.stdout.readline()
+        assert b"argv" in line, (line, p.stderr.read1(4096) if p.poll() is not None else b"")
+        return time.monotonic() - started
+    finally:
+        p.kill()
+        p.wait(30)
+        p.stdout.close()
+        p.stderr.close()
+        p.stdin.close()
+
+
+def test_the_ssh_door_serves_an_honest_client_through_idle_half_open_and_failing_ones(tmp_path, caplog):
+    need("ssh", "openssh-client")
+    caplog.set_level(logging.INFO, logger="nodewatch.frontdoor.ssh")
+    key, public = client_key(tmp_path)
+    wrong, _ = client_key(tmp_path, "wrong")
+    (tmp_path / "authorized_keys").write_text(public + "\n")
+    (tmp_path / "probe.py").write_text(PROBE_VIEWER)
+    thread = DoorThread()
+    door = thread.run(start_ssh("127.0.0.1:0", tmp_path / "authorized_keys", tmp_path / HOST_KEY_NAME,
+                                wall_command_for([sys.executable, str(tmp_path / "probe.py")]),
+                                env={"PROBE_PIDFILE": str(tmp_path / "viewer.pid")}, login_timeout=TIMEOUT))
+    conns: list[socket.socket] = []
+    failing: list[subprocess.Popen] = []
+    try:
+        alone = _ssh_first_line(door.port, key, tmp_path)
+        conns += _idle(door.port, IDLE)
+        conns += _idle(door.port, 50, b"SSH-2.0-OpenSSH_9.2\r\n")  # a handshake begun, never finished
+        failing = [subprocess.Popen(ssh_argv(door.port, wrong, "-tt"), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(20)]
+        time.sleep(0.3)
+        seconds = _ssh_first_line(door.port, key, tmp_path)
+        print(f"ssh to the viewer's first line with {IDLE} idle, 50 half-open and 20 failing: "
+              f"{seconds:.3f}s (alone {alone:.3f}s)")
+        assert _within_a_second(seconds, alone)
+        for p in failing:
+            assert p.wait(60) == 255  # Permission denied (publickey)
+        wait_until(lambda: all(_closed_by_peer(s) for s in conns), timeout=TIMEOUT + 20)
+        wait_until(lambda: sum(n for why, n in door.refused.items() if "without a login" in why) >= IDLE + 70,
+                   timeout=10)
+        assert "refused" in caplog.text and "without a login" in caplog.text
+    finally:
+        for s in conns:
+            s.close()
+        for p in failing:
+            if p.poll() is None:
+                p.kill()
+            p.wait(30)
+        thread.close(door)
+
+
+def test_the_ssh_door_closes_the_oldest_unauthenticated_connection_past_its_limit(tmp_path):
+    key, public = client_key(tmp_path)
+    (tmp_path / "authorized_keys").write_text(public + "\n")
+    thread = DoorThread()
+    door = thread.run(start_ssh("127.0.0.1:0", tmp_path / "authorized_keys", tmp_path / HOST_KEY_NAME,
+                                wall_command_for([sys.executable, "-c", "pass"]), max_unauthenticated=10))
+    conns: list[socket.socket] = []
+    try:
+        conns = _idle(door.port, 30)
+        wait_until(lambda: sum(_closed_by_peer(s) for s in conns) == 20, timeout=10)  # the 20 oldest
+        assert not any(_closed_by_peer(s) for s in conns[20:])
+        assert door.refused["10 connections not logged in: the oldest closed"] == 20
+    finally:
+        for s in conns:
+            s.close()
+        thread.close(door)
+
+
+def _slowloris(port: int, n: int, stop: threading.Event) -> list[socket.socket]:
+    socks = _idle(port, n, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+
+    def dribble() -> None:
+        while not stop.wait(0.3):
+            for s in socks:
+                try:
+                    s.sendall(b"X-a: b\r\n")
+                except OSError:
+                    pass
+
+    threading.Thread(target=dribble, daemon=True).start()
+    return socks
+
+
+async def _page_seconds(url: str) -> float:
+    started = time.monotonic()
+    async with aiohttp.ClientSession() as session:
+        async with session.get(url) as r:
+            assert r.status == 200
+            await r.read()
+    return time.monotonic() - started
+
+
+def test_the_web_door_serves_its_page_through_idle_and_slowloris_connections(tmp_path):
+    import asyncio
+
+    thread = DoorThread()
+    door = thread.run(start_web("127.0.0.1:0", "a-token", [sys.executable, "-c", "pass"],
+                                keepalive_seconds=TIMEOUT))
+    stop = threading.Event()
+    conns: list[socket.socket] = []
+    try:
+        alone = asyncio.run(_page_seconds(door.url))
+        conns += _idle(door.port, IDLE)
+        conns += _slowloris(door.port, 50, stop)
+        time.sleep(0.3)
+        seconds = asyncio.run(_page_seconds(door.url))
+        print(f"the web page with {IDLE} idle and 50 slowloris connections: {seconds:.3f}s (alone {alone:.3f}s)")
+        assert _within_a_second(seconds, alone)
+        # aiohttp's default would have held each for 75 s; the slowloris ones never finish a request
+        wait_until(lambda: all(_closed_by_peer(s) for s in conns), timeout=TIMEOUT + 20)
+    finally:
+        stop.set()
+        for s in conns:
+            s.close()
+        thread.close(door)
