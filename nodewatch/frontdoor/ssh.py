@@ -23,6 +23,7 @@ from pathlib import Path
 
 import asyncssh
 
+from ..loop_thread import keep
 from .files import host_key
 from .listen import parse_listen
 from .pty_child import PtyChild
@@ -279,7 +280,7 @@ class _ViewerSession(asyncssh.SSHServerSession):
             return
         self._hung_up = True
         if self.child is not None:
-            asyncio.ensure_future(self.child.terminate())
+            keep(asyncio.ensure_future(self.child.terminate()))
         elif self._task is None:
             self.done.set()
         if self.chan is not None:
