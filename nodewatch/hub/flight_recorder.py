@@ -111,7 +111,7 @@ class SegmentedRecorder:
                     self._last.pop(key, None)
                 else:
                     self._last[key] = (t, listing, data)
-            seg._write_line(_line(orjson.dumps(t), resource, etype, data, listing, cluster), t)  # noqa: SLF001
+            seg._write_line(_line(orjson.dumps(t), resource, etype, data, listing, cluster), t)
             self.lines += 1
 
     def write_health(self, resource: str, t: float, cluster: str | None = None, **health: Any) -> None:
@@ -181,7 +181,7 @@ class SegmentedRecorder:
             # a recording started (sources/line_guards.TimeFrame).
             rec = Recorder(str(path), source, self.settings, started_at=earliest, clusters=self.clusters)
             for line in lines:
-                rec._write_line(line, now)  # noqa: SLF001 - complete v1 lines, written as they are
+                rec._write_line(line, now)  # complete v1 lines, written as they are
             rec.flush()
             self._current = rec
             self._opened_at = now

@@ -23,7 +23,6 @@ from typing import Callable
 
 from ..core import rules
 from ..core.settings import Settings
-from ..core.views import RESOURCES
 from . import scenarios as _scenarios
 from .csrs import CSRController
 from .events import EventRecorder
