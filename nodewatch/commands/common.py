@@ -81,7 +81,7 @@ class _ContextAction(argparse.Action):
     """``--context``: the last one in ``context`` (what one-cluster commands read), every one in
     ``contexts`` (several clusters at once)."""
 
-    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+    def __call__(self, parser, namespace, values, option_string=None):
         namespace.context = values
         namespace.contexts = [*(getattr(namespace, "contexts", None) or []), values]
 

@@ -93,7 +93,7 @@ class SegmentedRecorder:
 
     def for_cluster(self, cluster: str) -> ClusterRecorder:
         """The writer of one cluster's lines (a hub of several clusters)."""
-        return ClusterRecorder(self, cluster)  # type: ignore[arg-type] - the same methods as a Recorder
+        return ClusterRecorder(self, cluster)  # type: ignore[arg-type]  # the same methods as a Recorder
 
     def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False,
               cluster: str | None = None) -> None:

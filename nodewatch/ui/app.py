@@ -355,7 +355,7 @@ class NodewatchApp(SourceActions, App):
 
     def _set_query(self, **changes: object) -> None:
         values = {**self.query_rows.__dict__, **changes}
-        self.query_rows = RowQuery(**values)  # type: ignore[arg-type]
+        self.query_rows = RowQuery(**values)
         self.tick()
 
     def set_sort(self, column: str) -> None:
