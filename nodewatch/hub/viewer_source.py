@@ -138,9 +138,6 @@ class ViewerSource:
 
         return open_history(self.address)
 
-    def wait_first_frame(self, timeout: float) -> bool:
-        return self._first.wait(timeout)
-
     # --- the connection thread ----------------------------------------------------------------------
 
     def _send(self, msg: dict) -> None:

@@ -130,10 +130,6 @@ class SimFleet:
             if t > self.now:
                 self.now = t
 
-    def next_time(self) -> float | None:
-        """Virtual time of the next scheduled action."""
-        return self._heap[0][0] if self._heap else None
-
     # --- sinks and objects --------------------------------------------------------------------------------
 
     def subscribe(self, sink: Sink) -> None:

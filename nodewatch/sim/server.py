@@ -216,9 +216,6 @@ class SimServer(ReadHandlers, WatchStreaming):
             write_kubeconfig(self.kubeconfig_path, self.url, self.identity)
         return new
 
-    def virtual_now(self) -> float:
-        return self.store.now
-
     # ---- fleet thread ---------------------------------------------------------------------------
 
     def _fleet_loop(self) -> None:
