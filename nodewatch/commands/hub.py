@@ -27,9 +27,6 @@ from .common import (
     settings_from_args,
 )
 
-SIZE_UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
-TIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..frontdoor.doors import add_frontdoor_arguments
@@ -49,32 +46,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_multi_arguments(parser)
     add_demo_arguments(parser, flag_prefix="demo-")
     add_settings_arguments(parser)
-
-
-def parse_age(text: str) -> float:
-    t = text.strip().lower()
-    unit = t[-1:] if t[-1:] in TIME_UNITS else "s"
-    num = t[:-1] if t[-1:] in TIME_UNITS else t
-    try:
-        v = float(num) * TIME_UNITS[unit]
-    except ValueError:
-        raise CommandError(f"{text!r}: expected an age like 90s, 15m, 24h, 7d") from None
-    if v <= 0:
-        raise CommandError(f"{text!r}: must be more than zero")
-    return v
-
-
-def parse_size(text: str) -> int:
-    t = text.strip().upper().removesuffix("B").removesuffix("I")
-    unit = t[-1:] if t[-1:] in SIZE_UNITS and t[-1:] else ""
-    num = t[:-1] if unit else t
-    try:
-        v = int(float(num) * SIZE_UNITS[unit])
-    except ValueError:
-        raise CommandError(f"{text!r}: expected a size like 500M or 2G") from None
-    if v <= 0:
-        raise CommandError(f"{text!r}: must be more than zero")
-    return v
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,8 +22,7 @@ class HubRunner:
     """What ``nodewatch hub`` runs; tests build one with ``args`` of their own."""
 
     def __init__(self, args: argparse.Namespace, directory: Path, settings: Settings) -> None:
-        from ..commands.common import CommandError
-        from ..commands.hub import parse_age, parse_size
+        from ..commands.common import CommandError, parse_age, parse_size
 
         self.directory = directory
         self.args = args
