@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..frontdoor.doors import frontdoor_argument_error
     from ..hub import paths
-    from ..hub.runner import HubRunner
+    from .hub_runner import HubRunner
 
     if error := frontdoor_argument_error(args):
         raise CommandError(error)
