@@ -56,4 +56,4 @@ screenshots: $(STAMP)
 	$(BIN)/python scripts/make_screenshots.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
