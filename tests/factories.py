@@ -15,10 +15,13 @@ T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z: a fixed "now" for table-driven tes
 
 def node(name: str, ready: str | None = "True", *, taints=(), zone: str = "z1", region: str = "r1",
          unschedulable: bool = False, conditions: dict | None = None, labels: dict | None = None,
-         reason: str = "", message: str = "", transition: float = T0 - 3600) -> dict:
+         reason: str = "", message: str = "", transition: float = T0 - 3600, heartbeat: float | None = None,
+         created: float | None = None) -> dict:
+    """``heartbeat``: the Ready condition's lastHeartbeatTime (default: ``transition``)."""
     conds = []
     if ready is not None:
-        conds.append(objects.condition("Ready", ready, reason=reason, message=message, heartbeat=transition,
+        conds.append(objects.condition("Ready", ready, reason=reason, message=message,
+                                       heartbeat=transition if heartbeat is None else heartbeat,
                                        transition=transition))
     for ctype, status in (conditions or {}).items():
         conds.append(objects.condition(ctype, status, reason=f"Kubelet{ctype}", message=f"{ctype} msg",
@@ -30,7 +33,7 @@ def node(name: str, ready: str | None = "True", *, taints=(), zone: str = "z1", 
         lab["topology.kubernetes.io/region"] = region
     lab.update(labels or {})
     return objects.node(name, uid=f"uid-{name}", labels=lab, conditions=conds, taints=[dict(t) for t in taints],
-                        unschedulable=unschedulable, node_info={"kubeletVersion": "v1.33.2"})
+                        unschedulable=unschedulable, node_info={"kubeletVersion": "v1.33.2"}, created=created)
 
 
 def taint(key: str, effect: str = "NoExecute", added: float | None = None) -> dict:
@@ -49,9 +52,19 @@ def lease(name: str, renew: float | None, duration: int = 40, *, written: float 
     return obj
 
 
+ADMISSION_DEFAULTS = (
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+)
+
+
 def pod(name: str, node_name: str, *, owner_kind: str = "ReplicaSet", owner_name: str = "web-abc",
         tolerations=None, namespace: str = "default", deleting: float | None = None) -> dict:
-    spec = {"tolerations": tolerations} if tolerations is not None else {}
+    """``tolerations`` None: the two 300 s ones the DefaultTolerationSeconds admission plugin
+    writes into every pod created without its own (what a stored pod carries); ``[]``: none."""
+    if tolerations is None:
+        tolerations = ADMISSION_DEFAULTS
+    spec = {"tolerations": [dict(t) for t in tolerations]}
     return objects.pod(name, namespace, node_name, uid=f"uid-{name}", owners=[objects.owner(owner_kind, owner_name)],
                        spec=spec, deletion=deleting)
 

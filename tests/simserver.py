@@ -60,7 +60,9 @@ class TinyFleet:
     def node(self, name: str) -> dict:
         i = self.names.index(name)
         ready = name not in self.stopped
-        hb = _ts(self.now - 30)
+        # The kubelet's status heartbeat: 30 s ago, but never after its last Lease renewal when that
+        # stopped (the same kubelet writes both; the controller's probe is the newer of the two).
+        hb = _ts(min(self.now - 30, self.renewed[name]))
         return {
             "apiVersion": "v1",
             "kind": "Node",

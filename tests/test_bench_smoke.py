@@ -28,6 +28,8 @@ EXPECTED = [
     "replay: status --replay --at +90 (3 min x 200 nodes)",
     "replay: nodewatch replay -> first frame (3 min x 200 nodes)",
     "terminal: bytes/s at 1 refresh/s, 2,000 nodes",
+    "scrape 2,000 nodes (all)",
+    "scrape 2,000 nodes (not-ready)",
 ]
 
 

@@ -20,6 +20,11 @@ def fleet(*objs, settings: Settings | None = None, received: float = T0) -> Flee
     return s
 
 
+UP_ELSEWHERE = (("nodes", node("up", zone="z2")), ("leases", lease("up", T0)))
+"""A Ready node in another zone: with every zone down the controller is in master disruption mode
+and takes the NoExecute taints off (``rules.effective_taints``)."""
+
+
 def state_of(s: FleetState, name: str, now: float) -> NodeState:
     v = s.evaluate(now).node(name)
     assert v is not None
@@ -82,13 +87,14 @@ def test_eviction_countdown_and_evicted_at_deadline():
     added = T0 - 100
     n = node("a", "Unknown", taints=[taint(TAINT_UNREACHABLE, "NoSchedule", added),
                                      taint(TAINT_UNREACHABLE, "NoExecute", added)])
-    s = fleet(("nodes", n), ("leases", lease("a", T0 - 150)))
+    # another zone up: not master disruption mode, which takes the taints off (test_upstream_node_lifecycle)
+    s = fleet(("nodes", n), ("leases", lease("a", T0 - 150)), *UP_ELSEWHERE)
     v = s.evaluate(T0).node("a")
     assert v.state is NodeState.EVICTING
     assert v.eviction_in(T0) == pytest.approx(200.0)
     assert state_of(s, "a", added + 300 - 0.001) is NodeState.EVICTING
     assert state_of(s, "a", added + 300) is NodeState.EVICTED
-    custom = fleet(("nodes", n), settings=Settings().override(toleration_seconds=60.0))
+    custom = fleet(("nodes", n), *UP_ELSEWHERE, settings=Settings().override(toleration_seconds=60.0))
     assert state_of(custom, "a", added + 60) is NodeState.EVICTED
 
 
@@ -288,7 +294,7 @@ def test_timeline_has_transitions_and_what_comes_next():
 def test_not_ready_taint_swap_keeps_deadline_from_earliest():
     n = node("a", "Unknown", taints=[taint(TAINT_NOT_READY, "NoExecute", T0 - 200),
                                      taint(TAINT_UNREACHABLE, "NoExecute", T0 - 10)])
-    v = fleet(("nodes", n)).evaluate(T0).node("a")
+    v = fleet(("nodes", n), *UP_ELSEWHERE).evaluate(T0).node("a")
     assert v.eviction_at == pytest.approx(T0 + 100)
 
 
@@ -365,7 +371,7 @@ def test_a_rewritten_eviction_taint_does_not_restart_the_countdown(second_key):
     countdown must not move (seen on the real v1.20.2 controller)."""
     first = T0 - 100
     s = fleet(("nodes", node("a", "Unknown", taints=[taint(TAINT_UNREACHABLE, added=first)])),
-              ("leases", lease("a", T0 - 150)), ("pods", pod("web-1", "a")))
+              ("leases", lease("a", T0 - 150)), ("pods", pod("web-1", "a")), *UP_ELSEWHERE)
     assert s.pods_on("a", T0)[0].eviction_at == pytest.approx(first + 300)
     s.apply("nodes", "MODIFIED", node("a", "Unknown", taints=[taint(second_key, added=T0 - 10)]), T0)
     assert s.pods_on("a", T0)[0].eviction_at == pytest.approx(first + 300)
@@ -478,10 +484,14 @@ def test_the_typed_decoder_and_the_dict_reader_agree_on_the_write_time():
     assert typed.written_at == pytest.approx(T0 - 5)
 
 
-def test_a_node_whose_kubelet_never_posted_status_is_unknown_not_ready():
+def test_a_node_whose_kubelet_never_posted_status_is_judged_by_its_startup_grace():
     """No Ready condition on a real Node (the kubelet never posted status): kubectl calls it Unknown
-    and the controller counts it not ready; only a Lease-only placeholder row is judged by its Lease."""
+    and the controller counts it not ready, but leaves it alone while its Lease is renewed within
+    the startup grace (tryUpdateNodeHealth); nothing at all known of it: Unknown."""
     s = fleet(("nodes", node("fresh", None)), ("leases", lease("fresh", T0)))
     v = s.evaluate(T0).node("fresh")
-    assert v.state is NodeState.UNKNOWN
+    assert v.state is NodeState.READY and v.ready == "Unknown" and v.grace == 60.0
     assert [c.kind for c in v.causes][:1] == [CauseKind.NEVER_POSTED]
+    assert s.evaluate(T0 + 61).node("fresh").state is NodeState.OVERDUE
+    blank = fleet(("nodes", node("blank", None)))
+    assert blank.evaluate(T0).node("blank").state is NodeState.UNKNOWN

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import nodewatch
 
-NO_UI_PACKAGES = ("nodewatch.core", "nodewatch.sources", "nodewatch.sim", "nodewatch.hub", "nodewatch.testbed")
+NO_UI_PACKAGES = ("nodewatch.core", "nodewatch.sources", "nodewatch.sim", "nodewatch.hub", "nodewatch.testbed",
+                  "nodewatch.metrics")
 
 
 def _modules() -> list[str]:

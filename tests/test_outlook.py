@@ -40,11 +40,26 @@ def test_a_node_down_in_a_normal_zone_is_tainted_at_the_next_pass():
     assert window(objs, "a-down0") == TaintWindow(T0 + 3, T0 + 3, 1, 1, 1)
     text = outlook(objs, "a-down0")
     assert text == (f"NoExecute taint not before {clock_time(T0 + 3)} (in 3s): 1 of 1 in the zone's queue at "
-                    f"0.1 nodes/s (later if many nodes flip at once, or behind nodes the controller queues again "
-                    f"while they wait); then pods evicted as their tolerations run out, not before "
-                    f"{clock_time(T0 + 303)} with the default 300s")
-    # Ready=False (the kubelet reports a problem) goes through the same queue
-    assert window(nodes("a", 9, 1, "False"), "a-down0") == TaintWindow(T0 + 3, T0 + 3, 1, 1, 1)
+                    f"0.1 nodes/s (later if many nodes flip at once); then pods evicted as their tolerations run "
+                    f"out, not before {clock_time(T0 + 303)} with the default 300s")
+
+
+def test_a_ready_false_the_kubelet_posted_is_queued_by_the_pass_that_sees_it():
+    """processTaintBaseEviction gets the condition the pass observed: the kubelet's Ready=False is
+    seen (and queued) by the first pass after it, so the taint can land within a second of the
+    transition, not a monitor period after it as for the Unknown the controller writes itself."""
+    assert window(nodes("a", 9, 1, "False"), "a-down0") == TaintWindow(T0 - 2, T0 - 2, 1, 1, 1)
+    assert "not before " + clock_time(T0 - 2) + " (due)" in outlook(nodes("a", 9, 1, "False"), "a-down0")
+
+
+def test_the_extra_queue_entries_are_said_only_for_the_versions_that_leave_them():
+    """v1.19 to v1.20.4 re-queue a waiting node without taking out its first entry; PR #96876
+    (1.21, 1.20.5) fixed it (settings.taint_queue_keeps_duplicates)."""
+    caveat = "behind nodes the controller queues again while they wait"
+    for version, said in (("v1.20.2", True), ("v1.19.7", True), ("v1.20.5", False), ("v1.21.0", False),
+                          ("v1.33.1", False), (None, False)):
+        text = outlook(nodes("a", 9, 1), "a-down0", Settings().with_server_version(version))
+        assert (caveat in text) is said, version
 
 
 def test_nodes_that_flip_in_one_pass_leave_the_queue_in_an_order_the_controller_picks():

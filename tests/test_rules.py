@@ -88,7 +88,8 @@ NOTREADY = Taint(rules.TAINT_NOT_READY, "NoExecute", time_added=1010.0)
         ((Toleration(rules.TAINT_NOT_READY, "Exists", "", "NoExecute", 300.0),), 1000.0),  # wrong key
         ((Toleration(rules.TAINT_UNREACHABLE, "Exists", "", "NoSchedule", 300.0),), 1000.0),  # wrong effect
         ((Toleration(rules.TAINT_UNREACHABLE, "Exists", "", "NoExecute", 600.0),
-          Toleration(rules.TAINT_UNREACHABLE, "Exists", "", "NoExecute", 60.0)), 1060.0),  # smallest wins
+          Toleration(rules.TAINT_UNREACHABLE, "Exists", "", "NoExecute", 60.0)), 1600.0),  # the first
+        # matching toleration counts (GetMatchingTolerations stops at it), not the smallest
         ((Toleration(rules.TAINT_UNREACHABLE, "Equal", "x", "NoExecute", 60.0),), 1000.0),  # value mismatch
     ],
 )
@@ -97,10 +98,12 @@ def test_pod_eviction_at(tolerations, expected):
 
 
 def test_pod_eviction_needs_every_noexecute_taint_tolerated():
+    """processPodOnNode at each taint's arrival: the untolerated not-ready taint (added at 1010)
+    deletes the pod when it comes; a tolerated one does not move the deletion scheduled at 1000."""
     tol = [Toleration(rules.TAINT_UNREACHABLE, "Exists", "", "NoExecute", 300.0)]
-    assert rules.pod_eviction_at([UNREACH, NOTREADY], tol) == 1000.0
+    assert rules.pod_eviction_at([UNREACH, NOTREADY], tol) == 1010.0
     both = tol + [Toleration(rules.TAINT_NOT_READY, "Exists", "", "NoExecute", 100.0)]
-    assert rules.pod_eviction_at([UNREACH, NOTREADY], both) == 1100.0
+    assert rules.pod_eviction_at([UNREACH, NOTREADY], both) == 1300.0
 
 
 def test_no_noexecute_taint_no_eviction():

@@ -289,3 +289,36 @@ def test_user_grace_override_drives_the_controller() -> None:
     last = tape.renewals(node.name)[-1] if tape.renewals(node.name) else None
     t = tape.ready_became(node.name, "Unknown")
     assert t is not None and (last is None or t - last <= 25.0 + 1e-9)
+
+
+def test_a_kubelets_ready_false_is_tainted_by_the_pass_that_sees_it_as_the_outlook_allows() -> None:
+    """processTaintBaseEviction is handed the Ready condition the pass observed: a Ready=False the
+    kubelet posted is queued by the first pass that sees it, so the not-ready NoExecute taint lands
+    within one monitor period (+ a tainting sweep) of the transition; the outlook's "not before"
+    must not be later than that (it said transition + 5 s)."""
+    from nodewatch.core.fleet import FleetState
+    from nodewatch.core.outlook import window_in
+
+    fleet = SimFleet(nodes=12, scenario="steady", seed=3)
+    state = FleetState(fleet.settings)
+    for r in ("nodes", "leases", "pods"):
+        for obj in fleet.objects(r):
+            state.apply(r, "ADDED", obj, fleet.now, listing=True)
+        state.apply(r, "SYNCED", None, fleet.now)
+    fleet.subscribe(lambda r, e, o, t: state.apply(r, e, o, t))
+    tape = Tape(fleet)
+    node = fleet.nodes[fleet.node_order[0]]
+    fleet.at(fleet.now + 12.3, fleet.set_runtime_down, node)
+    window = None
+    end = fleet.now + 60
+    while fleet.now < end and tape.taint_added(node.name, rules.TAINT_NOT_READY) is None:
+        fleet.step_to(fleet.now + 0.05)
+        if window is None and tape.ready_became(node.name, "False") is not None:
+            view = state.evaluate(fleet.now)
+            window = window_in(view, view.node(node.name))
+    t_false = tape.ready_became(node.name, "False")
+    t_taint = tape.taint_added(node.name, rules.TAINT_NOT_READY)
+    assert t_false is not None and t_taint is not None and window is not None
+    period = fleet.settings.monitor_period_seconds
+    assert t_false <= t_taint <= t_false + period + 0.2
+    assert window.earliest <= t_taint

@@ -74,7 +74,13 @@ async def test_a_hostile_node_draws_within_bounds_and_escape_answers(n):
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, DrillDown)
-        text = {key: static_text(screen.query_one(f"#dd-{key}")) for key, _, _ in dd.SECTIONS}
+        # The sections are filled on the first refresh after mount; on a loaded machine that is
+        # later than one pause, so wait for it (bounded) rather than read the empty boxes.
+        for _ in range(200):
+            text = {key: static_text(screen.query_one(f"#dd-{key}")) for key, _, _ in dd.SECTIONS}
+            if "more conditions" in text["conditions"]:
+                break
+            await pilot.pause(0.05)
         assert f"+{n - dd.MAX_CONDITIONS + 1:,} more conditions" in text["conditions"]  # + Ready
         assert f"+{n + 1 - dd.MAX_TAINTS:,} more taints" in text["taints"]
         assert f"+{n - dd.MAX_LABELS + 3:,} more labels" in text["node"]  # + hostname, zone, region

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 
 from .common import add_demo_arguments, add_settings_arguments, open_recorder, settings_from_args
+from .metrics_options import MetricsServices, add_metrics_arguments
 from .dashboard import add_dashboard_arguments, run_app
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_demo_arguments(parser)
     add_dashboard_arguments(parser)
+    add_metrics_arguments(parser)
     add_settings_arguments(parser)
 
 
@@ -24,8 +26,12 @@ def run(args: argparse.Namespace) -> int:
                                                "seed": args.seed}, settings)
     source = DemoSource(settings=settings, nodes=args.nodes, scenario=args.scenario, seed=args.seed,
                         speed=args.speed, recorder=recorder)
+    metrics = MetricsServices(source, args)
     try:
+        if metrics.wanted:
+            metrics.start()
         return run_app(source, args)
     finally:
+        metrics.stop()
         if recorder is not None:
             recorder.close()

@@ -31,6 +31,7 @@ from .common import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..frontdoor.doors import add_frontdoor_arguments
     from ..hub.paths import DEFAULT_DIR
+    from .metrics_options import add_metrics_arguments
 
     parser.add_argument("--dir", metavar="DIR", help=f"the hub's directory (default {DEFAULT_DIR}, created 0700)")
     parser.add_argument("--demo", action="store_true", help="serve the simulated fleet instead of a cluster")
@@ -42,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--segment", default="15m", metavar="AGE", help="start a new segment this often (default 15m)")
     g.add_argument("--no-record", action="store_true", help="do not record")
     add_frontdoor_arguments(parser)
+    add_metrics_arguments(parser, hub=True)
     add_live_arguments(parser)
     add_multi_arguments(parser)
     add_demo_arguments(parser, flag_prefix="demo-")

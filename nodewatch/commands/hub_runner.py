@@ -29,6 +29,7 @@ class HubRunner:
         self.doors: list[Any] = []
         self.door_lines: list[str] = []
         self._door_thread: Any = None
+        self.metrics: Any = None
         self.source = _source(args, settings)
         self.recorder: SegmentedRecorder | None = None
         if not getattr(args, "no_record", False):
@@ -72,6 +73,20 @@ class HubRunner:
             self.viewer_config = write_viewer_config(self.directory, self.hub.tcp[0], self.hub.tcp_port or 0)
         if getattr(self.args, "ssh", None) or getattr(self.args, "web", None):
             self._open_doors()
+        self._start_metrics()
+
+    def _start_metrics(self) -> None:
+        """``--metrics`` / ``--alertmanager``: their own threads, reading the hub's source."""
+        from .metrics_options import MetricsServices
+
+        services = MetricsServices(self.source, self.args, self.directory)
+        if services.wanted:
+            try:
+                services.start()
+            except Exception:
+                self.stop()
+                raise
+            self.metrics = services
 
     def _open_doors(self) -> None:
         from .common import CommandError
@@ -90,6 +105,9 @@ class HubRunner:
 
     def stop(self) -> None:
         """Close the doors (ending their sessions' viewers), then the hub; idempotent."""
+        metrics, self.metrics = self.metrics, None
+        if metrics is not None:
+            metrics.stop()
         thread, self._door_thread = self._door_thread, None
         if thread is not None:
             doors, self.doors = self.doors, []
@@ -105,7 +123,7 @@ class HubRunner:
                        f"{self.directory / 'token'})")
         if self.recorder is not None:
             out.append(f"  recording: {self.recorder.directory}")
-        return out + self.door_lines
+        return out + self.door_lines + (self.metrics.lines if self.metrics is not None else [])
 
 
 def _source(args: argparse.Namespace, settings: Settings) -> Any:

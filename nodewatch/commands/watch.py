@@ -13,6 +13,7 @@ from .common import (
     multi_source,
     settings_from_args,
 )
+from .metrics_options import MetricsServices, add_metrics_arguments
 from .dashboard import add_dashboard_arguments, run_app
 
 
@@ -20,6 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_live_arguments(parser)
     add_multi_arguments(parser)
     add_dashboard_arguments(parser)
+    add_metrics_arguments(parser)
     add_settings_arguments(parser)
 
 
@@ -30,9 +32,13 @@ def run(args: argparse.Namespace) -> int:
         source = multi_source(specs, args, settings, record=args.record)  # one file, each line its cluster
     else:
         source = live_source_from_args(args, settings, record=args.record)
+    metrics = MetricsServices(source, args)
     try:
+        if metrics.wanted:
+            metrics.start()
         return run_app(source, args)
     finally:
+        metrics.stop()
         source.stop()
         if source.recorder is not None:
             source.recorder.close()

@@ -102,7 +102,10 @@ def likely_causes(
         out.append(_cause(CauseKind.NODE_AWAITED, "Node object not received yet (node list in progress): "
                                                   "state from the Lease alone"))
     if state is NodeState.READY:
-        # Ready, but worth saying: pressure (the kubelet may be evicting pods itself) and cordoning.
+        # Ready, but worth saying: pressure (the kubelet may be evicting pods itself) and cordoning,
+        # and a kubelet that renews its Lease but never posted status (in its startup grace).
+        if not node.awaited and node.conditions.get("Ready") is None:
+            out.append(_never_posted())
         return out + _pressure_and_cordon(node)
     cert_expired = cert_not_after is not None and cert_not_after <= now
     if cert_expired:
@@ -121,8 +124,7 @@ def likely_causes(
     elif not has_lease and state is not NodeState.READY and not cert_expired:
         out.append(_cause(CauseKind.NO_LEASE, "no Lease in kube-node-lease for this node"))
     if ready is None and not node.awaited:
-        out.append(_cause(CauseKind.NEVER_POSTED, "the kubelet never posted node status (no Ready condition): "
-                          "the controller marks it Unknown (NodeStatusNeverUpdated) after its startup grace"))
+        out.append(_never_posted())
     elif ready is not None and ready.status == "False":
         kind = _classify_not_ready(ready.reason, ready.message)
         detail = ready.message or ready.reason or "no message"
@@ -131,6 +133,12 @@ def likely_causes(
         out.append(_cause(CauseKind.LEASE_STALE, f"{ready.reason or 'NodeStatusUnknown'}: "
                           f"{ready.message or 'Kubelet stopped posting node status.'}"))
     return out + _pressure_and_cordon(node)
+
+
+def _never_posted() -> Cause:
+    return _cause(CauseKind.NEVER_POSTED, "the kubelet never posted node status (no Ready condition): the "
+                  "controller marks it Unknown (NodeStatusNeverUpdated) once neither a Lease renewal nor its "
+                  "creation is within the startup grace")
 
 
 def _pressure_and_cordon(node: NodeRecord) -> list[Cause]:

@@ -23,9 +23,12 @@ from .rules import (
     PRESSURE_CONDITIONS,
     NodeState,
     all_zones_full,
+    effective_taints,
     eviction_taints,
     node_eviction_deadline,
+    node_grace,
     node_state,
+    probe_time,
     renew_interval,
     zone_state,
     zone_taint_rate,
@@ -40,6 +43,10 @@ view and sort once (``_rebuild``)."""
 
 class Evaluation(FleetData):
     """Part of ``FleetState``: judging. Its caches are the ``_`` fields of ``FleetData``."""
+
+    _all_down = False
+    """Every zone in FullDisruption at the last judgement: the controller takes every NoExecute
+    eviction taint off (``rules.effective_taints``), so tainted nodes are judged again when it flips."""
 
     def leases_blind(self, now: float) -> tuple[bool, str]:
         """Is the lease stream down or silent? Then no node may be blamed for its lease's age."""
@@ -147,16 +154,32 @@ class Evaluation(FleetData):
         else:
             duration = s.lease_duration_seconds
             observed = None
+        # The controller's probe time: the newer of the Lease renewal and the Ready heartbeat (the
+        # creation time for a node that never posted status), the heartbeat moved onto nodewatch's
+        # clock by the lease's skew (both are the node's stamps). Blind: no claim at all.
+        if rc is not None:
+            heartbeat = rc.last_heartbeat
+            if heartbeat is not None and track is not None and track.skew is not None:
+                heartbeat += track.skew
+        else:
+            heartbeat = None if rec.awaited else rec.created
+        probe = None if blind else probe_time(observed, heartbeat)
+        grace = node_grace(rc is not None or rec.awaited, grace, s.startup_grace_seconds)
         lease_age = None if observed is None else now - observed
+        probe_age = None if probe is None else now - probe
         taints = rec.taints
         if taints:
-            ev_taints = eviction_taints(taints)
-            deadline = node_eviction_deadline(taints, s.toleration_seconds)
+            judged = effective_taints(taints, ready, self._all_down)
+            ev_taints = eviction_taints(judged)
+            deadline = node_eviction_deadline(judged, s.toleration_seconds)
         else:
             ev_taints = ()
             deadline = None
-        state = node_state(ready=ready, lease_age=lease_age, grace=grace, lease_duration=duration,
-                           eviction_taint=bool(ev_taints), eviction_deadline=deadline, now=now)
+        # A node that never posted status but renews its Lease is left alone (startup grace):
+        # judged by its probe, not called Unknown.
+        state = node_state(ready=None if rc is None and probe is not None else ready, lease_age=lease_age, grace=grace,
+                           lease_duration=duration, eviction_taint=bool(ev_taints), eviction_deadline=deadline, now=now,
+                           probe_age=probe_age)
         cert = self.certs.get(name)
         cert_not_after = cert.not_after if cert else None
         true = conditions.true  # a Conditions: its types whose status is True, one set per shape
@@ -166,22 +189,23 @@ class Evaluation(FleetData):
         else:
             pressure = ()
             network_unavailable = False
-        if state is NodeState.READY and not pressure and not rec.unschedulable:
+        if state is NodeState.READY and not pressure and not rec.unschedulable and (rc is not None or rec.awaited):
             # what likely_causes says of a Ready node with neither pressure nor cordon
             causes = _AWAITED_READY if rec.awaited else ()
         else:
-            causes = tuple(likely_causes(rec, state, lease_age=lease_age, has_lease=track is not None,
+            causes = tuple(likely_causes(rec, state, lease_age=probe_age, has_lease=track is not None,
                                          grace=grace, cert_not_after=cert_not_after, now=now))
         # When could the state change with time alone?
         nxt = math.inf
         late_at = overdue_at = None
         if observed is not None:
             late_at = observed + 2 * renew_interval(duration)
-            overdue_at = observed + grace
+        if probe is not None:
+            overdue_at = probe + grace
         if state is NodeState.EVICTING and deadline is not None:
             nxt = deadline
-        elif state is NodeState.READY and observed is not None:
-            nxt = late_at if now <= late_at else overdue_at  # type: ignore[assignment]
+        elif state is NodeState.READY and probe is not None:
+            nxt = late_at if late_at is not None and now <= late_at else overdue_at  # type: ignore[assignment]
         elif state is NodeState.LATE and overdue_at is not None:
             nxt = overdue_at
         if cert_not_after is not None and cert_not_after > now:
@@ -294,7 +318,21 @@ class Evaluation(FleetData):
         else:
             for name in todo:
                 self._refresh(name, now, blind, grace)
+        self._follow_disruption(now, blind, grace)
         return blind, reason
+
+    def _follow_disruption(self, now: float, blind: bool, grace: float) -> None:
+        """Entering or leaving master disruption mode (every zone FullDisruption) changes what the
+        NoExecute-tainted nodes' taints mean (``rules.effective_taints``): judge those again. The
+        zone tallies follow Ready alone, so one more round settles it."""
+        thr = self.settings.unhealthy_zone_threshold
+        down = all_zones_full(zone_state(r, nr, thr) for r, nr in self._tally.values())
+        if down == self._all_down:
+            return
+        self._all_down = down
+        for name, v in list(self._views.items()):
+            if v.taints and any(t.effect == "NoExecute" for t in v.taints):
+                self._refresh(name, now, blind, grace)
 
     def _rebuild(self, names: set[str], now: float, blind: bool, grace: float) -> None:
         """Every view anew, the order sorted once: when most of the fleet changed (the first

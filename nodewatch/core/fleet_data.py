@@ -38,6 +38,9 @@ class FleetData:
         self.nodes: dict[str, NodeRecord] = {}
         self.leases: dict[str, LeaseTrack] = {}
         self.pods: dict[tuple[str, str], PodRecord] = {}
+        self.pod_schedules: dict[tuple[str, str], tuple[float, float]] = {}
+        """Pods whose tolerations changed while their eviction was scheduled: (that eviction, when
+        the change was seen). The taint-eviction controller keeps it (``rules.process_pod_on_node``)."""
         self.pods_by_node: dict[str, set[tuple[str, str]]] = {}
         self.events: dict[tuple[str, str], EventRecord] = {}
         self.events_by_node: dict[str, set[tuple[str, str]]] = {}

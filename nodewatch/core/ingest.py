@@ -26,7 +26,7 @@ from .objects import (
     node_from_dict,
     pod_from_dict,
 )
-from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX, keep_eviction_start, renew_interval
+from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX, keep_eviction_start, pod_eviction_at, renew_interval
 from .settings import Settings, parse_minor
 from .views import (
     MAX_BEATS,
@@ -252,10 +252,27 @@ class Ingest(Evaluation):
             _unindex(self.pods_by_node, old.node_name, key)
         if etype == "DELETED":
             self.pods.pop(key, None)
+            self.pod_schedules.pop(key, None)
             return
+        if old is not None and old.tolerations != rec.tolerations and received_at is not None:
+            self._keep_pod_schedule(key, old, rec, received_at)
         self.pods[key] = rec
         if rec.node_name:
             self.pods_by_node.setdefault(rec.node_name, set()).add(key)
+
+    def _keep_pod_schedule(self, key: tuple[str, str], old: Any, rec: Any, at: float) -> None:
+        """A pod's tolerations changed: remember the eviction scheduled under the old ones (the
+        controller keeps it; ``rules.process_pod_on_node``)."""
+        node = self.nodes.get(rec.node_name)
+        if node is None or rec.node_name != old.node_name:
+            self.pod_schedules.pop(key, None)
+            return
+        kept = self.pod_schedules.get(key)
+        scheduled = kept[0] if kept is not None else pod_eviction_at(node.taints, old.tolerations)
+        if scheduled is not None and scheduled > at:
+            self.pod_schedules[key] = (scheduled, at)
+        else:
+            self.pod_schedules.pop(key, None)
 
     def _on_event(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
         rec = event_from_dict(obj)

@@ -33,6 +33,8 @@ class Keyframe:
     timelines: dict[str, tuple[tuple[float, str], ...]]
     synced: frozenset[str]
     last_received: float | None
+    pod_schedules: dict[tuple[str, str], tuple[float, float]] | None = None
+    """Evictions kept across a toleration change (``FleetData.pod_schedules``)."""
 
 
 def take(state: FleetData, prev: Keyframe | None = None) -> Keyframe:
@@ -60,6 +62,7 @@ def take(state: FleetData, prev: Keyframe | None = None) -> Keyframe:
             timelines=timelines,
             synced=frozenset(state.synced),
             last_received=state.last_received,
+            pod_schedules=dict(state.pod_schedules),
         )
 
 
@@ -72,6 +75,7 @@ def restore(state: FleetData, kf: Keyframe | None) -> None:
             state.events, state.events_by_node, state.certs, state.health = {}, {}, {}, {}
             state.problems.clear()
             state.timelines, state.synced, state.last_received = {}, set(), None
+            state.pod_schedules = {}
         else:
             state.nodes = dict(kf.nodes)
             state.leases = {k: copy.copy(v) for k, v in kf.leases.items()}
@@ -86,5 +90,6 @@ def restore(state: FleetData, kf: Keyframe | None) -> None:
             state.timelines = {k: deque(v, maxlen=MAX_TIMELINE) for k, v in kf.timelines.items()}
             state.synced = set(kf.synced)
             state.last_received = kf.last_received
+            state.pod_schedules = dict(kf.pod_schedules or {})
         state._reset_caches()
         state.generation += 1

@@ -3,7 +3,8 @@ no NoExecute taint yet: the drill-down's countdown between the Ready flip and th
 
 Without it that stretch reads "nothing due", yet it is where the controller's zone rules decide
 whether the node's pods are evicted at all. The taint is queued by the monitor pass after the
-one that saw the node not Ready, then leaves its zone's queue at the zone's taint rate (a token
+one that flipped the node Unknown (by the first pass that sees a Ready=False the kubelet posted),
+then leaves its zone's queue at the zone's taint rate (a token
 bucket of one): the normal rate in a Normal zone or a zone wholly down while another is up, the
 secondary rate in a large zone in PartialDisruption, never in a small one, and nowhere while every
 zone is down. A pass that flips many nodes at once takes seconds to write them, so "next pass" is
@@ -12,9 +13,11 @@ the earliest. See docs/kubernetes-rules.md, "Taints and eviction" and "Zones".
 When the taint comes is worked out from the zone's queue (``taint_window``): every node of the zone
 awaiting its taint, in the order of their flips, one token each at the zone's rate after the
 zone's last taint. That is the earliest: nodes that flipped in one pass leave the queue in an
-order only the controller knows, and v1.20's controller queues a waiting node again at every
-pass without taking out its first entry (``markNodeForTainting``: ``SetRemove``, then ``Add``),
-so the extra entries re-taint nodes already tainted and take tokens from the nodes behind them.
+order only the controller knows, and from v1.19 to v1.20.4 the controller queues a waiting node
+again at every pass without taking out its first entry (``markNodeForTainting``: ``SetRemove``,
+then ``Add``; fixed by kubernetes PR #96876 in 1.21 and 1.20.5,
+``settings.taint_queue_keeps_duplicates``), so the extra entries re-taint nodes already tainted
+and take tokens from the nodes behind them; the outlook says so only for those versions.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from dataclasses import dataclass
 
 from .causes import CauseKind
 from .format import ago, clock_time
-from .rules import NodeState, ZoneState
-from .settings import Settings
+from .rules import NodeState, ZoneState, taint_queue_delay
+from .settings import Settings, taint_queue_keeps_duplicates
 from .text import safe
 from .views import FleetView, NodeView, ZoneView, zone_key
 
@@ -70,16 +73,18 @@ def _awaits_taint(v: NodeView) -> bool:
 
 
 def taint_window(view: FleetView, v: NodeView, zone: ZoneView, settings: Settings) -> TaintWindow | None:
-    """The zone's queue, replayed: each awaiting node is queued a monitor period after its flip
-    (``state_since``, the Ready transition), and takes one token of the zone's bucket (one every
-    1/rate seconds, the first 1/rate after the zone's last taint). None when the zone's rate is
-    0 or the node's flip time is unknown."""
+    """The zone's queue, replayed: each awaiting node is queued after its flip (``state_since``,
+    the Ready transition) by ``rules.taint_queue_delay``: at once for a Ready=False the kubelet
+    posted (the first pass that sees it queues it), a monitor period later for the Unknown the
+    controller wrote itself; each takes one token of the zone's bucket (one every 1/rate seconds,
+    the first 1/rate after the zone's last taint). None when the zone's rate is 0 or the node's
+    flip time is unknown."""
     if zone.taint_rate <= 0 or v.state_since is None or not _awaits_taint(v):
         return None
     step = 1.0 / zone.taint_rate
     monitor = settings.monitor_period_seconds
     last_taint: float | None = None
-    awaiting: list[float] = []
+    awaiting: list[tuple[float, float]] = []  # (flip, queued at the earliest)
     zone_name, cluster = v.zone, v.cluster  # the zone is zone_key(v): compare its parts, cheaper at 65k
     for u in view.nodes:
         if u.zone != zone_name or u.cluster != cluster:
@@ -88,15 +93,15 @@ def taint_window(view: FleetView, v: NodeView, zone: ZoneView, settings: Setting
             if u.state_since is not None and (last_taint is None or u.state_since > last_taint):
                 last_taint = u.state_since  # its NoExecute taint's timeAdded
         elif u.state_since is not None and _awaits_taint(u):
-            awaiting.append(u.state_since)
+            awaiting.append((u.state_since + taint_queue_delay(u.ready, monitor), u.state_since))
     awaiting.sort()
     times: list[float] = []
     prev = last_taint
-    for flipped in awaiting:
-        t = flipped + monitor if prev is None else max(flipped + monitor, prev + step)
+    for queued, _ in awaiting:
+        t = queued if prev is None else max(queued, prev + step)
         times.append(t)
         prev = t
-    peers = [i for i, flipped in enumerate(awaiting) if abs(flipped - v.state_since) < monitor]
+    peers = [i for i, (_, flipped) in enumerate(awaiting) if abs(flipped - v.state_since) < monitor]
     if not peers:
         return None
     return TaintWindow(times[peers[0]], times[peers[-1]], peers[0] + 1, peers[-1] + 1, len(awaiting))
@@ -122,7 +127,9 @@ def noexecute_outlook(v: NodeView, zone: ZoneView | None, settings: Settings, wi
         return "no NoExecute taint: the eviction rate is 0"
     partial = f"zone {name} is in PartialDisruption: " if zone.state is ZoneState.PARTIAL else ""
     if window is None:
-        return (f"{partial}NoExecute taint at the controller's next monitor pass "
+        which = ("the first monitor pass that sees the kubelet's Ready=False" if v.ready == "False"
+                 else "the controller's next monitor pass")
+        return (f"{partial}NoExecute taint at {which} "
                 f"(every {settings.monitor_period_seconds:g}s) at the earliest, then {rate:g} nodes/s in the zone; "
                 f"then pods evicted as their tolerations run out ({tol:g}s by default)")
     w = window
@@ -131,8 +138,10 @@ def noexecute_outlook(v: NodeView, zone: ZoneView | None, settings: Settings, wi
     when = clock_time(w.earliest)
     if now is not None:
         when += " (due)" if w.earliest <= now else f" ({ago(w.earliest, now)})"
+    later = ("later if many nodes flip at once, or behind nodes the controller queues again while they wait"
+             if taint_queue_keeps_duplicates(settings.server_version) else "later if many nodes flip at once")
     return (f"{partial}NoExecute taint not before {when}: {place} in the zone's queue at {rate:g} nodes/s "
-            f"(later if many nodes flip at once, or behind nodes the controller queues again while they wait); "
+            f"({later}); "
             f"then pods evicted as their tolerations run out, not before {clock_time(w.earliest + tol)} "
             f"with the default {tol:g}s")
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from .evaluation import Evaluation
 from .objects import EventRecord, NodeRecord, PodRecord
-from .rules import noexecute_taints, pod_eviction_at, with_default_tolerations
+from .rules import effective_taints, process_pod_on_node, noexecute_taints, pod_eviction_at
 from .views import (
     AT_RISK_STATES,
     PROBLEM_NOTICE,
@@ -47,15 +47,21 @@ class Queries(Evaluation):
             rec = self.nodes.get(node)
             view = self.node_view(node, now)
             # Only NoExecute taints decide an eviction: filter once, not once per pod (a node may
-            # carry thousands of taints and hundreds of pods).
-            taints = noexecute_taints(rec.taints) if rec else []
+            # carry thousands of taints and hundreds of pods). Eviction taints the controller takes
+            # off at its next pass (Ready again, master disruption mode) count for nothing.
+            taints = noexecute_taints(effective_taints(rec.taints, rec.ready, self._all_down)) if rec else []
             out = []
             for key in sorted(self.pods_by_node.get(node, ())):
                 p = self.pods.get(key)
                 if p is None:
                     continue
-                tolerations = with_default_tolerations(p.tolerations, self.settings.toleration_seconds)
-                at = pod_eviction_at(taints, tolerations)
+                # The pod's own tolerations: the 300s defaults are written into it by the admission
+                # plugin at creation; a stored pod without them is deleted at once.
+                at = pod_eviction_at(taints, p.tolerations)
+                kept = self.pod_schedules.get(key)
+                if kept is not None and at is not None and all(
+                        t.time_added is None or t.time_added <= kept[1] for t in taints):
+                    at = process_pod_on_node(kept[0], taints, p.tolerations, kept[1])
                 risk = p.owner_kind == "StatefulSet" and view is not None and view.state in AT_RISK_STATES
                 out.append(PodView(p.namespace, p.name, p.owner_kind, p.owner_name, p.phase, p.terminating,
                                    at, risk, p.disruption_target))

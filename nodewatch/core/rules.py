@@ -81,13 +81,19 @@ def node_state(
     eviction_taint: bool,
     eviction_deadline: float | None,
     now: float,
+    probe_age: float | None | bool = False,
 ) -> NodeState:
     """The first match wins: Evicted, Evicting, Unknown, NotReady, Overdue, Late, Ready.
 
     ``ready`` is the Ready condition's status ("True", "False", "Unknown", or None when absent).
     ``lease_age`` is None when the age cannot be trusted (no lease, or the dashboard is blind):
-    then neither Late nor Overdue can be claimed.
+    then Late cannot be claimed. ``probe_age`` is the age of the controller's probe time
+    (``probe_time``: the newer of the renewal and the Ready heartbeat; not given: the lease's),
+    which alone decides Overdue (the controller flips it): a node whose status was just posted is
+    not Overdue however old its Lease, only Late.
     """
+    if probe_age is False:
+        probe_age = lease_age
     if eviction_taint:
         if eviction_deadline is not None and now >= eviction_deadline:
             return NodeState.EVICTED
@@ -96,11 +102,10 @@ def node_state(
         return NodeState.UNKNOWN
     if ready == "False":
         return NodeState.NOT_READY
-    if lease_age is not None:
-        if lease_age > grace:
-            return NodeState.OVERDUE
-        if lease_age > 2 * renew_interval(lease_duration):
-            return NodeState.LATE
+    if probe_age is not None and probe_age > grace:
+        return NodeState.OVERDUE
+    if lease_age is not None and lease_age > 2 * renew_interval(lease_duration):
+        return NodeState.LATE
     return NodeState.READY
 
 
@@ -116,6 +121,55 @@ def unknown_due(last_probe: float, grace: float, monitor_period: float) -> tuple
 def probe_expired(last_probe: float, grace: float, now: float) -> bool:
     """The controller's test (``now > probeTimestamp + grace``), on its own clock."""
     return now > last_probe + grace
+
+
+def probe_time(lease_observed: float | None, heartbeat: float | None) -> float | None:
+    """The controller's ``probeTimestamp``: reset whenever the Ready condition's
+    ``lastHeartbeatTime`` changes or the Lease's ``renewTime`` moves on (``tryUpdateNodeHealth``),
+    so the newer of the two signs of life. None when neither is known.
+
+    A node without a Lease whose status heartbeat is older than the grace is turned Unknown; a
+    node whose Lease is an hour old but whose status was just posted stays Ready
+    (``TestMonitorNodeHealthUpdateNodeAndPodStatusWithLease``)."""
+    if lease_observed is None:
+        return heartbeat
+    if heartbeat is None:
+        return lease_observed
+    return max(lease_observed, heartbeat)
+
+
+def node_grace(has_ready_condition: bool, grace: float, startup_grace: float) -> float:
+    """``tryUpdateNodeHealth``: a node without a Ready condition (its kubelet never posted status)
+    is judged with ``--node-startup-grace-period``, from its creation or its Lease's renewals; a
+    node that posted one (even Ready=False) with ``--node-monitor-grace-period``."""
+    return grace if has_ready_condition else startup_grace
+
+
+def taint_queue_delay(ready: str | None, monitor_period: float) -> float:
+    """How long after the Ready transition the NoExecute taint can be queued at the earliest.
+
+    ``processTaintBaseEviction`` is handed the Ready condition the pass *observed* before its own
+    update: Ready=False is posted by the kubelet, so the first pass that sees it queues the node
+    (the taint can land within a second of the transition); Ready=Unknown is written by the pass
+    itself, which saw True, so the next pass queues it, one monitor period later."""
+    return 0.0 if ready == "False" else monitor_period
+
+
+def controller_removes_eviction_taints(ready: str | None, all_zones_down: bool) -> bool:
+    """Whether the node lifecycle controller takes the node's ``not-ready``/``unreachable``
+    NoExecute taints off at its next pass: the node is Ready again (``processTaintBaseEviction``:
+    ``markNodeAsReachable``), or every zone is in FullDisruption ("Entering master disruption
+    mode": ``handleDisruption`` marks every node reachable). The taint manager then cancels the
+    pods' scheduled evictions."""
+    return ready == "True" or all_zones_down
+
+
+def effective_taints(taints: Sequence[Taint], ready: str | None, all_zones_down: bool) -> Sequence[Taint]:
+    """``taints`` without the eviction taints the controller is about to remove
+    (``controller_removes_eviction_taints``): what the pods' countdowns are judged by."""
+    if not controller_removes_eviction_taints(ready, all_zones_down):
+        return taints
+    return tuple(t for t in taints if not (t.effect == "NoExecute" and t.key in EVICTION_TAINTS))
 
 
 # --- taints and tolerations -------------------------------------------------------------------
@@ -207,32 +261,84 @@ def min_toleration_seconds(tolerations: Sequence[Toleration]) -> float:
     return best
 
 
+def matching_tolerations(taints: Iterable[Taint], tolerations: Sequence[Toleration]) -> list[Toleration] | None:
+    """``GetMatchingTolerations`` (pkg/apis/core/v1/helper): for each taint the pod's FIRST
+    toleration that tolerates it; None when one taint is tolerated by none (the pod goes at once).
+
+    The first, not the smallest: a pod listing ``Exists`` (forever) before a 300 s toleration of
+    ``unreachable`` tolerates it forever."""
+    used: list[Toleration] = []
+    for taint in taints:
+        hit = next((tol for tol in tolerations if tolerates(tol, taint)), None)
+        if hit is None:
+            return None
+        used.append(hit)
+    return used
+
+
+def process_pod_on_node(
+    scheduled: float | None, taints: Iterable[Taint], tolerations: Sequence[Toleration], now: float
+) -> float | None:
+    """``processPodOnNode`` of the taint-eviction controller: what becomes of a pod's deletion when
+    the controller looks at it at ``now`` (its node's NoExecute taints changed, or the pod did),
+    ``scheduled`` being the deletion already scheduled (None: none). Returns the deletion time,
+    None when there is none.
+
+    No NoExecute taint: cancelled. A taint no toleration matches: at once (``now``). The first
+    matching toleration of each taint tolerating forever: cancelled. Otherwise a deletion already
+    scheduled stays where it is: its ``CreatedAt`` is before ``now``, so ``CreatedAt +
+    minTolerationTime`` is before ``now + minTolerationTime`` and the controller returns ("lengthening
+    toleration shouldn't work"; a shorter one does not bring it nearer either). Else ``now`` +
+    the smallest ``tolerationSeconds`` (``getMinTolerationTime``)."""
+    ne = noexecute_taints(taints)
+    if not ne:
+        return None
+    used = matching_tolerations(ne, tolerations)
+    if used is None:
+        return now
+    wait = min_toleration_seconds(used)
+    if math.isinf(wait):
+        return None
+    if scheduled is not None:
+        return scheduled
+    return now + wait
+
+
 def pod_eviction_at(
     taints: Iterable[Taint], tolerations: Sequence[Toleration], taint_seen_at: float | None = None
 ) -> float | None:
     """When the taint-eviction controller deletes this pod, or None when it never will.
 
-    Every NoExecute taint on the node must be tolerated, or the pod goes at once; otherwise it goes
-    at the start of the countdown (the earliest ``timeAdded``, or when the taint was seen) plus the
-    smallest matching ``tolerationSeconds``. No NoExecute taint: None.
+    ``process_pod_on_node`` replayed over the node's NoExecute taints in the order they were added
+    (``timeAdded``; a taint without one counts from ``taint_seen_at``, or is judged without a time):
+    the countdown starts at the first arrival after which every taint is tolerated and the smallest
+    matching ``tolerationSeconds`` is finite, so taints the pod tolerates forever (a day-old
+    ``dedicated=gpu:NoExecute``) do not start it and the ``unreachable`` taint that comes later does;
+    a later taint no toleration matches deletes the pod when it comes. No NoExecute taint: None.
+
+    The tolerations are the pod's own as stored: the 300 s defaults are written into a pod by the
+    DefaultTolerationSeconds admission plugin when it is created (``with_default_tolerations``),
+    not added by the controller; a stored pod without them goes at once.
     """
     ne = noexecute_taints(taints)
     if not ne:
         return None
-    starts = [t.time_added for t in ne if t.time_added is not None]
-    start = min(starts) if starts else taint_seen_at
-    if start is None:
-        return None
-    matching: list[Toleration] = []
-    for taint in ne:
-        hits = [tol for tol in tolerations if tolerates(tol, taint)]
-        if not hits:
-            return start
-        matching.extend(hits)
-    wait = min_toleration_seconds(matching)
-    if math.isinf(wait):
-        return None
-    return start + wait
+    timed = sorted(((t.time_added if t.time_added is not None else taint_seen_at, i) for i, t in enumerate(ne)),
+                   key=lambda x: (math.inf if x[0] is None else x[0], x[1]))
+    present: list[Taint] = []
+    scheduled: float | None = None
+    for at, i in timed:
+        if scheduled is not None and at is not None and scheduled <= at:
+            return scheduled  # deleted before this taint came
+        present.append(ne[i])
+        if at is None:  # no time known: only whether it is tolerated at all
+            if matching_tolerations(present, tolerations) is None:
+                return scheduled
+            continue
+        scheduled = process_pod_on_node(scheduled, present, tolerations, at)
+        if scheduled is not None and scheduled <= at:
+            return scheduled
+    return scheduled
 
 
 def with_default_tolerations(tolerations: Sequence[Toleration], seconds: float) -> list[Toleration]:

@@ -136,3 +136,39 @@ def default_grace_for_version(version: str | None) -> float:
     if mm is not None and mm >= (1, 32):
         return GRACE_SINCE_1_32
     return GRACE_BEFORE_1_32
+
+
+_PATCH = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+
+
+def parse_patch(version: str | None) -> tuple[int, int, int] | None:
+    """(major, minor, patch) from a gitVersion such as ``v1.20.2``; None without a patch number."""
+    if not version:
+        return None
+    m = _PATCH.match(version.strip())
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+TAINT_QUEUE_FIXED_IN = ((1, 20, 5), (1, 21, 0))
+"""kubernetes PR #96876 ("fix nodelifecyle controller not add NoExecute taint bug"): in 1.21.0,
+cherry-picked to 1.20.5. From PR #89059 (1.19) until then ``markNodeForTainting`` took a waiting
+node out of the zone queue's set but not its heap (``SetRemove``), then added it again: every
+monitor pass left one more entry. The fix (``Remove``) keeps one entry per node."""
+
+
+def taint_queue_keeps_duplicates(version: str | None) -> bool:
+    """Whether the controller of this API server version leaves the extra queue entries that
+    re-taint nodes and hold back the nodes behind them (v1.19.0 to v1.20.4; see
+    ``TAINT_QUEUE_FIXED_IN``). The 1.19 and 1.18 branches got the fix in later patch releases
+    that are not told apart here: every 1.19 counts as affected. Unknown version: False."""
+    minor = parse_minor(version)
+    mm = parse_patch(version) or (minor + (0,) if minor else None)
+    if mm is None:
+        return False
+    if mm[:2] == (1, 19):
+        return True
+    if mm[:2] == (1, 20):
+        return mm < TAINT_QUEUE_FIXED_IN[0]
+    return False

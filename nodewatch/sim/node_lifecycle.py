@@ -112,13 +112,14 @@ class NodeLifecycleController:
         return self.pass_time(max(0, math.ceil((t - self.t0) / self.interval - 1e-9)))
 
     def probe(self, node: SimNode) -> float:
-        """The controller's probeTimestamp: the first pass that saw the node's last change."""
+        """The controller's probeTimestamp: the first pass that saw the node's last change, a Lease
+        renewal or a Ready heartbeat, whichever is newer (``observe_change``; ``rules.probe_time``)."""
         return max(self.first_pass_from(node.last_change), self.probe_floor)
 
     def node_grace(self, node: SimNode) -> float:
         """tryUpdateNodeHealth: the startup grace while the Node has no Ready condition at all
         (a kubelet that posted Ready=False, e.g. CNI not ready yet, gets the normal grace)."""
-        return self.grace if node.ready() is not None else self.startup_grace
+        return rules.node_grace(node.ready() is not None, self.grace, self.startup_grace)
 
     def observe_change(self, node: SimNode) -> None:
         """A lease renewal or a Ready heartbeat change reached the API server now."""
@@ -255,12 +256,15 @@ class NodeLifecycleController:
             fleet.workloads.mark_pods_not_ready(node)
 
     def process_taint_based_eviction(self, node: SimNode, observed: str | None) -> None:
+        """``processTaintBaseEviction`` with the Ready status the pass observed before its own
+        update: a kubelet's Ready=False is queued by the first pass that sees it, an Unknown the pass
+        wrote is queued by the next (``rules.taint_queue_delay``); Ready again: the taints come off."""
         if observed == "False":
             if node.has_taint(rules.TAINT_UNREACHABLE, "NoExecute"):
                 self.swap_eviction_taint(node, rules.TAINT_NOT_READY)
             else:
                 self.mark_for_tainting(node)
-        elif observed == "True":
+        elif rules.controller_removes_eviction_taints(observed, False):  # Ready again
             self.mark_reachable(node)
             if node.ready() == "True":
                 self.attention.discard(node.name)

@@ -1,7 +1,7 @@
 """What happens to pods: taint-based eviction, the workload controllers, the scheduler and PodGC.
 
 - ``TaintEvictionController`` deletes pods when their toleration of a NoExecute taint runs out
-  (``nodewatch.core.rules.pod_eviction_at`` decides when).
+  (``nodewatch.core.rules.process_pod_on_node`` decides when, as the real ``processPodOnNode``).
 - ``Workloads``: ReplicaSet / StatefulSet / DaemonSet controllers, the scheduler and PodGC, enough
   to show that a Deployment gets replacements while a StatefulSet waits for its Terminating pod.
 """
@@ -16,10 +16,6 @@ from .shapes import SimNode, SimPod, Workload, make_uid, new_pod_name, pod_ip
 
 if TYPE_CHECKING:
     from .fleet import SimFleet
-
-_COUNTDOWN_START = (rules.Toleration(operator="Exists", seconds=0.0),)
-"""A toleration that makes ``rules.pod_eviction_at`` return the countdown start itself."""
-
 
 def _tolerations(wl: Workload) -> tuple[rules.Toleration, ...]:
     out = []
@@ -51,17 +47,22 @@ class TaintEvictionController:
             pod = self.fleet.pods.get(key)
             if pod is None or pod.deletion_at is not None:
                 continue
-            at = rules.pod_eviction_at(taints, self.tolerations(pod.wl), taint_seen_at=now)
-            if at is None:
-                self.cancel(pod)
-                continue
-            if pod.evict_due is not None:
-                continue  # a scheduled eviction keeps its original start (processPodOnNode)
-            start = rules.pod_eviction_at(taints, _COUNTDOWN_START, taint_seen_at=now)
-            pod.evict_created = start if start is not None else now
-            pod.evict_due = max(at, now)
-            pod.evict_token += 1
-            self.fleet.at(pod.evict_due, self.evict, pod.key, pod.evict_token, prio=PRIO_CONTROLLER)
+            self.process(pod, taints, now)
+
+    def process(self, pod: SimPod, taints: list[rules.Taint], now: float) -> None:
+        """``processPodOnNode`` at ``now``: a scheduled eviction stays where it is while every
+        taint is tolerated for a while (so a lengthened toleration would not move it), a taint no
+        toleration matches deletes the pod at once, tolerating forever cancels."""
+        at = rules.process_pod_on_node(pod.evict_due, taints, self.tolerations(pod.wl), now)
+        if at is None:
+            self.cancel(pod)
+            return
+        if at == pod.evict_due:
+            return  # kept: its CreatedAt is earlier
+        pod.evict_created = now
+        pod.evict_due = max(at, now)
+        pod.evict_token += 1
+        self.fleet.at(pod.evict_due, self.evict, pod.key, pod.evict_token, prio=PRIO_CONTROLLER)
 
     def cancel(self, pod: SimPod) -> None:
         if pod.evict_due is not None:

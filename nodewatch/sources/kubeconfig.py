@@ -212,6 +212,12 @@ class Connection:
         self.reloads = 0
         self.failure: ApiError | None = None
         """The last permanent failure (``ApiError.permanent``) of a request; None after a success."""
+        self.requests = 0
+        """Requests sent to the API server (its cost, for ``--metrics``: nodewatch_api_requests_total)."""
+        self.received_bytes = 0
+        """Response bytes read by this process (``count_received``; a list read by a child process
+        in ``list_worker`` is not counted)."""
+        self._count_lock = threading.Lock()
 
     @staticmethod
     def _make_client(cfg: Any) -> Any:
@@ -289,8 +295,15 @@ class Connection:
         url, hdrs = _url_and_headers(client, path, query)
         return url, dict(hdrs), dict(pm.connection_pool_kw)
 
+    def count_received(self, n: int) -> None:
+        """``n`` more bytes of response read (the readers of bodies call it: one lock, per chunk)."""
+        with self._count_lock:
+            self.received_bytes += n
+
     def _get(self, client: Any, path: str, query: dict[str, Any] | None,
              timeout: tuple[float, float]) -> urllib3.BaseHTTPResponse:
+        with self._count_lock:
+            self.requests += 1
         try:
             url, hdrs = _url_and_headers(client, path, query)
             resp = client.rest_client.pool_manager.request(
@@ -325,6 +338,7 @@ class Connection:
         resp = self.get(path, query, timeout=timeout)
         try:
             data = resp.read()
+            self.count_received(len(data))
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise ApiError(0, _net_error(exc)) from None
         finally:

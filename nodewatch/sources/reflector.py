@@ -381,6 +381,7 @@ class Reflector:
             resp = self.conn.get(self.spec.path, q, timeout=(10.0, max(30.0, self.stall_timeout)))
             try:
                 data = resp.read()
+                _count(self.conn, len(data))
             except (urllib3.exceptions.HTTPError, OSError) as exc:
                 raise ApiError(0, f"list interrupted: {type(exc).__name__}") from None
             finally:
@@ -471,6 +472,7 @@ class Reflector:
             while not self._stop.is_set():
                 try:
                     chunk = body.read()
+                    _count(self.conn, len(chunk))
                 except urllib3.exceptions.ReadTimeoutError:
                     raise ApiError(0, f"no data for {self.stall_timeout:g}s (no event, no bookmark): "
                                       "stream presumed dead, reconnecting") from None
@@ -769,3 +771,10 @@ def _short(exc: BaseException) -> str:
     if "Connection reset" in text or "ConnectionResetError" in text:
         return "connection reset"
     return f"{type(exc).__name__}: {text[:160]}"
+
+
+def _count(conn: Any, n: int) -> None:
+    """Bytes read from the API server, on the connection's counter (tests' fake connections have none)."""
+    count = getattr(conn, "count_received", None)
+    if count is not None:
+        count(n)

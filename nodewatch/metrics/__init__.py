@@ -1,0 +1,1 @@
+"""Prometheus metrics and Alertmanager alerts from the fleet state (``--metrics``, ``--alertmanager``)."""

@@ -1,0 +1,219 @@
+"""The fleet as Prometheus metrics: a custom ``prometheus_client`` collector that takes one
+``FleetSample`` per scrape and builds its metric families from it.
+
+Why a collector and not ``Gauge.labels()``: 65,000 nodes would be 650,000 long-lived children kept
+up to date on every tick whether anyone scrapes or not, and nodes that left would linger until
+removed by hand. A collector builds exactly what the fleet is at the scrape, and nothing between.
+
+Names follow Prometheus' conventions: ``nodewatch_`` prefix, base units (seconds), ``_timestamp_seconds``
+for moments (Unix time on nodewatch's clock), ``_total`` for counters, ``_info`` for build
+information. Per node state, one 0/1 series per state, as kube-state-metrics does for conditions.
+
+Series cost (per node, ``--metrics-nodes all``): lease age, grace remaining, certificate expiry
+(when known) and 7 state series: 10 a Ready node, 11-13 a node being evicted. ``--metrics-nodes
+not-ready`` keeps every aggregate (counts per state, zones, streams) and the per-node series of
+the nodes whose state is not Ready (Late, Overdue, Unknown, NotReady, Evicting, Evicted), plus the
+certificate series of nodes whose certificate nears expiry. Measured in bench/metrics.py.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from .. import __version__
+from ..core.rules import NodeState, ZoneState
+from .sample import FleetSample
+
+STATES = tuple(s.word for s in sorted(NodeState, key=lambda s: s.rank))
+ZONE_STATES = tuple(z.value for z in ZoneState)
+
+
+class BlindMeter:
+    """Seconds each cluster's lease stream was blind, summed over the samples taken (left sums:
+    the time from a blind sample to the next counts as blind). Why here: the state knows when it is
+    blind, not for how long in all; a counter lets ``increase()`` say how much of an hour was blind."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: dict[str, tuple[float, bool]] = {}
+        self.total: dict[str, float] = {}
+
+    def update(self, sample: FleetSample) -> dict[str, float]:
+        with self._lock:
+            for c in sample.clusters:
+                prev = self._last.get(c.cluster)
+                total = self.total.setdefault(c.cluster, 0.0)
+                if prev is not None and prev[1] and sample.at > prev[0]:
+                    self.total[c.cluster] = total + (sample.at - prev[0])
+                if prev is None or sample.at >= prev[0]:
+                    self._last[c.cluster] = (sample.at, c.leases_blind)
+            return dict(self.total)
+
+
+class FleetCollector(Collector):
+    """``collect()`` = one sample (``sampler``), then every family built from it.
+
+    ``api_cost``: (cluster, requests, bytes received) of the source's connections to API servers;
+    ``blind``: the meter shared with whatever else samples (the Alertmanager pusher)."""
+
+    def __init__(self, sampler: Callable[[], FleetSample], *, api_cost: Callable[[], list[tuple[str, int, int]]]
+                 | None = None, blind: BlindMeter | None = None) -> None:
+        self.sampler = sampler
+        self.api_cost = api_cost or (lambda: [])
+        self.blind = blind or BlindMeter()
+        self.last_sample_seconds = 0.0
+        self.samples = 0
+
+    def describe(self) -> list[Metric]:
+        return []  # built at each scrape: registering must not take a sample
+
+    def collect(self) -> Iterator[Metric]:
+        started = time.perf_counter()
+        sample = self.sampler()
+        blind = self.blind.update(sample)
+        took = time.perf_counter() - started
+        self.last_sample_seconds = took
+        self.samples += 1
+        yield from families(sample, blind, self.api_cost(), took)
+
+
+def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, int, int]],
+             sample_seconds: float = 0.0) -> list[Metric]:
+    """Every metric family of one sample (a function: the bench and tests call it directly)."""
+    g = GaugeMetricFamily
+    info = InfoMetricFamily("nodewatch_build", "nodewatch's version and the Python running it.")
+    info.add_metric([], {"version": __version__, "python": sys.version.split()[0]})
+    clock = g("nodewatch_clock_timestamp_seconds",
+              "nodewatch's own clock at this sample (Unix time): every _timestamp_seconds and age here is on it.")
+    clock.add_metric([], sample.at)
+    took = g("nodewatch_metrics_sample_duration_seconds", "Seconds this scrape took to read the fleet's state.")
+    took.add_metric([], sample_seconds)
+
+    ck = ["cluster"]
+    nodes = g("nodewatch_nodes", "Nodes by nodewatch's state (Ready, Late, Overdue, Unknown, NotReady, Evicting, Evicted).",
+              labels=ck + ["state"])
+    grace = g("nodewatch_node_monitor_grace_period_seconds",
+              "The node-monitor grace period nodewatch judges the cluster's leases by (40s before v1.32, 50s since).",
+              labels=ck)
+    lb = g("nodewatch_leases_blind",
+           "1 while the cluster's lease stream is down, listing or silent: no node can be judged by its lease.",
+           labels=ck)
+    blind_total = CounterMetricFamily("nodewatch_blind_seconds",
+                                      "Seconds the cluster's lease stream was blind (down, listing or silent).",
+                                      labels=ck)
+    up = g("nodewatch_cluster_readable",
+           "1 when the cluster can be read at all (0: credentials rejected, refused, bad kubeconfig).", labels=ck)
+    full = g("nodewatch_cluster_all_zones_full_disruption",
+             "1 when every zone is in FullDisruption: the controller's master disruption mode (no evictions).",
+             labels=ck)
+    suspect = g("nodewatch_cluster_controller_suspect",
+                "1 when nodes stay Overdue past grace + 2 monitor periods with Ready still True: the node "
+                "lifecycle controller may be down.", labels=ck)
+    for c in sample.clusters:
+        for st, n in c.counts:
+            nodes.add_metric([c.cluster, st.word], n)
+        grace.add_metric([c.cluster], c.grace)
+        lb.add_metric([c.cluster], 1.0 if c.leases_blind else 0.0)
+        blind_total.add_metric([c.cluster], blind.get(c.cluster, 0.0))
+        up.add_metric([c.cluster], 0.0 if c.error else 1.0)
+        full.add_metric([c.cluster], 1.0 if c.all_zones_full else 0.0)
+        suspect.add_metric([c.cluster], 1.0 if c.controller_suspect else 0.0)
+
+    zl = ["cluster", "zone"]
+    zstate = g("nodewatch_zone_state", "1 for the zone's state as the node lifecycle controller judges it "
+               "(Normal, PartialDisruption, FullDisruption), 0 for the others.", labels=zl + ["state"])
+    znodes = g("nodewatch_zone_nodes", "Nodes counted in the zone (not those labelled exclude-disruption).", labels=zl)
+    znr = g("nodewatch_zone_nodes_not_ready", "Nodes of the zone whose Ready condition is not True.", labels=zl)
+    zrate = g("nodewatch_zone_eviction_rate",
+              "Nodes per second the controller taints NoExecute in the zone (0: none at all).", labels=zl)
+    for z in sample.zones:
+        for s in ZONE_STATES:
+            zstate.add_metric([z.cluster, z.zone, s], 1.0 if z.state == s else 0.0)
+        znodes.add_metric([z.cluster, z.zone], z.nodes)
+        znr.add_metric([z.cluster, z.zone], z.not_ready)
+        zrate.add_metric([z.cluster, z.zone], z.taint_rate)
+
+    rl = ["cluster", "resource"]
+    sup = g("nodewatch_stream_up", "1 while the watch stream of the resource is connected and listed.", labels=rl)
+    relists = CounterMetricFamily("nodewatch_stream_relists", "Times the resource was listed again.", labels=rl)
+    for s in sample.streams:
+        sup.add_metric([s.cluster, s.resource], 1.0 if s.up else 0.0)
+        relists.add_metric([s.cluster, s.resource], s.relists)
+    req = CounterMetricFamily("nodewatch_api_requests", "Requests nodewatch made to the cluster's API server.",
+                              labels=ck)
+    rx = CounterMetricFamily("nodewatch_api_received_bytes",
+                             "Bytes of response bodies nodewatch read from the cluster's API server.", labels=ck)
+    for cluster, n, b in api:
+        req.add_metric([cluster], n)
+        rx.add_metric([cluster], b)
+
+    nl = ["cluster", "node", "zone"]
+    age = g("nodewatch_node_lease_age_seconds",
+            "Seconds since nodewatch saw the node's Lease renewed, on nodewatch's clock (absent while blind).",
+            labels=nl)
+    remaining = g("nodewatch_node_grace_remaining_seconds",
+                  "Seconds left of the node-monitor grace period before the controller marks Ready Unknown "
+                  "(negative: past it).", labels=nl)
+    state = g("nodewatch_node_state", "1 for the node's state as nodewatch judges it, 0 for the other states.",
+              labels=nl + ["state"])
+    taint = g("nodewatch_node_noexecute_taint_timestamp_seconds",
+              "When the controller added the node's unreachable/not-ready NoExecute taint (Unix time).", labels=nl)
+    expected = g("nodewatch_node_noexecute_taint_expected_timestamp_seconds",
+                 "For a node not Ready and not tainted yet: the earliest its NoExecute taint can come, by its "
+                 "zone's rate-limited queue (Unix time; absent when none is coming).", labels=nl)
+    evict = g("nodewatch_node_eviction_timestamp_seconds",
+              "When the taint manager evicts the node's pods that have only the default 300s toleration (Unix time).",
+              labels=nl)
+    cert = g("nodewatch_kubelet_client_certificate_expiry_timestamp_seconds",
+             "NotAfter of the node's kubelet client certificate (Unix time).", labels=["cluster", "node"])
+    ss = g("nodewatch_statefulset_pods_at_risk",
+           "StatefulSet pods on a node that is Unknown or being evicted: they are not replaced until the node "
+           "is fenced or its pods force-deleted.", labels=["cluster", "node"])
+    for n in sample.nodes:
+        lv = [n.cluster, n.name, n.zone]
+        if n.lease_age is not None:
+            age.add_metric(lv, n.lease_age)
+            remaining.add_metric(lv, n.grace - n.lease_age)
+        word = n.state.word
+        for s in STATES:
+            state.add_metric(lv + [s], 1.0 if s == word else 0.0)
+        if n.taint_at is not None:
+            taint.add_metric(lv, n.taint_at)
+        if n.taint_expected_at is not None:
+            expected.add_metric(lv, n.taint_expected_at)
+        if n.eviction_at is not None:
+            evict.add_metric(lv, n.eviction_at)
+        if n.cert_not_after is not None:
+            cert.add_metric([n.cluster, n.name], n.cert_not_after)
+        if n.statefulset_pods:
+            ss.add_metric([n.cluster, n.name], n.statefulset_pods)
+    for n in sample.certs_expiring:
+        if n.cert_not_after is not None:
+            cert.add_metric([n.cluster, n.name], n.cert_not_after)
+    return [info, clock, took, nodes, grace, lb, blind_total, up, full, suspect, zstate, znodes, znr, zrate, sup,
+            relists, req, rx, age, remaining, state, taint, expected, evict, cert, ss]
+
+
+def api_cost(source: Any) -> list[tuple[str, int, int]]:
+    """(cluster, requests, bytes received) of each connection the source holds to an API server."""
+    from .sample import cluster_label
+
+    out = []
+    feeds = getattr(source, "feeds", None)
+    if feeds is not None:
+        for f in feeds:
+            conn = getattr(getattr(f, "live", None), "conn", None)
+            if conn is not None:
+                out.append((f.name, getattr(conn, "requests", 0), getattr(conn, "received_bytes", 0)))
+        return out
+    conn = getattr(source, "conn", None)
+    if conn is not None:
+        out.append((cluster_label(source), getattr(conn, "requests", 0), getattr(conn, "received_bytes", 0)))
+    return out

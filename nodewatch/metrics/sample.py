@@ -1,0 +1,246 @@
+"""The one place the metrics read the fleet: ``take_sample(source)`` turns the source's state into
+a ``FleetSample``, plain frozen values that the collector and the Alertmanager pusher read without
+any lock.
+
+Why one small adapter: the core is moving to one frozen ``FleetView`` published per tick; when it
+does, only this module changes (take the published view instead of evaluating). Until then it asks
+the public query API, as any reader does: ``evaluate`` (``evaluate_each`` for several clusters,
+each cluster judged by its own settings), then ``pod_records_on`` for the StatefulSet pods of the
+nodes at risk. ``evaluate`` updates its views in place at the next call, so the fields are copied
+out under the state's lock (``batch``; a 65,000-node copy is one ``attrgetter`` a view, ~20 ms),
+and ``now`` is read under the same lock so a scrape never evaluates the state at a time older than
+the evaluation before it (which would make the state judge every node again).
+
+Known cost until the per-tick snapshot lands: a reader that read its clock *before* a scrape took
+the lock (the hub's ticker, the dashboard) then evaluates at a time older than the scrape's, and
+the state re-judges every node once (~0.25 s at 65k). Reading the published view removes both the
+evaluation and this.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import operator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.multi import REQUIRED_STREAMS
+from ..core.outlook import AWAITING_TAINT, window_in
+from ..core.rules import NodeState, cert_level, eviction_taints
+from ..core.views import AT_RISK_STATES, FleetView
+
+NODES_ALL = "all"
+NODES_NOT_READY = "not-ready"
+NODE_MODES = (NODES_ALL, NODES_NOT_READY)
+
+_ROW = operator.attrgetter("cluster", "name", "zone", "state", "ready", "lease_observed_at", "grace",
+                           "eviction_at", "cert_not_after", "taints")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSample:
+    cluster: str
+    name: str
+    zone: str
+    state: NodeState
+    ready: str | None
+    lease_age: float | None
+    """Seconds since the last renewal nodewatch observed, on nodewatch's clock; None when unknown
+    or while the lease stream is blind."""
+    grace: float
+    taint_at: float | None
+    """When the NoExecute taint (unreachable / not-ready) was added, or None."""
+    eviction_at: float | None
+    """When pods without their own toleration are evicted (taint + default toleration), or None."""
+    cert_not_after: float | None
+    statefulset_pods: int
+    """StatefulSet pods on the node while it is at risk (Unknown, Evicting, Evicted); else 0."""
+    taint_expected_at: float | None = None
+    """For a node not Ready and not tainted yet: the earliest its NoExecute taint can come, by its
+    zone's queue (``core/outlook.py``); None when none is coming or it cannot be told."""
+
+    @property
+    def grace_remaining(self) -> float | None:
+        return None if self.lease_age is None else self.grace - self.lease_age
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneSample:
+    cluster: str
+    zone: str
+    state: str
+    nodes: int
+    ready: int
+    not_ready: int
+    taint_rate: float
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSample:
+    cluster: str
+    resource: str
+    connected: bool
+    synced: bool
+    forbidden: bool
+    relists: int
+
+    @property
+    def up(self) -> bool:
+        return self.connected and self.synced and not self.forbidden
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSample:
+    cluster: str
+    nodes: int
+    counts: tuple[tuple[NodeState, int], ...]
+    error: str
+    leases_blind: bool
+    blind_reason: str
+    all_zones_full: bool
+    controller_suspect: bool
+    grace: float
+    streams_tracked: bool
+    """False for a source without watch streams (the demo, a replay): nothing to be down."""
+    listed: bool = True
+    """Nodes and Leases listed in full (a SYNCED applied for each)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSample:
+    at: float
+    nodes: tuple[NodeSample, ...]
+    """Every node (``all``) or only those whose state is not Ready (``not-ready``), worst first."""
+    zones: tuple[ZoneSample, ...]
+    streams: tuple[StreamSample, ...]
+    clusters: tuple[ClusterSample, ...]
+    nodes_mode: str = NODES_ALL
+    certs_expiring: tuple[NodeSample, ...] = field(default_factory=tuple)
+    """In ``not-ready`` mode, the Ready nodes whose kubelet certificate is within its warning
+    window (``cert_level`` warn, critical, expired): the certificate alert still sees them."""
+
+    def ready(self) -> tuple[bool, str]:
+        """(every cluster listed and its required streams up, why not)."""
+        for c in self.clusters:
+            if c.error:
+                return False, f"{c.cluster or 'cluster'}: {c.error}"
+            if not c.listed:
+                return False, f"{c.cluster or 'cluster'}: nodes and leases not listed yet"
+        for s in self.streams:
+            if s.resource in REQUIRED_STREAMS and not s.up:
+                what = "forbidden" if s.forbidden else ("listing" if s.connected else "down")
+                return False, f"{s.cluster or 'cluster'}: {s.resource} stream {what}"
+        return True, "ok"
+
+
+def cluster_label(source: Any) -> str:
+    """The ``cluster`` label of a one-cluster source: its kubeconfig context, ``demo`` for the
+    demo, else "" (several clusters name their own)."""
+    target = getattr(source, "target", None)
+    if target is not None and getattr(target, "context", None):
+        return str(target.context)
+    if type(source).__name__ == "DemoSource":
+        return "demo"
+    return ""
+
+
+def take_sample(source: Any, *, nodes: str = NODES_ALL, cluster: str | None = None) -> FleetSample:
+    """The fleet as it is now (the source's clock), in ``nodes`` mode (``NODE_MODES``)."""
+    state = source.state
+    one = cluster if cluster is not None else cluster_label(source)
+    multi = hasattr(state, "evaluate_each")
+    with state.batch():
+        now = source.clock.now()
+        if hasattr(state, "evaluate_each"):
+            each = [(m.name, m.error() or "", fv, m.state.is_synced(*REQUIRED_STREAMS))
+                    for m, fv in state.evaluate_each(now)]
+        else:
+            each = [(one, "", state.evaluate(now), state.is_synced(*REQUIRED_STREAMS))]
+        listed = {name: ok for name, _, _, ok in each}
+        parts = [(name, error, fv, _copy(fv, nodes, now)) for name, error, fv, _ in each]
+        expected = {(name, n): t for name, _, fv, _ in each for n, t in _taint_windows(name, fv, multi).items()}
+        risky = [(name, r[1]) for name, _, _, (rows, _) in parts for r in rows if r[3] in AT_RISK_STATES]
+        pods = state.pod_records_on([_key(state, c, n) for c, n in risky]) if risky else {}
+    out_nodes: list[NodeSample] = []
+    expiring: list[NodeSample] = []
+    zones: list[ZoneSample] = []
+    streams: list[StreamSample] = []
+    clusters: list[ClusterSample] = []
+    for name, error, fv, (rows, cert_rows) in parts:
+        for r in rows:
+            ss = 0
+            if r[3] in AT_RISK_STATES:
+                recs = pods.get(_key(state, name, r[1]), ())
+                ss = sum(1 for p in recs if p.owner_kind == "StatefulSet")
+            out_nodes.append(_node(name, r, now, ss, expected.get((name, r[1]))))
+        expiring.extend(_node(name, r, now, 0) for r in cert_rows)
+        zones.extend(ZoneSample(name, z.name, z.state.value, z.nodes, z.ready, z.not_ready, z.taint_rate)
+                     for z in fv.zones)
+        streams.extend(StreamSample(name, res, h.connected, h.synced, h.forbidden, h.relists)
+                       for res, h in sorted(fv.health.items()))
+        clusters.append(ClusterSample(
+            name, len(fv.nodes), tuple((s, fv.counts.get(s, 0)) for s in NodeState), error, fv.leases_blind,
+            fv.blind_reason, fv.all_zones_full, fv.controller_suspect, fv.settings.grace, bool(fv.health),
+            listed[name]))
+    return FleetSample(now, tuple(out_nodes), tuple(zones), tuple(streams), tuple(clusters), nodes,
+                       tuple(expiring))
+
+
+def _key(state: Any, cluster: str, name: str) -> str:
+    """How the state names a node: ``cluster/name`` in a ``MultiFleet``, the name alone otherwise."""
+    return f"{cluster}/{name}" if hasattr(state, "evaluate_each") else name
+
+
+def _copy(fv: FleetView, nodes: str, now: float) -> tuple[list[tuple], list[tuple]]:
+    """The fields of the views (worst first), copied while the lock is held: every view, or the
+    views not Ready plus (separately) the Ready nodes whose certificate nears expiry."""
+    if nodes == NODES_ALL:
+        return list(map(_ROW, fv.nodes)), []
+    rows, certs = [], []
+    for v in fv.nodes:
+        if v.state is not NodeState.READY:
+            rows.append(_ROW(v))
+        elif v.cert_not_after is not None and cert_level(v.cert_not_after, now) not in ("ok", "unknown"):
+            certs.append(_ROW(v))
+    return rows, certs
+
+
+MAX_TAINT_QUEUE = 500
+"""Nodes awaiting their taint in one cluster beyond which no expected time is worked out: each
+node's window replays its zone's queue (``taint_window``), so the cost is the square of the queue;
+500 waiting nodes cost ~10 ms under the lock; a larger queue is a zone outage whose alerts say
+enough (and whose taints, at 0.01 nodes/s, are hours away)."""
+
+
+def _taint_windows(cluster: str, fv: FleetView, multi: bool) -> dict[str, float]:
+    """Earliest NoExecute taint of each node awaiting one, by ``outlook.window_in``, on a view of
+    the nodes not Ready only (the queue is made of them; the Ready ones would only be skipped).
+    Taken under the lock: the views are the state's own."""
+    bad = [v for v in fv.nodes if v.state is not NodeState.READY]
+    waiting = [v for v in bad if v.state in AWAITING_TAINT]
+    if not waiting or len(waiting) > MAX_TAINT_QUEUE:
+        return {}
+    zones = fv.zones
+    if multi:  # a cluster's own view names its zones bare; window_in looks them up by cluster/zone
+        zones = [dataclasses.replace(z, name=f"{cluster}/{z.name}") for z in zones]
+    view = dataclasses.replace(fv, nodes=bad, zones=zones)
+    out = {}
+    for v in waiting:
+        w = window_in(view, v)
+        if w is not None:
+            out[v.name] = w.earliest
+    return out
+
+
+def _node(cluster: str, r: tuple, now: float, statefulset_pods: int, taint_expected_at: float | None = None) -> NodeSample:
+    _, name, zone, state, ready, observed, grace, eviction_at, cert, taints = r
+    taint_at = None
+    if taints:
+        times = [t.time_added for t in eviction_taints(taints) if t.time_added is not None]
+        taint_at = min(times) if times else None
+    age = None if observed is None else now - observed
+    if age is not None and not math.isfinite(age):
+        age = None
+    return NodeSample(cluster, name, zone, state, ready, age, grace, taint_at, eviction_at, cert, statefulset_pods,
+                      taint_expected_at)
