@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-$(shell cat pyproject.toml | $(PYTHON) -c "import sys,hashlib;print(hashlib.sha1(sys.stdin.buffer.read()).hexdigest()[:12])")
 
-.PHONY: demo test test-fast test-testbed system-deps bench screenshots clean
+.PHONY: demo test test-fast test-testbed lint system-deps bench screenshots clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,14 @@ system-deps:
 	  else echo "note: not root, so$$missing not installed: the tests that need them will skip"; fi; \
 	fi
 
-test-fast: $(STAMP) system-deps
+# The static checks (their settings are in pyproject.toml): pyflakes/bugbear and friends, the types,
+# and the layers as import contracts. A few seconds; `make test` runs them first.
+lint: $(STAMP)
+	$(BIN)/ruff check --quiet .
+	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
+
+test-fast: $(STAMP) system-deps lint
 	$(BIN)/python -m pytest -n 2 -q $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$rc
 
 test-testbed: $(STAMP)
@@ -50,4 +57,4 @@ screenshots: $(STAMP)
 	$(BIN)/python scripts/make_screenshots.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

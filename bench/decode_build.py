@@ -110,20 +110,20 @@ def run(nodes: str | None = None, leases: str | None = None, repeat: int = 5, co
     build = wire._node_record
 
     figures["decode_lines"], events = cpu(lambda: [e for b in parts for e in raw.decode_lines(b)], repeat)
-    figures["build"], _ = cpu(lambda: [build(e.object) for e in events], repeat)  # type: ignore[union-attr]
+    figures["build"], _ = cpu(lambda: [build(e.object) for e in events], repeat)
     del events
     figures["decode_events (decode + build)"], decoded = cpu(
         lambda: [e for b in parts for e in typed.decode_events(b)], repeat)
     del parts, data
     batches = [decoded[i:i + BATCH] for i in range(0, len(decoded), BATCH)]  # type: ignore[index]
     figures["pickle.dumps"], blobs = cpu(lambda: [pickle.dumps(b, 5) for b in batches], repeat)
-    figures["pickle.loads"], back = cpu(lambda: [pickle.loads(b) for b in blobs], repeat)  # type: ignore[union-attr]
+    figures["pickle.loads"], back = cpu(lambda: [pickle.loads(b) for b in blobs], repeat)
     # the dashboard may unpickle with its collector on, 65,000 records already held (as here)
-    figures["pickle.loads, collector on"], _ = cpu(lambda: [pickle.loads(b) for b in blobs],  # type: ignore[union-attr]
+    figures["pickle.loads, collector on"], _ = cpu(lambda: [pickle.loads(b) for b in blobs],
                                                     repeat, collector=True)
-    assert [x for b in back for x in b] == decoded  # type: ignore[union-attr]
-    figures["pickled MB"] = sum(map(len, blobs)) / 1e6  # type: ignore[arg-type]
-    figures["nodes"] = len(decoded)  # type: ignore[arg-type]
+    assert [x for b in back for x in b] == decoded
+    figures["pickled MB"] = sum(map(len, blobs)) / 1e6
+    figures["nodes"] = len(decoded)
     del batches, blobs, back, decoded
 
     lparts = blocks(ldata)

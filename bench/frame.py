@@ -99,7 +99,7 @@ class Renewer:
 
 
 class _TableApp(App):
-    def __init__(self, widget) -> None:  # noqa: ANN001
+    def __init__(self, widget) -> None:
         super().__init__()
         self.widget = widget
 
@@ -107,7 +107,7 @@ class _TableApp(App):
         yield self.widget
 
 
-def _cell_text(cell) -> str:  # noqa: ANN001
+def _cell_text(cell) -> str:
     return cell[0] if isinstance(cell, tuple) else "".join(t for t, _ in cell)
 
 

@@ -256,7 +256,7 @@ def run(clusters: int = 20, nodes: int = 3_000, frames: int = 10) -> list[Figure
     total = clusters * nodes
     with tempfile.TemporaryDirectory(prefix="nodewatch-bench-multi-") as d:
 
-        def round_(what: str, measure):  # noqa: ANN001, ANN202
+        def round_(what: str, measure):
             """(``measure(sims)`` on freshly started sim-servers, the load each server logged): fresh
             servers, so that their logs hold this round's requests only."""
             print(f"  multi: {clusters} sim-servers of {nodes:,} nodes (setup)", file=sys.stderr, flush=True)

@@ -36,7 +36,7 @@ class Sample:
     sizes: dict[str, int] = field(default_factory=dict)
 
 
-def state_sizes(src) -> dict[str, int]:  # noqa: ANN001 - a DemoSource
+def state_sizes(src) -> dict[str, int]:  # a DemoSource
     """Every container of the state (and of the feed) that could grow, by name."""
     st = src.state
     with st.lock:
@@ -151,7 +151,7 @@ COLUMNS = ("nodes", "pods", "events", "cluster_events", "timelines", "stale_time
            "stale_pods_by_node", "events_by_node", "stale_events_by_node", "stale_certs", "due", "feed_pending")
 
 
-def print_sample(s: Sample, out=sys.stdout) -> None:  # noqa: ANN001
+def print_sample(s: Sample, out=sys.stdout) -> None:
     if s.minute == 0:
         print(f"{'minute':>6} {'RSS MB':>7} " + " ".join(f"{c.replace('_by_node', '/node'):>17}" for c in COLUMNS), file=out, flush=True)
     print(f"{s.minute:6.0f} {s.rss / 1e6:7.1f} " + " ".join(f"{s.sizes[c]:>17,}" for c in COLUMNS), file=out,

@@ -72,7 +72,7 @@ def _child(mode: str, nodes: int) -> None:
     class FullRedraw(NodewatchApp):
         CSS_PATH = str(Path(sys.modules[NodewatchApp.__module__].__file__).parent / "app.tcss")  # type: ignore[arg-type]
 
-        def _show(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        def _show(self, *args, **kwargs) -> None:
             super()._show(*args, **kwargs)
             self.refresh()  # repaint the whole screen, every tick
 

@@ -34,7 +34,7 @@ class Webhook:
         hook = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 hook.received.append((time.time(), json.loads(body)))
                 self.send_response(200)

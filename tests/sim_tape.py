@@ -20,14 +20,14 @@ class Tape:
         return [t for t, e, o in self.of("leases", node) if e == "MODIFIED"]
 
     def ready_became(self, node: str, status: str) -> float | None:
-        for t, e, o in self.of("nodes", node):
+        for t, _e, o in self.of("nodes", node):
             ready = next((c for c in o["status"]["conditions"] if c["type"] == "Ready"), None)
             if ready and ready["status"] == status:
                 return t
         return None
 
     def taint_added(self, node: str, key: str, effect: str = "NoExecute") -> float | None:
-        for t, e, o in self.of("nodes", node):
+        for t, _e, o in self.of("nodes", node):
             for taint in o["spec"].get("taints", []):
                 if taint["key"] == key and taint["effect"] == effect:
                     return t

@@ -214,7 +214,7 @@ class TinyFleet:
 def make_fleet(nodes: int = 5, scenario: str = "incident", seed: int = 1, start: float | None = None, **kw: Any) -> Any:
     """The real SimFleet when it exists, else TinyFleet."""
     try:
-        from nodewatch.sim.fleet import SimFleet  # type: ignore[import-not-found]
+        from nodewatch.sim.fleet import SimFleet
     except ImportError:
         return TinyFleet(nodes=nodes, scenario=scenario, seed=seed, start=start, **kw)
     return SimFleet(nodes=nodes, scenario=scenario, seed=seed, start=start, **kw)

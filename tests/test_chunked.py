@@ -145,3 +145,21 @@ def test_a_body_someone_started_to_read_is_left_to_urllib3():
         reader = BodyReader(resp, 1 << 16)
         assert not reader.direct
         assert b"".join(_read_all(reader)) == b"second\n"
+
+
+class _NoPrivateFile:
+    """A urllib3 response as a release without ``HTTPResponse._fp`` would hand it over."""
+
+    def __init__(self, resp: urllib3.BaseHTTPResponse) -> None:
+        self._resp = resp
+        self.headers = resp.headers
+
+    def read1(self, n: int) -> bytes:
+        return self._resp.read1(n)
+
+
+def test_without_urllib3s_private_file_the_body_is_read_through_urllib3():
+    with serving(HEAD_CHUNKED + _chunk(b"first\n") + _chunk(b"second\n") + b"0\r\n\r\n") as url:
+        reader = BodyReader(_NoPrivateFile(_get(url)), 1 << 16)
+        assert not reader.direct
+        assert b"".join(_read_all(reader)) == b"first\nsecond\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from simserver import wait_until
 
 from nodewatch.core.settings import Settings
-from nodewatch.sim.fleet import RESOURCES
+from nodewatch.core.views import RESOURCES
 from nodewatch.sources.demo import DemoSource
 
 

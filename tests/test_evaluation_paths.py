@@ -54,7 +54,7 @@ def _fleet(*, nodes_listing: bool) -> FleetState:
             assert st.apply("leases", "ADDED", lease(name, renew), renew, listing=False)
     st.apply("leases", "SYNCED", None, NOW - 1)
     st.update_health("leases", synced=True)
-    for k, (name, obj, _) in enumerate(objs):
+    for k, (_name, obj, _) in enumerate(objs):
         if not nodes_listing or k % 2:
             assert st.apply("nodes", "ADDED", obj, NOW - 1, listing=True)
     if not nodes_listing:

@@ -6,7 +6,6 @@ finishes a request once its time is up, and the SSH door logs what it refused.""
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import subprocess
 import sys
@@ -14,7 +13,6 @@ import threading
 import time
 
 import aiohttp
-import pytest
 
 from frontdoor_support import PROBE_VIEWER, client_key, need, ssh_argv
 from simserver import wait_until

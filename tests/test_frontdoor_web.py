@@ -148,3 +148,13 @@ def test_closing_the_door_ends_its_viewers(tmp_path):
             thread.close(door)
     with pytest.raises(ProcessLookupError):
         os.kill(int(pidfile.read_text()), 0)
+
+
+def test_a_textual_serve_without_the_private_make_app_is_one_clear_error(monkeypatch):
+    """The door wraps textual-serve's private ``Server._make_app`` (pinned in pyproject.toml); a
+    release without it must say so rather than fail inside aiohttp."""
+    from textual_serve.server import Server
+
+    monkeypatch.delattr(Server, "_make_app")
+    with pytest.raises(RuntimeError, match="textual-serve 1.1"):
+        asyncio.run(start_web(("127.0.0.1", 0), "t0ken", ["true"]))

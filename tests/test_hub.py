@@ -97,6 +97,17 @@ def test_a_viewer_draws_the_first_part_of_a_snapshot_while_the_rest_comes(tmp_pa
     assert [v.name for v in state.evaluate(now).nodes] == want and not state.loading
 
 
+
+def test_a_part_of_another_snapshot_is_a_wire_error_the_connection_thread_catches():
+    """It raised NameError once (WireError was never imported), which the connection thread's
+    ``except`` does not catch: one bad frame killed the viewer's connection for good."""
+    from nodewatch.hub.codec import WireError
+    from nodewatch.hub.viewer_state import ViewerState
+
+    state = ViewerState()
+    with pytest.raises(WireError, match="another snapshot"):
+        state.receive({"k": "part", "seq": state.seq + 1, "nodes": []})
+
 def _split(data: bytes) -> list[dict]:
     out, pos = [], 0
     while pos < len(data):

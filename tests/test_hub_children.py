@@ -14,7 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from frontdoor_support import client_key, need, ssh_argv
 from simserver import wait_until

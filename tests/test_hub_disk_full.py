@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import subprocess
 import uuid
 from pathlib import Path
@@ -195,9 +194,9 @@ def test_an_injected_full_disk_stops_and_resumes_the_recording_without_a_mount(t
 
     for _ in range(10):
         step(5)
-    cur = rec._current  # noqa: SLF001 - the segment being written, its file made to fail
-    assert cur is not None and cur._gz is not None  # noqa: SLF001
-    cur._raw = cur._gz.fileobj = _Full()  # noqa: SLF001
+    cur = rec._current
+    assert cur is not None and cur._gz is not None
+    cur._raw = cur._gz.fileobj = _Full()
     for _ in range(10):
         t = step(5)  # the source never sees the error
         assert _wire(src, t) == _wire(twin, t)

@@ -17,7 +17,6 @@ import socket
 import struct
 import time
 
-import pytest
 from hub_support import RawClient, advance
 from simserver import wait_until
 

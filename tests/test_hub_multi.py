@@ -31,7 +31,7 @@ from nodewatch.core.views import HEALTH_BAD, HEALTH_OK
 from nodewatch.hub import paths
 from nodewatch.hub.codec import to_wire, view_to_wire
 from nodewatch.hub.multi import HubMultiSource
-from nodewatch.hub.runner import HubRunner, _source
+from nodewatch.commands.hub_runner import HubRunner, _source
 from nodewatch.hub.viewer_source import HubAddress, ViewerSource
 from nodewatch.sources.replay import ReplaySource
 from nodewatch.sources.segments import list_segments

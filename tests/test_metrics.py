@@ -284,12 +284,12 @@ def test_the_expected_taint_time_is_the_outlooks_on_the_whole_fleet(tmp_path):
     assert seen, "the incident has nodes waiting for their taint"
 
 
-def test_a_hub_over_several_clusters_labels_each_and_readyz_names_the_broken_one(three, tmp_path):  # noqa: F811
+def test_a_hub_over_several_clusters_labels_each_and_readyz_names_the_broken_one(three, tmp_path):
     """``nodewatch hub --context alpha --context beta --context gamma --metrics``: alpha works,
     gamma rejects the hub's token. Each cluster's series carry its name; readyz says gamma."""
     from nodewatch.commands.common import settings_from_args
     from nodewatch.hub import paths
-    from nodewatch.hub.runner import HubRunner
+    from nodewatch.commands.hub_runner import HubRunner
     from nodewatch.cli import build_parser
 
     kc, fleets, servers = three
@@ -328,7 +328,7 @@ def _demo_runner(tmp_path, *options: str):
     from nodewatch.cli import build_parser
     from nodewatch.commands.common import settings_from_args
     from nodewatch.hub import paths
-    from nodewatch.hub.runner import HubRunner
+    from nodewatch.commands.hub_runner import HubRunner
 
     directory = paths.ensure_private_dir(tmp_path / "hub")
     args = build_parser().parse_args(["hub", "--demo", "--demo-nodes", "20", "--dir", str(directory), "--no-record",

@@ -165,7 +165,7 @@ def test_pods_evicted_at_time_added_plus_their_toleration() -> None:
     watched = {k: p for k, p in fleet.pods.items() if p.node in nodes}
     fleet.step_to(fleet.now + 800)
     expected_seen = {"DaemonSet": 0, "30": 0, "300": 0, "600": 0}
-    for (ns, name), pod in watched.items():
+    for (_ns, name), pod in watched.items():
         added = tape.taint_added(pod.node, rules.TAINT_UNREACHABLE)
         deleting = [t for t, e, o in tape.of("pods", name) if o["metadata"].get("deletionTimestamp")]
         if pod.wl.kind == "DaemonSet":

@@ -8,7 +8,8 @@ import pytest
 from nodewatch.core.causes import CauseKind
 from nodewatch.core.rules import NodeState, ZoneState
 from nodewatch.core.timeutil import parse_time
-from nodewatch.sim.fleet import RESOURCES, SimFleet, scenario_names
+from nodewatch.core.views import RESOURCES
+from nodewatch.sim.fleet import SimFleet, scenario_names
 from nodewatch.sources.demo import DemoSource
 
 

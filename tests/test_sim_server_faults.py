@@ -276,10 +276,10 @@ def test_server_down_then_back_on_the_same_port(server, fleet):
 
 def test_server_down_for_a_duration(server):
     server.faults.down(0.5)
-    wait_until(lambda: not server._listening.is_set(), timeout=5)  # noqa: SLF001
+    wait_until(lambda: not server._listening.is_set(), timeout=5)
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", server.port), timeout=2)
-    wait_until(lambda: server._listening.is_set(), timeout=5)  # noqa: SLF001
+    wait_until(lambda: server._listening.is_set(), timeout=5)
     assert ApiClient(server).get_json("/api/v1/nodes")[0] == 200
 
 

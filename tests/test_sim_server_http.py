@@ -300,7 +300,7 @@ def test_bad_and_expired_continue(tmp_path, client):
     assert status == 400 and body["reason"] == "BadRequest"
     _, body = client.get_json("/api/v1/nodes?limit=1")
     token = body["metadata"]["continue"]
-    for i in range(20):  # push the snapshot out of the server's cache with other lists
+    for _i in range(20):  # push the snapshot out of the server's cache with other lists
         client.server.store.emit("nodes", "MODIFIED", TinyFleet(nodes=1).node("node-000"), 0)
         client.get_json("/api/v1/nodes?limit=1")
     status, body = client.get_json(f"/api/v1/nodes?limit=1&continue={token}")

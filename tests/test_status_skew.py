@@ -20,7 +20,7 @@ from nodewatch.cli import main
 SKEWED = "node-001"
 
 
-def _status(capsys, srv, tmp_path, *args: str) -> tuple[int, dict]:  # noqa: ANN001
+def _status(capsys, srv, tmp_path, *args: str) -> tuple[int, dict]:
     rc = main(["status", "--kubeconfig", str(srv.kubeconfig_path), "--cert-cache-dir", str(tmp_path / "c"),
                "--format", "json", *args])
     out, _ = capsys.readouterr()

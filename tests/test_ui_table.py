@@ -29,7 +29,6 @@ from nodewatch.ui.fleet_table import FleetTable
 from nodewatch.ui.rows import (
     COLUMNS,
     NOT_READY,
-    WALL_COLUMNS,
     RowQuery,
     layout_columns,
     select_rows,
@@ -375,7 +374,7 @@ async def test_ticks_repaint_only_changed_cells_and_the_terminal_matches_a_full_
         first = await settle()
         check()
         tick_bytes = []
-        for k in range(1, 6):
+        for _k in range(1, 6):
             now += 1
             show(now)
             tick_bytes.append(await settle())

@@ -81,7 +81,7 @@ class _ContextAction(argparse.Action):
     """``--context``: the last one in ``context`` (what one-cluster commands read), every one in
     ``contexts`` (several clusters at once)."""
 
-    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+    def __call__(self, parser, namespace, values, option_string=None):
         namespace.context = values
         namespace.contexts = [*(getattr(namespace, "contexts", None) or []), values]
 
@@ -177,3 +177,33 @@ def fail(message: str) -> int:
     """One line on stderr, exit code 2: the contract of every command's errors."""
     print(f"nodewatch: {message}", file=sys.stderr)
     return 2
+
+
+SIZE_UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
+TIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_age(text: str) -> float:
+    t = text.strip().lower()
+    unit = t[-1:] if t[-1:] in TIME_UNITS else "s"
+    num = t[:-1] if t[-1:] in TIME_UNITS else t
+    try:
+        v = float(num) * TIME_UNITS[unit]
+    except ValueError:
+        raise CommandError(f"{text!r}: expected an age like 90s, 15m, 24h, 7d") from None
+    if v <= 0:
+        raise CommandError(f"{text!r}: must be more than zero")
+    return v
+
+
+def parse_size(text: str) -> int:
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = t[-1:] if t[-1:] in SIZE_UNITS and t[-1:] else ""
+    num = t[:-1] if unit else t
+    try:
+        v = int(float(num) * SIZE_UNITS[unit])
+    except ValueError:
+        raise CommandError(f"{text!r}: expected a size like 500M or 2G") from None
+    if v <= 0:
+        raise CommandError(f"{text!r}: must be more than zero")
+    return v

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .common import add_demo_arguments, add_settings_arguments, open_recorder, settings_from_args
-from ..metrics.options import MetricsServices, add_metrics_arguments
+from .metrics_options import MetricsServices, add_metrics_arguments
 from .dashboard import add_dashboard_arguments, run_app
 
 

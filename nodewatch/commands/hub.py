@@ -27,14 +27,11 @@ from .common import (
     settings_from_args,
 )
 
-SIZE_UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
-TIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..frontdoor.doors import add_frontdoor_arguments
     from ..hub.paths import DEFAULT_DIR
-    from ..metrics.options import add_metrics_arguments
+    from .metrics_options import add_metrics_arguments
 
     parser.add_argument("--dir", metavar="DIR", help=f"the hub's directory (default {DEFAULT_DIR}, created 0700)")
     parser.add_argument("--demo", action="store_true", help="serve the simulated fleet instead of a cluster")
@@ -53,36 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings_arguments(parser)
 
 
-def parse_age(text: str) -> float:
-    t = text.strip().lower()
-    unit = t[-1:] if t[-1:] in TIME_UNITS else "s"
-    num = t[:-1] if t[-1:] in TIME_UNITS else t
-    try:
-        v = float(num) * TIME_UNITS[unit]
-    except ValueError:
-        raise CommandError(f"{text!r}: expected an age like 90s, 15m, 24h, 7d") from None
-    if v <= 0:
-        raise CommandError(f"{text!r}: must be more than zero")
-    return v
-
-
-def parse_size(text: str) -> int:
-    t = text.strip().upper().removesuffix("B").removesuffix("I")
-    unit = t[-1:] if t[-1:] in SIZE_UNITS and t[-1:] else ""
-    num = t[:-1] if unit else t
-    try:
-        v = int(float(num) * SIZE_UNITS[unit])
-    except ValueError:
-        raise CommandError(f"{text!r}: expected a size like 500M or 2G") from None
-    if v <= 0:
-        raise CommandError(f"{text!r}: must be more than zero")
-    return v
-
-
 def run(args: argparse.Namespace) -> int:
     from ..frontdoor.doors import frontdoor_argument_error
     from ..hub import paths
-    from ..hub.runner import HubRunner
+    from .hub_runner import HubRunner
 
     if error := frontdoor_argument_error(args):
         raise CommandError(error)

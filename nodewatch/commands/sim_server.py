@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings_arguments(parser)
 
 
-def _make_fleet(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _make_fleet(args: argparse.Namespace):
     from ..sim.fleet import SimFleet  # the fleet is optional until it exists
 
     return SimFleet(nodes=args.nodes, scenario=args.scenario, seed=args.seed, start=time.time(),

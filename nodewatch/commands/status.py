@@ -32,7 +32,6 @@ from .common import (
     cluster_specs_from_args,
     fail,
     live_source_from_args,
-    multi_source,
     settings_from_args,
 )
 
@@ -104,7 +103,7 @@ RENEWAL_MARGIN = 2.0
 """Beyond one renewal interval: the API server's write and the watch's delivery."""
 
 
-def _await_doubtful_renewals(live, budget: float) -> None:  # noqa: ANN001 - a LiveSource
+def _await_doubtful_renewals(live, budget: float) -> None:  # a LiveSource
     """A listed lease says when it was renewed only by renewTime, on the node's clock: a node
     whose clock is behind would be called late while the controller keeps it Ready. Wait (at
     most one renewal interval, within ``--wait``) for those leases to be seen renewing on the

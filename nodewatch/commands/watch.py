@@ -13,7 +13,7 @@ from .common import (
     multi_source,
     settings_from_args,
 )
-from ..metrics.options import MetricsServices, add_metrics_arguments
+from .metrics_options import MetricsServices, add_metrics_arguments
 from .dashboard import add_dashboard_arguments, run_app
 
 

@@ -23,7 +23,7 @@ from .views import CertInfo, LeaseTrack, NodeView, Problem, WatchHealth
 MAX_PROBLEMS = 200
 
 
-def sort_key(v: NodeView) -> tuple:
+def sort_key(v: NodeView) -> tuple[int, float, str]:
     """The fleet order: worst state first, then the nearest deadline, then the name."""
     return (v.state.rank, v.sort_deadline, v.name)
 
@@ -76,7 +76,7 @@ class FleetData:
         self._blind_cached: bool | None = None
         self._evaluated_at = -math.inf
         """``now`` of the last ``evaluate``: an earlier ``now`` (a replay stepping back) re-judges every node."""
-        self.beats: dict[str, array] = {}
+        self.beats: dict[str, array[float]] = {}
         """Per node: receive times of its last ``MAX_BEATS`` observed lease renewals (``array('d')``,
         NaN = a gap). Derived from the lease events like the caches, so not in keyframes: a restored
         keyframe starts with none and the events replayed after it add theirs."""

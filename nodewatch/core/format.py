@@ -143,7 +143,7 @@ def taints_text(taints: tuple[Taint, ...], now: float, max_len: int = 40) -> str
     return taint_short(first, now, max(1, max_len - len(more))) + more
 
 
-def version_key(v: str) -> tuple:
+def version_key(v: str) -> tuple[int, ...]:
     """``v1.33.10`` sorts after ``v1.33.9``."""
     return tuple(int(p) if p.isdigit() else 0 for p in re.split(r"[.\-+]", v.lstrip("v"))[:3])
 

@@ -24,7 +24,6 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .objects import PodRecord
 from .rules import EVICTION_TAINTS, NodeState, ZoneState
 from .settings import Settings
 from .views import AT_RISK_STATES, FleetView, zone_key

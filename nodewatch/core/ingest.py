@@ -68,13 +68,6 @@ class Ingest(Evaluation):
                 self.problem(received_at, f"{resource} {etype}", f"{type(exc).__name__}: {exc}")
                 return False
 
-    def apply_many(self, items: Iterable[tuple[str, str, Any, float | None, bool]]) -> int:
-        ok = 0
-        with self.lock:
-            for resource, etype, obj, received_at, listing in items:
-                ok += self.apply(resource, etype, obj, received_at, listing)
-        return ok
-
     def problem(self, at: float | None, where: str, message: str, kind: str = PROBLEM_ERROR) -> None:
         """Something could not be used (kept with the last ``MAX_PROBLEMS``; the header counts them)."""
         with self.lock:

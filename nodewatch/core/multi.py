@@ -176,7 +176,7 @@ def merge_views(named: list[tuple[str, FleetView]], clusters: list[ClusterView],
     )
 
 
-def merged_order(cluster_names: list[str]) -> Callable[[NodeView], tuple]:
+def merged_order(cluster_names: list[str]) -> Callable[[NodeView], tuple[int | float | str, ...]]:
     """The sort key of ``merge_views``'s order, for a reader that keeps the merged views sorted
     itself (a hub's viewer): within a state that is not Ready, the nearest deadline, then cluster
     order, then name; Ready nodes by cluster, then as their cluster orders them."""
@@ -184,7 +184,7 @@ def merged_order(cluster_names: list[str]) -> Callable[[NodeView], tuple]:
     last = len(index)
     ready = NodeState.READY.rank
 
-    def key(v: NodeView) -> tuple:
+    def key(v: NodeView) -> tuple[int | float | str, ...]:
         rank, i = v.state.rank, index.get(v.cluster, last)
         return (rank, i, v.sort_deadline, v.name) if rank == ready else (rank, v.sort_deadline, i, v.name)
 

@@ -400,7 +400,7 @@ def node_profile(labels: Mapping[str, str], kubelet: str, runtime: str, kernel: 
     return profile
 
 
-def _shared(name: str):  # noqa: ANN202 - a property reading the profile
+def _shared(name: str):  # a property reading the profile
     return property(lambda rec: getattr(rec.profile, name), doc=f"The node's ``{name}`` (its profile's).")
 
 

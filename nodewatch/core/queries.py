@@ -186,7 +186,7 @@ class Queries(Evaluation):
         """Lists completed so far (``lists_done``: SYNCED applied and the stream's health synced)."""
         return self.lists_done
 
-    def batch(self) -> AbstractContextManager:
+    def batch(self) -> AbstractContextManager[bool]:
         """Hold the state still while applying a run of events: one lock for the run, and readers
         never see half of it. Re-entrant: ``apply`` inside takes the same lock again."""
         return self.lock

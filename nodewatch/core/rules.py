@@ -21,7 +21,6 @@ TAINT_MEMORY_PRESSURE = "node.kubernetes.io/memory-pressure"
 TAINT_DISK_PRESSURE = "node.kubernetes.io/disk-pressure"
 TAINT_PID_PRESSURE = "node.kubernetes.io/pid-pressure"
 TAINT_NETWORK_UNAVAILABLE = "node.kubernetes.io/network-unavailable"
-TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 EVICTION_TAINTS = (TAINT_NOT_READY, TAINT_UNREACHABLE)
 
 PRESSURE_CONDITIONS = ("MemoryPressure", "DiskPressure", "PIDPressure")
@@ -39,7 +38,6 @@ LABEL_REGION_BETA = "failure-domain.beta.kubernetes.io/region"
 LABEL_EXCLUDE_DISRUPTION = "node.kubernetes.io/exclude-disruption"
 
 KUBELET_CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
-KUBELET_SERVING_SIGNER = "kubernetes.io/kubelet-serving"
 NODE_USER_PREFIX = "system:node:"
 
 UNKNOWN_REASON = "NodeStatusUnknown"
@@ -67,13 +65,6 @@ class NodeState(enum.Enum):
         self.word = word
         self.rank = rank
         self.symbol = symbol
-
-    @classmethod
-    def from_word(cls, word: str) -> "NodeState":
-        for s in cls:
-            if s.word.lower() == word.lower():
-                return s
-        raise ValueError(f"unknown state {word!r}; one of {', '.join(s.word for s in cls)}")
 
 
 def renew_interval(lease_duration: float) -> float:
@@ -348,12 +339,6 @@ def pod_eviction_at(
         if scheduled is not None and scheduled <= at:
             return scheduled
     return scheduled
-
-
-DEFAULT_TOLERATIONS = (
-    Toleration(key=TAINT_NOT_READY, operator="Exists", effect="NoExecute", seconds=300.0),
-    Toleration(key=TAINT_UNREACHABLE, operator="Exists", effect="NoExecute", seconds=300.0),
-)
 
 
 def with_default_tolerations(tolerations: Sequence[Toleration], seconds: float) -> list[Toleration]:

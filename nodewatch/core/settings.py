@@ -163,7 +163,8 @@ def taint_queue_keeps_duplicates(version: str | None) -> bool:
     re-taint nodes and hold back the nodes behind them (v1.19.0 to v1.20.4; see
     ``TAINT_QUEUE_FIXED_IN``). The 1.19 and 1.18 branches got the fix in later patch releases
     that are not told apart here: every 1.19 counts as affected. Unknown version: False."""
-    mm = parse_patch(version) or (parse_minor(version) + (0,) if parse_minor(version) else None)
+    minor = parse_minor(version)
+    mm = parse_patch(version) or (minor + (0,) if minor else None)
     if mm is None:
         return False
     if mm[:2] == (1, 19):

@@ -10,22 +10,14 @@
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any
 
-T = TypeVar("T")
+from ..loop_thread import LoopThread
 
 
-class DoorThread:
+class DoorThread(LoopThread):
     def __init__(self, name: str = "nodewatch-frontdoors") -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
-        self.thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = 60) -> T:
-        """Run ``coro`` on the doors' loop and return its result."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+        super().__init__(name)
 
     def close(self, *doors: Any, timeout: float = 30) -> None:
         """Close ``doors`` (anything with ``close()`` and ``wait_closed()``), then stop the loop."""
@@ -38,7 +30,4 @@ class DoorThread:
             if doors:
                 self.run(shut(), timeout)
         finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(timeout)
-            if not self.thread.is_alive():
-                self.loop.close()
+            self.stop(timeout)

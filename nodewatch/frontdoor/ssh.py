@@ -25,6 +25,7 @@ from pathlib import Path
 
 import asyncssh
 
+from ..loop_thread import keep
 from .files import host_key
 from .listen import parse_listen
 from .child_guard import parent_environment
@@ -143,7 +144,8 @@ class _Server(asyncssh.SSHServer):
         while len(waiting) >= self.door.max_unauthenticated:
             _, oldest = waiting.popitem(last=False)
             self.door.refuse(f"{self.door.max_unauthenticated} connections not logged in: the oldest closed")
-            oldest.conn.abort()
+            if oldest.conn is not None:
+                oldest.conn.abort()
         waiting[id(self)] = self
 
     def auth_completed(self) -> None:
@@ -321,7 +323,7 @@ class _ViewerSession(asyncssh.SSHServerSession):
             return
         self._hung_up = True
         if self.child is not None:
-            asyncio.ensure_future(self.child.terminate())
+            keep(asyncio.ensure_future(self.child.terminate()))
         elif self._task is None:
             self.done.set()
         if self.chan is not None:

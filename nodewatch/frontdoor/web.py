@@ -109,6 +109,8 @@ async def start_web(listen: str | tuple[str, int], token: str, command: Sequence
     host, port = parse_listen(listen) if isinstance(listen, str) else listen
     if not token:
         raise ValueError("the web front door needs a token")
+    if not callable(getattr(Server, "_make_app", None)):  # private: pyproject pins the textual-serve it has
+        raise RuntimeError("this textual-serve has no Server._make_app: the web front door needs textual-serve 1.1")
     server = _TokenServer(viewer_shell_command(command, env or {}), host, port, title=title, token=token,
                           max_sessions=max_sessions)
     runner = web.AppRunner(await server._make_app(), handle_signals=False, access_log=None,
@@ -190,8 +192,12 @@ class _TokenServer(Server):
         viewer: _Viewer | None = None
         try:
             await websocket.prepare(request)
+
+            async def close() -> None:
+                await websocket.close()
+
             viewer = _Viewer(self.command, write_bytes=websocket.send_bytes, write_str=websocket.send_str,
-                             close=websocket.close, download_manager=self.download_manager, debug=False)
+                             close=close, download_manager=self.download_manager, debug=False)
             await viewer.start(width, height)
             await self._process_messages(websocket, viewer)
         except asyncio.CancelledError:

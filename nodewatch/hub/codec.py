@@ -29,8 +29,6 @@ from ..core.views import NodeView
 _STATES = {s.name: s for s in NodeState}
 _CAUSE_KINDS = {k.name: k for k in CauseKind}
 VIEW_FIELDS = tuple(f.name for f in dataclasses.fields(NodeView))
-INF_FIELDS = frozenset({"next_change", "sort_deadline"})
-"""NodeView fields where ``inf`` means "never" and travels as None."""
 
 
 class WireError(ValueError):

@@ -126,7 +126,7 @@ class SegmentedRecorder:
 
     def for_cluster(self, cluster: str) -> ClusterRecorder:
         """The writer of one cluster's lines (a hub of several clusters)."""
-        return ClusterRecorder(self, cluster)  # type: ignore[arg-type] - the same methods as a Recorder
+        return ClusterRecorder(self, cluster)  # type: ignore[arg-type]  # the same methods as a Recorder
 
     def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False,
               cluster: str | None = None) -> None:
@@ -146,7 +146,7 @@ class SegmentedRecorder:
                     self._last[key] = (t, listing, data)
             if seg is not None:
                 try:
-                    seg._write_line(_line(orjson.dumps(t), resource, etype, data, listing, cluster), t)  # noqa: SLF001
+                    seg._write_line(_line(orjson.dumps(t), resource, etype, data, listing, cluster), t)
                 except OSError as exc:
                     self._fail(exc)
                     return
@@ -296,7 +296,7 @@ class SegmentedRecorder:
             try:
                 rec = Recorder(str(path), source, self.settings, started_at=earliest, clusters=self.clusters)
                 for line in lines:
-                    rec._write_line(line, now)  # noqa: SLF001 - complete v1 lines, written as they are
+                    rec._write_line(line, now)  # complete v1 lines, written as they are
                 rec.flush()
             except OSError:
                 if rec is not None:

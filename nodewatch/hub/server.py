@@ -48,6 +48,7 @@ from typing import Any
 
 from ..core.source import Source
 from ..core.views import Problem
+from ..loop_thread import LoopThread, keep
 from ..sources.live import MAX_SCOPED_NODES
 from . import protocol
 from .codec import to_wire
@@ -137,11 +138,9 @@ class Hub:
         self._recent: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=RECENT_DELTAS)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._servers: list[asyncio.base_events.Server] = []
-        self._loop_thread: threading.Thread | None = None
+        self._loop_thread: LoopThread | None = None
         self._ticker: threading.Thread | None = None
         self._stop = threading.Event()
-        self._ready = threading.Event()
-        self._start_error: BaseException | None = None
         self.ticks = 0
         self.last_tick_seconds = 0.0
         self.recording_stopped = ""
@@ -155,12 +154,14 @@ class Hub:
     def start(self) -> None:
         self.source.start()
         self.tick()  # a first frame, so the first viewer gets a snapshot at once
-        self._loop_thread = threading.Thread(target=self._run_loop, name="hub-loop", daemon=True)
-        self._loop_thread.start()
-        self._ready.wait(30)
-        if self._start_error is not None:
+        self._loop_thread = LoopThread("hub-loop")
+        try:
+            self._loop_thread.run(self._listen(), 30)
+        except BaseException:
+            self._loop_thread.stop(5)
             self.source.stop()
-            raise self._start_error
+            raise
+        self._loop = self._loop_thread.loop
         if self.tick_seconds is not None:
             self._ticker = threading.Thread(target=self._tick_loop, name="hub-ticker", daemon=True)
             self._ticker.start()
@@ -170,16 +171,14 @@ class Hub:
         if self._stop.is_set():
             return
         self._stop.set()
-        loop = self._loop
-        if loop is not None and loop.is_running():
-            fut = asyncio.run_coroutine_threadsafe(self._shutdown(), loop)
-            try:
-                fut.result(timeout=5)
-            except Exception:  # noqa: BLE001 - shutting down regardless
-                pass
-            loop.call_soon_threadsafe(loop.stop)
-        if self._loop_thread is not None:
-            self._loop_thread.join(timeout=5)
+        lt = self._loop_thread
+        if lt is not None:
+            if self._loop is not None and lt.running:
+                try:
+                    lt.run(self._shutdown(), 5)
+                except Exception:  # noqa: BLE001 - shutting down regardless
+                    pass
+            lt.stop(5)
         if self._ticker is not None:
             self._ticker.join(timeout=5)
         self.source.stop()
@@ -196,7 +195,7 @@ class Hub:
         while not self._stop.wait(self.tick_seconds):
             try:
                 self.tick()
-            except Exception:  # noqa: BLE001 - a failed tick is logged; the next one tries again
+            except Exception:  # a failed tick is logged; the next one tries again
                 log.exception("hub tick failed")
 
     def tick(self) -> int:
@@ -268,23 +267,6 @@ class Hub:
             self.source.focus_node(foci[0] if foci else None)
 
     # --- the loop ---------------------------------------------------------------------------------
-
-    def _run_loop(self) -> None:
-        loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        try:
-            loop.run_until_complete(self._listen())
-        except BaseException as exc:  # noqa: BLE001 - handed to start()
-            self._start_error = exc
-            self._ready.set()
-            loop.close()
-            return
-        self._loop = loop
-        self._ready.set()
-        try:
-            loop.run_forever()
-        finally:
-            loop.close()
 
     async def _listen(self) -> None:
         if self.socket_path:
@@ -451,7 +433,7 @@ class Hub:
         v.seq = -1
         v.queue.clear()
         v.queued_bytes = 0
-        asyncio.ensure_future(self._resnapshot(v))
+        keep(asyncio.ensure_future(self._resnapshot(v)))
 
     async def _resnapshot(self, v: Viewer) -> None:
         """Queue a fresh snapshot for ``v`` (built off the loop), then the deltas after it."""

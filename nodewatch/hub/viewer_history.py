@@ -13,8 +13,8 @@ import os
 
 from ..sources.replay import RecordingError, ReplaySource
 from ..sources.segments import SegmentWindow, list_segments
+from .address import HubAddress
 from .paths import RECORDINGS
-from .viewer_source import HubAddress
 
 HISTORY_SECONDS = 3600.0
 """How far back a viewer's replay reaches (the hub keeps more: ``nodewatch replay DIR/recordings``)."""

@@ -13,51 +13,20 @@ a dead screen forever. A refused token is final at once.
 from __future__ import annotations
 
 import asyncio
-import os
 import ssl
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from . import protocol
+from .address import SOCKET_NAME as SOCKET_NAME  # re-exported: where callers found them before
+from .address import HubAddress
+from .address import parse_address as parse_address
 from .codec import WireError
 from .viewer_state import ViewerState
 
 CONNECT_TIMEOUT = 5.0
 BACKOFF = (0.1, 0.25, 0.5, 1.0, 2.0)
-SOCKET_NAME = "hub.sock"
-
-
-@dataclass(frozen=True)
-class HubAddress:
-    """Where a hub listens: a Unix socket path, or TCP with TLS."""
-
-    path: str | None = None
-    host: str | None = None
-    port: int | None = None
-
-    @property
-    def display(self) -> str:
-        return f"hub {self.path}" if self.path else f"hub https://{self.host}:{self.port}"
-
-
-def parse_address(text: str) -> HubAddress:
-    """``DIR`` (its ``hub.sock``), a socket path, ``unix:PATH``, ``https://HOST:PORT`` or ``HOST:PORT``.
-    Raises ValueError with a message for the user."""
-    if text.startswith("unix:"):
-        return HubAddress(path=text[5:])
-    if text.startswith("https://") or (":" in text and not text.startswith(("/", ".", "~"))):
-        rest = text.removeprefix("https://").rstrip("/")
-        host, _, port = rest.rpartition(":")
-        host = host.strip("[]")
-        if not host or not port.isdigit():
-            raise ValueError(f"{text!r}: expected https://HOST:PORT")
-        return HubAddress(host=host, port=int(port))
-    path = os.path.expanduser(text)
-    if os.path.isdir(path):
-        path = os.path.join(path, SOCKET_NAME)
-    return HubAddress(path=path)
 
 
 class HubClock:
@@ -137,9 +106,6 @@ class ViewerSource:
         from .viewer_history import open_history
 
         return open_history(self.address)
-
-    def wait_first_frame(self, timeout: float) -> bool:
-        return self._first.wait(timeout)
 
     # --- the connection thread ----------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from ..core.rules import NodeState
 from ..core.settings import Settings
 from ..core.objects import PodRecord
 from ..core.views import PROBLEM_NOTICE, ClusterView, FleetView, NodeDetails, NodeView, Problem, WatchHealth, ZoneView
-from .codec import from_wire, view_from_wire
+from .codec import WireError, from_wire, view_from_wire
 
 MAX_LABEL_SETS = 20_000
 HUB_STREAM = "hub"

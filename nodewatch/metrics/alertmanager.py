@@ -73,12 +73,12 @@ class AlertPusher:
         now = sample.at
         seen: dict[tuple, tuple[Rule, dict[str, str], dict[str, str]]] = {}
         for rule in self.rules:
-            for labels, annotations in rule.fire(sample):
+            for labels, notes in rule.fire(sample):
                 full = {"alertname": rule.name, "severity": rule.severity, **labels}
-                seen[_key(full)] = (rule, full, annotations)
+                seen[_key(full)] = (rule, full, notes)
         out: list[dict] = []
         new = False
-        for key, (rule, labels, annotations) in seen.items():
+        for key, (rule, labels, notes) in seen.items():
             since = self._pending.setdefault(key, now)
             if now - since < rule.for_seconds:
                 continue
@@ -88,7 +88,7 @@ class AlertPusher:
                 alert = {"labels": labels, "startsAt": rfc3339(now)}
                 if self.generator_url:
                     alert["generatorURL"] = self.generator_url
-            alert["annotations"] = annotations
+            alert["annotations"] = notes
             alert["endsAt"] = rfc3339(now + VALID_RESENDS * max(self.resend, self.interval))
             self._firing[key] = alert
         for key in [k for k in self._pending if k not in seen]:
@@ -136,7 +136,7 @@ class AlertPusher:
         while not self._stop.is_set():
             try:
                 self.evaluate(self.sampler())
-            except Exception:  # noqa: BLE001 - one failed evaluation is logged; the next one tries again
+            except Exception:  # one failed evaluation is logged; the next one tries again
                 log.exception("alert evaluation failed")
             self._stop.wait(self.interval)
 

@@ -115,7 +115,7 @@ def _handler(server: MetricsServer) -> type:
         protocol_version = "HTTP/1.1"
         server_version = "nodewatch-metrics"
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:  # http.server's name
             path = self.path.split("?", 1)[0]
             try:
                 if path == "/metrics":
@@ -130,7 +130,7 @@ def _handler(server: MetricsServer) -> type:
                     self._send(200, b"nodewatch: /metrics /healthz /readyz\n")
                 else:
                     self._send(404, b"not found\n")
-            except Exception as exc:  # noqa: BLE001 - one failed scrape is one 500, not a dead thread
+            except Exception as exc:  # one failed scrape is one 500, not a dead thread
                 log.exception("metrics: %s failed", path)
                 self._send(500, f"{type(exc).__name__}: {exc}\n".encode())
 
@@ -145,7 +145,7 @@ def _handler(server: MetricsServer) -> type:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's name
+        def log_message(self, format: str, *args: Any) -> None:  # http.server's name
             pass  # scrapes every 15 s are not news
 
     return Handler

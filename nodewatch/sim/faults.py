@@ -225,10 +225,6 @@ class TokenAuth:
             if token in self._tokens:
                 self._tokens[token] = time.time() if at is None else at
 
-    def revoke(self, token: str) -> None:
-        with self._lock:
-            self._tokens.pop(token, None)
-
     def tokens(self) -> dict[str, float | None]:
         with self._lock:
             return dict(self._tokens)

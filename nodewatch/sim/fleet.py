@@ -23,7 +23,6 @@ from typing import Callable
 
 from ..core import rules
 from ..core.settings import Settings
-from ..core.views import RESOURCES
 from . import scenarios as _scenarios
 from .csrs import CSRController
 from .events import EventRecorder
@@ -130,10 +129,6 @@ class SimFleet:
                 fn(*args)
             if t > self.now:
                 self.now = t
-
-    def next_time(self) -> float | None:
-        """Virtual time of the next scheduled action."""
-        return self._heap[0][0] if self._heap else None
 
     # --- sinks and objects --------------------------------------------------------------------------------
 

@@ -14,7 +14,6 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import orjson
 
-MAX_HEAD = 64 * 1024
 MAX_BODY = 8 * 1024 * 1024
 
 

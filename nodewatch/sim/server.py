@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..loop_thread import LoopThread
 from .faults import FaultPlan, TokenAuth
 from .http_protocol import BadRequest, Request, read_request, response_head, status_bytes
 from .kubeconfig import ServerIdentity, load_or_create_identity, read_existing, write_kubeconfig
@@ -130,7 +131,7 @@ class SimServer(ReadHandlers, WatchStreaming):
         self.port = 0
         self._ssl: ssl.SSLContext | None = self.identity.ssl_context() if tls else None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread: threading.Thread | None = None
+        self._loop_thread: LoopThread | None = None
         self._fleet_thread: threading.Thread | None = None
         self._server: asyncio.AbstractServer | None = None
         self._conns: set[Conn] = set()
@@ -164,13 +165,11 @@ class SimServer(ReadHandlers, WatchStreaming):
             if now is not None:
                 self.store.advance(now)
         self._changes_at_start = {r: self.store.snapshot(r)[2] for r in RESOURCES}
-        self._loop = asyncio.new_event_loop()
-        self._loop.set_exception_handler(_quiet_exceptions)
-        self._loop_thread = threading.Thread(target=self._loop.run_forever, name="sim-server-loop", daemon=True)
-        self._loop_thread.start()
+        self._loop_thread = LoopThread("sim-server-loop", exception_handler=_quiet_exceptions)
+        self._loop = self._loop_thread.loop
         self.store.add_listener(self._on_store_change)
-        asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(10)
-        self._monitor_future = asyncio.run_coroutine_threadsafe(self._monitor(), self._loop)
+        self._loop_thread.run(self._listen(), 10)
+        self._monitor_future = self._loop_thread.submit(self._monitor())
         if self.kubeconfig_path:
             write_kubeconfig(self.kubeconfig_path, self.url, self.identity)
         if self.run_fleet:
@@ -186,16 +185,13 @@ class SimServer(ReadHandlers, WatchStreaming):
         self.store.remove_listener(self._on_store_change)
         if self._fleet_thread:
             self._fleet_thread.join(10)
-        if self._loop and self._loop.is_running():
-            try:
-                asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(10)
-            except Exception:  # noqa: BLE001 - best effort on the way out
-                pass
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        if self._loop_thread:
-            self._loop_thread.join(10)
-        if self._loop and not self._loop.is_running():
-            self._loop.close()
+        if self._loop_thread is not None:
+            if self._loop_thread.running:
+                try:
+                    self._loop_thread.run(self._shutdown(), 10)
+                except Exception:  # noqa: BLE001 - best effort on the way out
+                    pass
+            self._loop_thread.stop(10)
 
     def __enter__(self) -> "SimServer":
         return self.start()
@@ -234,9 +230,6 @@ class SimServer(ReadHandlers, WatchStreaming):
         if self.kubeconfig_path:
             write_kubeconfig(self.kubeconfig_path, self.url, self.identity)
         return new
-
-    def virtual_now(self) -> float:
-        return self.store.now
 
     # ---- fleet thread ---------------------------------------------------------------------------
 

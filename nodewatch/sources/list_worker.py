@@ -139,7 +139,7 @@ class ListWorker:
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         try:
-            self._proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            self._proc = subprocess.Popen(  # our own interpreter and module
                 [PYTHON, "-m", "nodewatch.sources.list_worker"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 close_fds=True, env=env)
@@ -178,7 +178,7 @@ class ListWorker:
                 if self._closed:
                     return
                 raise WorkerFailed("the list worker ended in the middle of a frame")
-            frame = pickle.loads(data)  # noqa: S301 - from our own child process
+            frame = pickle.loads(data)  # from our own child process
             yield frame
             if frame[0] in ("end", "http", "error", "silent"):
                 return
@@ -318,7 +318,7 @@ def main() -> int:
     except OSError:
         pass
     try:
-        req = pickle.load(sys.stdin.buffer)  # noqa: S301 - from our parent
+        req = pickle.load(sys.stdin.buffer)  # from our parent
     except Exception:  # noqa: BLE001
         return 2
     threading.Thread(target=_exit_when_parent_goes, daemon=True).start()

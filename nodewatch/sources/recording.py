@@ -47,9 +47,8 @@ from ..core.objects import KUBELET_MANAGER
 from ..core.settings import Settings
 from ..core.timeutil import format_time, time_problem, valid_time
 from ..core.views import EVENT_TYPES, RESOURCES
+from .recording_format import FORMAT_VERSION, HEADER_KEY, RecordingError
 
-FORMAT_VERSION = 1
-HEADER_KEY = "nodewatch_recording"
 FLUSH_INTERVAL = 0.5
 """Seconds between flushes; the contract is "at least once a second" (the flusher looks twice per
 interval, so a line waits at most 1.5 intervals)."""
@@ -59,10 +58,6 @@ HEALTH_FIELDS = ("connected", "synced", "last_activity", "down_since", "relists"
 HEALTH_TIMES = ("last_activity", "down_since")
 MAX_COUNT = 2**53
 """A count read from a file (relists) beyond this is not a count."""
-
-
-class RecordingError(Exception):
-    """A recording nodewatch cannot replay at all (missing file, wrong version...): for the user."""
 
 
 # --- sanitizing -----------------------------------------------------------------------------------
@@ -266,9 +261,9 @@ class Recorder:
             if self.error is not None:
                 # Not one more byte: a write after a failed one could land after a gap.
                 if self._gz is not None:
-                    self._gz.fileobj = None  # type: ignore[assignment] - its close then writes nothing
+                    self._gz.fileobj = None  # its close then writes nothing
                 try:
-                    self._raw.raw.close()  # type: ignore[attr-defined] - the fd, without the buffer
+                    self._raw.raw.close()  # the fd, without the buffer
                 except (OSError, ValueError, AttributeError):
                     pass
                 return

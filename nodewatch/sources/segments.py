@@ -28,7 +28,7 @@ from typing import IO, Any, Iterator
 import orjson
 
 from ..core.timeutil import format_time, parse_time, parse_when
-from .recording import HEADER_KEY, RecordingError
+from .recording_format import HEADER_KEY, RecordingError
 
 SEGMENT_RE = re.compile(r"^nodewatch-(\d{8}T\d{6}Z)-(\d+)\.jsonl(\.gz)?$")
 CLOCK_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")

@@ -28,7 +28,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import zipfile
 from collections.abc import Callable
 from contextlib import contextmanager

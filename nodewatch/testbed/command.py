@@ -43,7 +43,7 @@ def _accept_flag_values(p: argparse.ArgumentParser) -> None:
     starts with ``--``) by joining such pairs into ``--controller-flag=--node-...``."""
     original = p.parse_known_args
 
-    def parse_known_args(args=None, namespace=None):  # type: ignore[no-untyped-def]
+    def parse_known_args(args=None, namespace=None):
         return original(join_flag_values(list(sys.argv[1:] if args is None else args)), namespace)
 
     p.parse_known_args = parse_known_args  # type: ignore[method-assign]

@@ -189,12 +189,12 @@ class NodewatchApp(SourceActions, App):
             raise PermissionError("no files are written from a front-door session")
         return super().save_screenshot(filename, path, time_format)
 
-    def deliver_text(self, *args, **kwargs):  # type: ignore[override]
+    def deliver_text(self, *args, **kwargs):
         if self.front_door:
             return None
         return super().deliver_text(*args, **kwargs)
 
-    def deliver_binary(self, *args, **kwargs):  # type: ignore[override]
+    def deliver_binary(self, *args, **kwargs):
         if self.front_door:
             return None
         return super().deliver_binary(*args, **kwargs)
@@ -401,7 +401,7 @@ class NodewatchApp(SourceActions, App):
 
     def _set_query(self, **changes: object) -> None:
         values = {**self.query_rows.__dict__, **changes}
-        self.query_rows = RowQuery(**values)  # type: ignore[arg-type]
+        self.query_rows = RowQuery(**values)
         self.tick()
 
     def set_sort(self, column: str) -> None:

@@ -58,13 +58,6 @@ CellKey = tuple
 """A cell as one flat tuple ``(text, style, text, style...)``: one styled text (two items) or a few
 parts. Hashable and one object, so a tick that rebuilds the time columns allocates little."""
 
-STATIC_KEYS = ("state", "cluster", "name", "zone", "cond", "cond.c", "kubelet", "cause")
-"""Columns that depend only on the node's view fields (state, zone, conditions, version, causes), not
-on ``now``. The core updates views in place, so the widget caches them by those fields' values."""
-TIME_KEYS = ("renew", "renew.c", "grace", "grace.c", "evict", "evict.c", "taints", "taints.c", "cert")
-"""Columns that move with the clock: ages, countdowns, the taint's age, the certificate's days.
-A ``.c`` key is the column's compact form (``rows.Column.cell``), for narrow terminals."""
-
 
 def _cell_segments(cell: CellKey, width: int, base: Style) -> list[Segment]:
     if len(cell) == 2:

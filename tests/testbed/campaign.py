@@ -121,7 +121,7 @@ def taints_of(node: dict) -> list[dict]:
     return list(node.get("spec", {}).get("taints", []) or [])
 
 
-def run_campaign(tb, log=print) -> Observed:  # noqa: ANN001 - a controlplane.Testbed
+def run_campaign(tb, log=print) -> Observed:  # a controlplane.Testbed
     admin: Client = tb.admin()
     layout = [(region, zone) for zone, (region, n, _) in ZONES.items() for _ in range(n)]
     fleet = TestbedFleet(tb.admin(), layout=layout, seed=7, pods_per_node=3, progress=log)
@@ -212,7 +212,7 @@ ONESHOT_AT = 45.0
 overdue, before the zone scenarios' evictions."""
 
 
-def _status_once(tb, obs: Observed, log) -> None:  # noqa: ANN001
+def _status_once(tb, obs: Observed, log) -> None:
     """The one-shot answer, as a user runs it (lists, then at most one renewal interval of watch).
     Before it, once every kubelet has renewed, the first read of the kubelets' write times."""
     time.sleep(max(0.0, obs.start + WRITE_TIMES_AT - time.time()))

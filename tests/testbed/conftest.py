@@ -16,10 +16,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from campaign import APISERVER_FLAGS, CONTROLLER_FLAGS, Observed, run_campaign  # noqa: E402
+from campaign import APISERVER_FLAGS, CONTROLLER_FLAGS, Observed, run_campaign
 
-from nodewatch.testbed.build import ensure_built  # noqa: E402
-from nodewatch.testbed.controlplane import down, up  # noqa: E402
+from nodewatch.testbed.build import ensure_built
+from nodewatch.testbed.controlplane import down, up
 
 
 @pytest.fixture(scope="session")

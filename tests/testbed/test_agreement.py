@@ -36,7 +36,6 @@ from campaign import (
 
 from nodewatch.core.rules import (
     TAINT_NOT_READY,
-    TAINT_UNREACHABLE,
     NodeState,
     ZoneState,
     condition_taints,

@@ -6,7 +6,6 @@ opens works with it, and nothing it could write is allowed.
 
 from __future__ import annotations
 
-import time
 
 import pytest
 from simserver import wait_until
@@ -25,7 +24,7 @@ def _live(testbed, settings: Settings) -> LiveSource:
     return src
 
 
-def _until(cond, timeout: float = 20.0) -> bool:  # noqa: ANN001
+def _until(cond, timeout: float = 20.0) -> bool:
     """The suite's one poll (``simserver.wait_until``), with the testbed's longer default."""
     return bool(wait_until(cond, timeout))
 

@@ -29,7 +29,7 @@ from nodewatch.testbed.kubelets import TestbedFleet
 pytestmark = [pytest.mark.testbed, pytest.mark.timeout(900)]
 
 
-def _until(cond, timeout: float = 30.0) -> bool:  # noqa: ANN001
+def _until(cond, timeout: float = 30.0) -> bool:
     """The suite's one poll (``simserver.wait_until``), with the testbed's longer default."""
     return bool(wait_until(cond, timeout))
 
@@ -43,11 +43,11 @@ class Collected:
         self.problems: list[tuple[str, str]] = []
         self.lock = threading.Lock()
 
-    def sink(self, batch) -> None:  # noqa: ANN001
+    def sink(self, batch) -> None:
         with self.lock:
             self.batches.append(list(batch))
 
-    def on_health(self, reflector, **changes) -> None:  # noqa: ANN001
+    def on_health(self, reflector, **changes) -> None:
         with self.lock:
             self.health.append(changes)
 
@@ -68,7 +68,7 @@ def fleet(testbed):
     f.stop()
 
 
-def _name(obj) -> str:  # noqa: ANN001
+def _name(obj) -> str:
     """A listed item's name: the typed decoder hands over records, the dict path dicts."""
     return obj["metadata"]["name"] if isinstance(obj, dict) else obj.name
 

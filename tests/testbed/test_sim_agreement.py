@@ -46,7 +46,7 @@ class Recorded:
     def node_history(self, name: str) -> list[tuple[float, dict]]:
         return [(t, o) for r, _, o, t in self.events if r == "nodes" and o["metadata"]["name"] == name]
 
-    def first(self, name: str, pred) -> float | None:  # noqa: ANN001
+    def first(self, name: str, pred) -> float | None:
         return next((t for t, o in self.node_history(name) if pred(o)), None)
 
 

@@ -51,7 +51,7 @@ def current(request, tmp_path_factory):
     folder = base / "testbed"
     try:
         tb = up(folder, binaries, apiserver_flags=tuple(flags), progress=lambda line: print(f"testbed: {line}"))
-    except Exception as exc:  # noqa: BLE001 - a release whose gate is locked on refuses the flag
+    except Exception as exc:
         down(folder, progress=print)
         if request.param == "gate-off":
             pytest.skip(f"{binaries.version} does not start with WatchList=false: {str(exc)[:200]}")
@@ -73,7 +73,7 @@ def test_streaming_lists_on_a_current_server(current, monkeypatch, tmp_path):
     flashes: list[dict] = []
     original = LiveSource._on_health
 
-    def recording(self, reflector, **changes):  # noqa: ANN001
+    def recording(self, reflector, **changes):
         if changes.get("connected") is False:
             flashes.append({"stream": reflector.spec.resource, **changes})
         return original(self, reflector, **changes)

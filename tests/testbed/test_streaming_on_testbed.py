@@ -44,7 +44,7 @@ def fleet(testbed):
     f.stop()
 
 
-def _events(resp) -> list[dict]:  # noqa: ANN001
+def _events(resp) -> list[dict]:
     """Every event of a watch the server ends (its timeoutSeconds)."""
     data = b""
     try:
@@ -88,7 +88,7 @@ def test_a_live_source_lists_1_20_in_pages_asking_once_and_never_disconnected(te
     health: list[tuple[str, dict]] = []
     original = LiveSource._on_health
 
-    def recording(self, reflector, **changes):  # noqa: ANN001
+    def recording(self, reflector, **changes):
         health.append((reflector.spec.resource, dict(changes)))
         return original(self, reflector, **changes)
 
@@ -113,7 +113,7 @@ def test_a_quiet_watch_is_not_reopened_between_bookmarks(testbed):
     lock = threading.Lock()
     real_get = conn.get
 
-    def counting_get(path, query=None, **kw):  # noqa: ANN001
+    def counting_get(path, query=None, **kw):
         if (query or {}).get("watch") == "true":
             with lock:
                 opened.append(time.monotonic())

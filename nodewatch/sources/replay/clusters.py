@@ -62,10 +62,31 @@ def recorded_clusters(header: dict, problems: list[str]) -> list[RecordedCluster
     return out
 
 
+def header_settings(header: dict, given: Settings | None, problems: list[str]) -> Settings:
+    """``given`` (completed with the server version of the header), else the header's settings."""
+    hs = header.get("settings")
+    if not isinstance(hs, dict):
+        hs = {}
+    version = hs.get("server_version") if isinstance(hs.get("server_version"), str) else None
+    if given is not None:
+        return given if given.server_version else given.with_server_version(version)
+    s = Settings(server_version=version)
+    overridden = hs.get("overridden")
+    if isinstance(overridden, list):
+        chosen = {}
+        for name in overridden:
+            v = hs.get(name)
+            if isinstance(name, str) and isinstance(v, (int, float)) and not isinstance(v, bool):
+                chosen[name] = v
+        try:
+            s = s.override(**chosen)
+        except (ValueError, TypeError):
+            problems.append("header: unusable settings overrides ignored")
+    return s
+
+
 def cluster_settings(c: RecordedCluster, given: Settings | None, problems: list[str]) -> Settings:
     """The cluster's recorded settings, with the settings the command line gave set over them."""
-    from .index import header_settings  # the one reader of a settings payload
-
     s = header_settings({"settings": c.settings}, None, problems)
     if given is not None and given.overridden:
         s = s.override(**{name: getattr(given, name) for name in given.overridden})
@@ -76,8 +97,6 @@ def new_state(header: dict, clusters: list[RecordedCluster] | None, given: Setti
               problems: list[str]) -> ReplayState:
     """An empty state for the recording: a ``MultiFleet`` for several clusters, else a ``FleetState``
     with the header's settings (or ``given``, as before)."""
-    from .index import header_settings
-
     if clusters is None:
         return FleetState(header_settings(header, given, problems))
     return MultiFleet([Member(c.name, ClusterState(c.name, cluster_settings(c, given, problems)), context=c.context)

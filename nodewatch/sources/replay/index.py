@@ -45,7 +45,8 @@ from ..recording import (
     open_binary,
     parse_header,
 )
-from .clusters import RecordedCluster, ReplayState, misplaced, new_state, recorded_clusters, settings_payload_of, target
+from .clusters import (RecordedCluster, ReplayState, header_settings, misplaced, new_state, recorded_clusters,
+                       settings_payload_of, target)
 from .frozen import FreezeHold
 from .lines import parse, stamp, stamp_parsed
 
@@ -459,27 +460,6 @@ class EventIndex:
                 self._shown = shown
                 self._shown_until = frontier
                 self._changed.notify_all()
-
-
-def header_settings(header: dict, given: Settings | None, problems: list[str]) -> Settings:
-    """``given`` (completed with the server version of the header), else the header's settings."""
-    hs = header.get("settings") if isinstance(header.get("settings"), dict) else {}
-    version = hs.get("server_version") if isinstance(hs.get("server_version"), str) else None
-    if given is not None:
-        return given if given.server_version else given.with_server_version(version)
-    s = Settings(server_version=version)
-    overridden = hs.get("overridden")
-    if isinstance(overridden, list):
-        chosen = {}
-        for name in overridden:
-            v = hs.get(name)
-            if isinstance(name, str) and isinstance(v, (int, float)) and not isinstance(v, bool):
-                chosen[name] = v
-        try:
-            s = s.override(**chosen)
-        except (ValueError, TypeError):
-            problems.append("header: unusable settings overrides ignored")
-    return s
 
 
 def learn_version(header: dict, e: Entry) -> bool:

@@ -34,8 +34,9 @@ from ..recording import (
     open_binary,
     parse_header,
 )
-from .clusters import RecordedCluster, ReplayState, cluster_settings, misplaced, new_state, recorded_clusters, target
-from .index import OUT_OF_ORDER_REPORT, apply_entry, header_settings, learn_version
+from .clusters import (RecordedCluster, ReplayState, cluster_settings, header_settings, misplaced, new_state,
+                       recorded_clusters, target)
+from .index import OUT_OF_ORDER_REPORT, apply_entry, learn_version
 from .lines import object_fits, parse, parse_decoded, plain_line
 from .superseded import Deferred, Superseded, deferred
 

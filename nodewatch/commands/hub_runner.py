@@ -12,18 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from ..core.settings import Settings
-from . import paths
-from .flight_recorder import SegmentedRecorder
-from .multi import HubMultiSource
-from .server import Hub
+from ..hub import paths
+from ..hub.flight_recorder import SegmentedRecorder
+from ..hub.multi import HubMultiSource
+from ..hub.server import Hub
 
 
 class HubRunner:
     """What ``nodewatch hub`` runs; tests build one with ``args`` of their own."""
 
     def __init__(self, args: argparse.Namespace, directory: Path, settings: Settings) -> None:
-        from ..commands.common import CommandError
-        from ..commands.hub import parse_age, parse_size
+        from .common import CommandError, parse_age, parse_size
 
         self.directory = directory
         self.args = args
@@ -49,7 +48,7 @@ class HubRunner:
         tcp = ssl_context = token = None
         self.viewer_config: Path | None = None
         if getattr(args, "listen", None):
-            from .tls import load_or_create
+            from ..hub.tls import load_or_create
 
             host, _, port = args.listen.rpartition(":")
             host = host.strip("[]")
@@ -64,12 +63,12 @@ class HubRunner:
         try:
             self.hub.start()
         except OSError as exc:
-            from ..commands.common import CommandError
+            from .common import CommandError
 
             self.stop()
             raise CommandError(f"cannot listen: {exc.strerror or exc}") from None
         if self.hub.tcp is not None:
-            from .tls import write_viewer_config
+            from ..hub.tls import write_viewer_config
 
             self.viewer_config = write_viewer_config(self.directory, self.hub.tcp[0], self.hub.tcp_port or 0)
         if getattr(self.args, "ssh", None) or getattr(self.args, "web", None):
@@ -78,7 +77,7 @@ class HubRunner:
 
     def _start_metrics(self) -> None:
         """``--metrics`` / ``--alertmanager``: their own threads, reading the hub's source."""
-        from ..metrics.options import MetricsServices
+        from .metrics_options import MetricsServices
 
         services = MetricsServices(self.source, self.args, self.directory)
         if services.wanted:
@@ -90,7 +89,7 @@ class HubRunner:
             self.metrics = services
 
     def _open_doors(self) -> None:
-        from ..commands.common import CommandError
+        from .common import CommandError
         from ..frontdoor.background import DoorThread
         from ..frontdoor.doors import open_doors
         from ..frontdoor.viewer import default_viewer_command
@@ -130,7 +129,7 @@ class HubRunner:
 def _source(args: argparse.Namespace, settings: Settings) -> Any:
     """The demo, one live cluster, or several (``--context`` repeated, ``--all-contexts``,
     ``--fleet``: parsed as the dashboard parses them, ``commands.common.cluster_specs_from_args``)."""
-    from ..commands.common import CommandError, cluster_specs_from_args
+    from .common import CommandError, cluster_specs_from_args
 
     specs = cluster_specs_from_args(args)
     if getattr(args, "demo", False):
@@ -144,7 +143,7 @@ def _source(args: argparse.Namespace, settings: Settings) -> Any:
         return HubMultiSource(specs, settings, cert_cache_dir=args.cert_cache_dir,
                               probe_kubelet_tls=args.probe_kubelet_tls, kubelet_metrics=args.kubelet_metrics)
     from ..sources.live import KubeconfigError
-    from .live import HubLiveSource
+    from ..hub.live import HubLiveSource
 
     try:
         return HubLiveSource(settings, kubeconfig=args.kubeconfig, context=args.context,

@@ -9,7 +9,7 @@ import ssl
 from pathlib import Path
 from typing import Any
 
-from .sample import NODE_MODES, NODES_ALL
+from ..metrics.sample import NODE_MODES, NODES_ALL
 
 
 def add_metrics_arguments(parser: argparse.ArgumentParser, *, hub: bool = False) -> None:
@@ -29,7 +29,7 @@ def add_metrics_arguments(parser: argparse.ArgumentParser, *, hub: bool = False)
 
 
 def _tls(args: argparse.Namespace, directory: Path | None, host: str, port: int) -> ssl.SSLContext | None:
-    from ..commands.common import CommandError
+    from .common import CommandError
 
     cert, key = getattr(args, "metrics_tls_cert", None), getattr(args, "metrics_tls_key", None)
     if bool(cert) != bool(key):
@@ -69,9 +69,9 @@ class MetricsServices:
         return bool(getattr(self.args, "metrics", None) or getattr(self.args, "alertmanager", None))
 
     def start(self) -> "MetricsServices":
-        from ..commands.common import CommandError
-        from .sample import take_sample
-        from .server import MetricsServer, parse_address
+        from .common import CommandError
+        from ..metrics.sample import take_sample
+        from ..metrics.server import MetricsServer, parse_address
 
         args = self.args
         nodes = getattr(args, "metrics_nodes", NODES_ALL)
@@ -83,7 +83,7 @@ class MetricsServices:
                 self.server.start()
                 self.lines.append(f"  metrics: {self.server.url}/metrics  (/healthz, /readyz)")
             if getattr(args, "alertmanager", None):
-                from .alertmanager import AlertPusher
+                from ..metrics.alertmanager import AlertPusher
 
                 # alerts need the nodes not Ready (and the certificates near expiry) only
                 self.pusher = AlertPusher(args.alertmanager, lambda: take_sample(self.source, nodes="not-ready"),
