@@ -207,3 +207,55 @@ def test_an_injected_full_disk_stops_and_resumes_the_recording_without_a_mount(t
     rec.close()
     _, entries, problems = read_recording(str(rec.directory))
     assert entries and max(e.t for e in entries if e.t is not None) >= t - 5
+
+
+def test_a_full_disk_is_said_in_readyz_and_metrics_and_pages(tmp_path):
+    """The hub's /readyz stays 200 (it still judges and serves: a failed probe would take it out of
+    its Service) but says why recording stopped; ``nodewatch_flight_recorder_up`` goes 0 and the
+    NodewatchRecordingStopped alert fires from the same sample; all back when space is."""
+    import urllib.request
+
+    from nodewatch.metrics.alerts import RULES
+    from nodewatch.metrics.sample import take_sample
+    from nodewatch.metrics.server import MetricsServer
+
+    src = DemoSource(nodes=20, scenario="incident", seed=3, speed=0.0)
+    retry = RetryClock()
+    rec = SegmentedRecorder(tmp_path / "recordings", {"kind": "demo"}, src.state.settings, segment_seconds=60,
+                            clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None,
+                            retry_clock=retry)
+    src.recorder = rec
+    rule = next(r for r in RULES if r.name == "NodewatchRecordingStopped")
+
+    def step(seconds: float) -> None:
+        t = src.clock.now() + seconds
+        src.advance_to(t)
+        src.clock.seek(t)
+
+    srv = MetricsServer(src, ("127.0.0.1", 0))
+    srv.start()
+    try:
+        def scrape() -> tuple[str, str]:
+            ready = urllib.request.urlopen(srv.url + "/readyz", timeout=10).read().decode()
+            body = urllib.request.urlopen(srv.url + "/metrics", timeout=10).read().decode()
+            return ready, next(line for line in body.splitlines() if line.startswith("nodewatch_flight_recorder_up"))
+
+        for _ in range(4):
+            step(5)
+        assert scrape() == ("ok\n", "nodewatch_flight_recorder_up 1.0")
+        assert list(rule.fire(take_sample(src))) == []
+        cur = rec._current
+        assert cur is not None and cur._gz is not None
+        cur._raw = cur._gz.fileobj = _Full()
+        for _ in range(4):
+            step(5)
+        assert rec.stopped == DISK_FULL
+        assert scrape() == (f"ok; {DISK_FULL}\n", "nodewatch_flight_recorder_up 0.0")
+        ((labels, notes),) = list(rule.fire(take_sample(src)))
+        assert DISK_FULL in notes["summary"]
+        retry.t += MAX_RETRY_SECONDS
+        step(5)
+        assert scrape() == ("ok\n", "nodewatch_flight_recorder_up 1.0")
+    finally:
+        srv.stop()
+        rec.close()

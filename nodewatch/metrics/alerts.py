@@ -165,6 +165,14 @@ def _unreadable(s: FleetSample) -> Iterator[Fired]:
                                             "description": c.error})
 
 
+def _recording(s: FleetSample) -> Iterator[Fired]:
+    if s.recording:
+        yield ({}, {"summary": f"nodewatch's flight recorder stopped: {s.recording}",
+                    "description": "The fleet is still watched, judged and served; what happens now is not "
+                                   "recorded for the postmortem. Free space in the hub's directory: recording "
+                                   "resumes by itself."})
+
+
 def _never(_: FleetSample) -> Iterator[Fired]:
     return iter(())  # a process cannot report itself down: only Prometheus can
 
@@ -220,6 +228,10 @@ RULES: tuple[Rule, ...] = (
          "nodewatch cannot read cluster {{ $labels.cluster }}",
          "Credentials rejected, connection refused or a bad kubeconfig entry: see nodewatch's status.",
          _unreadable, for_="1m"),
+    Rule("NodewatchRecordingStopped", "nodewatch_flight_recorder_up == 0", "warning",
+         "nodewatch's flight recorder stopped",
+         "The fleet is still watched, judged and served; what happens now is not recorded for the postmortem. "
+         "Free space in the hub's directory: recording resumes by itself.", _recording, for_="1m"),
     Rule("NodewatchDown", 'up{job="nodewatch"} == 0 or absent(up{job="nodewatch"})', "critical",
          "nodewatch is down: nothing pages for nodes that stop renewing",
          "Prometheus cannot scrape nodewatch (job nodewatch).", _never, for_="2m"),

@@ -153,6 +153,10 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
     for cluster, n, b in api:
         req.add_metric([cluster], n)
         rx.add_metric([cluster], b)
+    recorder = g("nodewatch_flight_recorder_up",
+                 "1 while the flight recorder writes, 0 while it is stopped (a full disk); absent without one.")
+    if sample.recording is not None:
+        recorder.add_metric([], 0.0 if sample.recording else 1.0)
 
     nl = ["cluster", "node", "zone"]
     age = g("nodewatch_node_lease_age_seconds",
@@ -198,7 +202,7 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
         if n.cert_not_after is not None:
             cert.add_metric([n.cluster, n.name], n.cert_not_after)
     return [info, clock, took, nodes, grace, lb, blind_total, up, full, suspect, zstate, znodes, znr, zrate, sup,
-            relists, req, rx, age, remaining, state, taint, expected, evict, cert, ss]
+            relists, req, rx, age, remaining, state, taint, expected, evict, cert, ss, recorder]
 
 
 def api_cost(source: Any) -> list[tuple[str, int, int]]:

@@ -119,6 +119,9 @@ class FleetSample:
     certs_expiring: tuple[NodeSample, ...] = field(default_factory=tuple)
     """In ``not-ready`` mode, the Ready nodes whose kubelet certificate is within its warning
     window (``cert_level`` warn, critical, expired): the certificate alert still sees them."""
+    recording: str | None = None
+    """The flight recorder: None without one, "" while it records, else why it stopped
+    (``recording stopped: disk full``)."""
 
     def ready(self) -> tuple[bool, str]:
         """(every cluster listed and its required streams up, why not)."""
@@ -131,7 +134,9 @@ class FleetSample:
             if s.resource in REQUIRED_STREAMS and not s.up:
                 what = "forbidden" if s.forbidden else ("listing" if s.connected else "down")
                 return False, f"{s.cluster or 'cluster'}: {s.resource} stream {what}"
-        return True, "ok"
+        # A stopped recording is said, not failed: the hub still judges and serves every screen,
+        # and a failed readiness probe would take it out of its Service (the alert pages instead).
+        return True, f"ok; {self.recording}" if self.recording else "ok"
 
 
 def cluster_label(source: Any) -> str:
@@ -183,8 +188,10 @@ def take_sample(source: Any, *, nodes: str = NODES_ALL, cluster: str | None = No
             name, len(fv.nodes), tuple((s, fv.counts.get(s, 0)) for s in NodeState), error, fv.leases_blind,
             fv.blind_reason, fv.all_zones_full, fv.controller_suspect, fv.settings.grace, bool(fv.health),
             listed[name]))
+    recorder = getattr(source, "recorder", None)
+    recording = None if recorder is None else str(getattr(recorder, "stopped", "") or "")
     return FleetSample(now, tuple(out_nodes), tuple(zones), tuple(streams), tuple(clusters), nodes,
-                       tuple(expiring))
+                       tuple(expiring), recording)
 
 
 def _key(state: Any, cluster: str, name: str) -> str:
