@@ -24,7 +24,7 @@ from typing import Iterator
 from ...core.settings import Settings
 from ...core.timeutil import parse_when
 from ..kubectl_format import iter_entries as kubectl_entries
-from ..kubectl_format import looks_like_kubectl
+from ..kubectl_format import looks_like_kubectl, sort_entries
 from ..line_guards import DuplicateFilter, TimeFrame
 from ..recording import (
     Entry,
@@ -81,7 +81,8 @@ def state_at(path: str, when: str | None, settings: Settings | None = None,
         clusters: list[RecordedCluster] | None = None
         if looks_like_kubectl(first[1]):
             known = False
-            entries: Iterator[Entry] = kubectl_entries(_chain(first, lines), problems)
+            # a concatenated log comes section by section: read whole, put in time order
+            entries: Iterator[Entry] = iter(sort_entries(kubectl_entries(_chain(first, lines), problems)))
         else:
             known = True
             header = parse_header(first[1])
