@@ -3,8 +3,11 @@
 A listed lease tells when it was renewed only by renewTime, on the node's clock: 95 s behind, the
 node looks overdue while the node lifecycle controller (which times a renewal by seeing renewTime
 change) keeps it Ready. Before v1.25 the API server's write time does not help (it does not move
-on renewals), so the one-shot answer waits, at most one renewal interval within ``--wait``, for
-such a lease to be seen renewing on the watch. Through real HTTP (the simulated API server).
+on renewals), so such an age rests on the node's own clock: the one-shot answer says so, and
+only when asked for patience (``--wait``) waits, at most one renewal interval within it, for such
+a lease to be seen renewing on the watch. By default it answers at once: a stopped kubelet never
+renews, and waiting for it made ``status`` slowest exactly when an incident starts. Through real
+HTTP (the simulated API server).
 """
 
 from __future__ import annotations
@@ -21,10 +24,15 @@ SKEWED = "node-001"
 
 
 def _status(capsys, srv, tmp_path, *args: str) -> tuple[int, dict]:  # noqa: ANN001
+    rc, doc, _ = _status_err(capsys, srv, tmp_path, *args)
+    return rc, doc
+
+
+def _status_err(capsys, srv, tmp_path, *args: str) -> tuple[int, dict, str]:  # noqa: ANN001
     rc = main(["status", "--kubeconfig", str(srv.kubeconfig_path), "--cert-cache-dir", str(tmp_path / "c"),
                "--format", "json", *args])
-    out, _ = capsys.readouterr()
-    return rc, json.loads(out)
+    out, err = capsys.readouterr()
+    return rc, json.loads(out), err
 
 
 def _node(doc: dict, name: str) -> dict:
@@ -45,7 +53,7 @@ def test_a_node_clock_behind_is_ready_once_a_renewal_is_seen(capsys, tmp_path):
         renewing = threading.Thread(target=kubelet, daemon=True)
         renewing.start()
         try:
-            rc, doc = _status(capsys, srv, tmp_path)
+            rc, doc = _status(capsys, srv, tmp_path, "--wait", "20")  # patience asked for
         finally:
             stop.set()
             renewing.join()
@@ -62,4 +70,32 @@ def test_a_lease_not_seen_renewing_is_answered_as_the_list_says(capsys, tmp_path
         rc, doc = _status(capsys, srv, tmp_path, "--wait", "3")  # the wait stays within --wait
     node = _node(doc, SKEWED)
     assert node["state"] == "Overdue" and node["lease_age_seconds"] >= 100
+    assert rc == 1
+
+
+def test_a_stopped_kubelet_is_answered_at_once_with_its_age_on_the_nodes_clock(capsys, tmp_path):
+    """The minute an incident starts: one kubelet stopped 25 s ago, its node still Ready. The
+    answer comes at once (it waited a whole renewal interval, 12 s, for a renewal that never
+    comes), and names the age that rests on the node's clock."""
+    fleet = TinyFleet(nodes=3, start=time.time(), version="v1.20.2")
+    fleet.renewed[SKEWED] = time.time() - 25
+    with running_server(tmp_path, fleet=fleet) as srv:
+        started = time.monotonic()
+        rc, doc, err = _status_err(capsys, srv, tmp_path)
+        took = time.monotonic() - started
+    node = _node(doc, SKEWED)
+    assert node["state"] == "Late" and node["lease_age_seconds"] >= 25
+    assert took < 6, took  # lists in well under a second; the old wait alone was 12 s
+    assert "node's own clock" in err and SKEWED in err and "--wait" in err
+    assert rc == 1
+
+
+def test_the_table_names_ages_on_the_nodes_clock(capsys, tmp_path):
+    fleet = TinyFleet(nodes=3, start=time.time(), version="v1.20.2")
+    fleet.renewed[SKEWED] = time.time() - 25
+    with running_server(tmp_path, fleet=fleet) as srv:
+        rc = main(["status", "--kubeconfig", str(srv.kubeconfig_path), "--cert-cache-dir", str(tmp_path / "c")])
+    out, _ = capsys.readouterr()
+    note = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert len(note) == 1 and SKEWED in note[0] and "node-000" not in note[0]
     assert rc == 1
