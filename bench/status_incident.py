@@ -6,9 +6,9 @@ still Ready while its lease is late (the minute before the node lifecycle contro
 the moment an SRE runs ``status``. The bench runs the real command (``python -m nodewatch status
 --format json``) again and again, and sorts each run by what its answer shows: *incident* (a Ready
 node whose lease is more than two renewal intervals old, Late or Overdue) or *healthy* (every node
-Ready and renewing). Reference in the same run: ``status --wait 30``, the patience that used to be
-the default, which waits up to one renewal interval (+2 s) for such a lease to be seen renewing
-(it never is: the node is cut off).
+Ready and renewing). Reference in the same run: ``status --wait 300``, the patience that used to
+be the default, which waits up to one renewal interval (+2 s) after the lists for such a lease to
+be seen renewing (it never is: the node is cut off).
 
 Figure: the median incident run beside the median healthy run; target: within 1 s of it (the
 answer costs no more than its lists).
@@ -31,11 +31,18 @@ TARGET_EXTRA = 1.0
 RUNS = 3
 
 
-def _status(kc: str, *extra: str) -> tuple[float, dict | None]:
-    """(wall seconds, the JSON answer or None) of one ``nodewatch status``."""
+_STATUS = ("import sys; from nodewatch.commands import status; status.LIST_WAIT = float(sys.argv[1]); "
+           "from nodewatch.cli import main; sys.exit(main(['status', *sys.argv[2:]]))")
+"""``nodewatch status`` with a longer wait for the lists than its 30 s default when ``--wait`` is
+not given (``status.LIST_WAIT``): a 65,000-node list on this shared machine can take longer. Given
+``--wait``, status would also wait for renewals: the reference's behaviour, not the figure's."""
+
+
+def _status(kc: str, *extra: str, list_wait: float = 300.0) -> tuple[float, dict | None]:
+    """(wall seconds, the JSON answer or None) of one ``nodewatch status`` (its own process)."""
     env = {**os.environ, "KUBECONFIG": kc}
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "nodewatch", "status", "--format", "json", *extra],
+    proc = subprocess.run([sys.executable, "-c", _STATUS, str(list_wait), "--format", "json", *extra],
                           capture_output=True, env=env, timeout=900)
     took = time.perf_counter() - t
     if proc.returncode not in (0, 1):
@@ -56,13 +63,14 @@ def _moment(doc: dict) -> str:
 
 
 def measure(nodes: int, runs: int = RUNS, budget: float = 900.0) -> dict[str, list[float]]:
-    got: dict[str, list[float]] = {"incident": [], "healthy": [], "other": [], "patient": []}
+    got: dict[str, list[float]] = {"incident": [], "healthy": [], "other": [], "patient": [], "setup": []}
     with tempfile.TemporaryDirectory(prefix="nodewatch-status-incident-") as tmp:
         print(f"  status incident: sim-server with {nodes:,} nodes, scenario flapping (setup)", file=sys.stderr,
               flush=True)
         t0 = time.perf_counter()
         server, kc = start_sim_server(nodes, "flapping", tmp)
-        print(f"  status incident: serving after {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        got["setup"].append(time.perf_counter() - t0)
+        print(f"  status incident: serving after {got['setup'][0]:.0f} s", file=sys.stderr, flush=True)
         try:
             deadline = time.monotonic() + budget
             while time.monotonic() < deadline and (len(got["incident"]) < runs or len(got["healthy"]) < runs
@@ -71,7 +79,7 @@ def measure(nodes: int, runs: int = RUNS, budget: float = 900.0) -> dict[str, li
                 moment = _moment(doc)
                 got[moment].append(took)
                 if moment == "incident" and len(got["patient"]) < runs and len(got["incident"]) % 2 == 0:
-                    took_p, doc_p = _status(str(kc), "--wait", "30")
+                    took_p, doc_p = _status(str(kc), "--wait", "300")
                     if _moment(doc_p) == "incident":  # still the same moment when it answered
                         got["patient"].append(took_p)
         finally:
@@ -96,11 +104,11 @@ def run(sizes: tuple[int, ...] = (200, 65_000), runs: int = RUNS) -> list[Figure
             f"status, {n:,} nodes: an incident starting (a Ready node's lease late) / healthy",
             f"{inc:.2f} s / {ok:.2f} s (+{inc - ok:.2f} s)",
             f"<= healthy + {TARGET_EXTRA:g} s",
-            f"status --wait 30 (the old default patience) {pat:.2f} s",
+            f"status --wait 300 (the old default patience) {pat:.2f} s",
             (inc - ok <= TARGET_EXTRA) if complete else None,
             f"runs: incident {', '.join(f'{x:.2f}' for x in got['incident'])}; healthy "
-            f"{', '.join(f'{x:.2f}' for x in got['healthy'])}; --wait 30 {', '.join(f'{x:.2f}' for x in got['patient'])}"
-            f"; after the flip {len(got['other'])}"))
+            f"{', '.join(f'{x:.2f}' for x in got['healthy'])}; --wait 300 {', '.join(f'{x:.2f}' for x in got['patient'])}"
+            f"; after the flip {len(got['other'])}; setup {got['setup'][0]:.0f} s"))
     return figures
 
 

@@ -99,3 +99,35 @@ def test_the_table_names_ages_on_the_nodes_clock(capsys, tmp_path):
     note = [line for line in out.splitlines() if line.startswith("note: ")]
     assert len(note) == 1 and SKEWED in note[0] and "node-000" not in note[0]
     assert rc == 1
+
+
+def test_the_servers_write_time_settles_the_doubt_on_1_25_and_later(capsys, tmp_path):
+    """From v1.25 the API server moves the kubelet's managedFields time on every renewal: a lease
+    whose renewTime says 100 s (a clock 95 s behind) was written 5 s ago on the server's clock. The
+    answer says Ready at once, with no age resting on the node's clock."""
+    now = time.time()
+    fleet = TinyFleet(nodes=3, start=now, version="v1.33.2")
+    fleet.renewed[SKEWED] = now - 100
+    fleet.written[SKEWED] = now - 5
+    with running_server(tmp_path, fleet=fleet) as srv:
+        started = time.monotonic()
+        rc, doc, err = _status_err(capsys, srv, tmp_path)
+        took = time.monotonic() - started
+    node = _node(doc, SKEWED)
+    assert node["state"] == "Ready" and node["lease_age_seconds"] < 10, node
+    assert "node's own clock" not in err and took < 6
+    assert rc == 0
+
+
+def test_before_1_25_the_same_write_time_leaves_the_age_on_the_nodes_clock(capsys, tmp_path):
+    """Before v1.25 that time moves only when the kubelet's set of fields changes: it is no renewal's
+    time, so the age rests on renewTime, and the answer says so."""
+    now = time.time()
+    fleet = TinyFleet(nodes=3, start=now, version="v1.20.2")
+    fleet.renewed[SKEWED] = now - 100
+    fleet.written[SKEWED] = now - 86400  # the lease's creation: its fields have not changed since
+    with running_server(tmp_path, fleet=fleet) as srv:
+        rc, doc, err = _status_err(capsys, srv, tmp_path)
+    node = _node(doc, SKEWED)
+    assert node["state"] == "Overdue" and "node's own clock" in err and SKEWED in err
+    assert rc == 1
