@@ -133,18 +133,47 @@ def node_clock_note(state, now: float, node: str | None = None) -> str | None:  
             f"{shown}{more}: a clock behind would make a live node look late; --wait S watches them renew")
 
 
-def _await_doubtful_renewals(live, budget: float) -> None:  # noqa: ANN001 - a LiveSource
-    """Asked for patience (``--wait`` given): a listed lease says when it was renewed only by
-    renewTime, on the node's clock: a node whose clock is behind would be called late while the
-    controller keeps it Ready. Wait (at most one renewal interval, within ``--wait``) for those
-    leases to be seen renewing on the watch; what is still in doubt then is answered as the list
-    says, and named (``node_clock_note``). A network wait, not a rule's: real seconds.
+VOUCH_MARGIN = 5.0
+"""Beyond grace + one monitor period: the controller's pass writing Ready=Unknown, and the list."""
 
-    Not waited for by default: a stopped kubelet never renews, so the wait was the whole interval
-    exactly when an incident starts (12 s against 0.4 s healthy). The answer comes at once, with
-    the ages that rest on the node's clock named; what the server dates (managedFields' write time
-    on v1.25+) is in no doubt at all."""
+
+def vouched_renewals(state, now: float, doubtful: dict[str, float]) -> dict[str, float]:  # noqa: ANN001
+    """Of the leases in doubt (``ages_in_doubt``: name -> renewal interval), those the API server
+    vouches for: their node is still Ready although, by renewTime, the lease is older than the
+    node lifecycle controller lets one be (grace + one monitor period, + ``VOUCH_MARGIN``). The
+    controller times renewals on its own clock by seeing renewTime change; had it seen none for
+    that long, it would have written Ready=Unknown. So it saw one: the node's clock is behind, the
+    kubelet renews, and a renewal comes within one interval. (Unless the controller itself is
+    down: then the wait is bounded by one interval, and the answer says the age is the node's.)
+
+    A lease late by less than that (the minute an incident starts: the kubelet stopped 20 s ago,
+    the controller has not flipped it yet) is what a stopped kubelet and a clock a little behind
+    both look like, and a stopped kubelet never renews: not vouched for, not waited for."""
+    settings = state.settings
+    limit = settings.grace + settings.monitor_period_seconds + VOUCH_MARGIN
+    out: dict[str, float] = {}
+    with state.lock:
+        for name, interval in doubtful.items():
+            track = state.leases.get(name)
+            if track is not None and track.observed_at is not None and now - track.observed_at > limit:
+                out[name] = interval
+    return out
+
+
+def _await_doubtful_renewals(live, budget: float, patient: bool) -> None:  # noqa: ANN001 - a LiveSource
+    """A listed lease says when it was renewed only by renewTime, on the node's clock (unless the
+    server's write time dates it: ``managedFields``, v1.25 on): a node whose clock is behind would
+    be called late while the controller keeps it Ready. Wait, at most one renewal interval within
+    ``--wait``, to see such a lease renew on the watch: for the leases the API server vouches for
+    (``vouched_renewals``) always, for every lease in doubt only when asked for patience (``--wait``
+    given). What is still in doubt then is answered as the list says, and named
+    (``node_clock_note``). A network wait, not a rule's: real seconds.
+
+    Why not wait for every doubtful lease: a stopped kubelet never renews, so the wait was a whole
+    interval exactly when an incident starts (12 s against 0.4 s healthy, issue 22)."""
     doubtful = live.state.ages_in_doubt(live.clock.now())
+    if not patient:
+        doubtful = vouched_renewals(live.state, live.clock.now(), doubtful)
     if not doubtful:
         return
     deadline = time.monotonic() + min(budget, max(doubtful.values()) + RENEWAL_MARGIN)
@@ -211,8 +240,8 @@ def _evaluate_source(args: argparse.Namespace, settings):
             live.state.problem(live.clock.now(), "status", message)  # the table lists problems
             if args.format == "json":
                 print(f"nodewatch: warning: {message}", file=sys.stderr)
-        elif getattr(args, "patient", True):
-            _await_doubtful_renewals(live, args.wait - (time.monotonic() - started))
+        else:
+            _await_doubtful_renewals(live, args.wait - (time.monotonic() - started), getattr(args, "patient", True))
         return live.state, live.clock.now()
     finally:
         live.stop()
