@@ -173,3 +173,33 @@ def test_a_list_of_several_kinds_is_one_instant(tmp_path):
     got = list(iter_entries([(1, orjson.dumps(doc))], problems))
     assert [e.t for e in got] == [T0, T0, T0] and all(e.listing for e in got)
     assert problems == []
+
+
+def test_status_replay_of_the_node_list_answers_for_its_newest_node(tmp_path, capsys):
+    import json
+
+    from nodewatch.cli import main
+
+    rc = main(["status", "--replay", str(node_list(tmp_path)), "--format", "json"])
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["at"] == format_time(T0)  # not two days earlier
+    assert {n["name"]: n["state"] for n in doc["nodes"]} == {"a-dead": "Unknown", "b-live": "Ready"}
+    assert len(err.strip().splitlines()) == 1 and "dated by its newest object" in err
+    assert rc == 1
+
+
+@pytest.mark.parametrize("t", AT)
+def test_status_replay_at_every_instant_of_a_concatenated_log(tmp_path, capsys, t):
+    import json
+
+    from nodewatch.cli import main
+
+    path = concatenated(tmp_path)
+    rc = main(["status", "--replay", str(path), "--at", format_time(t), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    names = {n["name"] for n in doc["nodes"]}
+    assert names == ({"a", "b"} if t < T0 + 590 else {"a"})
+    a = next(n for n in doc["nodes"] if n["name"] == "a")
+    assert a["state"] == "Ready" and a["lease_age_seconds"] < 10  # its lease section is there at t
+    assert rc == (1 if T0 + 50 <= t < T0 + 590 else 0)  # b is not Ready from its flip to its deletion
