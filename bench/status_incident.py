@@ -78,6 +78,7 @@ def measure(nodes: int, runs: int = RUNS, budget: float = 900.0) -> dict[str, li
                 took, doc = _status(str(kc))
                 moment = _moment(doc)
                 got[moment].append(took)
+                print(f"  status incident: {moment} {took:.2f} s", file=sys.stderr, flush=True)
                 if moment == "incident" and len(got["patient"]) < runs and len(got["incident"]) % 2 == 0:
                     took_p, doc_p = _status(str(kc), "--wait", "300")
                     if _moment(doc_p) == "incident":  # still the same moment when it answered
