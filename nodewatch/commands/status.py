@@ -152,11 +152,11 @@ def vouched_renewals(state, now: float, doubtful: dict[str, float]) -> dict[str,
     settings = state.settings
     limit = settings.grace + settings.monitor_period_seconds + VOUCH_MARGIN
     out: dict[str, float] = {}
-    with state.lock:
-        for name, interval in doubtful.items():
-            track = state.leases.get(name)
-            if track is not None and track.observed_at is not None and now - track.observed_at > limit:
-                out[name] = interval
+    for name, interval in doubtful.items():
+        view = state.node_view(name, now)
+        seen = view.lease_observed_at if view is not None else None
+        if seen is not None and now - seen > limit:
+            out[name] = interval
     return out
 
 
