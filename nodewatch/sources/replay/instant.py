@@ -10,6 +10,11 @@ Time order without an index: lines may step back a little (threads of the record
 wait in a small heap until no line ``REORDER_WINDOW`` seconds older can come, so the events are
 applied in the same order as a replay's sorted index gives them. A line later than that is applied
 where it comes, and reported.
+
+A kubectl log is read whole and put in time order first: a concatenated one (``cat nodes.log
+leases.log``) comes section by section, each placed by its own objects' times
+(``kubectl_format.SectionClock``), so a later section holds events from before the first one's end
+and reading cannot stop after ``T``.
 """
 
 from __future__ import annotations
