@@ -203,3 +203,24 @@ def test_status_replay_at_every_instant_of_a_concatenated_log(tmp_path, capsys, 
     a = next(n for n in doc["nodes"] if n["name"] == "a")
     assert a["state"] == "Ready" and a["lease_age_seconds"] < 10  # its lease section is there at t
     assert rc == (1 if T0 + 50 <= t < T0 + 590 else 0)  # b is not Ready from its flip to its deletion
+
+
+def test_a_watch_opening_is_dated_as_its_list_is():
+    """``kubectl get nodes -w`` opens with one ADDED per node in name order: the dead node first,
+    the live one last. That opening is the list, dated by its newest node (event by event, the live
+    node's time was a lone jump the guard did not take: it stayed two days back)."""
+    dead = kinded("Node", node("a-dead", "Unknown", transition=T0 - 2 * 86400, reason="NodeStatusUnknown"))
+    live = kinded("Node", node("b-live", transition=T0))
+    later = kinded("Node", node("b-live", transition=T0 + 10))
+    docs = [watch("ADDED", dead), watch("ADDED", live), watch("MODIFIED", later)]
+    problems: list[str] = []
+    got = list(iter_entries([(i + 1, orjson.dumps(d)) for i, d in enumerate(docs)], problems))
+    assert [(e.etype, e.t) for e in got] == [("ADDED", T0), ("ADDED", T0), ("MODIFIED", T0 + 10)]
+    assert len(problems) == 1 and "dated by its newest object (Node 'b-live'" in problems[0]
+
+
+def test_an_events_log_is_no_list():
+    """Every Event is an ADDED of its own: an events section is never dated as one list."""
+    docs = [watch("ADDED", kinded("Event", event(f"e{k}", "a", "R", "m", T0 + 60 * k))) for k in range(3)]
+    got = list(iter_entries([(i + 1, orjson.dumps(d)) for i, d in enumerate(docs)], []))
+    assert [e.t for e in got] == [T0, T0 + 60, T0 + 120]

@@ -129,6 +129,10 @@ def iter_entries(lines: Iterable[tuple[int, bytes]], problems: list[str]) -> Ite
     yield from clock.finish()
 
 
+OPENING_LISTS = frozenset({"nodes", "leases", "pods", "certificatesigningrequests"})
+"""Resources whose watch log opens with the list (one ADDED per object, then MODIFIED...)."""
+
+
 def sort_entries(entries: Iterable[Entry]) -> list[Entry]:
     """The entries of a kubectl log in time order; stable, so each section's own order is kept."""
     return sorted(entries, key=_entry_time)
@@ -141,9 +145,13 @@ def _entry_time(e: Entry) -> float:
 class _Section:
     """One resource's events: one ``kubectl get -w`` of that resource, whose order is time order."""
 
-    __slots__ = ("t", "jumps", "pending", "deletions", "interleaved")
+    __slots__ = ("t", "jumps", "pending", "deletions", "interleaved", "opening", "opening_keys")
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], resource: str = "") -> None:
+        self.opening: list[tuple[int, str, str, dict, bool]] | None = [] if resource in OPENING_LISTS else None
+        """The watch's opening ADDED events, held until it ends (``SectionClock._close_opening``);
+        None once it has (or for Events, whose every event is an ADDED of its own)."""
+        self.opening_keys: set[tuple] = set()
         self.t: float | None = None
         """The section's time so far (None: no object of it has told one yet)."""
         self.jumps = JumpGuard(problems)
@@ -172,7 +180,10 @@ class SectionClock:
     DELETED object carries its last heartbeat) happened after the section's previous event and
     before its next one; put at the previous one, a node deleted ten minutes after it died vanished
     at its last heartbeat. Such a deletion is placed at the section's next time (the log's end, when
-    none comes), and the count is reported. In an interleaved log the file's order dates it."""
+    none comes), and the count is reported. In an interleaved log the file's order dates it.
+
+    A watch opens with its list (one ADDED per object): that opening is dated as a List document
+    is, by its newest object (``_close_opening``), but for Events, every one of which is an ADDED."""
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
@@ -188,7 +199,7 @@ class SectionClock:
     def _section(self, resource: str) -> _Section:
         sec = self.sections.get(resource)
         if sec is None:
-            sec = self.sections[resource] = _Section(self.problems)
+            sec = self.sections[resource] = _Section(self.problems, resource)
         elif resource != self.run and self.run is not None:
             sec.interleaved = True  # back after another resource's run: one file written as it came
             if self.latest is not None and (sec.t is None or self.latest > sec.t):
@@ -213,7 +224,39 @@ class SectionClock:
         sec.deletions = []
 
     def event(self, n: int, resource: str, etype: str, obj: dict, listing: bool) -> Iterator[Entry]:
+        if self.run is not None and resource != self.run:
+            yield from self._close_opening(self.sections[self.run])  # that watch's section ended here
         sec = self._section(resource)
+        if sec.opening is not None:
+            key = _key(obj)
+            if etype == "ADDED" and key not in sec.opening_keys:
+                sec.opening.append((n, resource, etype, obj, listing))
+                sec.opening_keys.add(key)
+                return
+            yield from self._close_opening(sec)
+        yield from self._event(n, sec, resource, etype, obj, listing)
+
+    def _close_opening(self, sec: _Section) -> Iterator[Entry]:
+        """The watch's opening ADDED events are its list (``kubectl get -w`` starts with every
+        object once, in the API server's order: by name): dated as one List is (``listing``), by
+        its newest object. Event by event, a NodeList whose live node sorts last after nodes dead
+        for years was dated by the dead (the live node's time a lone jump the guard did not take)."""
+        opening, sec.opening = sec.opening, None
+        sec.opening_keys = set()
+        if not opening:
+            return
+        n = opening[0][0]
+        list_t = self._list_time(n, [(r, obj) for _, r, _, obj, _ in opening])
+        if list_t is None:
+            for m, r, etype, obj, listing in opening:
+                yield from self._event(m, sec, r, etype, obj, listing)
+            return
+        if sec.t is None or list_t > sec.t:
+            yield from self._advance(sec, list_t)
+        for m, r, etype, obj, listing in opening:
+            yield Entry(m, sec.t, r, etype, obj, listing)
+
+    def _event(self, n: int, sec: _Section, resource: str, etype: str, obj: dict, listing: bool) -> Iterator[Entry]:
         own = object_time(resource, etype, obj)
         t = sec.jumps.check(n, own, sec.t)
         entry = Entry(n, sec.t, resource, etype, obj, listing)
@@ -253,19 +296,15 @@ class SectionClock:
         which is no earlier than the newest of its objects. Dated by that newest object, not the
         first: the API server lists by name, and a NodeList whose only live node sorts last was
         dated by a node dead for two days (a jump the stream's guard would not take unconfirmed)."""
-        times = [(object_time(r, "ADDED", obj), i) for i, (r, obj) in enumerate(items)]
-        dated = sorted(((t, i) for t, i in times if t is not None), reverse=True)
-        list_t = dated[0][0] if dated else None
-        if len(dated) >= 2 and dated[0][0] - dated[1][0] > MAX_JUMP:
-            r, obj = items[dated[0][1]]
-            self.problems.append(
-                f"line {n}: the list is dated by its newest object ({_name(obj)} at {format_time(dated[0][0])}), "
-                f"{format_duration(dated[0][0] - dated[1][0])} after the next newest; ages are measured from there")
         out: list[Entry] = []
+        if self.run is not None:
+            out.extend(self._close_opening(self.sections[self.run]))  # the watch before it ended
+        list_t = self._list_time(n, items)
         for r, obj in items:
             sec = self.sections.get(r)
             if sec is None:
-                sec = self.sections[r] = _Section(self.problems)
+                sec = self.sections[r] = _Section(self.problems, r)
+            out.extend(self._close_opening(sec))
             self.run = r
             t = sec.t if list_t is None or (sec.t is not None and sec.t > list_t) else list_t
             e = Entry(n, t, r, "ADDED", obj, True)
@@ -277,9 +316,23 @@ class SectionClock:
                 out.append(e)
         yield from out
 
+    def _list_time(self, n: int, items: list[tuple[str, dict]]) -> float | None:
+        """The time of a list of ``items``: its newest object's (None: none tells a time). A newest
+        far ahead of all others is used, and said in one line (a wild clock would date it wrong)."""
+        times = [(object_time(r, "ADDED", obj), i) for i, (r, obj) in enumerate(items)]
+        dated = sorted(((t, i) for t, i in times if t is not None), reverse=True)
+        if len(dated) >= 2 and dated[0][0] - dated[1][0] > MAX_JUMP:
+            r, obj = items[dated[0][1]]
+            self.problems.append(
+                f"line {n}: the list is dated by its newest object ({_name(obj)} at {format_time(dated[0][0])}), "
+                f"{format_duration(dated[0][0] - dated[1][0])} after the next newest; ages are measured from there")
+        return dated[0][0] if dated else None
+
     def finish(self) -> Iterator[Entry]:
         """The end of the log: deletions still waiting go at its newest time; sections that never
         told a time take the log's first."""
+        for sec in self.sections.values():
+            yield from self._close_opening(sec)
         for sec in self.sections.values():
             sec.jumps.finish()
         end = self.latest
