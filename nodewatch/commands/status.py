@@ -122,8 +122,8 @@ def node_clock_note(state, now: float, node: str | None = None) -> str | None:  
     """One line naming the Ready nodes whose lease looks late only by renewTime, the node's own
     clock (the server gave no write time that dates the renewal: before v1.25, or no managedFields),
     or None. Why say it: such an age is the truth only if the node's clock agrees with ours; a
-    clock behind makes a live node look late, and ``status`` no longer waits to see it renew
-    unless asked (``--wait``)."""
+    clock behind makes a live node look late, and ``status`` waits to see it renew only where the
+    server vouches for the node (``vouched_renewals``) or when asked (``--wait``)."""
     names = sorted(state.ages_in_doubt(now, None if node is None else [node]))
     if not names:
         return None
