@@ -52,6 +52,9 @@ class TinyFleet:
         self.zones = {n: f"zone-{'abc'[i % 3]}" for i, n in enumerate(self.names)}
         self.stopped: set[str] = set()
         self.renewed = {n: self.now - (i % 10) for i, n in enumerate(self.names)}
+        self.written: dict[str, float] = {}
+        """The API server's time of a lease's last kubelet write (``managedFields[].time``), where
+        set; unset, the lease has no managedFields."""
         self.pods_per_node = pods_per_node
         self._event_seq = 0
         self._events: list[dict] = [self._event(n, "Normal", "Starting", "Starting kubelet.", "kubelet") for n in self.names]
@@ -111,6 +114,15 @@ class TinyFleet:
         }
 
     def lease(self, name: str) -> dict:
+        obj = self._lease(name)
+        if name in self.written:
+            obj["metadata"]["managedFields"] = [{
+                "manager": "kubelet", "operation": "Update", "apiVersion": "coordination.k8s.io/v1",
+                "time": _ts(self.written[name]), "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:spec": {"f:holderIdentity": {}, "f:leaseDurationSeconds": {}, "f:renewTime": {}}}}]
+        return obj
+
+    def _lease(self, name: str) -> dict:
         return {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",

@@ -8,8 +8,11 @@ accepted too, as ADDED items of a listing.
 
 Such a log has no receive times, so a replay takes time from the objects themselves (lease
 ``renewTime``, condition heartbeats and transitions, taint ``timeAdded``, event times, creation and
-deletion timestamps), never lets time run backwards (event order is kept), and applies the
-events with ``received_at=None`` so lease ages are measured from ``renewTime``.
+deletion timestamps), section by section: each resource's time never runs backwards (its order is
+kept), a later section of a concatenated log is placed by its own objects' times (``SectionClock``),
+and a List is dated by its newest object. The events are applied with ``received_at=None`` so lease
+ages are measured from ``renewTime``. The entries come section by section: readers sort them by
+time (``sort_entries``).
 """
 
 from __future__ import annotations
@@ -98,40 +101,259 @@ def _loads(data: bytes, n: int, problems: list[str]) -> Any:
 
 
 def iter_entries(lines: Iterable[tuple[int, bytes]], problems: list[str]) -> Iterator[Entry]:
-    """Entries in input order with times from the objects, never going backwards."""
-    last_t: float | None = None
-    jumps = JumpGuard(problems)
+    """Entries with times from the objects, each section's never going backwards (``SectionClock``).
+
+    The entries of a concatenated log come section by section, not in time order: whoever needs
+    them in time order sorts them by ``t`` (stably: a section's own order is kept)."""
+    clock = SectionClock(problems)
     unknown_kinds: set[str] = set()
-    pending: list[Entry] = []  # entries before the first known time get that time
+
+    def resource_of(n: int, obj: Any) -> str | None:
+        kind = obj.get("kind") if isinstance(obj, dict) else None
+        resource = KIND_RESOURCES.get(kind) if isinstance(kind, str) else None
+        if resource is None:
+            k = str(kind)[:60]
+            if k not in unknown_kinds:
+                unknown_kinds.add(k)
+                problems.append(f"line {n}: objects of kind {k!r} are not used, skipped (reported once)")
+        return resource
+
     for n, doc in iter_documents(lines, problems):
-        for etype, obj, listing in _events_of(n, doc, problems):
-            kind = obj.get("kind") if isinstance(obj, dict) else None
-            resource = KIND_RESOURCES.get(kind) if isinstance(kind, str) else None
-            if resource is None:
-                k = str(kind)[:60]
-                if k not in unknown_kinds:
-                    unknown_kinds.add(k)
-                    problems.append(f"line {n}: objects of kind {k!r} are not used, skipped (reported once)")
-                continue
-            t = jumps.check(n, object_time(resource, etype, obj), last_t)
-            if t is not None and (last_t is None or t > last_t):
-                last_t = t
-            entry = Entry(n, last_t, resource, etype, obj, listing)
-            if last_t is None:
-                pending.append(entry)
-                continue
-            if pending:
-                for p in pending:
-                    p.t = last_t
-                    yield p
-                pending = []
+        events = [(etype, obj, listing, r) for etype, obj, listing in _events_of(n, doc, problems)
+                  if (r := resource_of(n, obj)) is not None]
+        if events and events[0][2]:  # the items of a List document: one snapshot, one time
+            yield from clock.listing(n, [(r, obj) for _, obj, _, r in events])
+            continue
+        for etype, obj, listing, resource in events:
+            yield from clock.event(n, resource, etype, obj, listing)
+    yield from clock.finish()
+
+
+OPENING_LISTS = frozenset({"nodes", "leases", "pods", "certificatesigningrequests"})
+"""Resources whose watch log opens with the list (one ADDED per object, then MODIFIED...)."""
+
+
+def sort_entries(entries: Iterable[Entry]) -> list[Entry]:
+    """The entries of a kubectl log in time order; stable, so each section's own order is kept."""
+    return sorted(entries, key=_entry_time)
+
+
+def _entry_time(e: Entry) -> float:
+    return e.t if e.t is not None else 0.0
+
+
+class _Section:
+    """One resource's events: one ``kubectl get -w`` of that resource, whose order is time order."""
+
+    __slots__ = ("t", "jumps", "pending", "deletions", "interleaved", "opening", "opening_keys")
+
+    def __init__(self, problems: list[str], resource: str = "") -> None:
+        self.opening: list[tuple[int, str, str, dict, bool]] | None = [] if resource in OPENING_LISTS else None
+        """The watch's opening ADDED events, held until it ends (``SectionClock._close_opening``);
+        None once it has (or for Events, whose every event is an ADDED of its own)."""
+        self.opening_keys: set[tuple] = set()
+        self.t: float | None = None
+        """The section's time so far (None: no object of it has told one yet)."""
+        self.jumps = JumpGuard(problems)
+        self.pending: list[Entry] = []
+        """Entries before the section's first time: they get that time."""
+        self.deletions: list[Entry] = []
+        """Deletions whose object does not date them, waiting for the section's next time."""
+        self.interleaved = False
+        """The log came back to this section after another's: its watches were written to one file
+        as they came, and the file's order is time order across sections too."""
+
+
+class SectionClock:
+    """Times for the events of a kubectl log, from the objects, section by section.
+
+    Why sections: ``kubectl get -w`` watches one resource per command, so a log of an incident is
+    ``cat nodes.log leases.log pods.log events.log``: each file's order is time order, the
+    concatenation's is not. One clock for the whole log carried every Lease, Pod and Event after
+    the last Node event (all of them lost at any ``--at`` before it). Each resource is a section
+    with its own clock: time taken from its own objects never goes backwards within it, and a later
+    section is placed by its own objects' times. A log whose resources alternate (several watches
+    appending to one file, ``>>``) is in time order across sections: when a resource comes back
+    after another's run, its clock is moved up to the newest time of the log.
+
+    A deletion whose object tells no time of its own (a Node has no ``deletionTimestamp``: its
+    DELETED object carries its last heartbeat) happened after the section's previous event and
+    before its next one; put at the previous one, a node deleted ten minutes after it died vanished
+    at its last heartbeat. Such a deletion is placed at the section's next time (the log's end, when
+    none comes), and the count is reported. In an interleaved log the file's order dates it.
+
+    A watch opens with its list (one ADDED per object): that opening is dated as a List document
+    is, by its newest object (``_close_opening``), but for Events, every one of which is an ADDED."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        self.sections: dict[str, _Section] = {}
+        self.run: str | None = None
+        """The resource of the current run of documents."""
+        self.latest: float | None = None
+        """The newest time of any section."""
+        self.first: float | None = None
+        """The earliest time of any section (for a section that tells none)."""
+        self._undated: list[int] = []
+
+    def _section(self, resource: str) -> _Section:
+        sec = self.sections.get(resource)
+        if sec is None:
+            sec = self.sections[resource] = _Section(self.problems, resource)
+        elif resource != self.run and self.run is not None:
+            sec.interleaved = True  # back after another resource's run: one file written as it came
+            if self.latest is not None and (sec.t is None or self.latest > sec.t):
+                sec.t = self.latest
+        self.run = resource
+        return sec
+
+    def _advance(self, sec: _Section, t: float) -> Iterator[Entry]:
+        """The section's time moves to ``t``: what waited for a time gets it."""
+        sec.t = t
+        if self.latest is None or t > self.latest:
+            self.latest = t
+        if self.first is None or t < self.first:
+            self.first = t
+        for e in sec.pending:
+            e.t = t
+            yield e
+        sec.pending = []
+        for e in sec.deletions:
+            e.t = t
+            yield e
+        sec.deletions = []
+
+    def event(self, n: int, resource: str, etype: str, obj: dict, listing: bool) -> Iterator[Entry]:
+        if self.run is not None and resource != self.run:
+            yield from self._close_opening(self.sections[self.run])  # that watch's section ended here
+        sec = self._section(resource)
+        if sec.opening is not None:
+            key = _key(obj)
+            if etype == "ADDED" and key not in sec.opening_keys:
+                sec.opening.append((n, resource, etype, obj, listing))
+                sec.opening_keys.add(key)
+                return
+            yield from self._close_opening(sec)
+        yield from self._event(n, sec, resource, etype, obj, listing)
+
+    def _close_opening(self, sec: _Section) -> Iterator[Entry]:
+        """The watch's opening ADDED events are its list (``kubectl get -w`` starts with every
+        object once, in the API server's order: by name): dated as one List is (``listing``), by
+        its newest object. Event by event, a NodeList whose live node sorts last after nodes dead
+        for years was dated by the dead (the live node's time a lone jump the guard did not take)."""
+        opening, sec.opening = sec.opening, None
+        sec.opening_keys = set()
+        if not opening:
+            return
+        n = opening[0][0]
+        list_t = self._list_time(n, [(r, obj) for _, r, _, obj, _ in opening])
+        if list_t is None:
+            for m, r, etype, obj, listing in opening:
+                yield from self._event(m, sec, r, etype, obj, listing)
+            return
+        if sec.t is None or list_t > sec.t:
+            yield from self._advance(sec, list_t)
+        for m, r, etype, obj, listing in opening:
+            yield Entry(m, sec.t, r, etype, obj, listing)
+
+    def _event(self, n: int, sec: _Section, resource: str, etype: str, obj: dict, listing: bool) -> Iterator[Entry]:
+        own = object_time(resource, etype, obj)
+        t = sec.jumps.check(n, own, sec.t)
+        entry = Entry(n, sec.t, resource, etype, obj, listing)
+        if t is not None and (sec.t is None or t > sec.t):
+            entry.t = t
+            if etype == "DELETED":
+                yield from self._release_deletions_of(sec, obj)
+            yield from self._advance(sec, t)
             yield entry
-    jumps.finish()
-    if pending:
-        problems.append("no object carries a time: the events are replayed at time 0")
-        for p in pending:
-            p.t = 0.0
-            yield p
+            return
+        if etype == "DELETED" and not sec.interleaved and not _d(obj.get("metadata")).get("deletionTimestamp"):
+            self._undated.append(n)
+            sec.deletions.append(entry)
+            return
+        yield from self._release_deletions_of(sec, obj)
+        if sec.t is None:
+            sec.pending.append(entry)
+        else:
+            yield entry
+
+    def _release_deletions_of(self, sec: _Section, obj: dict) -> Iterator[Entry]:
+        """An event on an object whose deletion waits: the deletion came first, it goes now."""
+        if not sec.deletions:
+            return
+        key = _key(obj)
+        keep = []
+        for e in sec.deletions:
+            if _key(e.obj) == key and sec.t is not None:
+                e.t = sec.t
+                yield e
+            else:
+                keep.append(e)
+        sec.deletions = keep
+
+    def listing(self, n: int, items: list[tuple[str, dict]]) -> Iterator[Entry]:
+        """The items of a List document (``kubectl get -o json``): one snapshot, served at one time,
+        which is no earlier than the newest of its objects. Dated by that newest object, not the
+        first: the API server lists by name, and a NodeList whose only live node sorts last was
+        dated by a node dead for two days (a jump the stream's guard would not take unconfirmed)."""
+        out: list[Entry] = []
+        if self.run is not None:
+            out.extend(self._close_opening(self.sections[self.run]))  # the watch before it ended
+        list_t = self._list_time(n, items)
+        for r, obj in items:
+            sec = self.sections.get(r)
+            if sec is None:
+                sec = self.sections[r] = _Section(self.problems, r)
+            out.extend(self._close_opening(sec))
+            self.run = r
+            t = sec.t if list_t is None or (sec.t is not None and sec.t > list_t) else list_t
+            e = Entry(n, t, r, "ADDED", obj, True)
+            if list_t is not None and (sec.t is None or list_t > sec.t):
+                out.extend(self._advance(sec, list_t))
+            if t is None:
+                sec.pending.append(e)
+            else:
+                out.append(e)
+        yield from out
+
+    def _list_time(self, n: int, items: list[tuple[str, dict]]) -> float | None:
+        """The time of a list of ``items``: its newest object's (None: none tells a time). A newest
+        far ahead of all others is used, and said in one line (a wild clock would date it wrong)."""
+        times = [(object_time(r, "ADDED", obj), i) for i, (r, obj) in enumerate(items)]
+        dated = sorted(((t, i) for t, i in times if t is not None), reverse=True)
+        if len(dated) >= 2 and dated[0][0] - dated[1][0] > MAX_JUMP:
+            r, obj = items[dated[0][1]]
+            self.problems.append(
+                f"line {n}: the list is dated by its newest object ({_name(obj)} at {format_time(dated[0][0])}), "
+                f"{format_duration(dated[0][0] - dated[1][0])} after the next newest; ages are measured from there")
+        return dated[0][0] if dated else None
+
+    def finish(self) -> Iterator[Entry]:
+        """The end of the log: deletions still waiting go at its newest time; sections that never
+        told a time take the log's first."""
+        for sec in self.sections.values():
+            yield from self._close_opening(sec)
+        for sec in self.sections.values():
+            sec.jumps.finish()
+        end = self.latest
+        for sec in self.sections.values():
+            if sec.deletions and end is not None:
+                for e in sec.deletions:
+                    e.t = end
+                    yield e
+                sec.deletions = []
+        if self._undated:
+            k = len(self._undated)
+            self.problems.append(f"{k} deletion{'s' if k != 1 else ''} carr{'y' if k != 1 else 'ies'} no time of "
+                                 f"{'their' if k != 1 else 'its'} own (the first on line {self._undated[0]}): each is "
+                                 "replayed at the next time its section of the log tells, the log's end for the last")
+        waiting = [e for sec in self.sections.values() for e in sec.pending + sec.deletions]
+        if waiting:
+            if self.first is None:
+                self.problems.append("no object carries a time: the events are replayed at time 0")
+            for e in sorted(waiting, key=lambda e: e.line):
+                e.t = self.first if self.first is not None else 0.0
+                yield e
 
 
 class JumpGuard:
@@ -211,6 +433,25 @@ def _d(v: Any) -> dict:
 
 def _l(v: Any) -> list:
     return v if isinstance(v, list) else []
+
+
+def _key(obj: Any) -> tuple:
+    meta = _d(obj.get("metadata")) if isinstance(obj, dict) else {}
+    return meta.get("namespace"), meta.get("name"), meta.get("uid")
+
+
+def _name(obj: dict) -> str:
+    """``Kind 'name'`` of an object, for a message (plain text, bounded)."""
+    meta = _d(obj.get("metadata"))
+    return f"{str(obj.get('kind'))[:40]} {str(meta.get('name'))[:80]!r}"
+
+
+def format_duration(s: float) -> str:
+    """A gap between two object times, in the largest whole unit (for a message)."""
+    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= n:
+            return f"{s / n:.0f}{unit}"
+    return f"{s:.0f}s"
 
 
 def _latest(*values: Any) -> float | None:

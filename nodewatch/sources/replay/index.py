@@ -371,19 +371,35 @@ class EventIndex:
                 return
 
     def _spool_entries(self, entries: Any) -> None:
+        """Spool a kubectl log's entries as v1 lines, then index them in time order at once.
+
+        Why not ``_add`` line by line: a concatenated log comes section by section (``cat
+        nodes.log leases.log``), each placed by its own objects' times (``kubectl_format``), so the
+        leases step back to the start after the last Node event. Shown to readers as the index grew,
+        they came "too late" for what was shown already; inserted one by one, each moved the
+        arrays. The index is published whole: stable-sorted by time, each section's order kept."""
         spool = self._spool
         assert spool is not None
         pos = 0
+        times, offsets, lengths, lines = array("d"), array("q"), array("l"), array("I")
         for e in entries:
             d: dict[str, Any] = {"t": e.t, "resource": e.resource, "type": e.etype, "object": e.obj}
             if e.listing:
                 d["list"] = True
             data = orjson.dumps(d) + b"\n"
             spool.write(data)
-            self._add(e.t, pos, len(data), e.line)
+            times.append(e.t if e.t is not None else 0.0)
+            offsets.append(pos)
+            lengths.append(len(data))
+            lines.append(min(e.line, 2**32 - 1))
             pos += len(data)
             if self._closed:
                 return
+        order = sorted(range(len(times)), key=times.__getitem__)
+        self._times = array("d", (times[i] for i in order))
+        self._offsets = array("q", (offsets[i] for i in order))
+        self._lengths = array("l", (lengths[i] for i in order))
+        self._lines = array("I", (lines[i] for i in order))
 
     def _check(self, n: int, line: bytes, dup: DuplicateFilter) -> Entry | None:
         opening = self._opening

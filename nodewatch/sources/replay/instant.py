@@ -10,6 +10,11 @@ Time order without an index: lines may step back a little (threads of the record
 wait in a small heap until no line ``REORDER_WINDOW`` seconds older can come, so the events are
 applied in the same order as a replay's sorted index gives them. A line later than that is applied
 where it comes, and reported.
+
+A kubectl log is read whole and put in time order first: a concatenated one (``cat nodes.log
+leases.log``) comes section by section, each placed by its own objects' times
+(``kubectl_format.SectionClock``), so a later section holds events from before the first one's end
+and reading cannot stop after ``T``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Iterator
 from ...core.settings import Settings
 from ...core.timeutil import parse_when
 from ..kubectl_format import iter_entries as kubectl_entries
-from ..kubectl_format import looks_like_kubectl
+from ..kubectl_format import looks_like_kubectl, sort_entries
 from ..line_guards import DuplicateFilter, TimeFrame
 from ..recording import (
     Entry,
@@ -82,7 +87,8 @@ def state_at(path: str, when: str | None, settings: Settings | None = None,
         clusters: list[RecordedCluster] | None = None
         if looks_like_kubectl(first[1]):
             known = False
-            entries: Iterator[Entry] = kubectl_entries(_chain(first, lines), problems)
+            # a concatenated log comes section by section: read whole, put in time order
+            entries: Iterator[Entry] = iter(sort_entries(kubectl_entries(_chain(first, lines), problems)))
         else:
             known = True
             header = parse_header(first[1])
