@@ -504,13 +504,15 @@ def binding_ids() -> set[str]:
     return {b.id for cls in classes for b in cls.BINDINGS if isinstance(b, Binding) and b.id}
 
 
-def run_dashboard(source: Source, *, wall: bool = False, problems: list[str] | None = None) -> int:
+def run_dashboard(source: Source, *, wall: bool = False, problems: list[str] | None = None,
+                  focus: str | None = None) -> int:
     """Start the source, run the dashboard until the user quits, stop the source. The user's
-    keymap (``ui/keymap.py``) is read here, so tests build the app without one."""
+    keymap (``ui/keymap.py``) is read here, so tests build the app without one. ``focus``: a node
+    whose drill-down opens first (``--node``: k9s' plugin and scripts open one node)."""
     keymap, keymap_problems = load_keymap(keymap_path(), binding_ids())
     source.start()
     try:
-        app = NodewatchApp(source, wall=wall, keymap=keymap, keymap_problems=keymap_problems,
+        app = NodewatchApp(source, wall=wall, focus=focus, keymap=keymap, keymap_problems=keymap_problems,
                            source_problems=problems)
         app.run()
         return app.return_code or 0
