@@ -20,6 +20,7 @@ COMMANDS = {
     "testbed": ("testbed", "a real Kubernetes v1.20 control plane on 127.0.0.1 with simulated kubelets"),
     "hub": ("hub", "one watcher for many screens: serve viewers and record everything, headless"),
     "attach": ("attach", "dashboard fed by a hub (its directory, socket or https://HOST:PORT)"),
+    "info": ("info", "where every file nodewatch reads and writes is"),
     "completion": ("completion", "print a shell completion script (bash, zsh or fish)"),
     "man": ("man", "print the manual page (roff), generated from these options"),
 }
@@ -62,6 +63,10 @@ def main(argv: list[str] | None = None, *, prog: str = PROG) -> int:
         argv = ["watch", *argv]
     parser = build_parser(only=argv[0] if argv else "", prog=prog)
     args = parser.parse_args(argv)
+    if getattr(args, "context", False) is None and not getattr(args, "contexts", None):
+        from .config import load_config
+
+        args.context = load_config().context  # the config file's default context, if any
     from .commands.common import CommandError, fail
 
     try:

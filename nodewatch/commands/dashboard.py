@@ -21,6 +21,10 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser, *, record: bool = T
 def run_app(source, args: argparse.Namespace, problems: list[str] | None = None) -> int:
     if not sys.stdout.isatty() and not os.environ.get("NODEWATCH_FORCE_TTY"):
         return fail("the dashboard needs a terminal; for scripts use `nodewatch status`")
+    from ..config import load_config
     from ..ui.app import run_dashboard
+    from ..ui.rows import COLUMN_KEYS
 
-    return run_dashboard(source, wall=args.wall, problems=problems, focus=getattr(args, "node", None))
+    config = load_config(known_columns=COLUMN_KEYS)
+    return run_dashboard(source, wall=args.wall, problems=problems, focus=getattr(args, "node", None),
+                         config=config)
