@@ -21,11 +21,11 @@ demo: $(STAMP)
 test: test-fast
 	@if [ -z "$(ARGS)" ]; then $(MAKE) --no-print-directory test-testbed; fi
 
-# Programs the tests use as a user would meet them: tmux (the TUI), OpenSSH's client and server (the
-# SSH front door and ForceCommand), Chromium (the web front door), Prometheus (promtool and the server)
-# and Alertmanager (the alert tests). Installed with apt-get when
+# Programs the tests use as a user would meet them: tmux (the TUI), groff (the man page), OpenSSH's
+# client and server (the SSH front door and ForceCommand), Chromium (the web front door), Prometheus
+# (promtool and the server) and Alertmanager (the alert tests). Installed with apt-get when
 # missing and possible (root); otherwise the tests that need them say so and skip.
-SYSTEM_PACKAGES = tmux openssh-client openssh-server chromium prometheus prometheus-alertmanager
+SYSTEM_PACKAGES = tmux openssh-client openssh-server chromium prometheus prometheus-alertmanager groff-base
 
 system-deps:
 	@missing=""; for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \

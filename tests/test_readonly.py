@@ -42,7 +42,7 @@ def test_the_live_source_only_sends_get(tmp_path, start_live):
 
 
 def test_rbac_grants_exactly_what_the_live_source_uses():
-    docs = [d for d in yaml.safe_load_all((ROOT / "deploy" / "rbac.yaml").read_text()) if d]
+    docs = [d for d in yaml.safe_load_all((ROOT / "deploy" / "kubernetes" / "rbac.yaml").read_text()) if d]
     kinds = {d["kind"] for d in docs}
     assert {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} <= kinds
     granted = set()
@@ -59,7 +59,7 @@ def test_rbac_grants_exactly_what_the_live_source_uses():
             ("certificates.k8s.io", "certificatesigningrequests", "*"),
             ("coordination.k8s.io", "leases", "kube-node-lease")}
     assert granted == used
-    assert "nodes/proxy" in (ROOT / "deploy" / "rbac.yaml").read_text()  # documented, commented out
+    assert "nodes/proxy" in (ROOT / "deploy" / "kubernetes" / "rbac.yaml").read_text()  # documented, commented out
     # the permission each reflector names on a 403 matches the rule
     assert "nodes" in NODES.permission and "kube-node-lease" in LEASES.permission
     assert "certificatesigningrequests.certificates.k8s.io" in CSRS.permission

