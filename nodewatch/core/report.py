@@ -9,13 +9,13 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
 
 from .fleet import FleetState
-from .format import taint_label
+from .format import conditions_text, taint_label
 from .outlook import outlook_in
 from .rules import NodeState
 from .text import duration, safe
@@ -45,8 +45,10 @@ def node_json(v: NodeView, now: float) -> dict[str, Any]:
     }
 
 
-def fleet_json(state: FleetState, view: FleetView, node: str | None = None, *, nodes: bool = True) -> dict[str, Any]:
-    """The JSON contract as one dict (``nodes=False``: with an empty node list, for ``write_fleet_json``)."""
+def fleet_json(state: FleetState, view: FleetView, node: str | None = None, *, nodes: bool = True,
+               shown: Sequence[NodeView] | None = None) -> dict[str, Any]:
+    """The JSON contract as one dict (``nodes=False``: with an empty node list, for ``write_fleet_json``;
+    ``shown``: these nodes, in this order, instead of the view's or ``node`` alone)."""
     now = view.at
     out: dict[str, Any] = {
         "at": format_time(now),
@@ -54,7 +56,7 @@ def fleet_json(state: FleetState, view: FleetView, node: str | None = None, *, n
             "grace_seconds": view.settings.grace,
             "toleration_seconds": view.settings.toleration_seconds,
         },
-        "nodes": [node_json(v, now) for v in view.nodes if node is None or v.name == node] if nodes else [],
+        "nodes": [node_json(v, now) for v in _shown(view, node, shown)] if nodes else [],
         "zones": [{"name": z.name, "state": z.state.value, "nodes": z.nodes, "not_ready": z.not_ready}
                   for z in view.zones],
     }
@@ -83,8 +85,14 @@ whole (as dicts plus their 23 MB of JSON it was a third of ``status``'s peak mem
 _NODES_MARK = b'\n  "nodes": []'
 
 
+def _shown(view: FleetView, node: str | None, shown: Sequence[NodeView] | None) -> Sequence[NodeView]:
+    if shown is not None:
+        return shown
+    return [v for v in view.nodes if node is None or v.name == node]
+
+
 def write_fleet_json(write: Callable[[bytes], Any], state: FleetState, view: FleetView,
-                     node: str | None = None) -> None:
+                     node: str | None = None, shown: Sequence[NodeView] | None = None) -> None:
     """The JSON contract, indented by two, through ``write`` piece by piece: byte for byte what
     ``orjson.dumps(fleet_json(...), option=OPT_INDENT_2)`` gives, made terminal-safe, without holding
     it (or its dicts) whole. The envelope is dumped with an empty node list, which is then written
@@ -93,7 +101,7 @@ def write_fleet_json(write: Callable[[bytes], Any], state: FleetState, view: Fle
     head, mark, tail = orjson.dumps(fleet_json(state, view, node, nodes=False),
                                     option=orjson.OPT_INDENT_2).partition(_NODES_MARK)
     assert mark, "the envelope has a node list"
-    shown = [v for v in view.nodes if node is None or v.name == node]
+    shown = _shown(view, node, shown)
     if not shown:
         write(terminal_safe_json(head + mark + tail))
         return
@@ -140,10 +148,26 @@ def fleet_table(state: FleetState, view: FleetView, node: str | None = None) -> 
     return "\n".join(fleet_table_lines(state, view, node))
 
 
-def fleet_table_lines(state: FleetState, view: FleetView, node: str | None = None) -> Iterator[str]:
+def fleet_table_lines(state: FleetState, view: FleetView, node: str | None = None, *,
+                      shown: Sequence[NodeView] | None = None, headers: bool = True,
+                      wide: bool = False) -> Iterator[str]:
     """The table line by line (``fleet_table`` joined): the node rows are made twice, once for the
-    column widths and once to write, rather than all held at once (65,000 rows)."""
+    column widths and once to write, rather than all held at once (65,000 rows). ``shown``: these
+    nodes in this order; ``headers=False``: the node rows alone (kubectl's ``--no-headers``);
+    ``wide``: with the kubelet version, the conditions and when the lease was last seen renewed."""
     now = view.at
+    shown = _shown(view, node, shown)
+    title = TABLE_TITLE + (WIDE_TITLE if wide else ())
+    widths = [len(c) for c in title[:-1]] if headers else [0] * (len(title) - 1)
+    for v in shown:
+        for i, c in enumerate(_table_row(v, now, wide)[:-1]):
+            if len(c) > widths[i]:
+                widths[i] = len(c)
+    if not headers:
+        for v in shown:
+            r = _table_row(v, now, wide)
+            yield "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1]
+        return
     yield f"at {format_time(now)}  {view.settings.summary(zone_threshold=True)}"
     yield "  ".join(f"{s.word} {view.counts[s]}" for s in NodeState if view.counts[s]) or "no nodes"
     if view.leases_blind:
@@ -153,16 +177,9 @@ def fleet_table_lines(state: FleetState, view: FleetView, node: str | None = Non
     for z in view.zones:
         yield (f"zone {safe(z.name or '(no zone)', 60)}: {z.state.value} {z.ready}/{z.nodes} ready, "
                f"taint rate {z.taint_rate:g}/s")
-    title = ("NODE", "ZONE", "STATE", "LEASE AGE", "GRACE LEFT", "EVICTION IN", "TAINTS", "CERT", "CAUSE")
-    shown = [v for v in view.nodes if node is None or v.name == node]
-    widths = [len(c) for c in title[:-1]]
-    for v in shown:
-        for i, c in enumerate(_table_row(v, now)[:-1]):
-            if len(c) > widths[i]:
-                widths[i] = len(c)
     yield "  ".join(c.ljust(w) for c, w in zip(title, widths)) + "  " + title[-1]
     for v in shown:
-        r = _table_row(v, now)
+        r = _table_row(v, now, wide)
         yield "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1]
     if node is not None:
         for v in shown:
@@ -185,11 +202,20 @@ def fleet_table_lines(state: FleetState, view: FleetView, node: str | None = Non
         yield f"problem: {safe(p.where, 80)}: {safe(p.message, 300)}"
 
 
-def _table_row(v: NodeView, now: float) -> tuple[str, ...]:
+TABLE_TITLE = ("NODE", "ZONE", "STATE", "LEASE AGE", "GRACE LEFT", "EVICTION IN", "TAINTS", "CERT", "CAUSE")
+WIDE_TITLE = ("KUBELET", "CONDITIONS", "LEASE SEEN")
+"""``-o wide`` puts these before CAUSE (the last column, whose text runs to the end of the line)."""
+
+
+def _table_row(v: NodeView, now: float, wide: bool = False) -> tuple[str, ...]:
     cert = "-" if v.cert_not_after is None else _dur(v.cert_not_after - now)
-    return (
+    row = (
         safe(v.name, 63), safe(v.zone, 40) or "-", f"{v.state.symbol} {v.state.word}",
         _dur(v.lease_age(now)), _dur(v.grace_remaining(now)), _dur(v.eviction_in(now)),
         safe(",".join(taint_label(t) for t in v.taints), 60) or "-",
-        cert, safe(v.cause, 120) or "-",
+        cert,
     )
+    if wide:
+        row += (safe(v.kubelet_version, 20) or "-", conditions_text(v.ready, v.pressure, v.network_unavailable),
+                format_time(v.lease_observed_at) if v.lease_observed_at is not None else "-")
+    return row + (safe(v.cause, 120) or "-",)
