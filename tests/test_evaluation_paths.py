@@ -4,8 +4,6 @@ a fleet that visits every branch either path takes."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from factories import T0, lease, node, taint
@@ -15,7 +13,7 @@ from nodewatch.core.rules import TAINT_UNREACHABLE, NodeState
 from nodewatch.core.settings import Settings
 from nodewatch.core.views import NodeView
 
-FIELDS = [f.name for f in dataclasses.fields(NodeView)]
+FIELDS = list(NodeView.__struct_fields__)
 NOW = T0 + 1.0
 
 
@@ -106,3 +104,17 @@ def test_plain_path_covers_ready_placeholders_and_plain_nodes() -> None:
             assert v.state is NodeState.READY
             kinds.add(("ready", rec.awaited))
     assert kinds == {("ready", True), ("ready", False), ("late or overdue", True), ("late or overdue", False)}
+
+
+def test_views_are_built_positionally_in_the_field_order_they_declare():
+    """``_plain_view``, ``_judged_view`` and the hub's ``view_from_wire`` pass a NodeView's fields
+    by position (faster than keywords): a field moved in ``views.py`` must move in those calls
+    too. (Until this session an import-time guard in evaluation.py checked it.)"""
+    assert NodeView.__struct_fields__ == (
+        "name", "zone", "state", "ready", "lease_observed_at", "lease_duration", "grace", "skew", "eviction_at",
+        "taints", "cordoned", "pressure", "network_unavailable", "cert_not_after", "kubelet_version", "causes",
+        "state_since", "next_change", "sort_deadline", "excluded", "cluster")
+    st = _fleet(nodes_listing=False)
+    v = st.evaluate(NOW).node("plain-0")
+    assert (v.name, v.state, v.ready, v.lease_observed_at, v.grace, v.cluster) == (
+        "plain-0", NodeState.READY, "True", NOW - 1.0, st.settings.grace, "")

@@ -109,7 +109,7 @@ def test_lease_only_rows_until_the_node_list_is_in():
     assert set(rows) == {"a", "b", "ghost"}  # every node listed from its heartbeat alone
     assert rows["a"].state is NodeState.READY and rows["b"].state is NodeState.OVERDUE
     assert all(v.causes[0].kind is CauseKind.NODE_AWAITED for v in rows.values())
-    assert view.zones == []  # a placeholder counts in no zone
+    assert view.zones == ()  # a placeholder counts in no zone
     s.apply("nodes", "ADDED", node("a"), T0 + 1, True)
     s.apply("nodes", "ADDED", node("b", "Unknown"), T0 + 1, True)
     s.apply("nodes", "SYNCED", None, T0 + 1)
@@ -122,7 +122,7 @@ def test_lease_only_rows_until_the_node_list_is_in():
 def test_no_placeholders_without_a_node_stream():
     s = FleetState(Settings())
     s.apply("leases", "ADDED", lease("a", T0), T0, True)
-    assert s.evaluate(T0 + 1).nodes == []
+    assert s.evaluate(T0 + 1).nodes == ()
 
 
 def _listing_state() -> FleetState:

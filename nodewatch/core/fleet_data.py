@@ -18,7 +18,7 @@ from sortedcontainers import SortedKeyList
 from .objects import EventRecord, NodeRecord, PodRecord
 from .rules import NodeState
 from .settings import Settings
-from .views import CertInfo, LeaseTrack, NodeView, Problem, WatchHealth
+from .views import CertInfo, FleetView, LeaseTrack, NodeView, Problem, WatchHealth
 
 MAX_PROBLEMS = 200
 
@@ -56,6 +56,11 @@ class FleetData:
         self.silence_seconds = silence_seconds
         """Lease stream silent this long (no event, no bookmark) = the dashboard may be blind.
         None: 2 x the renew interval."""
+        self.cluster = ""
+        """The cluster every view names (``NodeView.cluster``) when several are watched ("": the only one)."""
+        self._seq = 0
+        self._published: FleetView | None = None
+        """The latest snapshot ``evaluate`` published (``published()``); kept across a restore."""
         self._reset_caches()
 
     def _reset_caches(self) -> None:
