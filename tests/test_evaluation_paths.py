@@ -72,14 +72,14 @@ def test_plain_path_gives_the_judged_view(nodes_listing: bool, blind: bool, dt: 
     now, grace = NOW + dt, st.settings.grace
     names = sorted(set(st.leases) | set(st.nodes))
     for name in names:
-        v = st._view(name, now, blind, grace)
-        rec = st.nodes.get(name) or st._record(name)
+        v = st.evaluator._view(name, now, blind, grace)
+        rec = st.nodes.get(name) or st.evaluator._record(name)
         assert v is not None and rec is not None, name
-        judged = st._judged_view(name, rec, st.leases.get(name), now, blind, grace)
+        judged = st.evaluator._judged_view(name, rec, st.leases.get(name), now, blind, grace)
         for f in FIELDS:
             assert getattr(v, f) == getattr(judged, f), (name, f, getattr(v, f), getattr(judged, f))
     if nodes_listing:
-        assert any(st._record(n) is AWAITED for n in names)
+        assert any(st.evaluator._record(n) is AWAITED for n in names)
 
 
 def test_plain_path_covers_ready_placeholders_and_plain_nodes() -> None:
@@ -89,14 +89,14 @@ def test_plain_path_covers_ready_placeholders_and_plain_nodes() -> None:
     grace = st.settings.grace
     kinds = set()
     for name in st.leases:
-        rec = st.nodes.get(name) or st._record(name)
+        rec = st.nodes.get(name) or st.evaluator._record(name)
         track = st.leases[name]
         if track.observed_at is None or rec.taints or rec.unschedulable:
             continue
         if not rec.awaited and rec.conditions.true != {"Ready"}:
             continue
-        v = st._plain_view(name, rec, track, track.observed_at, None if rec.awaited else "True", NOW, grace)
-        judged = st._judged_view(name, rec, track, NOW, False, grace)
+        v = st.evaluator._plain_view(name, rec, track, track.observed_at, None if rec.awaited else "True", NOW, grace)
+        judged = st.evaluator._judged_view(name, rec, track, NOW, False, grace)
         if v is None:
             assert judged.state is not NodeState.READY
             kinds.add(("late or overdue", rec.awaited))

@@ -158,10 +158,10 @@ def test_a_node_list_judged_batch_by_batch_ends_as_one_judged_at_once():
             for obj in objs:
                 s.apply("nodes", "ADDED", obj, T0 + 2 + k, True)
         assert by_batch.refresh(T0 + 2 + k)
-        assert not by_batch._dirty  # judged on the spot
+        assert not by_batch.evaluator.pending()  # judged on the spot
     for s in (at_once, by_batch):
         s.apply("nodes", "SYNCED", None, T0 + 5)
-    assert by_batch._dirty == {"ghost"}  # only the placeholder that goes is left for the frame
+    assert by_batch.evaluator.pending() == {"ghost"}  # only the placeholder that goes is left for the frame
     one, other = at_once.evaluate(T0 + 6), by_batch.evaluate(T0 + 6)
     assert [v.name for v in one.nodes] == [v.name for v in other.nodes]  # the same worst-first order
     assert "ghost" not in {v.name for v in other.nodes}

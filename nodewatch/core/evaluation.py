@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Iterable
 
 import msgspec
 from sortedcontainers import SortedKeyList
 
 from .causes import likely_causes
-from .fleet_data import FleetData, sort_key
+from .fleet_data import Store, sort_key
 from .objects import AWAITED, NodeRecord
 from .rules import (
     PRESSURE_CONDITIONS,
@@ -36,12 +37,55 @@ BULK_MIN = 1_000
 view and sort once (``_rebuild``)."""
 
 
-class Evaluation(FleetData):
-    """Part of ``FleetState``: judging. Its caches are the ``_`` fields of ``FleetData``."""
+class Evaluator:
+    """Part of ``FleetState``: judging, and publishing what it judged. Reads the ``Store`` (under
+    its lock), writes only its own fields: the caches below and the published snapshot. ``Ingest``
+    tells it what changed (``mark``, ``mark_all``, ``renewed``), never touches its fields."""
+
+    def __init__(self, store: Store, cluster: str = "") -> None:
+        self.store = store
+        self.cluster = cluster
+        """The cluster every view names (``NodeView.cluster``) when several are watched ("": the only one)."""
+        self._seq = 0
+        self._published: FleetView | None = None
+        """The latest snapshot ``evaluate`` published (``published()``); kept across a restore."""
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything derived from the store (a restored keyframe starts from here): every
+        node is judged again at the next evaluation. The published snapshot stays the latest."""
+        self._views: dict[str, NodeView] = {}
+        """The current view of each node: the ones the next ``FleetView`` will hold."""
+        self._dirty: set[str] = set(self.store.nodes)
+        """Nodes to judge again at the next evaluation (``mark``: ingest says their objects changed)."""
+        self._order: SortedKeyList = SortedKeyList(key=sort_key)
+        """Worst first. A sorted list of sublists: moving a node costs O(log n), not a memmove of
+        the whole fleet (which made a 20,000-node zone outage cost seconds)."""
+        self._counts: dict[NodeState, int] = {st: 0 for st in NodeState}
+        self._tally: dict[str, list[int]] = {}
+        """Per zone: [Ready, not Ready] nodes, as the node lifecycle controller counts them."""
+        self._due: list[tuple[float, str]] = []
+        """A heap of (time, node): when a view's rules could give another state with time alone."""
+        self._blind_cached: bool | None = None
+        self._evaluated_at = -math.inf
+        """``now`` of the last ``evaluate``: an earlier ``now`` (a replay stepping back) re-judges every node."""
+
+    # --- told by ingest (under the store's lock) ---------------------------------------------
+
+    def mark(self, name: str) -> None:
+        """The node's objects changed: judge it again at the next evaluation."""
+        self._dirty.add(name)
+
+    def mark_all(self, names: Iterable[str]) -> None:
+        self._dirty.update(names)
+
+    def pending(self) -> set[str]:
+        """The nodes marked and not judged yet (a copy)."""
+        return set(self._dirty)
 
     def leases_blind(self, now: float) -> tuple[bool, str]:
         """Is the lease stream down or silent? Then no node may be blamed for its lease's age."""
-        h = self.health.get("leases")
+        h = self.store.health.get("leases")
         if h is None:
             return False, ""  # no live stream tracked (replay, tests): the data is what it is
         if h.forbidden:
@@ -51,20 +95,27 @@ class Evaluation(FleetData):
             return True, f"lease stream down{since}: {h.last_error or 'connecting'}"
         if not h.synced:
             return True, "lease stream listing"
-        silence = self.silence_seconds
+        silence = self.store.silence_seconds
         if silence is None:
-            silence = 2 * renew_interval(self.settings.lease_duration_seconds)
-        if self.leases and h.last_activity is not None and now - h.last_activity > silence:
+            silence = 2 * renew_interval(self.store.settings.lease_duration_seconds)
+        if self.store.leases and h.last_activity is not None and now - h.last_activity > silence:
             return True, f"lease stream silent for {now - h.last_activity:.0f}s (no event, no bookmark)"
         return False, ""
+
+    def judge(self, name: str, now: float) -> NodeView | None:
+        """One node's view at ``now``, judged afresh (the drill-down's), touching no cache and
+        publishing nothing; None for a node without a record (nor a placeholder)."""
+        with self.store.lock:
+            blind, _ = self.leases_blind(now)
+            return self._view(name, now, blind, self.store.settings.grace)
 
     def _record(self, name: str) -> NodeRecord | None:
         """The node's record; while a node stream is listing (watched, not synced yet), a
         placeholder for a node known only from its Lease (``AWAITED``), so the first frame
         needs the small Lease list alone. (A source without a node stream, a kubectl log of leases,
         has no placeholders: no Node is coming.)"""
-        rec = self.nodes.get(name)
-        if rec is None and "nodes" not in self.synced and "nodes" in self.health and name in self.leases:
+        rec = self.store.nodes.get(name)
+        if rec is None and "nodes" not in self.store.synced and "nodes" in self.store.health and name in self.store.leases:
             return AWAITED
         return rec
 
@@ -75,12 +126,13 @@ class Evaluation(FleetData):
         The common case, a Ready node judged by a trusted lease, without taints, cordon, pressure or
         network trouble (or its placeholder), takes ``_plain_view``; every other node the whole
         judgement of ``_judged_view``. Both build the same view (tests/test_evaluation_paths.py)."""
-        rec = self.nodes.get(name)
+        st = self.store
+        rec = st.nodes.get(name)
         if rec is None:
             rec = self._record(name)
             if rec is None:
                 return None
-        track = self.leases.get(name)
+        track = st.leases.get(name)
         if track is not None and not blind and not rec.taints and not rec.unschedulable:
             observed = track.observed_at
             if observed is not None:
@@ -109,7 +161,7 @@ class Evaluation(FleetData):
         if state is not _READY:
             return None
         nxt = late_at if now <= late_at else observed + grace
-        cert = self.certs.get(name)
+        cert = self.store.certs.get(name)
         if cert is None:
             cert_not_after = None
         else:
@@ -131,7 +183,7 @@ class Evaluation(FleetData):
     def _judged_view(self, name: str, rec: NodeRecord, track: LeaseTrack | None, now: float, blind: bool,
                      grace: float) -> NodeView:
         """The view of any node (``rec``: its record or the placeholder), by every rule."""
-        s = self.settings
+        s = self.store.settings
         conditions = rec.conditions
         rc = conditions.get("Ready")
         # No Ready condition on a real Node: its kubelet never posted status. kubectl calls it
@@ -155,7 +207,7 @@ class Evaluation(FleetData):
             deadline = None
         state = node_state(ready=ready, lease_age=lease_age, grace=grace, lease_duration=duration,
                            eviction_taint=bool(ev_taints), eviction_deadline=deadline, now=now)
-        cert = self.certs.get(name)
+        cert = self.store.certs.get(name)
         cert_not_after = cert.not_after if cert else None
         true = conditions.true  # a Conditions: its types whose status is True, one set per shape
         if true and not true <= _READY_ONLY:  # (most nodes: Ready alone is True)
@@ -223,13 +275,13 @@ class Evaluation(FleetData):
         (``published()`` is the latest) and never change, so a reader may keep it as long as it
         likes (what a frame showed). Views unchanged since the last one are the same objects.
         """
-        with self.lock:
+        with self.store.lock:
             blind, reason = self._judge_changes(now)
             order = self._order
             counts = dict(self._counts)
             zones = self._zone_views()
             bad = len(order) - counts[NodeState.READY] - counts[NodeState.LATE]
-            limit = self.settings.grace + 2 * self.settings.monitor_period_seconds
+            limit = self.store.settings.grace + 2 * self.store.settings.monitor_period_seconds
             controller_suspect = any(
                 v.state is NodeState.OVERDUE and v.lease_observed_at is not None and now - v.lease_observed_at > limit
                 for v in order[:bad]
@@ -238,22 +290,22 @@ class Evaluation(FleetData):
             for v in order:
                 if v.state not in AT_RISK_STATES:
                     break
-                for key in self.pods_by_node.get(v.name, ()):
-                    p = self.pods.get(key)
+                for key in self.store.pods_by_node.get(v.name, ()):
+                    p = self.store.pods.get(key)
                     if p is not None and p.owner_kind == "StatefulSet":
                         at_risk += 1
             self._seq += 1
             fv = FleetView(
                 at=now,
-                settings=self.settings,
+                settings=self.store.settings,
                 nodes=tuple(order),
                 zones=tuple(zones),
                 counts=counts,
                 all_zones_full=all_zones_full(z.state for z in zones),
                 leases_blind=blind,
                 blind_reason=reason,
-                health={k: WatchHealth(**{f: getattr(h, f) for f in h.__slots__}) for k, h in self.health.items()},
-                generation=self.generation,
+                health={k: WatchHealth(**{f: getattr(h, f) for f in h.__slots__}) for k, h in self.store.health.items()},
+                generation=self.store.generation,
                 statefulset_at_risk=at_risk,
                 controller_suspect=controller_suspect,
                 seq=self._seq,
@@ -273,7 +325,7 @@ class Evaluation(FleetData):
         Nodes arriving after the first frame) calls it after each batch, on its own thread, so the
         frame after the list is in has little left to judge (a rebuild of every view there took
         ~0.25 s at 65k, on the UI's thread)."""
-        with self.lock:
+        with self.store.lock:
             if self._evaluated_at == -math.inf:
                 return False
             self._judge_changes(now)
@@ -287,10 +339,10 @@ class Evaluation(FleetData):
             # Blindness changed, or time went back (thresholds passed may not have passed at
             # ``now``): every view is judged again.
             self._blind_cached = blind
-            self._dirty.update(self.nodes)
+            self._dirty.update(self.store.nodes)
             self._dirty.update(self._views)
         self._evaluated_at = now
-        grace = self.settings.grace
+        grace = self.store.settings.grace
         todo = self._dirty
         self._dirty = set()
         due = self._due
@@ -385,7 +437,7 @@ class Evaluation(FleetData):
             del self._tally[v.zone]
 
     def _zone_views(self) -> list[ZoneView]:
-        s = self.settings
+        s = self.store.settings
         states = {z: zone_state(r, nr, s.unhealthy_zone_threshold) for z, (r, nr) in self._tally.items()}
         full = all_zones_full(states.values())
         out = []
@@ -400,7 +452,7 @@ class Evaluation(FleetData):
         return out
 
 
-    def _renewed_on_time(self, name: str, track: LeaseTrack) -> bool:
+    def renewed(self, name: str, track: LeaseTrack) -> bool:
         """The hot path: a Ready node renewed its lease. Its view is replaced by one whose lease
         fields moved (never written into: a reader may hold the old one); its state, place in the
         order and zone tally stay as they are."""

@@ -61,8 +61,9 @@ class ClusterState(FleetState):
     """A ``FleetState`` whose views say which cluster they belong to."""
 
     def __init__(self, cluster: str, settings: Settings | None = None, **kw: object) -> None:
-        super().__init__(settings, **kw)  # type: ignore[arg-type]
-        self.cluster = cluster  # every view is built with it (views are frozen: never set after)
+        super().__init__(settings, cluster=cluster, **kw)  # type: ignore[arg-type]
+        self.cluster = cluster
+        """Every view of this state names it (built in: views are frozen, never set after)."""
 
 
 def _no_error() -> str | None:
