@@ -543,3 +543,44 @@ def test_the_order_stays_sorted_and_complete_through_renewals_and_changes():
         assert keys == sorted(keys) and len(view.nodes) == 30
         assert {v.name: v for v in view.nodes} == {n: s.node_view(n, t + 1) for n in (v.name for v in view.nodes)}
     assert view.node("n00").state is NodeState.READY and view.node("n01").state is NodeState.OVERDUE
+
+
+def test_swap_writes_in_place_and_falls_back_to_the_public_calls():
+    """``evaluation._swap`` (the hot path's step in the order) leaves a list that passes
+    sortedcontainers' own consistency check, and uses ``remove`` + ``add`` when the list does not
+    look as it expects."""
+    from msgspec.structs import replace
+    from sortedcontainers import SortedKeyList
+
+    from nodewatch.core.evaluation import _swap
+    from nodewatch.core.fleet_data import sort_key
+
+    objs = []
+    for i in range(3000):
+        objs += [("nodes", node(f"n{i:04}")), ("leases", lease(f"n{i:04}", T0 - 1))]
+    views = list(fleet(*objs).evaluate(T0).nodes)
+    order = SortedKeyList(views, key=sort_key)
+    assert len(order._lists) > 1  # several sublists: the bisect of the maxes matters
+    for i in range(0, 3000, 7):
+        new = replace(views[i], lease_observed_at=T0 + i)
+        _swap(order, views[i], new)
+        views[i] = new
+    order._check()
+    assert list(order) == views and all(a is b for a, b in zip(order, views))
+
+    class Plain:
+        """Only the public calls (and the key)."""
+
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+            self._key = sort_key
+
+        def remove(self, v) -> None:
+            self.calls.append("remove")
+
+        def add(self, v) -> None:
+            self.calls.append("add")
+
+    plain = Plain()
+    _swap(plain, views[0], views[0])  # type: ignore[arg-type]
+    assert plain.calls == ["remove", "add"]
