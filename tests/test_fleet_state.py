@@ -547,8 +547,9 @@ def test_the_order_stays_sorted_and_complete_through_renewals_and_changes():
 
 def test_swap_writes_in_place_and_falls_back_to_the_public_calls():
     """``evaluation._swap`` (the hot path's step in the order) leaves a list that passes
-    sortedcontainers' own consistency check, and uses ``remove`` + ``add`` when the list does not
-    look as it expects."""
+    sortedcontainers' own consistency check, by a bisect, by a hint, and by a hint gone stale (other
+    views added and removed in between), and uses ``remove`` + ``add`` when the list does not look
+    as it expects."""
     from msgspec.structs import replace
     from sortedcontainers import SortedKeyList
 
@@ -561,12 +562,26 @@ def test_swap_writes_in_place_and_falls_back_to_the_public_calls():
     views = list(fleet(*objs).evaluate(T0).nodes)
     order = SortedKeyList(views, key=sort_key)
     assert len(order._lists) > 1  # several sublists: the bisect of the maxes matters
-    for i in range(0, 3000, 7):
-        new = replace(views[i], lease_observed_at=T0 + i)
-        _swap(order, views[i], new)
-        views[i] = new
+    hints: dict[str, int] = {}
+
+    def renew_every(step: int, t: float) -> None:
+        for i in range(0, 3000, step):
+            new = replace(views[i], lease_observed_at=t + i)
+            _swap(order, views[i], new, hints)
+            views[i] = new
+
+    renew_every(7, T0)  # by bisect; leaves hints
+    assert len(hints) == len(range(0, 3000, 7))
+    renew_every(7, T0 + 1)  # by the hints
+    extra = [replace(views[0], name=f"a{i:05}") for i in range(1500)]  # sorts first: every hint shifts
+    order.update(extra)
+    renew_every(3, T0 + 2)
+    for v in extra[::2]:
+        order.remove(v)
+    renew_every(5, T0 + 3)
     order._check()
-    assert list(order) == views and all(a is b for a, b in zip(order, views))
+    rest = [v for v in order if not v.name.startswith("a")]
+    assert len(order) == 3000 + 750 and all(a is b for a, b in zip(rest, views)) and len(rest) == 3000
 
     class Plain:
         """Only the public calls (and the key)."""
@@ -582,5 +597,5 @@ def test_swap_writes_in_place_and_falls_back_to_the_public_calls():
             self.calls.append("add")
 
     plain = Plain()
-    _swap(plain, views[0], views[0])  # type: ignore[arg-type]
+    _swap(plain, views[0], views[0], {})  # type: ignore[arg-type]
     assert plain.calls == ["remove", "add"]
