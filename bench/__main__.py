@@ -15,7 +15,7 @@ from .harness import Figure, print_table
 GROUPS = ["core_ingest", "memory", "process_memory", "frame", "start", "live_path", "sim_realtime", "replay_seek",
           "replay_read", "terminal", "multi", "metrics", "status_incident"]
 QUICK = {
-    "core_ingest": {"nodes": 500, "events": 20_000},
+    "core_ingest": {"nodes": 500, "events": 20_000, "hot_nodes": 2_000},
     "memory": {"nodes": 2_000},
     "frame": {"sizes": (1_000, 5_000)},
     "start": {"nodes": 2_000, "lever_repeat": 1, "starts": 1},

@@ -42,7 +42,7 @@ def state_sizes(src) -> dict[str, int]:  # a DemoSource
     with st.lock:
         live = st.nodes
         stale = {f"stale_{name}": sum(1 for k in m if k not in live) for name, m in (
-            ("leases", st.leases), ("views", st._views), ("pods_by_node", st.pods_by_node),
+            ("leases", st.leases), ("views", st.evaluator._views), ("pods_by_node", st.pods_by_node),
             ("events_by_node", st.events_by_node), ("timelines", st.timelines), ("certs", st.certs))}
         return stale | {
             "nodes": len(st.nodes),
@@ -56,10 +56,10 @@ def state_sizes(src) -> dict[str, int]:  # a DemoSource
             "timelines": len(st.timelines),
             "timeline_items": sum(len(v) for v in st.timelines.values()),
             "certs": len(st.certs),
-            "views": len(st._views),
-            "order": len(st._order),
-            "due": len(st._due),
-            "dirty": len(st._dirty),
+            "views": len(st.evaluator._views),
+            "order": len(st.evaluator._order),
+            "due": len(st.evaluator._due),
+            "dirty": len(st.evaluator._dirty),
             "problems": len(st.problems),
             "feed_pending": len(src._pending),
             # what the simulated cluster holds (the truth the state should track)

@@ -361,7 +361,7 @@ def test_a_keyframe_restores_exactly_what_was_fed():
     assert s.evaluate(T0).node("a").state is NodeState.READY
     assert [p.name for p in s.pods_on("a", T0)] == ["web-0"]
     s.restore(None)
-    assert s.node_count() == 0 and s.evaluate(T0).nodes == []
+    assert s.node_count() == 0 and s.evaluate(T0).nodes == ()
 
 
 @pytest.mark.parametrize("second_key", [TAINT_UNREACHABLE, TAINT_NOT_READY])
@@ -495,3 +495,117 @@ def test_a_node_whose_kubelet_never_posted_status_is_judged_by_its_startup_grace
     assert s.evaluate(T0 + 61).node("fresh").state is NodeState.OVERDUE
     blank = fleet(("nodes", node("blank", None)))
     assert blank.evaluate(T0).node("blank").state is NodeState.UNKNOWN
+
+
+# --- the snapshot boundary: published views are frozen and replaced, never changed ---------------
+
+
+def test_a_published_snapshot_never_changes_after_renewals_and_the_next_tick():
+    """What a frame showed stays what it showed: the lease hot path (a Ready node renewing) and
+    the next evaluation replace views; the snapshot a reader holds keeps its own. (Until this
+    session the hot path wrote ``lease_observed_at``, ``skew`` and ``next_change`` into the very
+    views the table was painting.)"""
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0 - 1)), ("nodes", node("b")), ("leases", lease("b", T0 - 1)))
+    first = s.evaluate(T0)
+    a0 = first.node("a")
+    held = (a0.lease_observed_at, a0.skew, a0.next_change, a0.lease_duration)
+    assert s.published() is first and first.seq >= 1
+    assert s.apply("leases", "MODIFIED", lease("a", T0 + 4), T0 + 4.5)  # on time: the hot path
+    assert (a0.lease_observed_at, a0.skew, a0.next_change, a0.lease_duration) == held
+    second = s.evaluate(T0 + 5)
+    a1 = second.node("a")
+    assert a1 is not a0 and a1.lease_observed_at == T0 + 4.5 and a1.skew == pytest.approx(0.5)
+    assert first.node("a") is a0 and (a0.lease_observed_at, a0.skew, a0.next_change, a0.lease_duration) == held
+    assert second.node("b") is first.node("b")  # unchanged views are shared, not copied
+    assert s.published() is second and second.seq == first.seq + 1 and second.at == T0 + 5
+
+
+def test_views_and_the_fleet_view_are_frozen():
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0 - 1)))
+    view = s.evaluate(T0)
+    with pytest.raises(AttributeError):
+        view.nodes[0].lease_observed_at = 0.0  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        view.at = 0.0  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        view.zones[0].ready = 0  # type: ignore[misc]
+    assert isinstance(view.nodes, tuple) and isinstance(view.zones, tuple)
+
+
+def test_the_order_stays_sorted_and_complete_through_renewals_and_changes():
+    """Views replaced in the worst-first order (the hot path's swap, a refresh in place, a move)
+    leave it sorted, with exactly the current views."""
+    from nodewatch.core.fleet_data import sort_key
+
+    objs = []
+    for i in range(30):
+        objs += [("nodes", node(f"n{i:02}")), ("leases", lease(f"n{i:02}", T0 - 1))]
+    s = fleet(*objs)
+    s.evaluate(T0)
+    for step in range(1, 13):
+        t = T0 + 5 * step
+        for i in range(0, 30, 2):  # the even nodes renew; the odd ones go Late, then Overdue
+            s.apply("leases", "MODIFIED", lease(f"n{i:02}", t), t)
+        if step == 3:
+            s.apply("nodes", "MODIFIED", node("n04", "Unknown"), t)
+        view = s.evaluate(t + 1)
+        keys = [sort_key(v) for v in view.nodes]
+        assert keys == sorted(keys) and len(view.nodes) == 30
+        assert {v.name: v for v in view.nodes} == {n: s.node_view(n, t + 1) for n in (v.name for v in view.nodes)}
+    assert view.node("n00").state is NodeState.READY and view.node("n01").state is NodeState.OVERDUE
+
+
+def test_swap_writes_in_place_and_falls_back_to_the_public_calls():
+    """``evaluation._swap`` (the hot path's step in the order) leaves a list that passes
+    sortedcontainers' own consistency check, by a bisect, by a hint, and by a hint gone stale (other
+    views added and removed in between), and uses ``remove`` + ``add`` when the list does not look
+    as it expects."""
+    from msgspec.structs import replace
+    from sortedcontainers import SortedKeyList
+
+    from nodewatch.core.evaluation import _swap
+    from nodewatch.core.fleet_data import sort_key
+
+    objs = []
+    for i in range(3000):
+        objs += [("nodes", node(f"n{i:04}")), ("leases", lease(f"n{i:04}", T0 - 1))]
+    views = list(fleet(*objs).evaluate(T0).nodes)
+    order = SortedKeyList(views, key=sort_key)
+    assert len(order._lists) > 1  # several sublists: the bisect of the maxes matters
+    hints: dict[str, int] = {}
+
+    def renew_every(step: int, t: float) -> None:
+        for i in range(0, 3000, step):
+            new = replace(views[i], lease_observed_at=t + i)
+            _swap(order, views[i], new, hints)
+            views[i] = new
+
+    renew_every(7, T0)  # by bisect; leaves hints
+    assert len(hints) == len(range(0, 3000, 7))
+    renew_every(7, T0 + 1)  # by the hints
+    extra = [replace(views[0], name=f"a{i:05}") for i in range(1500)]  # sorts first: every hint shifts
+    order.update(extra)
+    renew_every(3, T0 + 2)
+    for v in extra[::2]:
+        order.remove(v)
+    renew_every(5, T0 + 3)
+    order._check()
+    rest = [v for v in order if not v.name.startswith("a")]
+    assert len(order) == 3000 + 750 and all(a is b for a, b in zip(rest, views)) and len(rest) == 3000
+
+    class Plain:
+        """Only the public calls (and the key)."""
+
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+            self._key = sort_key
+
+        def remove(self, v) -> None:
+            self.calls.append("remove")
+
+        def add(self, v) -> None:
+            self.calls.append("add")
+
+    plain = Plain()
+    _swap(plain, views[0], views[0], {})  # type: ignore[arg-type]
+    assert plain.calls == ["remove", "add"]

@@ -233,7 +233,7 @@ def test_the_hub_takes_the_dashboards_cluster_options(tmp_path):
 
 
 def test_a_views_cluster_travels_only_when_it_has_one():
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from nodewatch.hub.codec import WireError, view_from_wire
     from nodewatch.sources.demo import DemoSource

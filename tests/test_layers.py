@@ -62,9 +62,14 @@ PUBLIC_FIELDS = {"settings", "silence_seconds"}
 
 
 def _state_fields() -> set[str]:
+    """The parts of a FleetState and every field they own (the store's, the evaluator's), and the
+    store's fields it shows read-only: none of them is a reader's business."""
     from nodewatch.core.fleet import FleetState
 
-    return set(vars(FleetState())) - PUBLIC_FIELDS
+    st = FleetState()
+    own = set(vars(st)) | set(vars(st.store)) | set(vars(st.evaluator))
+    shown = {n for n, v in vars(FleetState).items() if isinstance(v, property)}
+    return (own | shown) - PUBLIC_FIELDS
 
 
 def _reaching_in(source: str, fields: set[str]) -> list[tuple[int, str]]:

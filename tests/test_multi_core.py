@@ -62,7 +62,7 @@ def test_a_one_cluster_fleet_state_has_no_cluster_and_its_key_is_the_name():
     st = FleetState()
     st.apply("nodes", "ADDED", node("n1"), T0)
     v = st.evaluate(T0)
-    assert v.clusters == [] and v.nodes[0].cluster == "" and v.nodes[0].key == "n1"
+    assert v.clusters == () and v.nodes[0].cluster == "" and v.nodes[0].key == "n1"
 
 
 def test_questions_about_one_node_take_its_cluster_key():

@@ -175,7 +175,7 @@ def test_lease_only_rows_until_the_node_list_is_in():
     assert set(rows) == {"a", "b", "ghost"}  # every node listed from its heartbeat alone
     assert rows["a"].state is NodeState.READY and rows["b"].state is NodeState.OVERDUE
     assert all(v.causes[0].kind is CauseKind.NODE_AWAITED for v in rows.values())
-    assert view.zones == []  # a placeholder counts in no zone
+    assert view.zones == ()  # a placeholder counts in no zone
     s.apply("nodes", "ADDED", node("a"), T0 + 1, True)
     s.apply("nodes", "ADDED", node("b", "Unknown"), T0 + 1, True)
     s.apply("nodes", "SYNCED", None, T0 + 1)
@@ -188,7 +188,7 @@ def test_lease_only_rows_until_the_node_list_is_in():
 def test_no_placeholders_without_a_node_stream():
     s = FleetState(Settings())
     s.apply("leases", "ADDED", lease("a", T0), T0, True)
-    assert s.evaluate(T0 + 1).nodes == []
+    assert s.evaluate(T0 + 1).nodes == ()
 
 
 def _listing_state() -> FleetState:
@@ -224,10 +224,10 @@ def test_a_node_list_judged_batch_by_batch_ends_as_one_judged_at_once():
             for obj in objs:
                 s.apply("nodes", "ADDED", obj, T0 + 2 + k, True)
         assert by_batch.refresh(T0 + 2 + k)
-        assert not by_batch._dirty  # judged on the spot
+        assert not by_batch.evaluator.pending()  # judged on the spot
     for s in (at_once, by_batch):
         s.apply("nodes", "SYNCED", None, T0 + 5)
-    assert by_batch._dirty == {"ghost"}  # only the placeholder that goes is left for the frame
+    assert by_batch.evaluator.pending() == {"ghost"}  # only the placeholder that goes is left for the frame
     one, other = at_once.evaluate(T0 + 6), by_batch.evaluate(T0 + 6)
     assert [v.name for v in one.nodes] == [v.name for v in other.nodes]  # the same worst-first order
     assert "ghost" not in {v.name for v in other.nodes}

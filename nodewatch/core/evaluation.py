@@ -8,16 +8,16 @@ zone tallies are kept up to date incrementally alongside.
 
 from __future__ import annotations
 
-import dataclasses
 import heapq
 import math
-from collections.abc import Callable
-from typing import Any
+from bisect import bisect_left
+from collections.abc import Iterable
 
+import msgspec
 from sortedcontainers import SortedKeyList
 
 from .causes import likely_causes
-from .fleet_data import FleetData, sort_key
+from .fleet_data import Store, sort_key
 from .objects import AWAITED, NodeRecord
 from .rules import (
     PRESSURE_CONDITIONS,
@@ -41,16 +41,60 @@ BULK_MIN = 1_000
 view and sort once (``_rebuild``)."""
 
 
-class Evaluation(FleetData):
-    """Part of ``FleetState``: judging. Its caches are the ``_`` fields of ``FleetData``."""
+class Evaluator:
+    """Part of ``FleetState``: judging, and publishing what it judged. Reads the ``Store`` (under
+    its lock), writes only its own fields: the caches below and the published snapshot. ``Ingest``
+    tells it what changed (``mark``, ``mark_all``, ``renewed``), never touches its fields."""
 
-    _all_down = False
-    """Every zone in FullDisruption at the last judgement: the controller takes every NoExecute
-    eviction taint off (``rules.effective_taints``), so tainted nodes are judged again when it flips."""
+    def __init__(self, store: Store, cluster: str = "") -> None:
+        self.store = store
+        self.cluster = cluster
+        """The cluster every view names (``NodeView.cluster``) when several are watched ("": the only one)."""
+        self._seq = 0
+        self._published: FleetView | None = None
+        """The latest snapshot ``evaluate`` published (``published()``); kept across a restore."""
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything derived from the store (a restored keyframe starts from here): every
+        node is judged again at the next evaluation. The published snapshot stays the latest."""
+        self._views: dict[str, NodeView] = {}
+        """The current view of each node: the ones the next ``FleetView`` will hold."""
+        self._dirty: set[str] = set(self.store.nodes)
+        """Nodes to judge again at the next evaluation (``mark``: ingest says their objects changed)."""
+        self._order: SortedKeyList = SortedKeyList(key=sort_key)
+        """Worst first. A sorted list of sublists: moving a node costs O(log n), not a memmove of
+        the whole fleet (which made a 20,000-node zone outage cost seconds)."""
+        self._counts: dict[NodeState, int] = {st: 0 for st in NodeState}
+        self._tally: dict[str, list[int]] = {}
+        """Per zone: [Ready, not Ready] nodes, as the node lifecycle controller counts them."""
+        self._due: list[tuple[float, str]] = []
+        """A heap of (time, node): when a view's rules could give another state with time alone."""
+        self._hints: dict[str, int] = {}
+        """Where each renewed node's view sits in ``_order`` (``_swap``): checked before use."""
+        self._blind_cached: bool | None = None
+        self._all_down = False
+        """Every zone in FullDisruption at the last judgement: the controller takes every NoExecute
+        eviction taint off (``rules.effective_taints``), so tainted nodes are judged again when it flips."""
+        self._evaluated_at = -math.inf
+        """``now`` of the last ``evaluate``: an earlier ``now`` (a replay stepping back) re-judges every node."""
+
+    # --- told by ingest (under the store's lock) ---------------------------------------------
+
+    def mark(self, name: str) -> None:
+        """The node's objects changed: judge it again at the next evaluation."""
+        self._dirty.add(name)
+
+    def mark_all(self, names: Iterable[str]) -> None:
+        self._dirty.update(names)
+
+    def pending(self) -> set[str]:
+        """The nodes marked and not judged yet (a copy)."""
+        return set(self._dirty)
 
     def leases_blind(self, now: float) -> tuple[bool, str]:
         """Is the lease stream down or silent? Then no node may be blamed for its lease's age."""
-        h = self.health.get("leases")
+        h = self.store.health.get("leases")
         if h is None:
             return False, ""  # no live stream tracked (replay, tests): the data is what it is
         if h.forbidden:
@@ -60,20 +104,27 @@ class Evaluation(FleetData):
             return True, f"lease stream down{since}: {h.last_error or 'connecting'}"
         if not h.synced:
             return True, "lease stream listing"
-        silence = self.silence_seconds
+        silence = self.store.silence_seconds
         if silence is None:
-            silence = 2 * renew_interval(self.settings.lease_duration_seconds)
-        if self.leases and h.last_activity is not None and now - h.last_activity > silence:
+            silence = 2 * renew_interval(self.store.settings.lease_duration_seconds)
+        if self.store.leases and h.last_activity is not None and now - h.last_activity > silence:
             return True, f"lease stream silent for {now - h.last_activity:.0f}s (no event, no bookmark)"
         return False, ""
+
+    def judge(self, name: str, now: float) -> NodeView | None:
+        """One node's view at ``now``, judged afresh (the drill-down's), touching no cache and
+        publishing nothing; None for a node without a record (nor a placeholder)."""
+        with self.store.lock:
+            blind, _ = self.leases_blind(now)
+            return self._view(name, now, blind, self.store.settings.grace)
 
     def _record(self, name: str) -> NodeRecord | None:
         """The node's record; while a node stream is listing (watched, not synced yet), a
         placeholder for a node known only from its Lease (``AWAITED``), so the first frame
         needs the small Lease list alone. (A source without a node stream, a kubectl log of leases,
         has no placeholders: no Node is coming.)"""
-        rec = self.nodes.get(name)
-        if rec is None and "nodes" not in self.synced and "nodes" in self.health and name in self.leases:
+        rec = self.store.nodes.get(name)
+        if rec is None and "nodes" not in self.store.synced and "nodes" in self.store.health and name in self.store.leases:
             return AWAITED
         return rec
 
@@ -84,12 +135,13 @@ class Evaluation(FleetData):
         The common case, a Ready node judged by a trusted lease, without taints, cordon, pressure or
         network trouble (or its placeholder), takes ``_plain_view``; every other node the whole
         judgement of ``_judged_view``. Both build the same view (tests/test_evaluation_paths.py)."""
-        rec = self.nodes.get(name)
+        st = self.store
+        rec = st.nodes.get(name)
         if rec is None:
             rec = self._record(name)
             if rec is None:
                 return None
-        track = self.leases.get(name)
+        track = st.leases.get(name)
         if track is not None and not blind and not rec.taints and not rec.unschedulable:
             observed = track.observed_at
             if observed is not None:
@@ -118,7 +170,7 @@ class Evaluation(FleetData):
         if state is not _READY:
             return None
         nxt = late_at if now <= late_at else observed + grace
-        cert = self.certs.get(name)
+        cert = self.store.certs.get(name)
         if cert is None:
             cert_not_after = None
         else:
@@ -132,15 +184,15 @@ class Evaluation(FleetData):
         else:
             since = rec.conditions.last_transition("Ready")
             causes = ()
-        # positional, in _VIEW_ORDER (keywords cost ~0.5 us more a view)
+        # positional, in NodeView's field order (tests/test_evaluation_paths.py keeps it)
         return NodeView(name, profile.zone, state, ready, observed, duration, grace, track.skew, None, rec.taints,
                         rec.unschedulable, (), False, cert_not_after, profile.kubelet_version, causes, since, nxt, math.inf,
-                        profile.exclude_disruption or rec.awaited)
+                        profile.exclude_disruption or rec.awaited, self.cluster)
 
     def _judged_view(self, name: str, rec: NodeRecord, track: LeaseTrack | None, now: float, blind: bool,
                      grace: float) -> NodeView:
         """The view of any node (``rec``: its record or the placeholder), by every rule."""
-        s = self.settings
+        s = self.store.settings
         conditions = rec.conditions
         rc = conditions.get("Ready")
         # No Ready condition on a real Node: its kubelet never posted status. kubectl calls it
@@ -180,7 +232,7 @@ class Evaluation(FleetData):
         state = node_state(ready=None if rc is None and probe is not None else ready, lease_age=lease_age, grace=grace,
                            lease_duration=duration, eviction_taint=bool(ev_taints), eviction_deadline=deadline, now=now,
                            probe_age=probe_age)
-        cert = self.certs.get(name)
+        cert = self.store.certs.get(name)
         cert_not_after = cert.not_after if cert else None
         true = conditions.true  # a Conditions: its types whose status is True, one set per shape
         if true and not true <= _READY_ONLY:  # (most nodes: Ready alone is True)
@@ -231,11 +283,12 @@ class Evaluation(FleetData):
         else:
             sort_deadline = since if since is not None else math.inf
         profile = rec.profile
-        # positional, in _VIEW_ORDER (keywords cost ~0.5 us more a view)
+        # positional, in NodeView's field order (tests/test_evaluation_paths.py keeps it)
         return NodeView(name, profile.zone, state, ready, observed, duration, grace, track.skew if track else None,
                         deadline, taints, rec.unschedulable, pressure, network_unavailable, cert_not_after,
                         profile.kubelet_version, causes, since, nxt, sort_deadline,
-                        profile.exclude_disruption or rec.awaited)  # a placeholder: no labels yet, in no zone
+                        profile.exclude_disruption or rec.awaited,  # a placeholder: no labels yet, in no zone
+                        self.cluster)
 
     def evaluate(self, now: float) -> FleetView:
         """The whole fleet at ``now``, worst first.
@@ -243,16 +296,18 @@ class Evaluation(FleetData):
         Only views whose node changed, or whose next rule threshold has passed, are recomputed;
         the worst-first order, the state counts and the zone tallies are kept up to date
         incrementally, so a tick of a 65,000-node fleet costs what changed, not the fleet's size.
-        Views are updated in place: a FleetView reflects the state of its own ``evaluate`` call
-        until the next one.
+
+        Publishes the result: a frozen snapshot of frozen views, which later evaluations replace
+        (``published()`` is the latest) and never change, so a reader may keep it as long as it
+        likes (what a frame showed). Views unchanged since the last one are the same objects.
         """
-        with self.lock:
+        with self.store.lock:
             blind, reason = self._judge_changes(now)
             order = self._order
             counts = dict(self._counts)
             zones = self._zone_views()
             bad = len(order) - counts[NodeState.READY] - counts[NodeState.LATE]
-            limit = self.settings.grace + 2 * self.settings.monitor_period_seconds
+            limit = self.store.settings.grace + 2 * self.store.settings.monitor_period_seconds
             controller_suspect = any(
                 v.state is NodeState.OVERDUE and v.lease_observed_at is not None and now - v.lease_observed_at > limit
                 for v in order[:bad]
@@ -261,24 +316,40 @@ class Evaluation(FleetData):
             for v in order:
                 if v.state not in AT_RISK_STATES:
                     break
-                for key in self.pods_by_node.get(v.name, ()):
-                    p = self.pods.get(key)
+                for key in self.store.pods_by_node.get(v.name, ()):
+                    p = self.store.pods.get(key)
                     if p is not None and p.owner_kind == "StatefulSet":
                         at_risk += 1
-            return FleetView(
+            self._seq += 1
+            fv = FleetView(
                 at=now,
-                settings=self.settings,
-                nodes=list(order),
-                zones=zones,
+                settings=self.store.settings,
+                nodes=tuple(order),
+                zones=tuple(zones),
                 counts=counts,
                 all_zones_full=all_zones_full(z.state for z in zones),
                 leases_blind=blind,
                 blind_reason=reason,
-                health={k: WatchHealth(**{f: getattr(h, f) for f in h.__slots__}) for k, h in self.health.items()},
-                generation=self.generation,
+                health={k: WatchHealth(**{f: getattr(h, f) for f in h.__slots__}) for k, h in self.store.health.items()},
+                generation=self.store.generation,
                 statefulset_at_risk=at_risk,
                 controller_suspect=controller_suspect,
+                seq=self._seq,
             )
+            self._published = fv
+            return fv
+
+    @property
+    def master_disruption(self) -> bool:
+        """Every zone in FullDisruption at the last judgement (the controller's master disruption
+        mode: it takes every NoExecute eviction taint off; ``Queries.pods_on`` reads it)."""
+        return self._all_down
+
+    def published(self) -> FleetView | None:
+        """The latest ``FleetView`` an ``evaluate`` published (None before the first): for a reader
+        that must not judge the fleet itself, nor move the evaluation's clock (a metrics scrape,
+        a status line). One attribute read: no lock, never a half-built snapshot."""
+        return self._published
 
     def refresh(self, now: float) -> bool:
         """Judge what changed since the last evaluation, without building a ``FleetView``; False
@@ -286,7 +357,7 @@ class Evaluation(FleetData):
         Nodes arriving after the first frame) calls it after each batch, on its own thread, so the
         frame after the list is in has little left to judge (a rebuild of every view there took
         ~0.25 s at 65k, on the UI's thread)."""
-        with self.lock:
+        with self.store.lock:
             if self._evaluated_at == -math.inf:
                 return False
             self._judge_changes(now)
@@ -300,10 +371,10 @@ class Evaluation(FleetData):
             # Blindness changed, or time went back (thresholds passed may not have passed at
             # ``now``): every view is judged again.
             self._blind_cached = blind
-            self._dirty.update(self.nodes)
+            self._dirty.update(self.store.nodes)
             self._dirty.update(self._views)
         self._evaluated_at = now
-        grace = self.settings.grace
+        grace = self.store.settings.grace
         todo = self._dirty
         self._dirty = set()
         due = self._due
@@ -325,7 +396,7 @@ class Evaluation(FleetData):
         """Entering or leaving master disruption mode (every zone FullDisruption) changes what the
         NoExecute-tainted nodes' taints mean (``rules.effective_taints``): judge those again. The
         zone tallies follow Ready alone, so one more round settles it."""
-        thr = self.settings.unhealthy_zone_threshold
+        thr = self.store.settings.unhealthy_zone_threshold
         down = all_zones_full(zone_state(r, nr, thr) for r, nr in self._tally.values())
         if down == self._all_down:
             return
@@ -363,6 +434,7 @@ class Evaluation(FleetData):
         heapq.heapify(due)
         self._due = due
         self._order = SortedKeyList(views.values(), key=sort_key)
+        self._hints = {}
 
     def _refresh(self, name: str, now: float, blind: bool, grace: float) -> None:
         """Recompute one node's view and move it within the order, counts and zone tallies."""
@@ -373,24 +445,23 @@ class Evaluation(FleetData):
             if old is not None:
                 self._unplace(old)
                 del views[name]
+                self._hints.pop(name, None)
             return
         if old is None:
             views[name] = new
             self._place(new)
-            cur = new
         elif sort_key(old) == sort_key(new):
             # Same place in the order (and so the same state): only the zone tally may move.
             self._tally_add(old, -1)
-            _copy_view(old, new)
-            self._tally_add(old, 1)
-            cur = old
+            views[name] = new
+            _swap(self._order, old, new, self._hints)
+            self._tally_add(new, 1)
         else:
             self._unplace(old)
-            _copy_view(old, new)
-            self._place(old)
-            cur = old
-        if cur.next_change != math.inf:
-            heapq.heappush(self._due, (cur.next_change, name))
+            views[name] = new
+            self._place(new)
+        if new.next_change != math.inf:
+            heapq.heappush(self._due, (new.next_change, name))
 
     def _place(self, v: NodeView) -> None:
         self._order.add(v)
@@ -413,7 +484,7 @@ class Evaluation(FleetData):
             del self._tally[v.zone]
 
     def _zone_views(self) -> list[ZoneView]:
-        s = self.settings
+        s = self.store.settings
         states = {z: zone_state(r, nr, s.unhealthy_zone_threshold) for z, (r, nr) in self._tally.items()}
         full = all_zones_full(states.values())
         out = []
@@ -428,44 +499,68 @@ class Evaluation(FleetData):
         return out
 
 
-    def _renewed_on_time(self, name: str, track: LeaseTrack) -> bool:
-        """The hot path: a Ready node renewed its lease. Only the lease fields of its view move;
-        its state, place in the order and zone tally stay as they are."""
+    def renewed(self, name: str, track: LeaseTrack) -> bool:
+        """The hot path: a Ready node renewed its lease. Its view is replaced by one whose lease
+        fields moved (never written into: a reader may hold the old one); its state, place in the
+        order and zone tally stay as they are."""
         v = self._views.get(name)
-        if (v is None or v.state is not NodeState.READY or v.lease_observed_at is None
-                or self._blind_cached or name in self._dirty or track.observed_at is None):
+        observed = track.observed_at
+        if (v is None or v.state is not _READY or v.lease_observed_at is None
+                or self._blind_cached or name in self._dirty or observed is None):
             return False
-        v.lease_observed_at = track.observed_at
-        v.skew = track.skew
-        v.lease_duration = track.duration
-        nxt = track.observed_at + 2 * renew_interval(track.duration)
-        if v.cert_not_after is not None and v.cert_not_after > track.observed_at:
-            nxt = min(nxt, v.cert_not_after)
-        v.next_change = nxt
+        nxt = observed + 2 * renew_interval(track.duration)
+        cert = v.cert_not_after
+        if cert is not None and cert > observed and cert < nxt:
+            nxt = cert
+        new = _replace(v, lease_observed_at=observed, skew=track.skew, lease_duration=track.duration, next_change=nxt)
+        self._views[name] = new
+        _swap(self._order, v, new, self._hints)
         heapq.heappush(self._due, (nxt, name))
         return True
 
 
-_VIEW_FIELDS = tuple(NodeView.__slots__)
+def _swap(order: SortedKeyList, old: NodeView, new: NodeView, hints: dict[str, int]) -> None:
+    """Put ``new`` where ``old`` is in the order; their sort keys are equal (a renewal, or a view
+    whose state and deadline stayed). Written into the sorted list's own sublist at ``old``'s
+    place, where the public ``remove`` + ``add`` cost two searches and two list edits (measured
+    ~3.5 us a renewal at 65k on this machine; the hot path runs 6,500 times a second there).
+
+    ``hints`` (per node: where its view was last found, ``sublist * HINT + index``) make the
+    common case a lookup: between renewals of a Ready node nothing moves in the order. A hint is
+    used only when the live list holds ``old`` itself at that place, so a stale one costs a bisect
+    of the key, never a wrong write. Leans on sortedcontainers' layout (``_maxes``, ``_keys``,
+    ``_lists``, unchanged since 2.0; pinned <3 in pyproject.toml) and falls back to the public
+    calls if the list does not look as expected (tests/test_fleet_state.py runs both paths and the
+    list's own ``_check``)."""
+    name = old.name
+    lists = getattr(order, "_lists", None)
+    if lists is not None:
+        hint = hints.get(name)
+        if hint is not None:
+            pos, idx = divmod(hint, _HINT)
+            if pos < len(lists):
+                sub = lists[pos]
+                if idx < len(sub) and sub[idx] is old:
+                    sub[idx] = new
+                    return
+        key = order._key(old)
+        maxes = order._maxes
+        pos = bisect_left(maxes, key)
+        if pos < len(maxes):
+            idx = bisect_left(order._keys[pos], key)
+            sub = lists[pos]
+            if idx < len(sub) and sub[idx] is old:
+                sub[idx] = new
+                if idx < _HINT:
+                    hints[name] = pos * _HINT + idx
+                return
+    order.remove(old)
+    order.add(new)
 
 
-def _field_copier(fields: tuple[str, ...]) -> Callable[[NodeView, NodeView], None]:
-    """``dst.f = src.f`` for every field, compiled as one function (as dataclasses compiles its
-    ``__init__``): a loop of getattr/setattr cost three times as much, and it runs for every node
-    that changes, 65,000 times while a Node list arrives."""
-    body = "\n".join(f"    dst.{f} = src.{f}" for f in fields)
-    namespace: dict[str, Any] = {}
-    exec(f"def copy_fields(dst, src):\n{body}\n", namespace)  # noqa: S102 - our own slot names
-    return namespace["copy_fields"]
-
-
-_copy_view = _field_copier(_VIEW_FIELDS)
-_VIEW_ORDER = ("name", "zone", "state", "ready", "lease_observed_at", "lease_duration", "grace", "skew", "eviction_at",
-               "taints", "cordoned", "pressure", "network_unavailable", "cert_not_after", "kubelet_version", "causes",
-               "state_since", "next_change", "sort_deadline", "excluded")
-"""The order in which ``_view`` passes a NodeView's fields (positionally: faster than keywords)."""
-if tuple(f.name for f in dataclasses.fields(NodeView))[:len(_VIEW_ORDER)] != _VIEW_ORDER:
-    raise ImportError("NodeView's fields moved: update evaluation._VIEW_ORDER and the calls that follow it")
+_HINT = 1 << 20
+"""Packs a hint's sublist and index in one int (sublists hold ~1,000; a longer one is not hinted)."""
+_replace = msgspec.structs.replace
 _READY = NodeState.READY
 _READY_ONLY = frozenset(("Ready",))
 _AWAITED_READY = tuple(likely_causes(AWAITED, NodeState.READY, lease_age=0.0, has_lease=True, grace=40.0,

@@ -1,22 +1,21 @@
-"""What ``FleetState`` holds: the objects the sources fed it, and the caches its evaluation keeps.
+"""The store: what the sources fed ``FleetState``, written by ``Ingest`` alone.
 
-One class declares every field, so a reader of ``ingest``, ``evaluation`` or ``queries`` (the
-parts of ``FleetState``, one job each) finds here what ``self.nodes`` or ``self._order`` is. These
-fields belong to the core: readers outside it use ``FleetState``'s methods and the views of
-``core/views.py`` (tests/test_layers.py keeps it so).
+``FleetState`` is composed of parts that each own their fields (docs/snapshots.md): this ``Store``
+(the objects fed, written only by ``ingest.Ingest``; copied by ``keyframe.take``, replaced by
+``keyframe.restore``), the ``evaluation.Evaluator`` (its caches and the published snapshot,
+written only by itself) and ``queries.Queries`` (no fields: it reads both under the lock). Until
+this session the four were mixins of one object over 26 shared fields, and which part wrote which
+field could only be found by reading all five files. Readers outside the core use ``FleetState``'s
+methods and the published views, never these fields (tests/test_layers.py keeps it so).
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from array import array
 from collections import deque
 
-from sortedcontainers import SortedKeyList
-
 from .objects import EventRecord, NodeRecord, PodRecord
-from .rules import NodeState
 from .settings import Settings
 from .views import CertInfo, LeaseTrack, NodeView, Problem, WatchHealth
 
@@ -28,12 +27,14 @@ def sort_key(v: NodeView) -> tuple[int, float, str]:
     return (v.state.rank, v.sort_deadline, v.name)
 
 
-class FleetData:
-    """The fields of ``FleetState``; see the module docstring."""
+class Store:
+    """The objects the sources fed; see the module docstring. Every write happens under ``lock``
+    in ``ingest.Ingest`` (and ``keyframe.restore``); the evaluator and the queries read under it."""
 
     def __init__(self, settings: Settings | None = None, *, silence_seconds: float | None = None) -> None:
         self.settings = settings or Settings()
         self.lock = threading.RLock()
+        """The state's one lock: ingest writes, the evaluator judges and publishes, queries copy out."""
         # --- what the sources fed (a keyframe copies exactly these) ---
         self.nodes: dict[str, NodeRecord] = {}
         self.leases: dict[str, LeaseTrack] = {}
@@ -59,24 +60,7 @@ class FleetData:
         self.silence_seconds = silence_seconds
         """Lease stream silent this long (no event, no bookmark) = the dashboard may be blind.
         None: 2 x the renew interval."""
-        self._reset_caches()
-
-    def _reset_caches(self) -> None:
-        """Forget everything derived from the data above (a restored keyframe starts from here)."""
-        self._views: dict[str, NodeView] = {}
-        self._dirty: set[str] = set(self.nodes)
-        self._order: SortedKeyList = SortedKeyList(key=sort_key)
-        """Worst first. A sorted list of sublists: moving a node costs O(log n), not a memmove of
-        the whole fleet (which made a 20,000-node zone outage cost seconds)."""
-        self._counts: dict[NodeState, int] = {st: 0 for st in NodeState}
-        self._tally: dict[str, list[int]] = {}
-        """Per zone: [Ready, not Ready] nodes, as the node lifecycle controller counts them."""
-        self._due: list[tuple[float, str]] = []
-        """A heap of (time, node): when a view's rules could give another state with time alone."""
-        self._blind_cached: bool | None = None
-        self._evaluated_at = -math.inf
-        """``now`` of the last ``evaluate``: an earlier ``now`` (a replay stepping back) re-judges every node."""
         self.beats: dict[str, array[float]] = {}
         """Per node: receive times of its last ``MAX_BEATS`` observed lease renewals (``array('d')``,
-        NaN = a gap). Derived from the lease events like the caches, so not in keyframes: a restored
-        keyframe starts with none and the events replayed after it add theirs."""
+        NaN = a gap). Derived from the lease events, so not in keyframes: a restored keyframe
+        starts with none and the events replayed after it add theirs."""

@@ -4,7 +4,8 @@ Every source (live cluster, replay, simulation) calls ``apply`` with the same
 ``(resource, type, object, received_at)`` tuples. Each handler parses the object into a record of
 ``core/objects.py``, replaces the one it had (records are never mutated, so readers and keyframes
 may share them), and marks the node for re-evaluation. A Ready node renewing its lease on time,
-the event that is nearly all the traffic, moves only its view's lease fields (``Evaluation``).
+the event that is nearly all the traffic, replaces only its view, by one whose lease fields moved
+(``Evaluator.renewed``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from array import array
 from collections import deque
 from typing import Any, Iterable
 
-from .evaluation import Evaluation
+from .evaluation import Evaluator
+from .fleet_data import Store
 from .objects import (
     BadObject,
     CSRRecord,
@@ -41,14 +43,20 @@ from .views import (
 )
 
 
-class Ingest(Evaluation):
-    """Part of ``FleetState``: feeding it. Thread-safe: every entry point takes the state's lock."""
+class Ingest:
+    """Part of ``FleetState``: feeding it. The only writer of the ``Store``; tells the evaluator
+    which nodes changed, never touches its fields. Thread-safe: every entry point takes the
+    store's lock (sources apply from their own threads)."""
+
+    def __init__(self, store: Store, evaluator: Evaluator) -> None:
+        self.store = store
+        self.evaluator = evaluator
 
     def set_settings(self, settings: Settings) -> None:
-        with self.lock:
-            self.settings = settings
-            self._dirty.update(self.nodes)
-            self.generation += 1
+        with self.store.lock:
+            self.store.settings = settings
+            self.evaluator.mark_all(self.store.nodes)
+            self.store.generation += 1
 
     def apply(self, resource: str, etype: str, obj: Any, received_at: float | None = None,
               listing: bool = False) -> bool:
@@ -58,7 +66,7 @@ class Ingest(Evaluation):
         log). ``listing`` marks items of an initial list or relist, whose renewals happened at an
         unknown time before they were received.
         """
-        with self.lock:
+        with self.store.lock:
             try:
                 return self._apply(resource, etype, obj, received_at, listing)
             except BadObject as exc:
@@ -70,43 +78,45 @@ class Ingest(Evaluation):
 
     def problem(self, at: float | None, where: str, message: str, kind: str = PROBLEM_ERROR) -> None:
         """Something could not be used (kept with the last ``MAX_PROBLEMS``; the header counts them)."""
-        with self.lock:
-            self.problems.append(Problem(at, where, message[:500], kind))
-            self.generation += 1
+        with self.store.lock:
+            self.store.problems.append(Problem(at, where, message[:500], kind))
+            self.store.generation += 1
 
     def notice(self, at: float | None, where: str, message: str) -> None:
         """Nothing failed, but the operator should know of a limit (shown apart from the errors)."""
         self.problem(at, where, message, PROBLEM_NOTICE)
 
     def update_health(self, resource: str, **changes: Any) -> WatchHealth:
-        with self.lock:
-            h = self.health.get(resource)
+        with self.store.lock:
+            h = self.store.health.get(resource)
             if h is None:
-                h = self.health[resource] = WatchHealth(resource)
+                h = self.store.health[resource] = WatchHealth(resource)
             was_synced = h.synced
             for k, v in changes.items():
                 setattr(h, k, v)
             if h.synced and not was_synced:
-                self.lists_done += 1  # its list is in (SYNCED applied), and the stream says so
-            self.generation += 1
+                self.store.lists_done += 1  # its list is in (SYNCED applied), and the stream says so
+            self.store.generation += 1
             if resource == "leases":
-                self._dirty.update(self.nodes)
+                self.evaluator.mark_all(self.store.nodes)
             return h
 
     def _apply(self, resource: str, etype: str, obj: Any, received_at: float | None, listing: bool) -> bool:
+        st = self.store
         if received_at is not None:
-            self.last_received = received_at if self.last_received is None else max(self.last_received, received_at)
-            h = self.health.get(resource)
+            last = st.last_received
+            st.last_received = received_at if last is None or received_at > last else last
+            h = st.health.get(resource)
             if h is not None:
                 h.last_activity = received_at
         if etype == "SYNCED":
-            self.synced.add(resource)
+            self.store.synced.add(resource)
             if resource == "nodes":
                 # placeholders of nodes that do not exist go (the others were judged again when
                 # their Node arrived)
-                nodes = self.nodes
-                self._dirty.update(n for n in self.leases if n not in nodes)
-            self.generation += 1
+                nodes = self.store.nodes
+                self.evaluator.mark_all(n for n in self.store.leases if n not in nodes)
+            self.store.generation += 1
             return True
         if etype == "BOOKMARK":
             return True
@@ -116,15 +126,15 @@ class Ingest(Evaluation):
         if handler is None:
             raise BadObject(f"unknown resource {resource!r}")
         handler(self, etype, obj, received_at, listing)
-        self.generation += 1
+        st.generation += 1
         return True
 
     def _timeline(self, node: str, t: float | None, text: str) -> None:
         if t is None:
             return
-        tl = self.timelines.get(node)
+        tl = self.store.timelines.get(node)
         if tl is None:
-            tl = self.timelines[node] = deque(maxlen=MAX_TIMELINE)
+            tl = self.store.timelines[node] = deque(maxlen=MAX_TIMELINE)
         tl.append((t, text))
 
     def _on_node(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
@@ -134,16 +144,16 @@ class Ingest(Evaluation):
             # A deleted node is forgotten entirely (its timeline and certificate date too): a node
             # registering later under the same name is a new machine with a new kubelet. Its pods
             # and events leave with their own DELETED events.
-            self.nodes.pop(name, None)
-            self.timelines.pop(name, None)
-            self.certs.pop(name, None)
-            self._dirty.add(name)
+            self.store.nodes.pop(name, None)
+            self.store.timelines.pop(name, None)
+            self.store.certs.pop(name, None)
+            self.evaluator.mark(name)
             return
-        old = self.nodes.get(name)
+        old = self.store.nodes.get(name)
         if old is not None and old.taints:
             rec.taints = keep_eviction_start(old.taints, rec.taints)
-        self.nodes[name] = rec
-        self._dirty.add(name)
+        self.store.nodes[name] = rec
+        self.evaluator.mark(name)
         self._node_timeline(old, rec, received_at)
 
     def _node_timeline(self, old: NodeRecord | None, new: NodeRecord, received_at: float | None) -> None:
@@ -168,22 +178,23 @@ class Ingest(Evaluation):
         if rec.namespace and rec.namespace != "kube-node-lease":
             return
         name = rec.name
+        st = self.store
         if etype == "DELETED":
-            self.leases.pop(name, None)
-            self.beats.pop(name, None)
-            self._dirty.add(name)
+            st.leases.pop(name, None)
+            st.beats.pop(name, None)
+            self.evaluator.mark(name)
             return
-        duration = rec.duration_seconds or self.settings.lease_duration_seconds
-        track = self.leases.get(name)
+        duration = rec.duration_seconds or st.settings.lease_duration_seconds
+        track = st.leases.get(name)
         advanced = track is None or (
             rec.renew_time is not None and (track.renew_time is None or rec.renew_time > track.renew_time)
         )
         if track is None:
-            track = self.leases[name] = LeaseTrack(rec.renew_time, None, None, duration, rec.holder)
+            track = st.leases[name] = LeaseTrack(rec.renew_time, None, None, duration, rec.holder)
         track.duration = duration
         track.holder = rec.holder
         if advanced and rec.renew_time is not None:
-            known = received_at is not None and not listing and "leases" in self.synced
+            known = received_at is not None and not listing and "leases" in st.synced
             if known:
                 track.observed_at = received_at
                 track.skew = received_at - rec.renew_time
@@ -198,12 +209,12 @@ class Ingest(Evaluation):
             track.renew_time = rec.renew_time
             self._beat(name, received_at if known else math.nan)
             track.renewals += 1
-            if self._renewed_on_time(name, track):
+            if self.evaluator.renewed(name, track):
                 return
         elif rec.renew_time is None:
             track.renew_time = None
             track.observed_at = None
-        self._dirty.add(name)
+        self.evaluator.mark(name)
 
     def ages_in_doubt(self, now: float, names: Iterable[str] | None = None) -> dict[str, float]:
         """Nodes the API server still calls Ready whose lease looks late only by when a list says it
@@ -213,12 +224,12 @@ class Ingest(Evaluation):
         controller, which times renewals by seeing renewTime change, keeps it Ready). ``names``:
         look at these nodes only."""
         out: dict[str, float] = {}
-        with self.lock:
-            tracks = self.leases.items() if names is None else ((n, self.leases.get(n)) for n in names)
+        with self.store.lock:
+            tracks = self.store.leases.items() if names is None else ((n, self.store.leases.get(n)) for n in names)
             for name, track in tracks:
                 if track is None or track.age_from not in ("renewTime", "server-bound") or track.observed_at is None:
                     continue
-                rec = self.nodes.get(name)
+                rec = self.store.nodes.get(name)
                 interval = renew_interval(track.duration)
                 if rec is not None and rec.ready == "True" and now - track.observed_at > 2 * interval:
                     out[name] = interval
@@ -227,17 +238,17 @@ class Ingest(Evaluation):
     def _writes_follow_renewals(self) -> bool:
         """Whether the API server moves a field manager's time on every write that changes a value
         (v1.25 on, kubernetes PR #110058); before, only when the writer's set of fields changes."""
-        mm = parse_minor(self.settings.server_version)
+        mm = parse_minor(self.store.settings.server_version)
         return mm is not None and mm >= WRITE_TIME_FOLLOWS_VALUES_SINCE
 
     def _beat(self, node: str, received_at: float) -> None:
         """Remember one renewal's receive time for the heartbeat history (NaN: when it happened is
         unknown, a gap). Bounded: the last ``MAX_BEATS``; a node never seen renewing has none."""
-        beats = self.beats.get(node)
+        beats = self.store.beats.get(node)
         if beats is None:
             if received_at != received_at:  # NaN: nothing before it to break
                 return
-            beats = self.beats[node] = array("d")
+            beats = self.store.beats[node] = array("d")
         elif received_at != received_at and beats[-1] != beats[-1]:
             return  # one gap mark is enough
         beats.append(received_at)
@@ -247,48 +258,48 @@ class Ingest(Evaluation):
     def _on_pod(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
         rec = pod_from_dict(obj)
         key = rec.key
-        old = self.pods.get(key)
+        old = self.store.pods.get(key)
         if old is not None and (etype == "DELETED" or old.node_name != rec.node_name):
-            _unindex(self.pods_by_node, old.node_name, key)
+            _unindex(self.store.pods_by_node, old.node_name, key)
         if etype == "DELETED":
-            self.pods.pop(key, None)
-            self.pod_schedules.pop(key, None)
+            self.store.pods.pop(key, None)
+            self.store.pod_schedules.pop(key, None)
             return
         if old is not None and old.tolerations != rec.tolerations and received_at is not None:
             self._keep_pod_schedule(key, old, rec, received_at)
-        self.pods[key] = rec
+        self.store.pods[key] = rec
         if rec.node_name:
-            self.pods_by_node.setdefault(rec.node_name, set()).add(key)
+            self.store.pods_by_node.setdefault(rec.node_name, set()).add(key)
 
     def _keep_pod_schedule(self, key: tuple[str, str], old: Any, rec: Any, at: float) -> None:
         """A pod's tolerations changed: remember the eviction scheduled under the old ones (the
         controller keeps it; ``rules.process_pod_on_node``)."""
-        node = self.nodes.get(rec.node_name)
+        node = self.store.nodes.get(rec.node_name)
         if node is None or rec.node_name != old.node_name:
-            self.pod_schedules.pop(key, None)
+            self.store.pod_schedules.pop(key, None)
             return
-        kept = self.pod_schedules.get(key)
+        kept = self.store.pod_schedules.get(key)
         scheduled = kept[0] if kept is not None else pod_eviction_at(node.taints, old.tolerations)
         if scheduled is not None and scheduled > at:
-            self.pod_schedules[key] = (scheduled, at)
+            self.store.pod_schedules[key] = (scheduled, at)
         else:
-            self.pod_schedules.pop(key, None)
+            self.store.pod_schedules.pop(key, None)
 
     def _on_event(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
         rec = event_from_dict(obj)
         key = rec.key
         if etype == "DELETED":
-            old = self.events.pop(key, None)
+            old = self.store.events.pop(key, None)
             if old is not None:
                 for node in _event_nodes(old):
-                    _unindex(self.events_by_node, node, key)
+                    _unindex(self.store.events_by_node, node, key)
             return
-        self.events[key] = rec
+        self.store.events[key] = rec
         for node in _event_nodes(rec):
-            bucket = self.events_by_node.setdefault(node, set())
+            bucket = self.store.events_by_node.setdefault(node, set())
             bucket.add(key)
             if len(bucket) > MAX_EVENTS_PER_NODE:
-                oldest = min(bucket, key=lambda k: self.events[k].time or 0.0 if k in self.events else 0.0)
+                oldest = min(bucket, key=lambda k: self.store.events[k].time or 0.0 if k in self.store.events else 0.0)
                 bucket.discard(oldest)
 
     def _on_csr(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
@@ -304,19 +315,19 @@ class Ingest(Evaluation):
         if rec.not_after is None:
             return
         node = rec.username[len(NODE_USER_PREFIX):]
-        cur = self.certs.get(node)
+        cur = self.store.certs.get(node)
         if cur is None or rec.not_after > cur.not_after:
-            self.certs[node] = CertInfo(rec.not_after, source or f"CSR {rec.name}")
-            self._dirty.add(node)
+            self.store.certs[node] = CertInfo(rec.not_after, source or f"CSR {rec.name}")
+            self.evaluator.mark(node)
 
     def remember_cert(self, node: str, not_after: float, source: str) -> None:
         """A NotAfter learned elsewhere (the local cache, a TLS probe, kubelet metrics)."""
-        with self.lock:
-            cur = self.certs.get(node)
+        with self.store.lock:
+            cur = self.store.certs.get(node)
             if cur is None or not_after > cur.not_after:
-                self.certs[node] = CertInfo(not_after, source)
-                self._dirty.add(node)
-                self.generation += 1
+                self.store.certs[node] = CertInfo(not_after, source)
+                self.evaluator.mark(node)
+                self.store.generation += 1
 
 
 

@@ -12,7 +12,7 @@ import copy
 from collections import deque
 from dataclasses import dataclass
 
-from .fleet_data import FleetData
+from .fleet_data import Store
 from .objects import EventRecord, NodeRecord, PodRecord
 from .views import MAX_TIMELINE, CertInfo, LeaseTrack, Problem, WatchHealth
 
@@ -34,10 +34,10 @@ class Keyframe:
     synced: frozenset[str]
     last_received: float | None
     pod_schedules: dict[tuple[str, str], tuple[float, float]] | None = None
-    """Evictions kept across a toleration change (``FleetData.pod_schedules``)."""
+    """Evictions kept across a toleration change (``Store.pod_schedules``)."""
 
 
-def take(state: FleetData, prev: Keyframe | None = None) -> Keyframe:
+def take(state: Store, prev: Keyframe | None = None) -> Keyframe:
     """A keyframe of ``state``. ``prev`` (the previous keyframe) lets unchanged timelines share
     their tuples, so ninety keyframes of a quiet fleet do not hold ninety copies of each."""
     with state.lock:
@@ -66,9 +66,10 @@ def take(state: FleetData, prev: Keyframe | None = None) -> Keyframe:
         )
 
 
-def restore(state: FleetData, kf: Keyframe | None) -> None:
-    """Make ``state`` hold exactly the keyframe (None: empty), in place so its readers keep their
-    reference; every node is re-evaluated at the next ``evaluate``."""
+def restore(state: Store, kf: Keyframe | None) -> None:
+    """Make the store hold exactly the keyframe (None: empty), in place so its readers keep their
+    reference. The caller resets what was derived from it (``FleetState.restore``: the
+    evaluator's caches), so every node is judged again at the next ``evaluate``."""
     with state.lock:
         if kf is None:
             state.nodes, state.leases, state.pods, state.pods_by_node = {}, {}, {}, {}
@@ -91,5 +92,5 @@ def restore(state: FleetData, kf: Keyframe | None) -> None:
             state.synced = set(kf.synced)
             state.last_received = kf.last_received
             state.pod_schedules = dict(kf.pod_schedules or {})
-        state._reset_caches()
+        state.beats = {}  # derived from lease events, not in keyframes (see ``Store.beats``)
         state.generation += 1

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -60,14 +61,9 @@ class ClusterState(FleetState):
     """A ``FleetState`` whose views say which cluster they belong to."""
 
     def __init__(self, cluster: str, settings: Settings | None = None, **kw: object) -> None:
-        super().__init__(settings, **kw)  # type: ignore[arg-type]
+        super().__init__(settings, cluster=cluster, **kw)  # type: ignore[arg-type]
         self.cluster = cluster
-
-    def _view(self, name: str, now: float, blind: bool, grace: float) -> NodeView | None:
-        v = super()._view(name, now, blind, grace)
-        if v is not None:  # None: the node is gone (deleted)
-            v.cluster = self.cluster
-        return v
+        """Every view of this state names it (built in: views are frozen, never set after)."""
 
 
 def _no_error() -> str | None:
@@ -146,8 +142,10 @@ def worst_health(resource: str, hs: list[WatchHealth]) -> WatchHealth:
     )
 
 
-def merge_views(named: list[tuple[str, FleetView]], clusters: list[ClusterView], now: float) -> FleetView:
-    """One fleet view of several: see the module docstring."""
+def merge_views(named: list[tuple[str, FleetView]], clusters: list[ClusterView], now: float,
+                seq: int = 0) -> FleetView:
+    """One fleet view of several: see the module docstring. ``seq``: which publication of the
+    merged fleet this is (the members' own snapshots keep theirs)."""
     nodes: list[NodeView] = []
     starts = [0] * len(named)
     counts = {s: 0 for s in NodeState}
@@ -167,12 +165,12 @@ def merge_views(named: list[tuple[str, FleetView]], clusters: list[ClusterView],
     blind = [(name, v.blind_reason) for name, v in named if v.leases_blind and v.nodes]
     first = named[0][1].settings if named else Settings()
     return FleetView(
-        at=now, settings=first, nodes=nodes, zones=zones, counts=counts,
+        at=now, settings=first, nodes=tuple(nodes), zones=tuple(zones), counts=counts,
         all_zones_full=any(v.all_zones_full for _, v in named),
         leases_blind=bool(blind), blind_reason="; ".join(f"{name}: {why}" for name, why in blind),
         health=health, generation=sum(v.generation for _, v in named),
         statefulset_at_risk=sum(v.statefulset_at_risk for _, v in named),
-        controller_suspect=any(v.controller_suspect for _, v in named), clusters=clusters,
+        controller_suspect=any(v.controller_suspect for _, v in named), clusters=tuple(clusters), seq=seq,
     )
 
 
@@ -201,6 +199,10 @@ class MultiFleet:
         self.members = list(members)
         self._by_name = {m.name: m for m in members}
         self._longest_first = sorted(members, key=lambda m: len(m.name), reverse=True)
+        self._publish_lock = threading.Lock()
+        """Two evaluations at once (the UI's tick, a hub's ticker) publish one after the other."""
+        self._seq = 0
+        self._published: FleetView | None = None
 
     @property
     def cluster_names(self) -> list[str]:
@@ -255,9 +257,20 @@ class MultiFleet:
         return [(m, m.state.evaluate(now)) for m in self.members]
 
     def evaluate(self, now: float) -> FleetView:
+        """Every cluster evaluated at ``now`` and merged: published as one snapshot (``published()``),
+        built only of the members' published snapshots."""
         each = self.evaluate_each(now)
         clusters = [cluster_view(m.name, v, m.error(), now) for m, v in each]
-        return merge_views([(m.name, v) for m, v in each], clusters, now)
+        with self._publish_lock:
+            self._seq += 1
+            fv = merge_views([(m.name, v) for m, v in each], clusters, now, self._seq)
+            self._published = fv
+        return fv
+
+    def published(self) -> FleetView | None:
+        """The latest merged snapshot ``evaluate`` published (None before the first); see
+        ``FleetState.published``."""
+        return self._published
 
     # --- the rest of FleetReader ---------------------------------------------------------------
 

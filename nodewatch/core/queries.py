@@ -13,7 +13,8 @@ import math
 from contextlib import AbstractContextManager
 from collections.abc import Mapping
 
-from .evaluation import Evaluation
+from .evaluation import Evaluator
+from .fleet_data import Store
 from .objects import EventRecord, NodeRecord, PodRecord
 from .rules import effective_taints, process_pod_on_node, noexecute_taints, pod_eviction_at
 from .views import (
@@ -31,34 +32,38 @@ MAX_TAINTS_IN_TIMELINE = 32
 """A hostile node may carry thousands of taints: the timeline takes the first few."""
 
 
-class Queries(Evaluation):
-    """Part of ``FleetState``: what readers may ask it."""
+class Queries:
+    """Part of ``FleetState``: what readers may ask it. No fields of its own: reads the store and
+    the evaluator under the store's lock, answers with copies and frozen records."""
+
+    def __init__(self, store: Store, evaluator: Evaluator) -> None:
+        self.store = store
+        self.evaluator = evaluator
 
     def node_view(self, name: str, now: float) -> NodeView | None:
-        with self.lock:
-            if name not in self.nodes:
+        with self.store.lock:
+            if name not in self.store.nodes:
                 return None
-            blind, _ = self.leases_blind(now)
-            return self._view(name, now, blind, self.settings.grace)
+            return self.evaluator.judge(name, now)
 
     def pods_on(self, node: str, now: float) -> list[PodView]:
         """The node's pods with their own eviction countdowns and StatefulSet risk."""
-        with self.lock:
-            rec = self.nodes.get(node)
+        with self.store.lock:
+            rec = self.store.nodes.get(node)
             view = self.node_view(node, now)
             # Only NoExecute taints decide an eviction: filter once, not once per pod (a node may
             # carry thousands of taints and hundreds of pods). Eviction taints the controller takes
             # off at its next pass (Ready again, master disruption mode) count for nothing.
-            taints = noexecute_taints(effective_taints(rec.taints, rec.ready, self._all_down)) if rec else []
+            taints = noexecute_taints(effective_taints(rec.taints, rec.ready, self.evaluator.master_disruption)) if rec else []
             out = []
-            for key in sorted(self.pods_by_node.get(node, ())):
-                p = self.pods.get(key)
+            for key in sorted(self.store.pods_by_node.get(node, ())):
+                p = self.store.pods.get(key)
                 if p is None:
                     continue
                 # The pod's own tolerations: the 300s defaults are written into it by the admission
                 # plugin at creation; a stored pod without them is deleted at once.
                 at = pod_eviction_at(taints, p.tolerations)
-                kept = self.pod_schedules.get(key)
+                kept = self.store.pod_schedules.get(key)
                 if kept is not None and at is not None and all(
                         t.time_added is None or t.time_added <= kept[1] for t in taints):
                     at = process_pod_on_node(kept[0], taints, p.tolerations, kept[1])
@@ -71,16 +76,16 @@ class Queries(Evaluation):
 
     def events_for(self, node: str) -> list[EventRecord]:
         """Kubelet and controller events about the node, newest first."""
-        with self.lock:
-            evs = [self.events[k] for k in self.events_by_node.get(node, ()) if k in self.events]
+        with self.store.lock:
+            evs = [self.store.events[k] for k in self.store.events_by_node.get(node, ()) if k in self.store.events]
         evs.sort(key=lambda e: e.time or 0.0, reverse=True)
         return evs
 
     def timeline_for(self, node: str, now: float) -> list[tuple[float, str]]:
         """What happened to the node, and what the rules say happens next, in time order."""
-        with self.lock:
-            items = list(self.timelines.get(node, ()))
-            rec = self.nodes.get(node)
+        with self.store.lock:
+            items = list(self.store.timelines.get(node, ()))
+            rec = self.store.nodes.get(node)
             if rec is not None:
                 known = {text for _, text in items}
                 rc = rec.conditions.get("Ready")
@@ -90,7 +95,7 @@ class Queries(Evaluation):
                     if t.time_added is not None and not any(t.key in k for k in known):
                         items.append((t.time_added, f"taint {t.key}:{t.effect} added"))
             view = self.node_view(node, now)
-            track = self.leases.get(node)
+            track = self.store.leases.get(node)
             if track is not None and track.renew_time is not None:
                 items.append((track.observed_at or track.renew_time, "last lease renewal seen"))
             if view is not None:
@@ -106,60 +111,60 @@ class Queries(Evaluation):
     def node_details(self, name: str, now: float, *, max_pods: int | None = None,
                      max_events: int | None = None) -> NodeDetails:
         """The node in full (the drill-down): one consistent copy, taken under the lock."""
-        with self.lock:
-            track = self.leases.get(name)
+        with self.store.lock:
+            track = self.store.leases.get(name)
             lease = None if track is None else dataclasses.replace(track)
             return NodeDetails(
-                name=name, now=now, view=self.node_view(name, now), record=self.nodes.get(name), lease=lease,
-                cert=self.certs.get(name), pods=self.pods_on(name, now)[:max_pods],
+                name=name, now=now, view=self.node_view(name, now), record=self.store.nodes.get(name), lease=lease,
+                cert=self.store.certs.get(name), pods=self.pods_on(name, now)[:max_pods],
                 events=self.events_for(name)[:max_events], timeline=self.timeline_for(name, now),
-                beats=list(self.beats.get(name, ())),
+                beats=list(self.store.beats.get(name, ())),
             )
 
     def node_count(self) -> int:
-        with self.lock:
-            return len(self.nodes)
+        with self.store.lock:
+            return len(self.store.nodes)
 
     def has_node(self, name: str) -> bool:
-        with self.lock:
-            return name in self.nodes
+        with self.store.lock:
+            return name in self.store.nodes
 
     def node_records(self) -> dict[str, NodeRecord]:
         """Every Node record by name (a new dict; the records are never mutated): for probes that
         need a node's addresses."""
-        with self.lock:
-            return dict(self.nodes)
+        with self.store.lock:
+            return dict(self.store.nodes)
 
     def not_ready_nodes(self) -> list[str]:
         """Names of the nodes whose Ready condition is not True, sorted: the live source watches
         their pods and events."""
-        with self.lock:
-            return sorted(n for n, rec in self.nodes.items() if rec.ready != "True")
+        with self.store.lock:
+            return sorted(n for n, rec in self.store.nodes.items() if rec.ready != "True")
 
     def cert_dates(self) -> dict[str, CertInfo]:
         """Every kubelet client certificate date known, by node (to save in the local cache)."""
-        with self.lock:
-            return dict(self.certs)
+        with self.store.lock:
+            return dict(self.store.certs)
 
     def is_synced(self, *resources: str) -> bool:
         """Have these resources been listed (a SYNCED event applied for each)?"""
-        with self.lock:
-            return set(resources) <= self.synced
+        with self.store.lock:
+            return set(resources) <= self.store.synced
 
     def problem_count(self) -> int:
-        with self.lock:
-            return len(self.problems)
+        with self.store.lock:
+            return len(self.store.problems)
 
     def problem_counts(self) -> tuple[int, int]:
         """(errors, notices) among the problems kept."""
-        with self.lock:
-            notices = sum(1 for p in self.problems if p.kind == PROBLEM_NOTICE)
-            return len(self.problems) - notices, notices
+        with self.store.lock:
+            notices = sum(1 for p in self.store.problems if p.kind == PROBLEM_NOTICE)
+            return len(self.store.problems) - notices, notices
 
     def node_labels(self, name: str) -> Mapping[str, str] | None:
         """The node's labels: the record's own mapping, replaced (never mutated) when the Node changes."""
-        with self.lock:
-            rec = self.nodes.get(name)
+        with self.store.lock:
+            rec = self.store.nodes.get(name)
             return rec.labels if rec is not None else None
 
     def details_not_watched(self, name: str) -> str | None:
@@ -170,23 +175,23 @@ class Queries(Evaluation):
     def pod_records_on(self, nodes: list[str]) -> dict[str, list[PodRecord]]:
         """The pod records on these nodes, by node, sorted. Records, not ``pods_on``'s views: the
         fleet history samples nodes at risk every second and needs no eviction times."""
-        with self.lock:
+        with self.store.lock:
             out = {}
             for node in nodes:
-                keys = sorted(self.pods_by_node.get(node, ()))
-                out[node] = [self.pods[k] for k in keys if k in self.pods]
+                keys = sorted(self.store.pods_by_node.get(node, ()))
+                out[node] = [self.store.pods[k] for k in keys if k in self.store.pods]
             return out
 
     def recent_problems(self, n: int) -> list[Problem]:
         """The last ``n`` things the state could not use, oldest first."""
-        with self.lock:
-            return list(self.problems)[-n:] if n > 0 else []
+        with self.store.lock:
+            return list(self.store.problems)[-n:] if n > 0 else []
 
     def lists_completed(self) -> int:
         """Lists completed so far (``lists_done``: SYNCED applied and the stream's health synced)."""
-        return self.lists_done
+        return self.store.lists_done
 
     def batch(self) -> AbstractContextManager[bool]:
         """Hold the state still while applying a run of events: one lock for the run, and readers
         never see half of it. Re-entrant: ``apply`` inside takes the same lock again."""
-        return self.lock
+        return self.store.lock

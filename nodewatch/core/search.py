@@ -9,6 +9,8 @@ rescan 65,000 label sets.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from typing import TYPE_CHECKING
 
 from .views import NodeView
@@ -25,7 +27,7 @@ class LabelSearch:
         self._term = ""
         self._memo: dict[str, tuple[object, bool]] = {}
 
-    def matches(self, term: str, rows: list[NodeView]) -> list[NodeView]:
+    def matches(self, term: str, rows: Sequence[NodeView]) -> list[NodeView]:
         """The rows whose name (with its cluster, when there are several), or one of whose labels
         as ``key=value``, contains ``term`` (case-insensitive), in the given order."""
         term = term.lower()

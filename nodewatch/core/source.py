@@ -20,7 +20,10 @@ class FleetReader(Protocol):
     the UI asks nothing else."""
 
     def evaluate(self, now: float) -> FleetView:
-        """Every node's view at ``now``, worst first, with zones, counts and stream health."""
+        """Every node's view at ``now``, worst first, with zones, counts and stream health:
+        a frozen snapshot, published (docs/snapshots.md)."""
+    def published(self) -> FleetView | None:
+        """The latest snapshot ``evaluate`` returned (None before the first), without evaluating."""
     def node_count(self) -> int: ...
     def lists_completed(self) -> int:
         """Lists completed so far (the dashboard draws a frame as soon as one more is)."""

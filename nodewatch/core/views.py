@@ -2,11 +2,20 @@
 
 Plain data, no behaviour beyond small derived values: the dashboard and ``status`` read these and
 nothing else of the state's internals.
+
+The published snapshot (``FleetView``, its ``NodeView`` s, ``ZoneView`` s and ``ClusterView`` s) is
+frozen: the evaluator replaces a view when its node changes and never writes into one a reader may
+hold (docs/snapshots.md). ``NodeView`` is a frozen ``msgspec.Struct``, not a frozen dataclass: a
+frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``, measured 1.9 us a
+view against 0.08 us for the Struct (0.16 us for the mutable dataclass it replaces), and 65,000 are
+built on each of the first two frames.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import msgspec
 
 from .causes import Cause
 from .objects import EventRecord, NodeRecord
@@ -83,9 +92,13 @@ class Problem:
     """``error``: data or a request that failed; ``notice``: nothing failed, but something is limited."""
 
 
-@dataclass(slots=True)
-class NodeView:
-    """A node judged by the rules. Absolute times, so one view serves every ``now`` until ``valid_until``."""
+class NodeView(msgspec.Struct, frozen=True, gc=False):
+    """A node judged by the rules. Absolute times, so one view serves every ``now`` until
+    ``next_change``. Frozen: a new view replaces it when the node changes (``msgspec.structs.replace``
+    for a renewal). Not tracked by the garbage collector (``gc=False``: a view holds only strings,
+    numbers, enums and tuples of frozen records, never a cycle), so 65,000 of them add nothing to a
+    collection's pause. Fields in this order: the evaluator and the hub's codec build views
+    positionally (tests/test_evaluation_paths.py keeps the order)."""
 
     name: str
     zone: str
@@ -151,7 +164,7 @@ def zone_key(v: NodeView) -> str:
     return f"{v.cluster}/{v.zone}" if v.cluster else v.zone
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ZoneView:
     name: str
     state: ZoneState
@@ -179,7 +192,7 @@ HEALTH_WARN = "warn"
 HEALTH_BAD = "bad"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ClusterView:
     """One cluster of several, in a line: what the cluster strip and ``status`` say of it."""
 
@@ -201,13 +214,20 @@ class ClusterView:
     """Why its leases cannot be trusted to judge its nodes right now (``FleetView.blind_reason``), or ""."""
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class FleetView:
+    """The fleet as one evaluation published it: what one frame shows (the dashboard keeps the
+    one it drew, ``NodewatchApp.view``; the table the one its rows came from, ``FleetTable.shown``).
+    Frozen, and so is every view in it; its dicts and lists were built for this snapshot alone and
+    nothing writes to them after it is published (readers must not either). ``FleetState.published()``
+    is the latest one."""
+
     at: float
+    """The ``now`` it was evaluated at."""
     settings: Settings
-    nodes: list[NodeView]
+    nodes: tuple[NodeView, ...]
     """Worst first: state rank, then the next deadline, then name."""
-    zones: list[ZoneView]
+    zones: tuple[ZoneView, ...]
     counts: dict[NodeState, int]
     all_zones_full: bool
     leases_blind: bool
@@ -217,8 +237,11 @@ class FleetView:
     statefulset_at_risk: int
     controller_suspect: bool
     """Nodes stay Overdue past grace + 2 monitor periods with Ready still True: the node controller may be down."""
-    clusters: list[ClusterView] = field(default_factory=list)
+    clusters: tuple[ClusterView, ...] = ()
     """One summary per cluster when several are watched at once; empty for a one-cluster fleet."""
+    seq: int = 0
+    """Which publication of its state this is (1, 2, ...; 0: not published by a state, e.g. a hub
+    viewer's copy of the hub's frame). Two frames showed the same fleet if they hold the same seq."""
 
     def node(self, name: str) -> NodeView | None:
         for v in self.nodes:

@@ -28,7 +28,7 @@ from ..core.views import NodeView
 
 _STATES = {s.name: s for s in NodeState}
 _CAUSE_KINDS = {k.name: k for k in CauseKind}
-VIEW_FIELDS = tuple(f.name for f in dataclasses.fields(NodeView))
+VIEW_FIELDS = NodeView.__struct_fields__
 
 
 class WireError(ValueError):
@@ -114,6 +114,8 @@ def to_wire(obj: Any) -> Any:
         return obj if math.isfinite(obj) else None
     if isinstance(obj, enum.Enum):
         return obj.name
+    if isinstance(obj, NodeView):  # a msgspec Struct, not a dataclass: its own positional form
+        return view_to_wire(obj)
     if dataclasses.is_dataclass(obj):
         return [to_wire(getattr(obj, f)) for f in _field_names(type(obj))]
     if isinstance(obj, Mapping):  # a dict, or a record's Labels
@@ -165,6 +167,10 @@ def _decode(tp: Any, value: Any) -> Any:
         return {_decode(kt, k): _decode(vt, v) for k, v in value.items()}
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return tp[value]
+    if tp is NodeView:
+        if not isinstance(value, list):
+            raise TypeError(f"expected a list, got {type(value).__name__}")
+        return view_from_wire(value)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         hints = _hints(tp)
         names = _field_names(tp)

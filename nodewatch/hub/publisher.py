@@ -1,7 +1,7 @@
 """What the hub has told its viewers, and what changed since: snapshots and deltas of the fleet.
 
-The hub evaluates the fleet once per tick (``FleetState.evaluate`` at the hub's ``now``) and turns
-the result into one frame that every up-to-date viewer gets, encoded once: the views that changed
+The hub evaluates the fleet once per tick (``FleetState.evaluate`` at the hub's ``now``: a frozen,
+published snapshot, docs/snapshots.md) and turns the result into one frame that every up-to-date viewer gets, encoded once: the views that changed
 since the previous tick, the nodes gone, the labels that changed, and the small ``meta`` (counts,
 zones, health, settings). A viewer that just arrived, or fell behind, gets a snapshot instead,
 built from the same bookkeeping, so snapshot + deltas always equal what the hub evaluated.
@@ -30,7 +30,7 @@ import operator
 from typing import Any
 
 from ..core.objects import NodeRecord
-from ..core.views import FleetView
+from ..core.views import FleetView, NodeView
 from . import protocol
 from .codec import VIEW_FIELDS, to_wire, view_to_wire
 
@@ -49,14 +49,18 @@ class Publisher:
         self.seq = 0
         """Number of the last frame built; deltas are numbered so a viewer can tell a gap."""
         self._keys: dict[str, tuple] = {}
+        self._last: dict[str, NodeView] = {}
+        """The view each node had in the last update. Views are frozen and an unchanged node keeps
+        its view object from one snapshot to the next: the same object was sent already, and its
+        fields need no comparing (most of a 65,000-node fleet, each tick)."""
         self._wire: dict[str, list] = {}
         self._records: dict[str, NodeRecord] = {}
         self._labels: dict[str, list[int]] = {}
         self._pairs: dict[tuple[str, str], int] = {}
         self._pair_list: list[list[str]] = []
         self._meta: dict[str, Any] = {}
-        self._order: list = []
-        """The last view's nodes, worst first (the snapshot's order)."""
+        self._order: tuple[NodeView, ...] = ()
+        """The last snapshot's nodes, worst first (the snapshot's order): its own frozen tuple."""
         self._now = 0.0
         self._snapshot: bytes | None = None
 
@@ -68,11 +72,14 @@ class Publisher:
         self.seq += 1
         self.name = name
         up: list[list] = []
-        keys, wire = self._keys, self._wire
+        keys, wire, last = self._keys, self._wire, self._last
         seen = set()
         for v in view.nodes:
             n = v.key
             seen.add(n)
+            if last.get(n) is v:
+                continue
+            last[n] = v
             k = _key(v)
             if keys.get(n) != k:
                 keys[n] = k
@@ -82,6 +89,7 @@ class Publisher:
         for n in gone:
             del keys[n]
             del wire[n]
+            last.pop(n, None)
             self._records.pop(n, None)
             self._labels.pop(n, None)
         labels: dict[str, list[int]] = {}

@@ -90,6 +90,7 @@ class ViewerState:
         self._problems: list[Problem] = []
         self._label_dicts: dict[str, tuple[tuple, dict[str, str]]] = {}
         self.frames = 0
+        self._published: FleetView | None = None
 
     # --- fed by the connection thread -------------------------------------------------------------
 
@@ -234,13 +235,18 @@ class ViewerState:
             blind, reason = bool(m.get("leases_blind")), str(m.get("blind_reason", ""))
             if not self.connected:
                 blind, reason = True, self._lost_reason()
-            return FleetView(
-                at=now, settings=self.settings, nodes=list(self._order), zones=list(self._zones),
+            fv = self._published = FleetView(
+                at=now, settings=self.settings, nodes=tuple(self._order), zones=tuple(self._zones),
                 counts=dict(self._counts), all_zones_full=bool(m.get("all_zones_full")), leases_blind=blind,
                 blind_reason=reason, health=health, generation=int(m.get("generation", 0)),
                 statefulset_at_risk=int(m.get("statefulset_at_risk", 0)),
-                controller_suspect=bool(m.get("controller_suspect")), clusters=list(self._clusters),
+                controller_suspect=bool(m.get("controller_suspect")), clusters=tuple(self._clusters),
             )
+            return fv
+
+    def published(self) -> FleetView | None:
+        """The latest snapshot ``evaluate`` returned (None before the first)."""
+        return self._published
 
     def _lost_reason(self) -> str:
         if self.hub_now is None:

@@ -230,8 +230,8 @@ def _taint_windows(cluster: str, fv: FleetView, multi: bool) -> dict[str, float]
         return {}
     zones = fv.zones
     if multi:  # a cluster's own view names its zones bare; window_in looks them up by cluster/zone
-        zones = [dataclasses.replace(z, name=f"{cluster}/{z.name}") for z in zones]
-    view = dataclasses.replace(fv, nodes=bad, zones=zones)
+        zones = tuple(dataclasses.replace(z, name=f"{cluster}/{z.name}") for z in zones)
+    view = dataclasses.replace(fv, nodes=tuple(bad), zones=zones)
     out = {}
     for v in waiting:
         w = window_in(view, v)

@@ -374,7 +374,7 @@ class NodewatchApp(SourceActions, App):
             if multi:
                 table.set_columns(with_cluster(WALL_COLUMNS), cluster_width)
             table.empty_message = "every node is Ready"
-            table.set_rows(state_slice(view, NOT_READY), ctx)
+            table.set_rows(state_slice(view, NOT_READY), ctx, shown=view)
         else:
             self.query_one("#clusters", ClusterStrip).show(
                 cluster_text(view, p, compact=self.size.width < 120) if multi else None)
@@ -386,7 +386,7 @@ class NodewatchApp(SourceActions, App):
                 table.set_columns(with_cluster(self.column_keys), cluster_width)
             table.empty_message = ("no node matches the filters" if (q.states or q.zone or q.search or q.cluster)
                                    else "no nodes")
-            table.set_rows(select_rows(view, q, self.label_search), ctx, sort=q.sort, reverse=q.reverse)
+            table.set_rows(select_rows(view, q, self.label_search), ctx, sort=q.sort, reverse=q.reverse, shown=view)
         self._update_subtitle()
         timeline = self.query_one("#timeline", FleetTimeline)
         timeline.palette = p

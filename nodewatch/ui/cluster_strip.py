@@ -10,6 +10,8 @@ cluster, in the same words. Hidden for a one-cluster fleet.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import humanize
 from rich.console import Group, RenderableType
 from rich.style import Style
@@ -27,7 +29,7 @@ MAX_ERROR = 80
 """Characters of a cluster's error in its cell (the errors pane has all of it)."""
 
 
-def _worst_first(clusters: list[ClusterView]) -> list[ClusterView]:
+def _worst_first(clusters: Sequence[ClusterView]) -> list[ClusterView]:
     """Clusters that cannot be read, then by nodes not Ready; the rest in the order given."""
     order = {c.name: i for i, c in enumerate(clusters)}
     return sorted(clusters, key=lambda c: (c.health != HEALTH_BAD, -c.not_ready, order[c.name]))

@@ -12,6 +12,7 @@ screen to repaint.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -25,7 +26,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from ..core.text import safe
-from ..core.views import NodeView
+from ..core.views import FleetView, NodeView
 from . import partial_update
 from .cells import (
     CellKey,
@@ -78,7 +79,12 @@ class FleetTable(ScrollView, can_focus=True):
         super().__init__(name=name, id=id, classes=classes)
         self.column_keys = columns
         self.show_cursor = show_cursor
-        self.rows: list[NodeView] = []
+        self.rows: Sequence[NodeView] = ()
+        """The rows shown: frozen views of one published snapshot (``shown``), never changed while
+        the table holds them; the next tick hands a new list."""
+        self.shown: FleetView | None = None
+        """The published snapshot the rows were selected from (its ``at`` and ``seq``): what the
+        table showed at its last ``set_rows``. None when the caller gave rows alone."""
         self.ctx = RowContext(now=0.0)
         self.sort = "state"
         self.reverse = False
@@ -109,20 +115,23 @@ class FleetTable(ScrollView, can_focus=True):
         """Lines worked out by the last diff, valid while the token (rows, scroll, cursor...) holds."""
         self._rows_gen = 0
         self._in_set_rows = False
-        self._retired: list[NodeView] | None = None
+        self._retired: Sequence[NodeView] | None = None
         """The previous row list, released after the next paint."""
         partial_update.install()  # so that the cells refreshed alone are written alone
 
     # --- data in -------------------------------------------------------------------------------
 
-    def set_rows(self, rows: list[NodeView], ctx: RowContext, *, sort: str = "state", reverse: bool = False) -> None:
-        """New rows and a new ``now``: keep the cursor on the same node, repaint the cells that changed."""
+    def set_rows(self, rows: Sequence[NodeView], ctx: RowContext, *, sort: str = "state", reverse: bool = False,
+                 shown: FleetView | None = None) -> None:
+        """New rows and a new ``now``: keep the cursor on the same node, repaint the cells that
+        changed. ``shown``: the published snapshot the rows come from (kept as ``self.shown``)."""
         if self._retired is None and self.rows is not rows:
             # Dropping the last reference to a 65,000-row list costs ~0.5 ms of reference counting:
             # let it happen after the paint, not before it.
             self._retired = self.rows
             self.call_after_refresh(self._release_retired)
         self.rows = rows
+        self.shown = shown
         self.ctx = RowContext(ctx.now, ctx.palette, ctx.blind_since, self.rich_style)
         self.sort, self.reverse = sort, reverse
         self._rows_gen += 1
@@ -149,7 +158,7 @@ class FleetTable(ScrollView, can_focus=True):
     def _release_retired(self) -> None:
         self._retired = None
 
-    def _fit_names(self, rows: list[NodeView]) -> int:
+    def _fit_names(self, rows: Sequence[NodeView]) -> int:
         """The name column's width: it fits the longest name among the first 2,000 rows, so it does
         not jump while scrolling near the top. That scan is redone when the list changes shape
         (length, sort) and every ``NAME_SCAN_TICKS`` ticks; in between the widest visible name
@@ -162,7 +171,7 @@ class FleetTable(ScrollView, can_focus=True):
         top = int(self.scroll_y)
         return max(self._name_scan, self._longest_name(rows[top:top + self.size.height]))
 
-    def _longest_name(self, rows: list[NodeView]) -> int:
+    def _longest_name(self, rows: Sequence[NodeView]) -> int:
         widths = self._name_widths
         if len(widths) > 8192:
             widths.clear()
@@ -302,7 +311,8 @@ class FleetTable(ScrollView, can_focus=True):
         v = self.rows[idx]
         selected = self.show_cursor and idx == self.cursor
         base = ctx.base + ctx.palette.cursor if selected else ctx.base
-        # The core updates views in place, so the cache is keyed by what the static cells show.
+        # Keyed by what the static cells show: a renewal replaces a node's view (views are frozen)
+        # without changing any of these, and the cells are not made again.
         shown = (v.state, v.zone, v.ready, v.pressure, v.network_unavailable, v.kubelet_version, v.causes)
         key = v.key
         static = self._static.get(key)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from collections.abc import Sequence
 from typing import Any, Callable
 
 from ..core.format import version_key
@@ -181,7 +182,7 @@ class RowQuery:
 
 
 
-def state_slice(view: FleetView, states: str | NodeState) -> list[NodeView]:
+def state_slice(view: FleetView, states: str | NodeState) -> Sequence[NodeView]:
     """Fleet order is worst first by state rank, so a state filter is a slice: O(1), not O(n)."""
     counts = view.counts
     order = sorted(NodeState, key=lambda s: s.rank)
@@ -193,10 +194,10 @@ def state_slice(view: FleetView, states: str | NodeState) -> list[NodeView]:
         if s is states:
             return view.nodes[start:start + counts.get(s, 0)]
         start += counts.get(s, 0)
-    return []
+    return ()
 
 
-def select_rows(view: FleetView, query: RowQuery, search: LabelSearch | None = None) -> list[NodeView]:
+def select_rows(view: FleetView, query: RowQuery, search: LabelSearch | None = None) -> Sequence[NodeView]:
     """The rows to show. Worst first with no search or zone filter costs O(shown), not O(fleet).
 
     ``search`` looks in labels too; without it a search looks in node names only."""
