@@ -128,3 +128,12 @@ def test_info_names_every_file(tmp_path, monkeypatch, capsys):
     assert paths["settings (theme, refresh, columns, context)"] == str(tmp_path / "cfg" / "nodewatch" / "config.toml")
     assert paths["last theme chosen"] == str(tmp_path / "state" / "nodewatch" / "theme")
     assert not (tmp_path / "cfg").exists() and not (tmp_path / "state").exists()  # info creates nothing
+
+
+def test_info_names_the_testbed_cache_where_the_testbed_builds(monkeypatch, tmp_path):
+    from nodewatch.commands.info import testbed_cache
+    from nodewatch.testbed.build import cache_dir
+
+    assert testbed_cache() == cache_dir()
+    monkeypatch.setenv("NODEWATCH_TESTBED_CACHE", str(tmp_path / "tb"))
+    assert testbed_cache() == cache_dir() == (tmp_path / "tb").resolve()

@@ -35,13 +35,19 @@ def _paths() -> list[tuple[str, str, str]]:
         ("kubelet certificate dates", default_cache_dir(), "reads and writes"),
         ("hub directory (socket, token, recordings)", str(default_dir()), "reads and writes (hub)"),
     ]
-    try:  # developer tooling: present in a clone, not necessarily in an installed wheel
-        from ..testbed.build import cache_dir
-
-        rows.append(("testbed build cache", str(cache_dir()), "reads and writes (testbed)"))
-    except ImportError:
-        pass
+    rows.append(("testbed build cache (a clone's developer tooling)", str(testbed_cache()),
+                 "reads and writes (testbed)"))
     return rows
+
+
+def testbed_cache() -> Path:
+    """Where ``nodewatch testbed`` builds (``testbed.build.cache_dir``, which the testbed's tests
+    hold this to): said here without importing the testbed, the only code that writes to a cluster."""
+    env = os.environ.get("NODEWATCH_TESTBED_CACHE")
+    if env:
+        return Path(env).expanduser().resolve()
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return (base / "nodewatch" / "testbed").resolve()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,10 +22,10 @@ import sys
 import time
 
 from ..core.multi import MultiFleet
-from ..core.report import fleet_table_lines, write_fleet_json
 from ..core.rules import NodeState
 from ..core.text import safe
 from ..core.timeutil import format_time, parse_when
+from .status_output import OutputError, add_output_arguments, nodes_shown, output_of, watch, write_answer
 from .common import (
     add_live_arguments,
     add_multi_arguments,
@@ -43,7 +43,7 @@ MAX_DEMO_SECONDS = 86400.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=("table", "json"), default="table")
+    add_output_arguments(parser)
     parser.add_argument("--node", metavar="NAME", help="one node, with its pods and events")
     src = parser.add_argument_group("source (default: the live cluster)")
     src.add_argument("--demo", action="store_true", help="the simulated fleet, evaluated headless")
@@ -62,12 +62,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    output = output_of(args)
+    args.format = "json" if output == "json" else "table"  # what the several-cluster answers read
+    if args.watch and args.replay:
+        return fail("-w watches a live cluster or --demo; a recording is replayed with `nodewatch replay`")
     args.patient = args.wait is not None  # --wait given: the user asks for patience
     if args.wait is None:
         args.wait = LIST_WAIT
     settings = settings_from_args(args)
     specs = None if (args.demo or args.replay) else cluster_specs_from_args(args)
     if specs is not None:
+        if output not in ("table", "json") or args.watch or args.selector or args.sort_by or args.no_headers:
+            return fail("several clusters: -o table or json, without -w, -l, --sort-by or --no-headers")
         from .status_multi import run_multi
 
         return run_multi(args, settings, specs)
@@ -90,20 +96,47 @@ def run(args: argparse.Namespace) -> int:
     if args.node is not None and not state.has_node(args.node):
         return fail(f"no node named {args.node!r}")
     clock_note = node_clock_note(state, now, args.node) if not (args.demo or args.replay) else None
-    if args.format == "json":  # written piece by piece: 65,000 nodes are never held as one text
-        write_fleet_json(sys.stdout.buffer.write, state, view, args.node)
-        sys.stdout.buffer.write(b"\n")
-        if clock_note:
+    try:
+        nodes = nodes_shown(state, view, args)
+    except OutputError as exc:
+        _stop_kept(args)
+        return fail(str(exc))
+    write_answer(state, view, args, nodes)
+    if clock_note:
+        if output in ("table", "wide") and not args.no_headers:
+            sys.stdout.write(f"note: {clock_note}\n")
+        else:  # the answer stays what a script parses
             print(f"nodewatch: note: {clock_note}", file=sys.stderr)
-    else:
-        out = sys.stdout
-        for line in fleet_table_lines(state, view, args.node):
-            out.write(line)
-            out.write("\n")
-        if clock_note:
-            out.write(f"note: {clock_note}\n")
-    nodes = [v for v in view.nodes if args.node is None or v.name == args.node]
+    if args.watch:
+        try:
+            return watch(_watch_evaluator(args, state), args, view, state)
+        finally:
+            _stop_kept(args)
     return 0 if all(v.state is NodeState.READY for v in nodes) else 1
+
+
+def _watch_evaluator(args: argparse.Namespace, state):
+    """What ``-w`` judges every second: the live source's state at its clock, or the demo moved on
+    in real time from ``--at``."""
+    live = getattr(args, "_kept_source", None)
+    if live is not None:
+        return lambda: (live.state, live.state.evaluate(live.clock.now()))
+    demo = args._demo
+    started, at = time.monotonic(), demo.clock.now()
+
+    def step():
+        t = at + (time.monotonic() - started)
+        demo.advance_to(t)
+        return demo.state, demo.state.evaluate(t)
+
+    return step
+
+
+def _stop_kept(args: argparse.Namespace) -> None:
+    live = getattr(args, "_kept_source", None)
+    if live is not None:
+        args._kept_source = None
+        live.stop()
 
 
 def _one_line(exc: BaseException) -> str:
@@ -194,6 +227,7 @@ def _evaluate_source(args: argparse.Namespace, settings):
             raise ValueError(f"--at {args.at}: the demo is simulated from {format_time(start)} for at most "
                              f"{MAX_DEMO_SECONDS:.0f}s (+0 to +{MAX_DEMO_SECONDS:.0f})")
         demo.advance_to(t)
+        args._demo = demo  # -w moves it on
         return demo.state, t
     if args.replay:
         from ..sources.replay import state_at
@@ -241,6 +275,10 @@ def _evaluate_source(args: argparse.Namespace, settings):
                 print(f"nodewatch: warning: {message}", file=sys.stderr)
         else:
             _await_doubtful_renewals(live, args.wait - (time.monotonic() - started), getattr(args, "patient", True))
-        return live.state, live.clock.now()
+        answer = live.state, live.clock.now()
+        if getattr(args, "watch", False):
+            args._kept_source = live  # -w goes on watching it (``_stop_kept`` stops it)
+        return answer
     finally:
-        live.stop()
+        if getattr(args, "_kept_source", None) is not live:
+            live.stop()
