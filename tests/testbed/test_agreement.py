@@ -1,4 +1,4 @@
-"""What nodewatch predicted, against what the real v1.20.2 controllers then did.
+"""What nodewatch predicted, against what the real controllers (v1.20.2 and the newest release) then did.
 
 One campaign (``campaign.py``) runs every scenario at once, one per zone, and a final "every node
 cut off" phase; each test compares one kind of prediction with the real objects' timestamps.
@@ -32,6 +32,7 @@ from campaign import (
     ready_condition,
     taints_of,
     zone_change,
+    zone_decisions,
 )
 
 from nodewatch.core.rules import (
@@ -51,7 +52,7 @@ CUT = ("kubelet-stop", "zone-partial", "zone-full")
 
 def test_the_kubelets_and_nodewatch_ran_cleanly(obs):
     assert obs.errors == []
-    assert obs.server_version == "v1.20.2"
+    assert obs.server_version == obs.testbed_version
     assert set(obs.roles) <= set(obs.nodes), "nodewatch saw every node (through the viewer's RBAC)"
 
 
@@ -184,12 +185,11 @@ def test_zone_states_and_rates_agree_with_the_controller(obs):
     full = zone_change(obs, "us-east-1/us-east-1a", ZoneState.FULL)
     assert partial is not None and full is not None
     assert partial[1] == 0.0 and full[1] == EVICTION_RATE
-    logged = {line.rsplit("zone ", 1)[1]: t for t, line in kcm_lines(obs, "Controller detected that zone")
-              if t > obs.start}
+    logged = zone_decisions(obs, after=obs.start)
     # The controller decides a zone's state at the end of the monitor pass that changed its nodes;
     # nodewatch as soon as it sees the changed nodes: within that pass of each other.
-    assert within_the_pass(obs, partial[0], logged["eu-west-1::eu-west-1c is now in state PartialDisruption."])
-    assert within_the_pass(obs, full[0], logged["us-east-1::us-east-1a is now in state FullDisruption."])
+    assert within_the_pass(obs, partial[0], logged[("eu-west-1::eu-west-1c", "PartialDisruption")])
+    assert within_the_pass(obs, full[0], logged[("us-east-1::us-east-1a", "FullDisruption")])
     # PartialDisruption in a small zone: rate 0, so no node there is NoExecute-tainted afterwards.
     for n in nodes_in_role(obs, "zone-partial"):
         for t in noexecute(obs.real_nodes_before_master[n]):

@@ -1,4 +1,4 @@
-"""nodewatch's reflector and live source against the real kube-apiserver v1.20.2.
+"""nodewatch's reflector and live source against the real kube-apiserver (v1.20.2 and the newest).
 
 Paged lists with ``continue``, ``410 Gone`` and the relist, the API server restarted under a
 running watch (nothing lost, nothing doubled, the blind period shown rather than blamed on the
@@ -62,7 +62,8 @@ class Collected:
 @pytest.fixture(scope="module")
 def fleet(testbed):
     """Three renewing nodes of their own zone (the campaign's nodes may all be cut off by now)."""
-    f = TestbedFleet(testbed.admin(), layout=[("eu-west-2", "eu-west-2a")] * 3, seed=5, pods_per_node=2)
+    f = TestbedFleet(testbed.admin(), layout=[("eu-west-2", "eu-west-2a")] * 3, seed=5, pods_per_node=2,
+                     version=testbed.version)
     f.setup()
     yield f
     f.stop()

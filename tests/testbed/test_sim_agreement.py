@@ -18,7 +18,7 @@ from campaign import (
     TOLERATION,
     TRUNC,
     Observed,
-    kcm_lines,
+    taint_queued,
     monitor_visits,
     parse_time,
     ready_condition,
@@ -69,7 +69,7 @@ def _real_kubelet_stop(obs: Observed) -> dict[str, float]:
                        and not k[1].startswith("own-"))
     # The controller's own log: its passes' visits to the node, and when one queued it for NoExecute.
     visits = [t for t in monitor_visits(obs, n) if t < obs.master_start]
-    (queued, _), *_ = kcm_lines(obs, rf"Node {n} is unresponsive as of .* Adding it to the Taint queue")
+    queued, *_ = taint_queued(obs, n)
     assert flip <= visits[0] <= flip + TRUNC + 0.1, "the first stale visit is the pass that wrote Unknown"
     return {"flip": flip - obs.last_ack[n], "noschedule": times[(TAINT_UNREACHABLE, "NoSchedule")] - flip,
             "noexecute": times[(TAINT_UNREACHABLE, "NoExecute")] - flip,
