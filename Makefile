@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/nodewatch demo $(ARGS)
 
-# `make test` = the fast suite, then (without ARGS) the testbed tier: a real v1.20 control plane,
-# built on first use into ~/.cache/nodewatch/testbed (about 4 minutes cold on 2 cores).
+# `make test` = the fast suite, then (without ARGS) the testbed tier: real control planes of v1.20.2
+# and of the newest release the Go module proxy serves, built on first use into
+# ~/.cache/nodewatch/testbed (cold, on 2 cores: see docs/real-control-plane.md).
 test: test-fast
 	@if [ -z "$(ARGS)" ]; then $(MAKE) --no-print-directory test-testbed; fi
 
