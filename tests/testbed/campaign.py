@@ -22,6 +22,8 @@ import subprocess
 import sys
 import threading
 import time
+
+import pytest
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -374,3 +376,28 @@ def zone_change(obs: Observed, zone: str, state: ZoneState) -> tuple[float, floa
         if t >= obs.start and zones.get(zone, (None,))[0] is state:
             return t, zones[zone][1]
     return None
+
+
+def disagrees_from(request, version: str, minor: int, reason: str) -> None:
+    """Mark the running test an expected failure on releases from ``1.minor``: a disagreement measured
+    there (``reason`` says what the real controller did) that the code under test does not model
+    yet. Strict: once it agrees, the test fails until the mark goes."""
+    if int(version.lstrip("v").split(".")[1]) >= minor:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"{version}: {reason}"))
+
+
+# Disagreements measured on v1.37.2 (docs/real-control-plane.md), marked where they show.
+NOEXECUTE_AT_THE_FLIP = (
+    'v1.37.2 queues the unreachable NoExecute taint in the monitor pass that flips Ready (3 s after the '
+    "flip in the campaign); v1.20.2 one pass later, which nodewatch's outlook and the simulator model "
+    '(docs/real-control-plane.md)')
+TAINTS_LEFT_IN_MASTER_DISRUPTION = (
+    'in master disruption mode (every node cut off) v1.37.2 kept the unreachable NoExecute taint on 4 of '
+    'the 16 nodes, where v1.20.2 removed every one (docs/real-control-plane.md)')
+STREAMING_LISTS_NOT_PAGED = (
+    'v1.37.2 serves streaming lists (WatchList on by default): nodewatch lists once with '
+    "sendInitialEvents, so no pages; the live path's own tests against this release are the live-path "
+    'work of issue 23')
+FORBIDDEN_STREAM_UNSEEN = (
+    'on v1.37.2 the stream its role does not allow is not reported forbidden within 30 s (a streaming '
+    'list; not diagnosed here: the live-path work of issue 23)')

@@ -15,7 +15,13 @@ import time
 import pytest
 from simserver import wait_until
 import yaml
-from campaign import GRACE, TOLERATION
+from campaign import (
+    FORBIDDEN_STREAM_UNSEEN,
+    GRACE,
+    STREAMING_LISTS_NOT_PAGED,
+    TOLERATION,
+    disagrees_from,
+)
 
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
@@ -74,7 +80,8 @@ def _name(obj) -> str:  # noqa: ANN001
     return obj["metadata"]["name"] if isinstance(obj, dict) else obj.name
 
 
-def test_paged_list_with_continue_gets_every_node_once(testbed, fleet):
+def test_paged_list_with_continue_gets_every_node_once(testbed, fleet, request):
+    disagrees_from(request, testbed.version, 37, STREAMING_LISTS_NOT_PAGED)
     got = Collected()
     conn = Connection(str(testbed.viewer_kubeconfig))
     r = Reflector(conn, NODES, got.sink, got.on_health, got.on_problem, page_size=2)
@@ -170,7 +177,8 @@ def test_api_server_restart_loses_nothing_and_blames_no_node(testbed, fleet):
         "no node blamed for the API server's restart"
 
 
-def test_a_role_without_one_resource_makes_only_that_stream_forbidden(testbed):
+def test_a_role_without_one_resource_makes_only_that_stream_forbidden(testbed, request):
+    disagrees_from(request, testbed.version, 37, FORBIDDEN_STREAM_UNSEEN)
     admin = testbed.admin()
     ns, sa = "nodewatch", "partial-viewer"
     admin.create_or_get(f"/api/v1/namespaces/{ns}/serviceaccounts",
