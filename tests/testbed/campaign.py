@@ -388,12 +388,12 @@ def disagrees_from(request, version: str, minor: int, reason: str) -> None:
 
 # Disagreements measured on v1.37.2 (docs/real-control-plane.md), marked where they show.
 NOEXECUTE_AT_THE_FLIP = (
-    'v1.37.2 queues the unreachable NoExecute taint in the monitor pass that flips Ready (3 s after the '
-    "flip in the campaign); v1.20.2 one pass later, which nodewatch's outlook and the simulator model "
+    'v1.37.2 queues the unreachable NoExecute taint in the monitor pass that flips Ready (2-3 s after the '
+    "flip in two campaigns); v1.20.2 one pass later, which nodewatch's outlook and the simulator model "
     '(docs/real-control-plane.md)')
 TAINTS_LEFT_IN_MASTER_DISRUPTION = (
-    'in master disruption mode (every node cut off) v1.37.2 kept the unreachable NoExecute taint on 4 of '
-    'the 16 nodes, where v1.20.2 removed every one (docs/real-control-plane.md)')
+    'in master disruption mode (every node cut off) v1.37.2 kept the unreachable NoExecute taint on 3 '
+    'or 4 of the 16 nodes (two runs), where v1.20.2 removed every one (docs/real-control-plane.md)')
 STREAMING_LISTS_NOT_PAGED = (
     'v1.37.2 serves streaming lists (WatchList on by default): nodewatch lists once with '
     "sendInitialEvents, so no pages; the live path's own tests against this release are the live-path "
