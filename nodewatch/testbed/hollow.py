@@ -240,8 +240,7 @@ class HollowFleet:
         missing: list[str] = list(self.nodes)
         try:
             while time.monotonic() < deadline:
-                alive = processes.running(self.tb.dir)
-                dead = [n for n in self.nodes if self.nodes[n].process not in alive]
+                dead = [n for n in self.nodes if processes.exited(self.tb.dir, self.nodes[n].process)]
                 if dead:
                     raise TestbedError(f"hollow kubelet {dead[0]} exited; see {self.log(dead[0])}:\n"
                                        + _tail(self.log(dead[0])))

@@ -119,6 +119,18 @@ def exit_status(folder: Path, name: str) -> str:
     return f"exit status {code}"
 
 
+def exited(folder: Path, name: str) -> bool:
+    """Has a recorded process ended? For a child of this process, its own exit status decides: just
+    after the fork its command line is still this process's, which ``is_ours`` would not recognise."""
+    entry = recorded(folder).get(name)
+    if not isinstance(entry, dict):
+        return True
+    proc = _children.get(int(entry.get("pid", 0)))
+    if proc is not None:
+        return proc.poll() is not None
+    return not is_ours(int(entry.get("pid", 0)), str(entry.get("argv0", "")))
+
+
 def running(folder: Path) -> dict[str, int]:
     """Recorded processes that are still alive: name -> pid."""
     return {name: int(e["pid"]) for name, e in recorded(folder).items()
