@@ -448,6 +448,14 @@ def test_only_the_kubelets_updates_time_a_renewal(manager, operation):
     assert held.leases["a"].age_from == "server"
 
 
+@pytest.mark.parametrize("manager", ["kubemark", "hollow-kubelet"])
+def test_a_hollow_kubelets_updates_are_the_kubelets(manager):
+    """kubemark's hollow node runs the real kubelet's code; its writes carry its own manager name
+    (v1.20: the binary's, ``kubemark``; current releases: ``hollow-kubelet``), seen on the testbed."""
+    s = _listed(lease("a", T0 - 100, written=T0 - 5, manager=manager), "v1.30.4")
+    assert s.leases["a"].age_from == "server" and s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(5.0)
+
+
 def test_a_write_time_after_the_receipt_is_clamped_to_it():
     s = _listed(lease("a", T0 - 100, written=T0 + 30), "v1.30.4")  # the server's clock ahead of ours
     assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(0.0)

@@ -568,6 +568,10 @@ class LeaseRecord:
 KUBELET_MANAGER = "kubelet"
 """The field manager of the kubelet's writes: the API server names a manager after the client's
 User-Agent up to the first "/" (``kubelet/v1.30.2 (linux/amd64) ...``)."""
+KUBELET_MANAGERS = frozenset({KUBELET_MANAGER, "kubemark", "hollow-kubelet"})
+"""Every field manager of a kubelet's writes: ``kubelet``, and kubemark's hollow node (the real
+kubelet's code on a fake runtime, the testbed's real kubelets): ``kubemark`` on v1.20, where its
+client keeps the binary's default User-Agent, ``hollow-kubelet`` on current releases, which set it."""
 
 
 def kubelet_write_time(entries: Any, holder: str) -> float | None:
@@ -578,7 +582,7 @@ def kubelet_write_time(entries: Any, holder: str) -> float | None:
     when the writer's set of fields changes (the Lease's creation): an earlier bound, never later."""
     newest = None
     for manager, operation, when in entries:
-        if operation == "Update" and (manager == KUBELET_MANAGER or (holder and manager == holder)):
+        if operation == "Update" and (manager in KUBELET_MANAGERS or (holder and manager == holder)):
             t = parse_time(when)
             if t is not None and (newest is None or t > newest):
                 newest = t

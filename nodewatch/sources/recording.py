@@ -43,7 +43,7 @@ from typing import IO, Any, Iterator
 import orjson
 
 from ..core.clock import Clock, SystemClock
-from ..core.objects import KUBELET_MANAGER
+from ..core.objects import KUBELET_MANAGERS
 from ..core.settings import Settings
 from ..core.timeutil import format_time, time_problem, valid_time
 from ..core.views import EVENT_TYPES, RESOURCES
@@ -99,7 +99,8 @@ def _kubelet_writes(managed: Any, spec: Any) -> list[dict] | None:
     holder = spec.get("holderIdentity")
     return [{"manager": e.get("manager"), "operation": e.get("operation"), "time": e.get("time")}
             for e in managed
-            if isinstance(e, dict) and e.get("operation") == "Update" and e.get("manager") in (KUBELET_MANAGER, holder)]
+            if isinstance(e, dict) and e.get("operation") == "Update"
+            and (e.get("manager") in KUBELET_MANAGERS or e.get("manager") == holder)]
 
 
 def _sanitize_container(c: Any) -> Any:

@@ -1,8 +1,10 @@
-"""``nodewatch testbed build|up|down``: a real control plane with simulated kubelets, on loopback.
+"""``nodewatch testbed build|up|down``: a real control plane with simulated or hollow kubelets, on loopback.
 
 ``up`` returns once the control plane is ready; the processes (and, with ``--nodes``, the kubelet
 driver) keep running in the background until ``down`` stops them by pid. Then
 ``nodewatch --kubeconfig DIR/viewer.kubeconfig`` is nodewatch on a real control plane.
+``--version`` picks the release: 1.20 (v1.20.2 from Debian's source package, the default), or
+latest / 1.N / 1.N.P from the Go module proxy.
 """
 
 from __future__ import annotations
@@ -15,15 +17,25 @@ PASS_THROUGH = ("--controller-flag", "--apiserver-flag")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .build import DEFAULT_VERSION
+
     sub = p.add_subparsers(dest="testbed_command", metavar="ACTION", required=True)
-    sub.add_parser("build", help="fetch and build etcd, kube-apiserver and kube-controller-manager v1.20.2 "
-                                 "into the cache (NODEWATCH_TESTBED_CACHE, default ~/.cache/nodewatch/testbed)")
-    up = sub.add_parser("up", help="start the control plane (and simulated kubelets) in DIR")
+    version_help = (f"Kubernetes release: 1.20 (v1.20.2 from Debian's source package), latest, a minor "
+                    f"(1.37) or a release (1.37.2) from the Go module proxy (default {DEFAULT_VERSION})")
+    build = sub.add_parser("build", help="fetch and build etcd, kube-apiserver, kube-controller-manager and kubemark "
+                                         "into the cache (NODEWATCH_TESTBED_CACHE, default ~/.cache/nodewatch/testbed)")
+    build.add_argument("--version", default=DEFAULT_VERSION, help=version_help)
+    up = sub.add_parser("up", help="start the control plane (and simulated or hollow kubelets) in DIR")
     up.add_argument("--dir", required=True, type=Path, help="folder for PKI, data, logs and kubeconfigs")
-    up.add_argument("--nodes", type=int, default=0, help="simulated kubelets to run (0: none)")
+    up.add_argument("--version", default=DEFAULT_VERSION, help=version_help)
+    up.add_argument("--nodes", type=int, default=0, help="kubelets to run (0: none; with --kubelets hollow: 3)")
+    up.add_argument("--kubelets", choices=("simulated", "hollow"), default="simulated",
+                    help="simulated: nodewatch's own kubelets (every scenario of `nodewatch demo`); hollow: "
+                         "the real kubelet's code (kubemark --morph=kubelet) on a fake runtime")
     up.add_argument("--scenario", default="steady",
                     help="what goes wrong, as in `nodewatch demo` (e.g. kubelet-stop, zone-partial, "
-                         "runtime-down, flapping, clock-skew; join with +)")
+                         "runtime-down, flapping, clock-skew; join with +); hollow kubelets: kubelet-stop, "
+                         "kubelet-freeze, cutoff, restart")
     up.add_argument("--speed", type=float, default=1.0,
                     help="scenario steps happen this many times sooner (the control plane runs in real time)")
     up.add_argument("--seed", type=int, default=1, help="fleet shape and scenario choices")
@@ -75,13 +87,17 @@ def run(args: argparse.Namespace) -> int:
         if args.testbed_command == "down":
             down(args.dir, progress=_progress)
             return 0
-        binaries = ensure_built(progress=_progress)
+        binaries = ensure_built(progress=_progress, version=args.version)
         if args.testbed_command == "build":
             print(binaries.kube_apiserver.parent)
             return 0
         tb = up(args.dir, binaries, controller_flags=tuple(args.controller_flag),
                 apiserver_flags=tuple(args.apiserver_flag), progress=_progress)
-        if args.nodes > 0:
+        if args.kubelets == "hollow":
+            from .hollow import start_driver as start_hollow
+
+            start_hollow(tb, nodes=args.nodes or 3, scenario=args.scenario, speed=args.speed, progress=_progress)
+        elif args.nodes > 0:
             from .kubelets import start_driver
 
             start_driver(tb, nodes=args.nodes, scenario=args.scenario, speed=args.speed, seed=args.seed,

@@ -2,10 +2,14 @@
 
 Everything lives in one folder ``DIR``: fresh PKI (``DIR/pki``), etcd's data (``DIR/etcd``), the
 logs (``DIR/logs``), the pids (``DIR/pids.json``), and the two kubeconfigs a user needs:
-``DIR/admin.kubeconfig`` (full rights: the kubelets) and ``DIR/viewer.kubeconfig`` (a token bound
-to exactly the roles of ``deploy/rbac.yaml``: what nodewatch runs with, so the real RBAC proves the
-shipped role is enough). Flags are the ones that work for v1.20 on loopback (``--insecure-port=0``
-and the controller manager's ``--port=0`` exist only up to 1.20/1.21).
+``DIR/admin.kubeconfig`` (full rights: the simulated kubelets) and ``DIR/viewer.kubeconfig`` (a
+token bound to exactly the roles of ``deploy/kubernetes/rbac.yaml``: what nodewatch runs with, so the real
+RBAC proves the shipped role is enough). Hollow kubelets get a node identity each (a client
+certificate ``system:node:NAME``), so the API server's Node authorizer and NodeRestriction judge
+their writes as a real kubelet's.
+
+Flags differ by version (``server_flags``): the insecure ports (``--insecure-port=0``, the
+controller manager's ``--port=0``) must be switched off up to 1.23 and are gone since 1.24.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ class Testbed:
     server: str
     controller_manager_port: int
     controller_flags: tuple[str, ...]
+    version: str = "v1.20.2"
+    """The control plane's release (``Binaries.version``)."""
 
     @property
     def admin_kubeconfig(self) -> Path:
@@ -79,18 +85,44 @@ class Testbed:
         except FileNotFoundError as exc:
             raise TestbedError(f"no testbed in {folder} ({STATE_FILE} is missing)") from exc
         return cls(dir=folder, server=d["server"], controller_manager_port=d["controller_manager_port"],
-                   controller_flags=tuple(d.get("controller_flags", ())))
+                   controller_flags=tuple(d.get("controller_flags", ())), version=d.get("version", "v1.20.2"))
+
+    @property
+    def minor(self) -> int:
+        return int(self.version.lstrip("v").split(".")[1])
 
 
-def kubeconfig(server: str, ca_pem: bytes, token: str, user: str) -> dict:
+def kubeconfig(server: str, ca_pem: bytes, token: str | None, user: str, *,
+               client_cert_pem: bytes | None = None, client_key_pem: bytes | None = None) -> dict:
+    """A kubeconfig with a bearer token, or with a client certificate (inline, so that the file
+    alone is enough: a hollow node reads it from inside its own mount namespace)."""
     name = "nodewatch-testbed"
+    if token is not None:
+        credentials: dict = {"token": token}
+    else:
+        if client_cert_pem is None or client_key_pem is None:
+            raise ValueError("a kubeconfig needs a token or a client certificate and key")
+        credentials = {"client-certificate-data": base64.b64encode(client_cert_pem).decode(),
+                       "client-key-data": base64.b64encode(client_key_pem).decode()}
     return {
         "apiVersion": "v1", "kind": "Config", "current-context": name, "preferences": {},
         "clusters": [{"name": name, "cluster": {"server": server,
                                                 "certificate-authority-data": base64.b64encode(ca_pem).decode()}}],
-        "users": [{"name": user, "user": {"token": token}}],
+        "users": [{"name": user, "user": credentials}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": user}}],
     }
+
+
+INSECURE_PORTS_REMOVED = 24
+"""kube-apiserver's ``--insecure-port`` and the controller manager's ``--port`` are gone since 1.24
+(up to 1.23 they must be set to 0, or they serve unauthenticated on 8080/10252)."""
+
+
+def server_flags(minor: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(kube-apiserver, kube-controller-manager) flags that depend on the release."""
+    if minor < INSECURE_PORTS_REMOVED:
+        return ("--insecure-port=0",), ("--port=0",)
+    return (), ()
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -137,6 +169,7 @@ def _clean(folder: Path) -> None:
 def _up(folder: Path, binaries: Binaries, controller_flags: tuple[str, ...], apiserver_flags: tuple[str, ...],
         progress: Callable[[str], None]) -> Testbed:
     p = pki_mod.create(folder / "pki")
+    api_version_flags, kcm_version_flags = server_flags(binaries.minor)
     etcd_port, peer_port, api_port, kcm_port = (processes.free_port() for _ in range(4))
     server = f"https://127.0.0.1:{api_port}"
     progress(f"starting etcd on 127.0.0.1:{etcd_port}")
@@ -151,9 +184,12 @@ def _up(folder: Path, binaries: Binaries, controller_flags: tuple[str, ...], api
     progress(f"starting kube-apiserver on {server}")
     processes.start(folder, "kube-apiserver", [
         str(binaries.kube_apiserver), f"--etcd-servers={etcd_url}", "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1", f"--secure-port={api_port}", "--insecure-port=0",
+        "--advertise-address=127.0.0.1", f"--secure-port={api_port}", *api_version_flags,
         f"--tls-cert-file={p.apiserver_cert}", f"--tls-private-key-file={p.apiserver_key}",
-        f"--client-ca-file={p.ca_cert}", f"--token-auth-file={p.tokens}", "--authorization-mode=RBAC",
+        f"--client-ca-file={p.ca_cert}", f"--token-auth-file={p.tokens}",
+        # As a real cluster: kubelets (the hollow ones, with node certificates) are authorised by the
+        # Node authorizer and limited to their own Node and Lease by NodeRestriction.
+        "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         f"--service-account-key-file={p.service_account_pub}",
         f"--service-account-signing-key-file={p.service_account_key}",
@@ -175,7 +211,7 @@ def _up(folder: Path, binaries: Binaries, controller_flags: tuple[str, ...], api
     processes.start(folder, "kube-controller-manager", [
         str(binaries.kube_controller_manager), f"--kubeconfig={admin_cfg}",
         f"--authentication-kubeconfig={admin_cfg}", f"--authorization-kubeconfig={admin_cfg}",
-        "--bind-address=127.0.0.1", f"--secure-port={kcm_port}", "--port=0",
+        "--bind-address=127.0.0.1", f"--secure-port={kcm_port}", *kcm_version_flags,
         f"--tls-cert-file={p.controller_manager_cert}", f"--tls-private-key-file={p.controller_manager_key}",
         # No scheduler and no real kubelet: a workload controller's replacement pods would stay Pending,
         # and the DaemonSet/ReplicaSet controllers would race the simulated kubelets' own pods.
@@ -187,7 +223,7 @@ def _up(folder: Path, binaries: Binaries, controller_flags: tuple[str, ...], api
     kcm = Client(f"https://127.0.0.1:{kcm_port}", p.admin_token, str(p.ca_cert))
     _wait(folder, "kube-controller-manager", lambda: kcm.get("/healthz", timeout=3.0) == "ok")
     tb = Testbed(dir=folder, server=server, controller_manager_port=kcm_port,
-                 controller_flags=tuple(controller_flags))
+                 controller_flags=tuple(controller_flags), version=binaries.version)
     (folder / STATE_FILE).write_text(json.dumps({
         "server": server, "controller_manager_port": kcm_port, "controller_flags": list(controller_flags),
         "apiserver_flags": list(apiserver_flags), "etcd": etcd_url, "version": binaries.version,
@@ -234,7 +270,7 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 
 def apply_rbac(admin: Client, rbac_file: Path, user: str) -> None:
-    """Create the objects of ``deploy/rbac.yaml`` and add ``user`` to each of its bindings."""
+    """Create the objects of ``deploy/kubernetes/rbac.yaml`` and add ``user`` to each of its bindings."""
     paths = {
         "Namespace": "/api/v1/namespaces",
         "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",

@@ -602,7 +602,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)
 
     tb = Testbed.load(args.dir.resolve())
-    fleet = TestbedFleet(tb.admin(), args.nodes, seed=args.seed, pods_per_node=args.pods_per_node, progress=log)
+    fleet = TestbedFleet(tb.admin(), args.nodes, seed=args.seed, pods_per_node=args.pods_per_node,
+                         version=tb.version, progress=log)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

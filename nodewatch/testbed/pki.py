@@ -16,11 +16,13 @@ from pathlib import Path
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from ..sim.pki import cert_pem, issue_cert, key_pem, make_ca
+from ..sim.pki import CA, cert_pem, issue_cert, key_pem, make_ca
 
 ADMIN_USER = "nodewatch-testbed-admin"
 VIEWER_USER = "nodewatch-viewer"
-"""The user nodewatch runs as: bound to exactly the roles in ``deploy/rbac.yaml``."""
+"""The user nodewatch runs as: bound to exactly the roles in ``deploy/kubernetes/rbac.yaml``."""
+NODE_GROUP = "system:nodes"
+"""A kubelet's group: the Node authorizer and NodeRestriction judge the user ``system:node:NAME`` in it."""
 SERVICE_CIDR = "10.0.0.0/24"
 APISERVER_SANS_DNS = ("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
                       "kubernetes.default.svc.cluster.local")
@@ -112,3 +114,14 @@ def load(folder: Path) -> Pki:
     rows = [line.split(",") for line in (folder / "tokens.csv").read_text().splitlines() if line.strip()]
     by_user = {r[1]: r[0] for r in rows}
     return Pki(dir=folder, admin_token=by_user[ADMIN_USER], viewer_token=by_user[VIEWER_USER])
+
+
+def node_credentials(pki: Pki, node: str, now: float | None = None) -> tuple[bytes, bytes]:
+    """(certificate PEM, key PEM) of a kubelet's client identity ``system:node:NODE`` in ``system:nodes``,
+    signed by the testbed's CA, as a kubelet's TLS bootstrap would get it."""
+    t = time.time() if now is None else now
+    ca = CA.from_pem(pki.ca_cert.read_bytes(), pki.ca_key.read_bytes())
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = issue_cert(ca, key.public_key(), f"system:node:{node}", organizations=(NODE_GROUP,),
+                      not_before=t - 3600, not_after=t + LIFETIME, client=True, server=False)
+    return cert_pem(cert), key_pem(key)

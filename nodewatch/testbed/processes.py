@@ -34,14 +34,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start(folder: Path, name: str, argv: list[str], env: dict[str, str] | None = None) -> Started:
-    """Start ``argv`` in its own session, output to ``DIR/logs/NAME.log``, and record its pid."""
+def start(folder: Path, name: str, argv: list[str], env: dict[str, str] | None = None,
+          program: str | None = None) -> Started:
+    """Start ``argv`` in its own session, output to ``DIR/logs/NAME.log``, and record its pid.
+
+    ``program``: the program the process ends up running when ``argv`` is a launcher that execs it
+    (``unshare ... sh -c 'exec PROGRAM ...'``); the pid is recorded as that program's."""
     logs = folder / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with open(logs / f"{name}.log", "ab") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, env=env, cwd=folder)
-    started = Started(name, proc.pid, argv[0])
+    started = Started(name, proc.pid, program or argv[0])
     _children[proc.pid] = proc  # kept: a dropped Popen reaps its child and its exit status is lost
     _record(folder, started, argv)
     return started
@@ -53,7 +57,7 @@ def restart(folder: Path, name: str) -> Started:
     if not isinstance(entry, dict) or not entry.get("argv"):
         raise KeyError(f"{name} is not recorded in {folder / PIDS_FILE}")
     stop(folder, (name,))
-    return start(folder, name, list(entry["argv"]))
+    return start(folder, name, list(entry["argv"]), program=str(entry.get("argv0") or entry["argv"][0]))
 
 
 def _record(folder: Path, started: Started, argv: list[str]) -> None:
@@ -82,7 +86,9 @@ def is_ours(pid: int, argv0: str) -> bool:
     if stat.rsplit(")", 1)[-1].split()[0] == "Z":
         _reap(pid)
         return False
-    return bool(cmdline) and cmdline[0].decode(errors="replace") == argv0
+    words = [w.decode(errors="replace") for w in cmdline if w]
+    # The program itself, or a launcher still on its way to exec it (named in its arguments).
+    return bool(words) and (words[0] == argv0 or argv0 in words[1:])
 
 
 _children: dict[int, subprocess.Popen] = {}
@@ -113,6 +119,18 @@ def exit_status(folder: Path, name: str) -> str:
     return f"exit status {code}"
 
 
+def exited(folder: Path, name: str) -> bool:
+    """Has a recorded process ended? For a child of this process, its own exit status decides: just
+    after the fork its command line is still this process's, which ``is_ours`` would not recognise."""
+    entry = recorded(folder).get(name)
+    if not isinstance(entry, dict):
+        return True
+    proc = _children.get(int(entry.get("pid", 0)))
+    if proc is not None:
+        return proc.poll() is not None
+    return not is_ours(int(entry.get("pid", 0)), str(entry.get("argv0", "")))
+
+
 def running(folder: Path) -> dict[str, int]:
     """Recorded processes that are still alive: name -> pid."""
     return {name: int(e["pid"]) for name, e in recorded(folder).items()
@@ -121,12 +139,15 @@ def running(folder: Path) -> dict[str, int]:
 
 # Stop the clients before the server they talk to, the store last.
 STOP_ORDER = ("kubelets", "kube-controller-manager", "kube-apiserver", "etcd")
+CLIENT_PREFIX = "hollow-"
+"""Hollow kubelets (``hollow-NODE``) are clients too: stopped first."""
 
 
 def stop(folder: Path, names: tuple[str, ...] | None = None, timeout: float = 10.0) -> list[str]:
     """SIGTERM each recorded process (SIGKILL after ``timeout``); returns the names stopped."""
     table = recorded(folder)
-    order = [n for n in STOP_ORDER if n in table] + sorted(n for n in table if n not in STOP_ORDER)
+    order = (sorted(n for n in table if n.startswith(CLIENT_PREFIX)) + [n for n in STOP_ORDER if n in table]
+             + sorted(n for n in table if n not in STOP_ORDER and not n.startswith(CLIENT_PREFIX)))
     stopped: list[str] = []
     for name in order:
         if names is not None and name not in names:

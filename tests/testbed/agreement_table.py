@@ -19,6 +19,7 @@ from campaign import (
     parse_time,
     ready_condition,
     zone_change,
+    zone_decisions,
 )
 
 from nodewatch.core.rules import NodeState, ZoneState
@@ -61,11 +62,9 @@ def rows(obs: Observed) -> list[tuple[str, str, str, str]]:
         predicted = rel(lastp) if abs(firstp - lastp) < 0.5 else f"{rel(firstp)}, later {rel(lastp)}"
         out.append((f"eviction of a pod ({what} toleration) on {n}", predicted,
                     f"{rel(real)} (deletionTimestamp - grace)", f"{real - lastp:+.1f}s{note}"))
-    logged = {line.rsplit("zone ", 1)[1]: t for t, line in kcm_lines(obs, "Controller detected that zone") if t > s0}
-    for zone, state, key in (("eu-west-1/eu-west-1c", ZoneState.PARTIAL, "eu-west-1::eu-west-1c is now in state "
-                              "PartialDisruption."),
-                             ("us-east-1/us-east-1a", ZoneState.FULL, "us-east-1::us-east-1a is now in state "
-                              "FullDisruption.")):
+    logged = zone_decisions(obs, after=s0)
+    for zone, state, key in (("eu-west-1/eu-west-1c", ZoneState.PARTIAL, ("eu-west-1::eu-west-1c", "PartialDisruption")),
+                             ("us-east-1/us-east-1a", ZoneState.FULL, ("us-east-1::us-east-1a", "FullDisruption"))):
         t, rate = zone_change(obs, zone, state)
         out.append((f"zone {zone}", f"{state.value} at {rel(t)}, taint rate {rate:g}/s",
                     f"{state.value} logged at {rel(logged[key])}", f"{logged[key] - t:+.1f}s"))

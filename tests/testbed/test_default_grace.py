@@ -1,5 +1,5 @@
-"""The real controller with its DEFAULT flags (v1.20.2: grace 40 s, monitor period 5 s, startup
-grace 60 s), on a small control plane of its own, against what nodewatch predicts with no settings
+"""The real controller with its DEFAULT flags (v1.20.2: grace 40 s; since 1.32: 50 s; monitor period
+5 s, startup grace 60 s), on a small control plane of its own, against what nodewatch predicts with no settings
 given (the grace chosen from ``/version``).
 
 - Ready -> Unknown: nodewatch's window "lease seen + grace .. + one monitor pass" against the real
@@ -25,7 +25,16 @@ from nodewatch.testbed.kubelets import TestbedFleet
 
 pytestmark = [pytest.mark.testbed, pytest.mark.timeout(900)]
 
-DEFAULT_GRACE = 40.0
+GRACE_BY_MINOR = ((32, 50.0), (0, 40.0))
+"""The controller's default --node-monitor-grace-period: 50 s since 1.32 (KEP-4568), 40 s before;
+``test_live_on_testbed`` reads it from the controller's own --help."""
+
+
+def default_grace(version: str) -> float:
+    minor = int(version.split(".")[1])
+    return next(g for since, g in GRACE_BY_MINOR if minor >= since)
+
+
 DEFAULT_MONITOR = 5.0
 STARTUP_GRACE = 60.0
 DOWN = (NodeState.UNKNOWN, NodeState.EVICTING)
@@ -47,6 +56,8 @@ class Run:
         self.settings_origin = ""
         self.running: list[str] = []
         self.kcm_log = ""
+        self.version = ""
+        self.default_grace = 0.0
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +65,9 @@ def run(binaries, tmp_path_factory) -> Run:
     folder = tmp_path_factory.mktemp("testbed-defaults")
     tb = up(folder, binaries, progress=lambda line: print(f"testbed (defaults): {line}"))
     r = Run()
+    r.version, r.default_grace = tb.version, default_grace(tb.version)
     admin = tb.admin()
-    fleet = TestbedFleet(tb.admin(), layout=[ZONE] * 3, seed=3, pods_per_node=0)
+    fleet = TestbedFleet(tb.admin(), layout=[ZONE] * 3, seed=3, pods_per_node=0, version=tb.version)
     src = None
     stop = threading.Event()
     try:
@@ -87,7 +99,7 @@ def run(binaries, tmp_path_factory) -> Run:
         fleet.stop_kubelet(cut)
         r.cut_at = time.time()
         # until both flipped (or long after they should have)
-        end = max(r.cut_at + DEFAULT_GRACE, r.never_created + STARTUP_GRACE) + DEFAULT_MONITOR + 15
+        end = max(r.cut_at + r.default_grace, r.never_created + STARTUP_GRACE) + DEFAULT_MONITOR + 15
         while time.time() < end:
             nodes = {o["metadata"]["name"]: o for o in admin.get("/api/v1/nodes")["items"]}
             if (all(ready_condition(nodes[n]).get("status") == "Unknown" for n in (r.cut, NEVER))
@@ -111,7 +123,7 @@ def run(binaries, tmp_path_factory) -> Run:
 
 
 def test_nodewatch_takes_the_default_grace_from_the_server(run: Run):
-    assert run.grace_in_use == DEFAULT_GRACE and run.settings_origin == "server v1.20.2"
+    assert run.grace_in_use == run.default_grace and run.settings_origin == f"server {run.version}"
     assert "kube-controller-manager" in run.running, run.kcm_log[-3000:].replace("\x00", "")
 
 

@@ -1,6 +1,6 @@
 """nodewatch's live path on the real API server: the grace default from /version, and RBAC.
 
-``viewer.kubeconfig`` is bound to exactly the roles of ``deploy/rbac.yaml``: every stream nodewatch
+``viewer.kubeconfig`` is bound to exactly the roles of ``deploy/kubernetes/rbac.yaml``: every stream nodewatch
 opens works with it, and nothing it could write is allowed.
 """
 
@@ -24,6 +24,20 @@ def _live(testbed, settings: Settings) -> LiveSource:
     return src
 
 
+def controller_default_grace(testbed) -> float:
+    """The real controller manager's own default ``--node-monitor-grace-period`` (its ``--help``):
+    40 s up to 1.31, 50 s since."""
+    import json
+    import re
+    import subprocess
+
+    argv0 = json.loads((testbed.dir / "pids.json").read_text())["kube-controller-manager"]["argv0"]
+    out = subprocess.run([argv0, "--help"], capture_output=True, text=True, timeout=60).stdout
+    m = re.search(r"--node-monitor-grace-period duration.*?\(default (\d+)s\)", out, re.S)
+    assert m, "the controller manager's --help names no --node-monitor-grace-period default"
+    return float(m.group(1))
+
+
 def _until(cond, timeout: float = 20.0) -> bool:
     """The suite's one poll (``simserver.wait_until``), with the testbed's longer default."""
     return bool(wait_until(cond, timeout))
@@ -34,10 +48,11 @@ def test_grace_default_comes_from_the_servers_version(testbed):
     try:
         assert src.wait_synced(20)
         assert _until(lambda: src.server_version is not None)
-        assert src.server_version == "v1.20.2"
-        assert src.settings.grace == 40.0
-        assert src.settings.origin("grace_seconds") == "server v1.20.2"
-        assert src.state.settings.grace == 40.0
+        assert src.server_version == testbed.version
+        real_default = controller_default_grace(testbed)
+        assert src.settings.grace == real_default
+        assert src.settings.origin("grace_seconds") == f"server {testbed.version}"
+        assert src.state.settings.grace == real_default
     finally:
         src.stop()
 
