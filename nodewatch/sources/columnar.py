@@ -1,0 +1,813 @@
+"""Recording format "columnar" (nwcol v1): the same recording lines as JSON Lines v1, a tenth of the disk.
+
+Why: at 65,000 nodes the kubelets renew 6,500 Leases a second. As gzip JSON Lines each renewal costs
+~82 bytes (gzip's 32 KB window never reaches the same Lease's previous renewal, ~40 MB back), so the
+hub's 2 GB kept one hour, not a day. Here a renewal that changes nothing but its ``renewTime``, its
+``resourceVersion`` and its kubelet's ``managedFields`` time is a row of small integers (the Lease's
+index in a per-file dictionary, its receive time as a delta from the row before, ``renewTime -
+receive time`` as a delta from the same Lease's last, the ``resourceVersion`` as a delta), stored
+column by column (each integer column byte-planed, so the always-zero high bytes cost nothing) and
+compressed with zstd. Every other line (Nodes, Pods, Events, CSRs, health, certificates, settings,
+listed or changed Leases) is kept as the recording line itself, its object as a field-level patch of
+the same object's previous version in the file when there is one (a Node status report changes its
+heartbeat times and little else).
+
+Lossless by construction: what a reader gets back is the JSON Lines v1 recording, line for line (the
+same values, in the same order, with the same key order; numbers and strings as JSON has them),
+which is how every reader of recordings reads this format (``iter_file_lines``; ``recording.
+open_binary`` sniffs the magic). A row is only made compact when re-encoding it gives back the very
+same bytes (``_lease_shape``); anything else stays a whole line. Receive times are kept to the
+microsecond (a time that is not exact in microseconds is kept as it is, in its line); the live
+writer rounds receive times to the microsecond (the clock means no more than that).
+
+Layout (``docs/recording-format.md``): ``MAGIC`` (8 bytes, the version in it), then one zstd stream
+made of *blocks*, each ``<u32 length><u32 crc32><body>``; block 0 is the v1 header (JSON), every
+other block the rows of at most one second of receive time. Each block is flushed to disk as a whole
+(a zstd flush point), at least once a second: ``kill -9`` loses at most the last second, and a reader
+of a torn file reads up to its last whole block and says what it did not read, in one line.
+
+A file is self-contained (its dictionary and patches start empty): the flight recorder writes one per
+segment, each headed by its keyframe.
+"""
+
+from __future__ import annotations
+
+import calendar
+import io
+import re
+import struct
+import threading
+import time
+import zlib
+from array import array
+from typing import IO, Any, Iterable, Iterator
+
+import orjson
+import zstandard
+
+from ..core.clock import Clock, SystemClock
+from ..core.settings import Settings
+from .recording import FORMAT_VERSION, HEADER_KEY, ClusterRecorder, RecordingError, sanitize, settings_payload
+
+VERSION = 1
+MAGIC = b"NWCOL" + bytes([VERSION]) + b"\r\n"
+"""8 bytes: ``NWCOL``, the format version, CR LF (a text-mode copy that mangles line ends is caught)."""
+MAGIC_PREFIX = b"NWCOL"
+EXTENSION = ".nwcol"
+LEVEL = 3
+"""zstd level: level 3 at ~6,500 rows a second costs well under 1 % of a core (bench/recorder.py)."""
+FLUSH_INTERVAL = 0.5
+MAX_BLOCK_ROWS = 65_536
+"""A block is closed at a new second of receive time, on a flush, or at this many rows."""
+MAX_BLOCK_BYTES = 256 * 1024 * 1024
+"""A longer block length is a corrupt file, not a block (never allocated)."""
+
+_FRAME = struct.Struct("<II")
+_U32 = struct.Struct("<I")
+_ROW_LEASE = 0
+_ROW_LINE = 1
+_ROW_PATCHED = 2
+_SENT = "\ue000nwc"
+_SENT_B = _SENT.encode()
+_SPLIT = re.compile(rb'"\xee\x80\x80nwc([RTM])"')
+
+
+def is_columnar(head: bytes) -> bool:
+    return head.startswith(MAGIC_PREFIX)
+
+
+# --- times as Kubernetes writes them ------------------------------------------------------------------
+
+_prefix_cache: dict[int, str] = {}
+_secs_cache: dict[str, int] = {}
+
+
+def _prefix(sec: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS`` of a second (cached: a block's renewals share a handful of seconds)."""
+    p = _prefix_cache.get(sec)
+    if p is None:
+        if len(_prefix_cache) > 8192:
+            _prefix_cache.clear()
+        p = _prefix_cache[sec] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
+    return p
+
+
+def _secs(prefix: str) -> int | None:
+    """The second of a ``YYYY-MM-DDTHH:MM:SS``, only when ``_prefix`` writes it back the same."""
+    s = _secs_cache.get(prefix)
+    if s is None:
+        try:
+            s = calendar.timegm(time.strptime(prefix, "%Y-%m-%dT%H:%M:%S"))
+        except (ValueError, OverflowError):
+            return None
+        if _prefix(s) != prefix:
+            return None
+        if len(_secs_cache) > 8192:
+            _secs_cache.clear()
+        _secs_cache[prefix] = s
+    return s
+
+
+def micro_of(text: Any) -> int | None:
+    """Microseconds of a ``metav1.MicroTime`` (``...T20:31:03.123456Z``) that ``micro_text`` writes back
+    identically; None for any other text."""
+    if type(text) is not str or len(text) != 27 or text[19] != "." or text[26] != "Z":
+        return None
+    frac = text[20:26]
+    if not (frac.isascii() and frac.isdigit()):
+        return None
+    sec = _secs(text[:19])
+    return None if sec is None else sec * 1_000_000 + int(frac)
+
+
+def micro_text(us: int) -> str:
+    return f"{_prefix(us // 1_000_000)}.{us % 1_000_000:06d}Z"
+
+
+def second_of(text: Any) -> int | None:
+    """The second of a ``metav1.Time`` (``...T20:31:03Z``) written back identically, else None."""
+    if type(text) is not str or len(text) != 20 or text[19] != "Z":
+        return None
+    return _secs(text[:19])
+
+
+def exact_micros(t: Any) -> int | None:
+    """``t`` in microseconds when that is exact (``us / 1e6 == t``), else None."""
+    if type(t) is not float and type(t) is not int:
+        return None
+    try:
+        us = round(t * 1_000_000)
+    except (OverflowError, ValueError):
+        return None
+    return us if us / 1_000_000 == t and abs(us) < 2**62 else None
+
+
+# --- integer columns -------------------------------------------------------------------------------
+
+
+def _pack(values: list[int]) -> bytes:
+    """Zigzag, 8 bytes each, byte-planed (all first bytes, then all second bytes...): the planes of
+    small numbers are zeros, which zstd stores in a few bytes."""
+    if not values:
+        return b""
+    raw = array("Q", [((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF for v in values]).tobytes()
+    return b"".join(raw[i::8] for i in range(8))
+
+
+def _unpack(data: bytes | memoryview, n: int) -> list[int]:
+    if n == 0:
+        return []
+    if len(data) != 8 * n:
+        raise ValueError("column of the wrong length")
+    raw = bytearray(8 * n)
+    for i in range(8):
+        raw[i::8] = data[i * n:(i + 1) * n]
+    return [(v >> 1) ^ -(v & 1) for v in array("Q", bytes(raw))]
+
+
+# --- Leases as rows --------------------------------------------------------------------------------
+
+
+def _lease_shape(obj: Any) -> tuple[bytes, int, int | None, list[int]] | None:
+    """(the Lease's JSON with its renewTime, resourceVersion and managedFields times left out, renewTime
+    in microseconds, resourceVersion, managedFields seconds), when those fields are of the form a row
+    can rebuild exactly; None otherwise (the renewal is kept as a line)."""
+    if type(obj) is not dict:
+        return None
+    meta, spec = obj.get("metadata"), obj.get("spec")
+    if type(meta) is not dict or type(spec) is not dict:
+        return None
+    renew = micro_of(spec.get("renewTime"))
+    if renew is None:
+        return None
+    m2 = dict(meta)
+    rv: int | None = None
+    if "resourceVersion" in meta:
+        text = meta["resourceVersion"]
+        if (type(text) is not str or not text.isascii() or not text.isdigit() or len(text) > 18
+                or (text[0] == "0" and text != "0")):
+            return None
+        rv = int(text)
+        m2["resourceVersion"] = _SENT + "R"
+    seconds: list[int] = []
+    mf = meta.get("managedFields")
+    if mf is not None:
+        if type(mf) is not list:
+            return None
+        entries = []
+        for e in mf:
+            if type(e) is not dict:
+                return None
+            s = second_of(e.get("time"))
+            if s is None:
+                return None
+            seconds.append(s)
+            entries.append({**e, "time": _SENT + "M"})
+        m2["managedFields"] = entries
+    s2 = dict(spec)
+    s2["renewTime"] = _SENT + "T"
+    o2 = dict(obj)
+    o2["metadata"] = m2
+    o2["spec"] = s2
+    try:
+        shape = orjson.dumps(o2)
+    except TypeError:
+        return None
+    if shape.count(_SENT_B) != 1 + (rv is not None) + len(seconds):
+        return None  # the sentinel occurs in the object itself
+    return shape, renew, rv, seconds
+
+
+class _Template:
+    """One Lease of the dictionary: its shape and what its next renewal is a delta from."""
+
+    __slots__ = ("shape", "parts", "kinds", "offset", "cluster", "index", "prefix")
+
+    def __init__(self, shape: bytes, cluster: str | None, index: int) -> None:
+        self.shape = shape
+        pieces = _SPLIT.split(shape)
+        self.parts = pieces[0::2]
+        self.kinds = [k.decode() for k in pieces[1::2]]
+        self.offset = 0
+        self.cluster = cluster
+        self.index = index
+        self.prefix = _cluster_field(cluster) + b',"resource":"leases","type":"MODIFIED","object":'
+
+    def build(self, renew: int, rv: int | None, seconds: list[int]) -> bytes:
+        parts = self.parts
+        out = [parts[0]]
+        mi = 0
+        for i, kind in enumerate(self.kinds):
+            if kind == "T":
+                out.append(b'"' + micro_text(renew).encode() + b'"')
+            elif kind == "R":
+                out.append(b'"' + str(rv).encode() + b'"')
+            else:
+                out.append(b'"' + _prefix(seconds[mi]).encode() + b'Z"')
+                mi += 1
+            out.append(parts[i + 1])
+        return b"".join(out)
+
+
+def _cluster_field(cluster: str | None) -> bytes:
+    return b"" if cluster is None else b',"cluster":' + orjson.dumps(cluster)
+
+
+# --- objects as patches ----------------------------------------------------------------------------
+
+_SAME = object()
+
+
+def diff(a: Any, b: Any) -> Any:
+    """A patch that turns ``a`` into ``b`` exactly (types, key order), or ``_SAME``:
+    ``["d", {key: patch}]`` (a dict with the same keys in the same order), ``["l", [[i, patch], ...]]``
+    (a list of the same length), ``["s", value]`` (the value itself)."""
+    ta = type(a)
+    if ta is not type(b):
+        return ["s", b]
+    if ta is dict:
+        if len(a) != len(b) or list(a) != list(b):
+            return ["s", b]
+        changes = {}
+        for k, va in a.items():
+            p = diff(va, b[k])
+            if p is not _SAME:
+                changes[k] = p
+        return ["d", changes] if changes else _SAME
+    if ta is list:
+        if len(a) != len(b):
+            return ["s", b]
+        items = []
+        for i, (va, vb) in enumerate(zip(a, b)):
+            p = diff(va, vb)
+            if p is not _SAME:
+                items.append([i, p])
+        return ["l", items] if items else _SAME
+    return _SAME if a == b else ["s", b]
+
+
+def patch(a: Any, p: Any) -> Any:
+    """``b`` from ``a`` and ``diff(a, b)`` (a new value; ``a`` is not changed)."""
+    op = p[0]
+    if op == "s":
+        return p[1]
+    if op == "d":
+        if type(a) is not dict:
+            raise ValueError("a dict patch of a non-dict")
+        out = dict(a)
+        for k, sub in p[1].items():
+            out[k] = patch(a[k], sub)
+        return out
+    if op == "l":
+        if type(a) is not list:
+            raise ValueError("a list patch of a non-list")
+        out_l = list(a)
+        for i, sub in p[1]:
+            out_l[i] = patch(a[i], sub)
+        return out_l
+    raise ValueError(f"unknown patch {op!r}")
+
+
+def _object_key(line: dict) -> tuple | None:
+    """Whose previous version a line's object is a patch of (not Leases: their rows are the dictionary's)."""
+    resource = line.get("resource")
+    obj = line.get("object")
+    if resource == "leases" or type(obj) is not dict or type(resource) is not str:
+        return None
+    meta = obj.get("metadata")
+    if type(meta) is not dict or type(meta.get("name")) is not str:
+        return None
+    return (line.get("cluster"), resource, meta.get("namespace"), meta["name"])
+
+
+# --- the state both ends keep ---------------------------------------------------------------------
+
+
+class _Codec:
+    """What the writer and the reader both learn from the lines, in the same order: the Lease
+    dictionary, each Lease's last offset, the last resourceVersion per cluster, objects' last
+    versions (for patches), the last receive time."""
+
+    def __init__(self) -> None:
+        self.leases: dict[tuple, _Template] = {}
+        self.by_index: list[_Template | None] = []
+        self.rv: dict[str | None, int] = {}
+        self.objects: dict[tuple, bytes] = {}
+        self.last_us = 0
+
+    def learn_line(self, line: dict, t_us: int) -> None:
+        """A whole line went by: a Lease's shape enters (or leaves) the dictionary; an object's version is kept."""
+        resource = line.get("resource")
+        etype = line.get("type")
+        obj = line.get("object")
+        if resource == "leases" and type(obj) is dict and type(etype) is str:
+            meta = obj.get("metadata") if type(obj.get("metadata")) is dict else {}
+            key = (line.get("cluster"), meta.get("namespace"), meta.get("name"))
+            if etype == "DELETED":
+                tpl = self.leases.pop(key, None)
+                if tpl is not None:
+                    self.by_index[tpl.index] = None
+                return
+            if etype not in ("ADDED", "MODIFIED"):
+                return
+            shape = _lease_shape(obj)
+            tpl = self.leases.get(key)
+            if shape is None:
+                if tpl is not None:  # its next renewal cannot be a row of an older shape
+                    self.by_index[tpl.index] = None
+                    del self.leases[key]
+                return
+            cluster = line.get("cluster") if type(line.get("cluster")) is str else None
+            if tpl is None or tpl.shape != shape[0] or tpl.cluster != cluster:
+                if tpl is not None:
+                    self.by_index[tpl.index] = None
+                tpl = _Template(shape[0], cluster, len(self.by_index))
+                self.by_index.append(tpl)
+                self.leases[key] = tpl
+            tpl.offset = shape[1] - t_us
+            if shape[2] is not None:
+                self.rv[cluster] = shape[2]
+            return
+        key2 = _object_key(line)
+        if key2 is not None:
+            if etype == "DELETED":
+                self.objects.pop(key2, None)
+            else:
+                self.objects[key2] = orjson.dumps(obj)
+
+
+# --- writing ----------------------------------------------------------------------------------------
+
+
+class ColumnarWriter:
+    """Appends recording lines (as dicts, or a Lease renewal as its parts) to an nwcol file. Not
+    thread-safe (``ColumnarRecorder`` is). ``out``: a binary file; the header is the v1 header."""
+
+    def __init__(self, out: IO[bytes], header: dict, level: int = LEVEL) -> None:
+        self._out = out
+        self._z = zstandard.ZstdCompressor(level=level).compressobj()
+        self._c = _Codec()
+        self._reset()
+        self.rows = 0
+        self.blocks = 0
+        out.write(MAGIC)
+        self._emit(orjson.dumps(header, default=str))
+
+    def _reset(self) -> None:
+        self._kinds = bytearray()
+        self._rx: list[int] = []
+        self._idx: list[int] = []
+        self._off: list[int] = []
+        self._rv: list[int] = []
+        self._mf: list[int] = []
+        self._blobs: list[Any] = []
+        self._second: int | None = None
+
+    def _start_row(self, t_us: int) -> None:
+        sec = t_us // 1_000_000
+        if self._kinds and (sec != self._second or len(self._kinds) >= MAX_BLOCK_ROWS):
+            self.flush()
+        self._second = sec
+        self._rx.append(t_us - self._c.last_us)
+        self._c.last_us = t_us
+        self.rows += 1
+
+    def add_event(self, t: float, resource: str, etype: str, obj: Any, listing: bool = False,
+                  cluster: str | None = None) -> None:
+        """One event line (``obj`` sanitized): a Lease renewal of a known shape becomes a row."""
+        t_us = exact_micros(t)
+        if t_us is not None and resource == "leases" and etype == "MODIFIED" and not listing and type(obj) is dict:
+            meta = obj.get("metadata")
+            if type(meta) is dict:
+                tpl = self._c.leases.get((cluster, meta.get("namespace"), meta.get("name")))
+                if tpl is not None:
+                    shape = _lease_shape(obj)
+                    if shape is not None and shape[0] == tpl.shape:
+                        self._row(tpl, t_us, shape)
+                        return
+        line: dict[str, Any] = {"t": t}
+        if cluster is not None:
+            line["cluster"] = cluster
+        line["resource"] = resource
+        line["type"] = etype
+        line["object"] = obj
+        if listing:
+            line["list"] = True
+        self.add_line(line)
+
+    def _row(self, tpl: _Template, t_us: int, shape: tuple[bytes, int, int | None, list[int]]) -> None:
+        self._start_row(t_us)
+        _, renew, rv, seconds = shape
+        self._kinds.append(_ROW_LEASE)
+        self._idx.append(tpl.index)
+        offset = renew - t_us
+        self._off.append(offset - tpl.offset)
+        tpl.offset = offset
+        if rv is not None:
+            self._rv.append(rv - self._c.rv.get(tpl.cluster, 0))
+            self._c.rv[tpl.cluster] = rv
+        base = renew // 1_000_000
+        self._mf.extend(s - base for s in seconds)
+
+    def add_line(self, line: dict) -> None:
+        """Any v1 line as a dict (its ``t`` first): kept whole, its object as a patch when it can be."""
+        t = line.get("t")
+        t_us = exact_micros(t)
+        if t_us is None:
+            payload = line  # kept with its own time, as it is (its row's time is the row before's)
+            t_us = self._c.last_us
+        else:
+            payload = {k: v for k, v in line.items() if k != "t"}
+        key = _object_key(line)
+        prev = self._c.objects.get(key) if key is not None else None
+        self._start_row(t_us)
+        if prev is not None:
+            p = diff(orjson.loads(prev), line["object"])
+            payload = dict(payload)
+            payload["object"] = None
+            self._kinds.append(_ROW_PATCHED)
+            self._blobs.append([payload, p if p is not _SAME else None, key[2], key[3]])
+        else:
+            self._kinds.append(_ROW_LINE)
+            self._blobs.append(payload)
+        self._c.learn_line(line, t_us)
+
+    def flush(self) -> None:
+        """The rows so far as one block, on disk (readable after a crash)."""
+        if not self._kinds:
+            self._out.flush()
+            return
+        blobs = orjson.dumps(self._blobs, default=str)
+        cols = [bytes(self._kinds), _pack(self._rx), _pack(self._idx), _pack(self._off), _pack(self._rv),
+                _pack(self._mf), blobs]
+        body = b"".join([_U32.pack(len(self._kinds)), _U32.pack(len(self._rv)), _U32.pack(len(self._mf))]
+                        + [_U32.pack(len(c)) + c for c in cols])
+        self._reset()
+        self._emit(body)
+
+    def _emit(self, body: bytes) -> None:
+        data = self._z.compress(_FRAME.pack(len(body), zlib.crc32(body)) + body)
+        data += self._z.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+        self._out.write(data)
+        self._out.flush()
+        self.blocks += 1
+
+    def close(self) -> None:
+        self.flush()
+        self._out.write(self._z.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
+        self._out.flush()
+
+
+class ColumnarRecorder:
+    """A ``recording.Recorder`` (same methods, same contract: thread-safe, flushed at least once a
+    second) that writes the columnar format."""
+
+    def __init__(self, path: str, source: dict, settings: Settings, started_at: float | None = None,
+                 clock: Clock | None = None, clusters: list[dict[str, Any]] | None = None) -> None:
+        self.path = path
+        self._clock: Clock = clock or SystemClock()
+        self._lock = threading.Lock()
+        self._closed = False
+        self.lines = 0
+        self._raw = open(path, "wb")  # noqa: SIM115 - closed in close()
+        self._header: dict[str, Any] | None = {HEADER_KEY: FORMAT_VERSION, "started_at": None, "source": source,
+                                               "settings": settings_payload(settings)}
+        if clusters is not None:
+            self._header["clusters"] = clusters
+        self._w: ColumnarWriter | None = None
+        self._last_flush = self._clock.now()
+        if started_at is not None:
+            self._open(started_at)
+        self._stop = threading.Event()
+        self._flusher = threading.Thread(target=self._flush_loop, name="recorder-flush", daemon=True)
+        self._flusher.start()
+
+    def _open(self, t: float) -> ColumnarWriter:
+        if self._w is None:
+            from ..core.timeutil import format_time
+
+            assert self._header is not None
+            self._header["started_at"] = format_time(t, micro=True)
+            self._w = ColumnarWriter(self._raw, self._header)
+            self._header = None
+        return self._w
+
+    def for_cluster(self, cluster: str) -> ClusterRecorder:
+        return ClusterRecorder(self, cluster)  # type: ignore[arg-type] - the same methods as a Recorder
+
+    def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False,
+              cluster: str | None = None) -> None:
+        self.write_sanitized(resource, etype, sanitize(obj), t, listing, cluster)
+
+    def write_sanitized(self, resource: str, etype: str, obj: Any, t: float, listing: bool = False,
+                        cluster: str | None = None) -> None:
+        """``write`` of an object already sanitized (the flight recorder sanitizes once for both)."""
+        t = _micro_round(t)
+        with self._lock:
+            if not self._closed:
+                self._open(t).add_event(t, resource, etype, obj, listing, cluster)
+                self._written()
+
+    def _add(self, line: dict, t: float) -> None:
+        with self._lock:
+            if not self._closed:
+                self._open(t).add_line(line)
+                self._written()
+
+    def write_health(self, resource: str, t: float, cluster: str | None = None, **health: Any) -> None:
+        from .recording import HEALTH_FIELDS
+
+        h = {"resource": resource}
+        h.update({k: v for k, v in health.items() if k in HEALTH_FIELDS})
+        t = _micro_round(t)
+        self._add(_json_safe({**_head(t, cluster), "health": h}), t)
+
+    def write_cert(self, node: str, not_after: float, source: str, t: float, cluster: str | None = None) -> None:
+        t = _micro_round(t)
+        self._add({**_head(t, cluster), "cert": {"node": node, "not_after": not_after, "source": source}}, t)
+
+    def write_settings(self, t: float, settings: Settings, cluster: str | None = None) -> None:
+        t = _micro_round(t)
+        self._add(_json_safe({**_head(t, cluster), "settings": settings_payload(settings)}), t)
+
+    def _write_line(self, data: bytes, t: float) -> None:
+        """A complete v1 line (the flight recorder's keyframe lines)."""
+        self._add(orjson.loads(data), t)
+
+    def _written(self) -> None:
+        self.lines += 1
+        if abs(self._clock.now() - self._last_flush) >= FLUSH_INTERVAL:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if self._w is not None:
+            self._w.flush()
+        self._last_flush = self._clock.now()
+
+    def flush(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._flush_locked()
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(FLUSH_INTERVAL / 2):
+            with self._lock:
+                if not self._closed and abs(self._clock.now() - self._last_flush) >= FLUSH_INTERVAL:
+                    self._flush_locked()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._open(self._clock.now())
+            self._closed = True
+            self._stop.set()
+            try:
+                assert self._w is not None
+                self._w.close()
+                self._raw.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> "ColumnarRecorder":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _micro_round(t: float) -> float:
+    """A receive time to the microsecond (what the columnar format keeps compactly)."""
+    try:
+        return round(t * 1_000_000) / 1_000_000
+    except (OverflowError, ValueError, TypeError):
+        return t
+
+
+def _head(t: float, cluster: str | None) -> dict[str, Any]:
+    return {"t": t} if cluster is None else {"t": t, "cluster": cluster}
+
+
+def _json_safe(line: dict) -> dict:
+    """What JSON Lines would have written (``default=str`` for what JSON has no type for)."""
+    return orjson.loads(orjson.dumps(line, default=str))
+
+
+# --- reading ------------------------------------------------------------------------------------------
+
+
+def iter_file_lines(raw: IO[bytes], name: str, problems: list[str]) -> Iterator[bytes]:
+    """The v1 lines of an nwcol file (its header first, each ending in a newline). A torn or corrupt
+    tail ends the lines at the last whole block, with one problem saying what was not read."""
+    head = raw.read(len(MAGIC))
+    if not head.startswith(MAGIC_PREFIX):
+        raise RecordingError(f"{name}: not a columnar recording")
+    if head != MAGIC:
+        version = head[5] if len(head) > 5 else None
+        raise RecordingError(f"{name}: columnar recording format version {version!r} is not supported "
+                             f"(this nodewatch reads version {VERSION})")
+    dz = zstandard.ZstdDecompressor().decompressobj()
+    codec = _Codec()
+    buf = bytearray()
+    pos = 0
+    blocks = 0
+    last_t: float | None = None
+    rest = 0
+    why = None
+    while True:
+        chunk = raw.read(1 << 20)
+        if not chunk:
+            break
+        try:
+            buf += dz.decompress(chunk)
+        except zstandard.ZstdError as exc:
+            why = f"corrupt compressed data ({str(exc)[:80]})"
+            rest = len(chunk)
+            break
+        while len(buf) - pos >= _FRAME.size:
+            n, crc = _FRAME.unpack_from(buf, pos)
+            if n > MAX_BLOCK_BYTES:
+                why = "a corrupt block length"
+                break
+            if len(buf) - pos - _FRAME.size < n:
+                break
+            body = bytes(buf[pos + _FRAME.size:pos + _FRAME.size + n])
+            if zlib.crc32(body) != crc:
+                why = f"block {blocks} fails its checksum"
+                break
+            pos += _FRAME.size + n
+            if blocks == 0:
+                yield body + b"\n"
+            else:
+                try:
+                    for line, t in _decode_block(body, codec):
+                        last_t = t
+                        yield line
+                except (ValueError, KeyError, IndexError, TypeError, struct.error, orjson.JSONDecodeError) as exc:
+                    why = f"block {blocks} cannot be decoded ({type(exc).__name__}: {str(exc)[:60]})"
+                    break
+            blocks += 1
+        if why is not None:
+            break
+        if pos > 1 << 20:
+            del buf[:pos]
+            pos = 0
+    if blocks == 0:
+        raise RecordingError(f"{name}: a columnar recording without its header" +
+                             (f" ({why})" if why else " (cut short)"))
+    left = len(buf) - pos
+    if why is not None:
+        problems.append(f"{name}: {why}; read up to its last whole block"
+                        f"{_at(last_t)}, the rest ({left + rest} bytes or more) not read")
+    elif left or not dz.eof:
+        what = f"{left} bytes of a block cut short" if left else "no end mark"
+        problems.append(f"{name}: ends abruptly (the writer stopped without closing it: {what}); "
+                        f"read up to its last whole block{_at(last_t)}, the rest not read")
+
+
+def _at(t: float | None) -> str:
+    if t is None:
+        return ""
+    from ..core.timeutil import format_time
+
+    return f" ({format_time(t, micro=True)})"
+
+
+def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, float]]:
+    n, n_rv, n_mf = struct.unpack_from("<III", body, 0)
+    cols = []
+    p = 12
+    for _ in range(7):
+        (size,) = _U32.unpack_from(body, p)
+        p += 4
+        cols.append(memoryview(body)[p:p + size])
+        p += size
+    kinds = bytes(cols[0])
+    if len(kinds) != n:
+        raise ValueError("row kinds of the wrong length")
+    n_lease = kinds.count(_ROW_LEASE)
+    rx = _unpack(cols[1], n)
+    idx = _unpack(cols[2], n_lease)
+    off = _unpack(cols[3], n_lease)
+    rvs = _unpack(cols[4], n_rv)
+    mfs = _unpack(cols[5], n_mf)
+    blobs = iter(orjson.loads(cols[6]) if len(cols[6]) else [])
+    li = ri = mi = 0
+    for k in range(n):
+        t_us = c.last_us + rx[k]
+        c.last_us = t_us
+        t = t_us / 1_000_000
+        kind = kinds[k]
+        if kind == _ROW_LEASE:
+            tpl = c.by_index[idx[li]]
+            if tpl is None:
+                raise ValueError(f"row of a Lease no longer in the dictionary ({idx[li]})")
+            tpl.offset += off[li]
+            li += 1
+            renew = t_us + tpl.offset
+            rv = None
+            if "R" in tpl.kinds:
+                rv = c.rv.get(tpl.cluster, 0) + rvs[ri]
+                c.rv[tpl.cluster] = rv
+                ri += 1
+            nm = tpl.kinds.count("M")
+            base = renew // 1_000_000
+            seconds = [base + s for s in mfs[mi:mi + nm]]
+            mi += nm
+            yield b'{"t":' + orjson.dumps(t) + tpl.prefix + tpl.build(renew, rv, seconds) + b"}\n", t
+            continue
+        blob = next(blobs)
+        if kind == _ROW_PATCHED:
+            payload, p_, ns, nm_ = blob
+            prev = c.objects[(payload.get("cluster"), payload.get("resource"), ns, nm_)]
+            obj = orjson.loads(prev)
+            payload["object"] = obj if p_ is None else patch(obj, p_)
+        else:
+            payload = blob
+        if "t" in payload:
+            line = payload
+            tt = payload["t"]
+        else:
+            line = {"t": t}
+            line.update(payload)
+            tt = t
+        c.learn_line(line, t_us)
+        yield orjson.dumps(line) + b"\n", tt
+
+
+# --- whole files ----------------------------------------------------------------------------------
+
+
+def open_columnar(raw: IO[bytes], name: str) -> IO[bytes]:
+    """An nwcol file as a buffered stream of its v1 lines (what ``recording.open_binary`` returns for one)."""
+    from .segments import SegmentStream
+
+    problems: list[str] = []
+    stream = SegmentStream(_closing(iter_file_lines(raw, name, problems), raw), name)
+    stream.problems = problems
+    return io.BufferedReader(stream, 1 << 20)
+
+
+def _closing(lines: Iterator[bytes], raw: IO[bytes]) -> Iterator[bytes]:
+    try:
+        yield from lines
+    finally:
+        raw.close()
+
+
+def write_lines(lines: Iterable[bytes], out: IO[bytes], level: int = LEVEL) -> int:
+    """v1 lines (the header first) into an nwcol file; returns the rows written."""
+    it = iter(lines)
+    first = next(it, None)
+    if first is None:
+        raise RecordingError("nothing to write: no header")
+    w = ColumnarWriter(out, orjson.loads(first), level)
+    for line in it:
+        if line.strip():
+            w.add_line(orjson.loads(line))
+    w.close()
+    return w.rows
+
+
+__all__ = ["ColumnarRecorder", "ColumnarWriter", "EXTENSION", "MAGIC", "is_columnar", "iter_file_lines",
+           "open_columnar", "write_lines"]
