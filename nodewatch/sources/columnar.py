@@ -16,9 +16,8 @@ Lossless by construction: what a reader gets back is the JSON Lines v1 recording
 same values, in the same order, with the same key order; numbers and strings as JSON has them),
 which is how every reader of recordings reads this format (``iter_file_lines``; ``recording.
 open_binary`` sniffs the magic). A row is only made compact when re-encoding it gives back the very
-same bytes (``_lease_shape``); anything else stays a whole line. Receive times are kept to the
-microsecond (a time that is not exact in microseconds is kept as it is, in its line); the live
-writer rounds receive times to the microsecond (the clock means no more than that).
+same bytes (``_lease_shape``); anything else stays a whole line. A receive time is kept as microseconds and the float's
+distance from them in units of its last place (``micros``): the very same float comes back.
 
 Layout (``docs/recording-format.md``): ``MAGIC`` (8 bytes, the version in it), then one zstd stream
 made of *blocks*, each ``<u32 length><u32 crc32><body>``; block 0 is the v1 header (JSON), every
@@ -131,15 +130,30 @@ def second_of(text: Any) -> int | None:
     return _secs(text[:19])
 
 
-def exact_micros(t: Any) -> int | None:
-    """``t`` in microseconds when that is exact (``us / 1e6 == t``), else None."""
+_D = struct.Struct("<d")
+_Q = struct.Struct("<q")
+
+
+def micros(t: Any) -> tuple[int, int] | None:
+    """``t`` (seconds, a float) as (microseconds, the float's distance in units of its last place from
+    ``microseconds / 1e6``): both small integers, and ``from_micros`` gives back the very same float
+    (a receive time from ``time.time()`` is no multiple of a microsecond). None: not a usable number."""
     if type(t) is not float and type(t) is not int:
         return None
     try:
         us = round(t * 1_000_000)
     except (OverflowError, ValueError):
         return None
-    return us if us / 1_000_000 == t and abs(us) < 2**62 else None
+    if abs(us) >= 2**62:
+        return None
+    t = float(t)
+    base = us / 1_000_000
+    return us, _Q.unpack(_D.pack(t))[0] - _Q.unpack(_D.pack(base))[0]
+
+
+def from_micros(us: int, resid: int) -> float:
+    base = us / 1_000_000
+    return base if not resid else _D.unpack(_Q.pack(_Q.unpack(_D.pack(base))[0] + resid))[0]
 
 
 # --- integer columns -------------------------------------------------------------------------------
@@ -389,6 +403,8 @@ class ColumnarWriter:
         self._c = _Codec()
         self._reset()
         self.rows = 0
+        self.lease_rows = 0
+        """Renewals written as rows (the rest of the rows are whole lines)."""
         self.blocks = 0
         out.write(MAGIC)
         self._emit(orjson.dumps(header, default=str))
@@ -396,6 +412,7 @@ class ColumnarWriter:
     def _reset(self) -> None:
         self._kinds = bytearray()
         self._rx: list[int] = []
+        self._res: list[int] = []
         self._idx: list[int] = []
         self._off: list[int] = []
         self._rv: list[int] = []
@@ -403,27 +420,28 @@ class ColumnarWriter:
         self._blobs: list[Any] = []
         self._second: int | None = None
 
-    def _start_row(self, t_us: int) -> None:
+    def _start_row(self, t_us: int, resid: int = 0) -> None:
         sec = t_us // 1_000_000
         if self._kinds and (sec != self._second or len(self._kinds) >= MAX_BLOCK_ROWS):
             self.flush()
         self._second = sec
         self._rx.append(t_us - self._c.last_us)
+        self._res.append(resid)
         self._c.last_us = t_us
         self.rows += 1
 
     def add_event(self, t: float, resource: str, etype: str, obj: Any, listing: bool = False,
                   cluster: str | None = None) -> None:
         """One event line (``obj`` sanitized): a Lease renewal of a known shape becomes a row."""
-        t_us = exact_micros(t)
-        if t_us is not None and resource == "leases" and etype == "MODIFIED" and not listing and type(obj) is dict:
+        tm = micros(t)
+        if tm is not None and resource == "leases" and etype == "MODIFIED" and not listing and type(obj) is dict:
             meta = obj.get("metadata")
             if type(meta) is dict:
                 tpl = self._c.leases.get((cluster, meta.get("namespace"), meta.get("name")))
                 if tpl is not None:
                     shape = _lease_shape(obj)
                     if shape is not None and shape[0] == tpl.shape:
-                        self._row(tpl, t_us, shape)
+                        self._row(tpl, tm, shape)
                         return
         line: dict[str, Any] = {"t": t}
         if cluster is not None:
@@ -435,8 +453,10 @@ class ColumnarWriter:
             line["list"] = True
         self.add_line(line)
 
-    def _row(self, tpl: _Template, t_us: int, shape: tuple[bytes, int, int | None, list[int]]) -> None:
-        self._start_row(t_us)
+    def _row(self, tpl: _Template, tm: tuple[int, int], shape: tuple[bytes, int, int | None, list[int]]) -> None:
+        t_us = tm[0]
+        self._start_row(t_us, tm[1])
+        self.lease_rows += 1
         _, renew, rv, seconds = shape
         self._kinds.append(_ROW_LEASE)
         self._idx.append(tpl.index)
@@ -451,16 +471,16 @@ class ColumnarWriter:
 
     def add_line(self, line: dict) -> None:
         """Any v1 line as a dict (its ``t`` first): kept whole, its object as a patch when it can be."""
-        t = line.get("t")
-        t_us = exact_micros(t)
-        if t_us is None:
+        tm = micros(line.get("t"))
+        if tm is None:
             payload = line  # kept with its own time, as it is (its row's time is the row before's)
-            t_us = self._c.last_us
+            t_us, resid = self._c.last_us, 0
         else:
+            t_us, resid = tm
             payload = {k: v for k, v in line.items() if k != "t"}
         key = _object_key(line)
         prev = self._c.objects.get(key) if key is not None else None
-        self._start_row(t_us)
+        self._start_row(t_us, resid)
         if prev is not None:
             p = diff(orjson.loads(prev), line["object"])
             payload = dict(payload)
@@ -478,7 +498,7 @@ class ColumnarWriter:
             self._out.flush()
             return
         blobs = orjson.dumps(self._blobs, default=str)
-        cols = [bytes(self._kinds), _pack(self._rx), _pack(self._idx), _pack(self._off), _pack(self._rv),
+        cols = [bytes(self._kinds), _pack(self._rx), _pack(self._res), _pack(self._idx), _pack(self._off), _pack(self._rv),
                 _pack(self._mf), blobs]
         body = b"".join([_U32.pack(len(self._kinds)), _U32.pack(len(self._rv)), _U32.pack(len(self._mf))]
                         + [_U32.pack(len(c)) + c for c in cols])
@@ -542,7 +562,6 @@ class ColumnarRecorder:
     def write_sanitized(self, resource: str, etype: str, obj: Any, t: float, listing: bool = False,
                         cluster: str | None = None) -> None:
         """``write`` of an object already sanitized (the flight recorder sanitizes once for both)."""
-        t = _micro_round(t)
         with self._lock:
             if not self._closed:
                 self._open(t).add_event(t, resource, etype, obj, listing, cluster)
@@ -559,15 +578,12 @@ class ColumnarRecorder:
 
         h = {"resource": resource}
         h.update({k: v for k, v in health.items() if k in HEALTH_FIELDS})
-        t = _micro_round(t)
         self._add(_json_safe({**_head(t, cluster), "health": h}), t)
 
     def write_cert(self, node: str, not_after: float, source: str, t: float, cluster: str | None = None) -> None:
-        t = _micro_round(t)
         self._add({**_head(t, cluster), "cert": {"node": node, "not_after": not_after, "source": source}}, t)
 
     def write_settings(self, t: float, settings: Settings, cluster: str | None = None) -> None:
-        t = _micro_round(t)
         self._add(_json_safe({**_head(t, cluster), "settings": settings_payload(settings)}), t)
 
     def _write_line(self, data: bytes, t: float) -> None:
@@ -614,14 +630,6 @@ class ColumnarRecorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _micro_round(t: float) -> float:
-    """A receive time to the microsecond (what the columnar format keeps compactly)."""
-    try:
-        return round(t * 1_000_000) / 1_000_000
-    except (OverflowError, ValueError, TypeError):
-        return t
 
 
 def _head(t: float, cluster: str | None) -> dict[str, Any]:
@@ -717,7 +725,7 @@ def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, float]]:
     n, n_rv, n_mf = struct.unpack_from("<III", body, 0)
     cols = []
     p = 12
-    for _ in range(7):
+    for _ in range(8):
         (size,) = _U32.unpack_from(body, p)
         p += 4
         cols.append(memoryview(body)[p:p + size])
@@ -727,16 +735,17 @@ def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, float]]:
         raise ValueError("row kinds of the wrong length")
     n_lease = kinds.count(_ROW_LEASE)
     rx = _unpack(cols[1], n)
-    idx = _unpack(cols[2], n_lease)
-    off = _unpack(cols[3], n_lease)
-    rvs = _unpack(cols[4], n_rv)
-    mfs = _unpack(cols[5], n_mf)
-    blobs = iter(orjson.loads(cols[6]) if len(cols[6]) else [])
+    res = _unpack(cols[2], n)
+    idx = _unpack(cols[3], n_lease)
+    off = _unpack(cols[4], n_lease)
+    rvs = _unpack(cols[5], n_rv)
+    mfs = _unpack(cols[6], n_mf)
+    blobs = iter(orjson.loads(cols[7]) if len(cols[7]) else [])
     li = ri = mi = 0
     for k in range(n):
         t_us = c.last_us + rx[k]
         c.last_us = t_us
-        t = t_us / 1_000_000
+        t = from_micros(t_us, res[k])
         kind = kinds[k]
         if kind == _ROW_LEASE:
             tpl = c.by_index[idx[li]]
@@ -783,7 +792,8 @@ def open_columnar(raw: IO[bytes], name: str) -> IO[bytes]:
     from .segments import SegmentStream
 
     problems: list[str] = []
-    stream = SegmentStream(_closing(iter_file_lines(raw, name, problems), raw), name)
+    # named apart from the file: a reader must not map the file itself as v1 lines (replay/index.py)
+    stream = SegmentStream(_closing(iter_file_lines(raw, name, problems), raw), f"{name} (columnar)")
     stream.problems = problems
     return io.BufferedReader(stream, 1 << 20)
 
