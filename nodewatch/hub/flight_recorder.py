@@ -48,6 +48,9 @@ KEEP_SECONDS = 24 * 3600.0
 KEEP_BYTES = 2 * 1024 ** 3
 RECORD_FORMATS = {"jsonl": ".jsonl.gz", "columnar": COLUMNAR_EXTENSION}
 """The segment formats, and their file names' ends."""
+RATE_WARMUP = 60.0
+"""Seconds of recording before ``capacity_notice`` says how long the cap holds (the initial lists
+are written at once: the rate settles after them)."""
 EXACT_SECONDS = 900.0
 """Objects received this recently are written into a keyframe with their own receive time."""
 
@@ -97,6 +100,10 @@ class SegmentedRecorder:
         self._closed = False
         self.segments_written = 0
         self.lines = 0
+        self._mine: list[Path] = []
+        """The segments this recorder wrote (the rate of ``capacity_notice``)."""
+        self._began: float | None = None
+        self._noticed_at: float | None = None
 
     # --- the Recorder interface (what the sources call) ---
 
@@ -199,6 +206,9 @@ class SegmentedRecorder:
             rec.flush()
             self._current = rec
             self._opened_at = now
+            self._mine.append(path)
+            if self._began is None:
+                self._began = now
             self.segments_written += 1
             self._retain(now)
             return path
@@ -252,6 +262,44 @@ class SegmentedRecorder:
             return []
         return [(name, self.cluster_records(name)) for name in self._cluster_names() if name is not None]
 
+    def bytes_per_second(self) -> float | None:
+        """What this recorder has written a second since it began (its segments still on disk over
+        the time they span; None before ``RATE_WARMUP`` seconds of it)."""
+        with self._lock:
+            now = self.clock.now()
+            if self._began is None or now - self._began < RATE_WARMUP:
+                return None
+            kept = [p for p in self._mine if p.exists()]
+            if not kept:
+                return None
+            first = next((s.start for s in list_segments(self.directory) if s.path == kept[0]), self._began)
+            span = now - max(first, self._began)
+            return sum(p.stat().st_size for p in kept) / span if span > 0 else None
+
+    def capacity_notice(self) -> str | None:
+        """Once after ``RATE_WARMUP`` seconds, then once per segment: how long the size cap holds at
+        the rate written so far, and whether that is less than ``keep_seconds`` (None: nothing to say)."""
+        with self._lock:
+            if self._noticed_at is not None and self._noticed_at == self._opened_at:
+                return None
+            rate = self.bytes_per_second()
+            if rate is None:
+                return None
+            first = self._noticed_at is None
+            self._noticed_at = self._opened_at
+        if not first and (self.keep_bytes is None or self.keep_seconds is None
+                          or self.keep_bytes / max(rate, 1e-9) >= self.keep_seconds):
+            return None  # after the first: only when the cap no longer holds what --keep asks
+        what = f"flight recorder ({self.record_format}): {_size(rate)}/s"
+        if self.keep_bytes is None:
+            return f"{what}; no size cap"
+        holds = self.keep_bytes / max(rate, 1e-9)
+        line = f"{what}; --keep-bytes {_size(self.keep_bytes)} holds {_age(holds)} at this rate"
+        if self.keep_seconds is not None and holds < self.keep_seconds:
+            line += (f", less than --keep {_age(self.keep_seconds)}: the oldest segments go first "
+                     f"(--keep-bytes {_size(rate * self.keep_seconds * 1.1)} would hold it)")
+        return line
+
     def _retain(self, now: float) -> None:
         """Drop the oldest segments beyond the age and size limits (never the one being written)."""
         segs = [s for s in list_segments(self.directory) if self._current is None or s.path.name != Path(self._current.path).name]
@@ -269,6 +317,17 @@ class SegmentedRecorder:
                     break
                 total -= s.size
                 _unlink(s.path)
+
+
+def _size(n: float) -> str:
+    for unit, f in (("G", 1024 ** 3), ("M", 1024 ** 2), ("K", 1024)):
+        if n >= f:
+            return f"{n / f:.1f}{unit}"
+    return f"{n:.0f}B"
+
+
+def _age(seconds: float) -> str:
+    return f"{seconds / 3600:.1f}h" if seconds >= 3600 else f"{seconds / 60:.0f}m"
 
 
 def _line(t: bytes, resource: str, etype: str, obj: bytes, listing: bool, cluster: str | None = None) -> bytes:
