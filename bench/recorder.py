@@ -9,7 +9,9 @@ written: 1 ms plus an exponential delay of mean 4 ms (at most 100 ms) - a watch'
 receive time is kept to the float, so this noise is stored too - and goes to two ``SegmentedRecorder``s as the hub's source would write it:
 one writing columnar segments, one gzip JSON Lines segments, both rotating every 15 minutes (so the
 figure includes keyframes), both headed by the same initial list. The leases are the simulator's
-own: random UIDs, renewTime on the node's clock, every 10 s with the kubelet's 4 % jitter.
+own: random UIDs, renewTime on the node's clock, every 10 s with the kubelet's 4 % jitter. As a hub
+receives them: every Node, Lease and CSR, the Pods and Events of ``FOCUSED`` nodes only (the hub
+watches those of the nodes viewers drill into).
 
 Figures: bytes per renewal all-in (every byte of every segment over the renewals in the run), beside
 the same for gzip JSON Lines; the CPU the columnar recorder's ``write`` costs per simulated second,
@@ -32,6 +34,8 @@ import time
 from .harness import Figure
 
 FLEET_65K = 65_000
+FOCUSED = 10
+"""Nodes whose Pods and Events the hub watches (viewers drilling in; the hub's cap is higher)."""
 
 
 def _api_shaped(resource: str, obj: dict, rv: int) -> dict:
@@ -45,6 +49,16 @@ def _api_shaped(resource: str, obj: dict, rv: int) -> dict:
                                   "fieldsV1": {"f:spec": {"f:renewTime": {}}}}]
     obj["metadata"] = meta
     return obj
+
+
+def _recorded(resource: str, obj: dict, focused: set[str]) -> bool:
+    """What a hub receives: every Node, Lease and CSR; Pods and Events only of the nodes viewers
+    drill into (``hub/live.py``: scoped watches)."""
+    if resource == "pods":
+        return (obj.get("spec") or {}).get("nodeName") in focused
+    if resource == "events":
+        return (obj.get("involvedObject") or {}).get("name") in focused
+    return True
 
 
 def _dir_bytes(d: str) -> int:
@@ -78,8 +92,11 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11) -> dict:
             cpu[fmt] += pt() - c
 
     t0 = fleet.now
+    focused = set(fleet.node_order[:FOCUSED])
     for resource in ("nodes", "leases", "pods", "events", "certificatesigningrequests"):
         for obj in fleet.objects(resource):
+            if not _recorded(resource, obj, focused):
+                continue
             rv[0] += 1
             obj = _api_shaped(resource, obj, rv[0])
             if resource == "nodes":
@@ -90,6 +107,8 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11) -> dict:
     cpu_listed = dict(cpu)
 
     def sink(resource: str, etype: str, obj: dict, at: float) -> None:
+        if not _recorded(resource, obj, focused):
+            return
         rv[0] += 1
         obj = _api_shaped(resource, obj, rv[0])
         rx = at + min(0.1, 0.001 + rng.expovariate(1 / 0.004))

@@ -129,7 +129,7 @@ class SegmentedRecorder:
                 else:
                     self._last[key] = (t, listing, data)
             if isinstance(seg, ColumnarRecorder):
-                seg.write_sanitized(resource, etype, clean, t, listing, cluster)
+                seg.write_sanitized(resource, etype, clean, t, listing, cluster, data)
             else:
                 seg._write_line(_line(orjson.dumps(t), resource, etype, data, listing, cluster), t)  # noqa: SLF001
             self.lines += 1

@@ -66,9 +66,6 @@ _U32 = struct.Struct("<I")
 _ROW_LEASE = 0
 _ROW_LINE = 1
 _ROW_PATCHED = 2
-_SENT = "\ue000nwc"
-_SENT_B = _SENT.encode()
-_SPLIT = re.compile(rb'"\xee\x80\x80nwc([RTM])"')
 
 
 def is_columnar(head: bytes) -> bool:
@@ -182,54 +179,52 @@ def _unpack(data: bytes | memoryview, n: int) -> list[int]:
 # --- Leases as rows --------------------------------------------------------------------------------
 
 
-def _lease_shape(obj: Any) -> tuple[bytes, int, int | None, list[int]] | None:
-    """(the Lease's JSON with its renewTime, resourceVersion and managedFields times left out, renewTime
-    in microseconds, resourceVersion, managedFields seconds), when those fields are of the form a row
-    can rebuild exactly; None otherwise (the renewal is kept as a line)."""
-    if type(obj) is not dict:
+_VOLATILE = re.compile(rb'"(renewTime|resourceVersion|time)":"([^"\\]*)"')
+"""What changes from one renewal of a Lease to the next, found in its JSON (the values hold no
+escapes; a key inside a string cannot match: its quotes would be escaped)."""
+
+
+def _lease_shape(data: bytes) -> tuple[bytes, int, int | None, list[int], list[bytes], str] | None:
+    """A Lease's JSON as (its shape: the JSON without the values of its ``renewTime``,
+    ``resourceVersion`` and ``time`` fields, renewTime in microseconds, resourceVersion, the
+    ``time`` seconds, the pieces between the values, their kinds), when each value is of the form a
+    row rebuilds exactly (one MicroTime renewTime, at most one decimal resourceVersion, ``time``s
+    that are metav1.Time); None otherwise (the renewal is kept as a whole line). The pieces and the
+    values joined again are ``data`` itself."""
+    pieces = _VOLATILE.split(data)
+    if len(pieces) < 4:
         return None
-    meta, spec = obj.get("metadata"), obj.get("spec")
-    if type(meta) is not dict or type(spec) is not dict:
-        return None
-    renew = micro_of(spec.get("renewTime"))
+    renew: int | None = None
+    rv: int | None = None
+    seconds: list[int] = []
+    kinds = []
+    parts = []
+    for i in range(0, len(pieces) - 1, 3):
+        text, key, value = pieces[i], pieces[i + 1], pieces[i + 2]
+        parts.append(text + b'"' + key + b'":')
+        v = value.decode("ascii", "replace")
+        if key == b"renewTime":
+            if renew is not None:
+                return None
+            renew = micro_of(v)
+            if renew is None:
+                return None
+            kinds.append("T")
+        elif key == b"resourceVersion":
+            if rv is not None or not v.isascii() or not v.isdigit() or len(v) > 18 or (v[0] == "0" and v != "0"):
+                return None
+            rv = int(v)
+            kinds.append("R")
+        else:
+            sec = second_of(v)
+            if sec is None:
+                return None
+            seconds.append(sec)
+            kinds.append("M")
     if renew is None:
         return None
-    m2 = dict(meta)
-    rv: int | None = None
-    if "resourceVersion" in meta:
-        text = meta["resourceVersion"]
-        if (type(text) is not str or not text.isascii() or not text.isdigit() or len(text) > 18
-                or (text[0] == "0" and text != "0")):
-            return None
-        rv = int(text)
-        m2["resourceVersion"] = _SENT + "R"
-    seconds: list[int] = []
-    mf = meta.get("managedFields")
-    if mf is not None:
-        if type(mf) is not list:
-            return None
-        entries = []
-        for e in mf:
-            if type(e) is not dict:
-                return None
-            s = second_of(e.get("time"))
-            if s is None:
-                return None
-            seconds.append(s)
-            entries.append({**e, "time": _SENT + "M"})
-        m2["managedFields"] = entries
-    s2 = dict(spec)
-    s2["renewTime"] = _SENT + "T"
-    o2 = dict(obj)
-    o2["metadata"] = m2
-    o2["spec"] = s2
-    try:
-        shape = orjson.dumps(o2)
-    except TypeError:
-        return None
-    if shape.count(_SENT_B) != 1 + (rv is not None) + len(seconds):
-        return None  # the sentinel occurs in the object itself
-    return shape, renew, rv, seconds
+    parts.append(pieces[-1])
+    return b"\x00".join(parts), renew, rv, seconds, parts, "".join(kinds)
 
 
 class _Template:
@@ -237,11 +232,10 @@ class _Template:
 
     __slots__ = ("shape", "parts", "kinds", "offset", "cluster", "index", "prefix")
 
-    def __init__(self, shape: bytes, cluster: str | None, index: int) -> None:
-        self.shape = shape
-        pieces = _SPLIT.split(shape)
-        self.parts = pieces[0::2]
-        self.kinds = [k.decode() for k in pieces[1::2]]
+    def __init__(self, shape: tuple, cluster: str | None, index: int) -> None:
+        self.shape = shape[0]
+        self.parts = shape[4]
+        self.kinds = shape[5]
         self.offset = 0
         self.cluster = cluster
         self.index = index
@@ -364,7 +358,7 @@ class _Codec:
                 return
             if etype not in ("ADDED", "MODIFIED"):
                 return
-            shape = _lease_shape(obj)
+            shape = _lease_shape(orjson.dumps(obj))
             tpl = self.leases.get(key)
             if shape is None:
                 if tpl is not None:  # its next renewal cannot be a row of an older shape
@@ -375,7 +369,7 @@ class _Codec:
             if tpl is None or tpl.shape != shape[0] or tpl.cluster != cluster:
                 if tpl is not None:
                     self.by_index[tpl.index] = None
-                tpl = _Template(shape[0], cluster, len(self.by_index))
+                tpl = _Template(shape, cluster, len(self.by_index))
                 self.by_index.append(tpl)
                 self.leases[key] = tpl
             tpl.offset = shape[1] - t_us
@@ -431,15 +425,16 @@ class ColumnarWriter:
         self.rows += 1
 
     def add_event(self, t: float, resource: str, etype: str, obj: Any, listing: bool = False,
-                  cluster: str | None = None) -> None:
-        """One event line (``obj`` sanitized): a Lease renewal of a known shape becomes a row."""
+                  cluster: str | None = None, data: bytes | None = None) -> None:
+        """One event line (``obj`` sanitized; ``data``: its JSON, when the caller has it already): a
+        Lease renewal of a known shape becomes a row."""
         tm = micros(t)
         if tm is not None and resource == "leases" and etype == "MODIFIED" and not listing and type(obj) is dict:
             meta = obj.get("metadata")
             if type(meta) is dict:
                 tpl = self._c.leases.get((cluster, meta.get("namespace"), meta.get("name")))
                 if tpl is not None:
-                    shape = _lease_shape(obj)
+                    shape = _lease_shape(orjson.dumps(obj) if data is None else data)
                     if shape is not None and shape[0] == tpl.shape:
                         self._row(tpl, tm, shape)
                         return
@@ -453,11 +448,11 @@ class ColumnarWriter:
             line["list"] = True
         self.add_line(line)
 
-    def _row(self, tpl: _Template, tm: tuple[int, int], shape: tuple[bytes, int, int | None, list[int]]) -> None:
+    def _row(self, tpl: _Template, tm: tuple[int, int], shape: tuple) -> None:
         t_us = tm[0]
         self._start_row(t_us, tm[1])
         self.lease_rows += 1
-        _, renew, rv, seconds = shape
+        _, renew, rv, seconds, _, _ = shape
         self._kinds.append(_ROW_LEASE)
         self._idx.append(tpl.index)
         offset = renew - t_us
@@ -560,11 +555,12 @@ class ColumnarRecorder:
         self.write_sanitized(resource, etype, sanitize(obj), t, listing, cluster)
 
     def write_sanitized(self, resource: str, etype: str, obj: Any, t: float, listing: bool = False,
-                        cluster: str | None = None) -> None:
-        """``write`` of an object already sanitized (the flight recorder sanitizes once for both)."""
+                        cluster: str | None = None, data: bytes | None = None) -> None:
+        """``write`` of an object already sanitized (the flight recorder sanitizes once for both),
+        and its JSON when the caller has it."""
         with self._lock:
             if not self._closed:
-                self._open(t).add_event(t, resource, etype, obj, listing, cluster)
+                self._open(t).add_event(t, resource, etype, obj, listing, cluster, data)
                 self._written()
 
     def _add(self, line: dict, t: float) -> None:
