@@ -13,7 +13,7 @@ import traceback
 from .harness import Figure, print_table
 
 GROUPS = ["core_ingest", "memory", "process_memory", "frame", "start", "live_path", "sim_realtime", "replay_seek",
-          "replay_read", "terminal", "multi"]
+          "replay_read", "terminal", "multi", "recorder"]
 QUICK = {
     "core_ingest": {"nodes": 500, "events": 20_000},
     "memory": {"nodes": 2_000},
@@ -26,6 +26,7 @@ QUICK = {
     "replay_seek": {"nodes": 200, "minutes": 5},
     "terminal": {"nodes": 2_000, "seconds": 3},
     "multi": {"clusters": 3, "nodes": 300, "frames": 2},
+    "recorder": {"nodes": 300, "minutes": 3},
 }
 
 

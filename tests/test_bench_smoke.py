@@ -28,6 +28,7 @@ EXPECTED = [
     "replay: status --replay --at +90 (3 min x 200 nodes)",
     "replay: nodewatch replay -> first frame (3 min x 200 nodes)",
     "terminal: bytes/s at 1 refresh/s, 2,000 nodes",
+    "recorder: bytes per renewal all-in, 3 min x 300 nodes",
 ]
 
 

@@ -341,6 +341,9 @@ class _Codec:
         self.by_index: list[_Template | None] = []
         self.rv: dict[str | None, int] = {}
         self.objects: dict[tuple, bytes] = {}
+        """Each object's last version, JSON compressed on its own (65,000 Nodes: ~1/5 of the memory)."""
+        self._zc = zstandard.ZstdCompressor(level=1)
+        self._zd = zstandard.ZstdDecompressor()
         self.last_us = 0
 
     def learn_line(self, line: dict, t_us: int) -> None:
@@ -381,7 +384,12 @@ class _Codec:
             if etype == "DELETED":
                 self.objects.pop(key2, None)
             else:
-                self.objects[key2] = orjson.dumps(obj)
+                self.objects[key2] = self._zc.compress(orjson.dumps(obj))
+
+    def previous(self, key: tuple) -> Any:
+        """The object's last version (a fresh copy), or None."""
+        data = self.objects.get(key)
+        return None if data is None else orjson.loads(self._zd.decompress(data))
 
 
 # --- writing ----------------------------------------------------------------------------------------
@@ -477,7 +485,7 @@ class ColumnarWriter:
         prev = self._c.objects.get(key) if key is not None else None
         self._start_row(t_us, resid)
         if prev is not None:
-            p = diff(orjson.loads(prev), line["object"])
+            p = diff(self._c.previous(key), line["object"])
             payload = dict(payload)
             payload["object"] = None
             self._kinds.append(_ROW_PATCHED)
@@ -764,8 +772,9 @@ def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, float]]:
         blob = next(blobs)
         if kind == _ROW_PATCHED:
             payload, p_, ns, nm_ = blob
-            prev = c.objects[(payload.get("cluster"), payload.get("resource"), ns, nm_)]
-            obj = orjson.loads(prev)
+            obj = c.previous((payload.get("cluster"), payload.get("resource"), ns, nm_))
+            if obj is None:
+                raise ValueError("a patch of an object not in the file")
             payload["object"] = obj if p_ is None else patch(obj, p_)
         else:
             payload = blob
