@@ -252,6 +252,12 @@ _json = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st
                      max_leaves=20)
 
 
+def test_a_patch_keeps_what_equality_does_not_see():
+    for a, b in ((1, 1.0), (1, True), (0.0, -0.0), ({"a": 1, "b": 2}, {"b": 2, "a": 1}), ([{"x": 0}], [{"x": False}])):
+        got = columnar.patch(a, columnar.diff(a, b))
+        assert orjson.dumps(got) == orjson.dumps(b)
+
+
 @settings(max_examples=300, deadline=None)
 @given(_json, _json)
 def test_a_patch_gives_back_exactly_the_new_value(a, b):

@@ -269,7 +269,9 @@ _SAME = object()
 def diff(a: Any, b: Any) -> Any:
     """A patch that turns ``a`` into ``b`` exactly (types, key order), or ``_SAME``:
     ``["d", {key: patch}]`` (a dict with the same keys in the same order), ``["l", [[i, patch], ...]]``
-    (a list of the same length), ``["s", value]`` (the value itself)."""
+    (a list of the same length), ``["s", value]`` (the value itself). Containers are compared by
+    their JSON first (in C: a Node's images and capacity are skipped at once; exact where ``==``
+    would take 1 for 1.0 or True), and only those that differ are walked."""
     ta = type(a)
     if ta is not type(b):
         return ["s", b]
@@ -278,7 +280,12 @@ def diff(a: Any, b: Any) -> Any:
             return ["s", b]
         changes = {}
         for k, va in a.items():
-            p = diff(va, b[k])
+            vb = b[k]
+            if va is vb:
+                continue
+            if type(va) in _CONTAINERS and type(vb) is type(va) and _dumps(va) == _dumps(vb):
+                continue
+            p = diff(va, vb)
             if p is not _SAME:
                 changes[k] = p
         return ["d", changes] if changes else _SAME
@@ -287,11 +294,23 @@ def diff(a: Any, b: Any) -> Any:
             return ["s", b]
         items = []
         for i, (va, vb) in enumerate(zip(a, b)):
+            if va is vb or (type(va) in _CONTAINERS and type(vb) is type(va) and _dumps(va) == _dumps(vb)):
+                continue
             p = diff(va, vb)
             if p is not _SAME:
                 items.append([i, p])
         return ["l", items] if items else _SAME
-    return _SAME if a == b else ["s", b]
+    return _SAME if a == b and (ta is not float or repr(a) == repr(b)) else ["s", b]  # 0.0 is not -0.0
+
+
+_CONTAINERS = (dict, list)
+
+
+def _dumps(v: Any) -> bytes:
+    try:
+        return orjson.dumps(v)
+    except TypeError:  # not JSON (a caller's own object): never equal, walked
+        return repr(id(v)).encode()
 
 
 def patch(a: Any, p: Any) -> Any:
