@@ -283,3 +283,20 @@ def test_lease_rows_rebuild_any_renewal_sequence(start, steps):
         lines.append(orjson.dumps({"t": round(t, 6), "resource": "leases", "type": "MODIFIED", "object": obj}))
     back = _back(_to_columnar(lines))
     assert [x.rstrip(b"\n") for x in back] == lines
+
+
+def test_the_incident_report_of_either_format_is_the_same(tmp_path):
+    from nodewatch.cli import main
+
+    src = os.path.join(DATA, "incident-30.jsonl.gz")
+    col = tmp_path / "incident-30.nwcol"
+    col.write_bytes(_to_columnar(_lines_of(src)))
+    outs = []
+    for path, name in ((src, "a.md"), (str(col), "b.md")):
+        assert main(["report", path, "-o", str(tmp_path / name)]) == 0
+        outs.append((tmp_path / name).read_text())
+    import re
+
+    size = re.compile(r"[0-9.]+ [kMG]?B\)")  # the report names the file's size: the one thing that differs
+    a, b = (size.sub("SIZE)", o.replace("incident-30.nwcol", "incident-30.jsonl.gz")) for o in outs)
+    assert a == b and "SIZE)" in a and "Incident" in a
