@@ -61,6 +61,9 @@ MAX_BLOCK_ROWS = 65_536
 MAX_BLOCK_BYTES = 256 * 1024 * 1024
 """A longer block length is a corrupt file, not a block (never allocated)."""
 
+_PLAIN = ["t", "resource", "type", "object"]
+_PLAIN_CLUSTER = ["t", "cluster", "resource", "type", "object"]
+"""The keys of an event line, in the order a renewal row is rebuilt with."""
 _FRAME = struct.Struct("<II")
 _U32 = struct.Struct("<I")
 _ROW_LEASE = 0
@@ -135,15 +138,14 @@ def micros(t: Any) -> tuple[int, int] | None:
     """``t`` (seconds, a float) as (microseconds, the float's distance in units of its last place from
     ``microseconds / 1e6``): both small integers, and ``from_micros`` gives back the very same float
     (a receive time from ``time.time()`` is no multiple of a microsecond). None: not a usable number."""
-    if type(t) is not float and type(t) is not int:
-        return None
+    if type(t) is not float:
+        return None  # an int (JSON without a fraction) is kept in its line as it is
     try:
         us = round(t * 1_000_000)
     except (OverflowError, ValueError):
         return None
     if abs(us) >= 2**62:
         return None
-    t = float(t)
     base = us / 1_000_000
     return us, _Q.unpack(_D.pack(t))[0] - _Q.unpack(_D.pack(base))[0]
 
@@ -455,16 +457,9 @@ class ColumnarWriter:
                   cluster: str | None = None, data: bytes | None = None) -> None:
         """One event line (``obj`` sanitized; ``data``: its JSON, when the caller has it already): a
         Lease renewal of a known shape becomes a row."""
-        tm = micros(t)
-        if tm is not None and resource == "leases" and etype == "MODIFIED" and not listing and type(obj) is dict:
-            meta = obj.get("metadata")
-            if type(meta) is dict:
-                tpl = self._c.leases.get((cluster, meta.get("namespace"), meta.get("name")))
-                if tpl is not None:
-                    shape = _lease_shape(orjson.dumps(obj) if data is None else data)
-                    if shape is not None and shape[0] == tpl.shape:
-                        self._row(tpl, tm, shape)
-                        return
+        if resource == "leases" and etype == "MODIFIED" and not listing and type(obj) is dict:
+            if self._renewal(t, cluster, obj, data):
+                return
         line: dict[str, Any] = {"t": t}
         if cluster is not None:
             line["cluster"] = cluster
@@ -474,6 +469,21 @@ class ColumnarWriter:
         if listing:
             line["list"] = True
         self.add_line(line)
+
+    def _renewal(self, t: Any, cluster: str | None, obj: dict, data: bytes | None) -> bool:
+        """Write a Lease renewal as a row when its Lease is in the dictionary with the same shape."""
+        tm = micros(t)
+        meta = obj.get("metadata")
+        if tm is None or type(meta) is not dict:
+            return False
+        tpl = self._c.leases.get((cluster, meta.get("namespace"), meta.get("name")))
+        if tpl is None:
+            return False
+        shape = _lease_shape(orjson.dumps(obj) if data is None else data)
+        if shape is None or shape[0] != tpl.shape:
+            return False
+        self._row(tpl, tm, shape)
+        return True
 
     def _row(self, tpl: _Template, tm: tuple[int, int], shape: tuple) -> None:
         t_us = tm[0]
@@ -492,7 +502,16 @@ class ColumnarWriter:
         self._mf.extend(s - base for s in seconds)
 
     def add_line(self, line: dict) -> None:
-        """Any v1 line as a dict (its ``t`` first): kept whole, its object as a patch when it can be."""
+        """Any v1 line as a dict (its ``t`` first): a Lease renewal of a known shape becomes a row
+        (when the line is exactly what a row rebuilds: these keys in this order), anything else is
+        kept whole, its object as a patch when it can be."""
+        keys = list(line)
+        if keys == _PLAIN or keys == _PLAIN_CLUSTER:
+            cluster = line.get("cluster")
+            obj = line["object"]
+            if (line["resource"] == "leases" and line["type"] == "MODIFIED" and type(obj) is dict
+                    and (cluster is None or type(cluster) is str) and self._renewal(line["t"], cluster, obj, None)):
+                return
         tm = micros(line.get("t"))
         if tm is None:
             payload = line  # kept with its own time, as it is (its row's time is the row before's)
@@ -829,8 +848,8 @@ def _closing(lines: Iterator[bytes], raw: IO[bytes]) -> Iterator[bytes]:
         raw.close()
 
 
-def write_lines(lines: Iterable[bytes], out: IO[bytes], level: int = LEVEL) -> int:
-    """v1 lines (the header first) into an nwcol file; returns the rows written."""
+def write_lines(lines: Iterable[bytes], out: IO[bytes], level: int = LEVEL) -> ColumnarWriter:
+    """v1 lines (the header first) into an nwcol file; returns the (closed) writer, its counts."""
     it = iter(lines)
     first = next(it, None)
     if first is None:
@@ -840,7 +859,7 @@ def write_lines(lines: Iterable[bytes], out: IO[bytes], level: int = LEVEL) -> i
         if line.strip():
             w.add_line(orjson.loads(line))
     w.close()
-    return w.rows
+    return w
 
 
 __all__ = ["ColumnarRecorder", "ColumnarWriter", "EXTENSION", "MAGIC", "is_columnar", "iter_file_lines",
