@@ -12,12 +12,13 @@ listed or changed Leases) is kept as the recording line itself, its object as a 
 the same object's previous version in the file when there is one (a Node status report changes its
 heartbeat times and little else).
 
-Lossless by construction: what a reader gets back is the JSON Lines v1 recording, line for line (the
-same values, in the same order, with the same key order; numbers and strings as JSON has them),
-which is how every reader of recordings reads this format (``iter_file_lines``; ``recording.
-open_binary`` sniffs the magic). A row is only made compact when re-encoding it gives back the very
-same bytes (``_lease_shape``); anything else stays a whole line. A receive time is kept as microseconds and the float's
-distance from them in units of its last place (``micros``): the very same float comes back.
+Lossless by construction: what a reader gets back is the JSON Lines v1 recording, line for line
+(the same values of the same JSON types, in the same order, with the same key order; byte for byte
+when nodewatch wrote the lines, its JSON being orjson's), which is how every reader of recordings
+reads this format (``iter_file_lines``; ``recording.open_binary`` sniffs the magic). A row is only
+made compact when rebuilding it gives back the very same bytes (``_lease_shape``); anything else
+stays a whole line. A receive time is kept as microseconds and the float's distance from them in
+units of its last place (``micros``): the very same float comes back.
 
 Layout (``docs/recording-format.md``): ``MAGIC`` (8 bytes, the version in it), then one zstd stream
 made of *blocks*, each ``<u32 length><u32 crc32><body>``; block 0 is the v1 header (JSON), every
