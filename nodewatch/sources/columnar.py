@@ -246,6 +246,9 @@ class _Template:
 
     def build(self, renew: int, rv: int | None, seconds: list[int]) -> bytes:
         parts = self.parts
+        if self.kinds == "RMT":  # a kubelet's Lease: resourceVersion, its managedFields entry, renewTime
+            return b"".join((parts[0], b'"', str(rv).encode(), b'"', parts[1], b'"', _prefix(seconds[0]).encode(),
+                             b'Z"', parts[2], b'"', micro_text(renew).encode(), b'"', parts[3]))
         out = [parts[0]]
         mi = 0
         for i, kind in enumerate(self.kinds):
