@@ -147,3 +147,12 @@ def test_the_hub_says_how_long_its_cap_holds_at_the_rate_written(tmp_path):
     assert ("less than --keep 24.0h" in notice) == (hours < 24)
     assert rec.capacity_notice() is None  # said once per segment
     rec.close()
+
+
+def test_the_hubs_default_cap_is_the_recorders():
+    from nodewatch.cli import build_parser
+    from nodewatch.commands.hub import parse_size
+    from nodewatch.hub.flight_recorder import KEEP_BYTES
+
+    args = build_parser(only="hub").parse_args(["hub"])
+    assert parse_size(args.keep_bytes) == KEEP_BYTES == 8 * 1024 ** 3
