@@ -156,3 +156,17 @@ def test_the_hubs_default_cap_is_the_recorders():
 
     args = build_parser(only="hub").parse_args(["hub"])
     assert parse_size(args.keep_bytes) == KEEP_BYTES == 8 * 1024 ** 3
+
+
+def test_a_columnar_recording_is_read_from_stdin(tmp_path):
+    import subprocess
+    import sys
+
+    col = tmp_path / "x.nwcol"
+    assert main(["recording", "export", os.path.join(DATA, "incident-30.jsonl.gz"), "-o", str(col)]) == 0
+    with open(col, "rb") as f:
+        out = subprocess.run([sys.executable, "-m", "nodewatch", "recording", "export", "-", "-o", "-"], stdin=f,
+                             capture_output=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    with gzip.open(os.path.join(DATA, "incident-30.jsonl.gz")) as f:
+        assert out.stdout.splitlines() == [x for x in f.read().splitlines() if x.strip()]

@@ -846,10 +846,14 @@ def open_columnar(raw: IO[bytes], name: str) -> IO[bytes]:
 
 
 def _closing(lines: Iterator[bytes], raw: IO[bytes]) -> Iterator[bytes]:
+    """The lines, the file closed after them (stdin stays open, as ``recording.close_input`` keeps it)."""
+    import sys
+
     try:
         yield from lines
     finally:
-        raw.close()
+        if raw is not sys.stdin.buffer:
+            raw.close()
 
 
 def write_lines(lines: Iterable[bytes], out: IO[bytes], level: int = LEVEL) -> ColumnarWriter:
