@@ -13,7 +13,7 @@ import traceback
 from .harness import Figure, print_table
 
 GROUPS = ["core_ingest", "memory", "process_memory", "frame", "start", "live_path", "sim_realtime", "replay_seek",
-          "replay_read", "terminal", "multi", "metrics", "status_incident"]
+          "replay_read", "terminal", "multi", "metrics", "status_incident", "recorder"]
 QUICK = {
     "core_ingest": {"nodes": 500, "events": 20_000, "hot_nodes": 2_000},
     "memory": {"nodes": 2_000},
@@ -28,6 +28,7 @@ QUICK = {
     "multi": {"clusters": 3, "nodes": 300, "frames": 2},
     "metrics": {"nodes": 2_000, "frames": 2},
     "status_incident": {"sizes": ()},  # the incident's moment comes 30 s into the fleet: not a smoke run
+    "recorder": {"nodes": 300, "minutes": 3},
 }
 
 

@@ -16,6 +16,7 @@ COMMANDS = {
     "status": ("status", "print the fleet once (table or JSON) and exit: 0 all Ready, 1 some not, 2 error"),
     "report": ("report", "write the incident report of a recording (Markdown, or HTML with the fleet timeline)"),
     "record": ("record", "record a live cluster's watch streams to a file, headless"),
+    "recording": ("recording", "recordings: export any of them (or a span of a hub's directory) as JSON Lines"),
     "sim-server": ("sim_server", "serve the simulated fleet as a Kubernetes API on 127.0.0.1"),
     "testbed": ("testbed", "a real Kubernetes v1.20 control plane on 127.0.0.1 with simulated kubelets"),
     "hub": ("hub", "one watcher for many screens: serve viewers and record everything, headless"),

@@ -30,6 +30,7 @@ EXPECTED = [
     "terminal: bytes/s at 1 refresh/s, 2,000 nodes",
     "scrape 2,000 nodes (all)",
     "scrape 2,000 nodes (not-ready)",
+    "recorder: bytes per renewal all-in, 3 min x 300 nodes",
 ]
 
 

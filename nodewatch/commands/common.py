@@ -127,7 +127,8 @@ def multi_source(specs: list[ClusterSpec], args: argparse.Namespace, settings: S
     source = MultiSource(specs, settings, cert_cache_dir=args.cert_cache_dir,
                          probe_kubelet_tls=args.probe_kubelet_tls, kubelet_metrics=args.kubelet_metrics)
     if record:
-        source.recorder = open_recorder(record, source.recording_source(), settings, source.recording_clusters())
+        source.recorder = open_recorder(record, source.recording_source(), settings, source.recording_clusters(),
+                                        record_format=getattr(args, "record_format", None))
     return source
 
 
@@ -144,7 +145,8 @@ def live_source_from_args(args: argparse.Namespace, settings: Settings, record: 
         raise CommandError(str(exc)) from None
     if record:
         try:
-            source.recorder = open_recorder(record, source.recording_source(), settings)
+            source.recorder = open_recorder(record, source.recording_source(), settings,
+                                            record_format=getattr(args, "record_format", None))
         except CommandError:
             source.stop()
             raise
@@ -152,13 +154,18 @@ def live_source_from_args(args: argparse.Namespace, settings: Settings, record: 
 
 
 def open_recorder(path: str, source_info: dict[str, Any], settings: Settings,
-                  clusters: list[dict[str, Any]] | None = None) -> Recorder:
+                  clusters: list[dict[str, Any]] | None = None, record_format: str | None = None) -> Recorder:
     """A recorder writing ``path`` with ``source_info`` (and ``clusters``, for several) in its
-    header. Raises CommandError."""
+    header. ``record_format``: ``columnar`` or ``jsonl``; None: columnar for a ``.nwcol`` path.
+    Raises CommandError."""
+    from ..sources.columnar import EXTENSION, ColumnarRecorder
     from ..sources.recording import Recorder
 
+    if record_format is None:
+        record_format = "columnar" if path.endswith(EXTENSION) else "jsonl"
+    make: Any = ColumnarRecorder if record_format == "columnar" else Recorder
     try:
-        return Recorder(path, source_info, settings, clusters=clusters)
+        return make(path, source_info, settings, clusters=clusters)
     except OSError as exc:
         raise CommandError(f"{path}: cannot write ({exc.strerror or exc})") from None
 

@@ -39,8 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also serve viewers over TCP with TLS and a token (written to DIR/viewer.json)")
     g = parser.add_argument_group("flight recorder")
     g.add_argument("--keep", default="24h", metavar="AGE", help="keep recordings this long (default 24h)")
-    g.add_argument("--keep-bytes", default="2G", metavar="SIZE", help="and at most this much (default 2G)")
+    g.add_argument("--keep-bytes", default="8G", metavar="SIZE",
+                   help="and at most this much (default 8G: 24 h of a 65,000-node fleet in the columnar format)")
     g.add_argument("--segment", default="15m", metavar="AGE", help="start a new segment this often (default 15m)")
+    g.add_argument("--record-format", choices=("columnar", "jsonl"), default="columnar",
+                   help="segments as the columnar format (default: a tenth of the bytes) or gzip JSON Lines")
     g.add_argument("--no-record", action="store_true", help="do not record")
     add_frontdoor_arguments(parser)
     add_metrics_arguments(parser, hub=True)
@@ -72,7 +75,9 @@ def run(args: argparse.Namespace) -> int:
         print(line, flush=True)
     try:
         while not stop.wait(1.0):
-            pass
+            notice = runner.recorder.capacity_notice() if runner.recorder is not None else None
+            if notice:
+                print(f"nodewatch hub: {notice}", file=sys.stderr, flush=True)
     finally:
         runner.stop()
     print("nodewatch hub: stopped", file=sys.stderr)

@@ -43,7 +43,8 @@ class HubRunner:
                 keep_bytes=parse_size(args.keep_bytes), clock=self.source.clock,
                 records=None if several else self.source.state.node_records,
                 clusters=self.source.recording_clusters() if several else None,
-                cluster_records=self.source.cluster_records if several else None)
+                cluster_records=self.source.cluster_records if several else None,
+                record_format=getattr(args, "record_format", None) or "columnar")
             self.source.recorder = self.recorder
         tcp = ssl_context = token = None
         self.viewer_config: Path | None = None

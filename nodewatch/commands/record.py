@@ -38,7 +38,11 @@ from .common import (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="recording to write (.jsonl, or .jsonl.gz for gzip)")
+    parser.add_argument("file", metavar="FILE",
+                        help="recording to write (.jsonl, .jsonl.gz for gzip, .nwcol for the columnar format)")
+    parser.add_argument("--format", dest="record_format", choices=("columnar", "jsonl"),
+                        help="columnar (a tenth of the bytes; `nodewatch recording export` writes it out as "
+                             "JSON Lines) or jsonl; default: columnar for a .nwcol FILE, else jsonl")
     parser.add_argument("--duration", type=float, metavar="S", help="stop after S seconds (default: until Ctrl-C)")
     parser.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     add_live_arguments(parser)

@@ -49,13 +49,21 @@ import orjson
 from ..core.clock import Clock, SystemClock
 from ..core.settings import Settings
 from ..core.views import RESOURCES
+from ..sources.columnar import EXTENSION as COLUMNAR_EXTENSION
+from ..sources.columnar import ColumnarRecorder
 from ..sources.recording import ClusterRecorder, Recorder, sanitize, settings_payload
 from ..sources.segments import list_segments, segment_name
 from .keyframe_lines import node_to_dict
 
 SEGMENT_SECONDS = 15 * 60.0
 KEEP_SECONDS = 24 * 3600.0
-KEEP_BYTES = 2 * 1024 ** 3
+KEEP_BYTES = 8 * 1024 ** 3
+"""24 h of a 65,000-node fleet in the columnar format (bench/recorder.py: ~5.4 GB a day), with room."""
+RECORD_FORMATS = {"jsonl": ".jsonl.gz", "columnar": COLUMNAR_EXTENSION}
+"""The segment formats, and their file names' ends."""
+RATE_WARMUP = 60.0
+"""Seconds of recording before ``capacity_notice`` says how long the cap holds (the initial lists
+are written at once: the rate settles after them)."""
 EXACT_SECONDS = 900.0
 """Objects received this recently are written into a keyframe with their own receive time."""
 RETRY_SECONDS = 5.0
@@ -84,12 +92,17 @@ class SegmentedRecorder:
                  segment_seconds: float = SEGMENT_SECONDS, keep_seconds: float | None = KEEP_SECONDS,
                  keep_bytes: int | None = KEEP_BYTES, clock: Clock | None = None,
                  records: Callable[[], dict] | None = None, clusters: list[dict[str, Any]] | None = None,
-                 cluster_records: Callable[[str], dict] | None = None,
+                 cluster_records: Callable[[str], dict] | None = None, record_format: str = "jsonl",
                  retry_clock: Callable[[], float] = time.monotonic) -> None:
         """``clock``: the clock that decides rotation and retention (the source's: virtual for the
         demo; tests move a ManualClock). ``records``: the state's ``node_records`` (the Nodes of
         each keyframe). Several clusters: ``clusters`` is the header's list (``MultiSource.
-        recording_clusters``), ``cluster_records`` gives one cluster's Node records by name."""
+        recording_clusters``), ``cluster_records`` gives one cluster's Node records by name.
+        ``record_format``: ``jsonl`` (gzip JSON Lines segments) or ``columnar`` (``sources/columnar.py``,
+        a tenth of the bytes)."""
+        if record_format not in RECORD_FORMATS:
+            raise ValueError(f"unknown recording format {record_format!r} (one of {', '.join(RECORD_FORMATS)})")
+        self.record_format = record_format
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.source = dict(source)
@@ -108,7 +121,7 @@ class SegmentedRecorder:
         self._synced: set[tuple[str | None, str]] = set()
         self._health: dict[tuple[str | None, str], dict[str, Any]] = {}
         self._certs: dict[tuple[str | None, str], tuple[float, str]] = {}
-        self._current: Recorder | None = None
+        self._current: Recorder | ColumnarRecorder | None = None
         self._opened_at = 0.0
         self._n = max((s.n for s in list_segments(self.directory)), default=0)
         self._closed = False
@@ -121,6 +134,10 @@ class SegmentedRecorder:
         self._retry_clock = retry_clock
         self._retry_at = 0.0
         self._tries = 0
+        self._mine: list[Path] = []
+        """The segments this recorder wrote (the rate of ``capacity_notice``)."""
+        self._began: float | None = None
+        self._noticed_at: float | None = None
 
     # --- the Recorder interface (what the sources call) ---
 
@@ -130,7 +147,8 @@ class SegmentedRecorder:
 
     def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False,
               cluster: str | None = None) -> None:
-        data = b"null" if obj is None else orjson.dumps(sanitize(obj), default=str)  # once: file and keyframe
+        clean = sanitize(obj)
+        data = b"null" if obj is None else orjson.dumps(clean, default=str)  # once: file and keyframe
         with self._lock:
             if self._closed:
                 return
@@ -146,7 +164,10 @@ class SegmentedRecorder:
                     self._last[key] = (t, listing, data)
             if seg is not None:
                 try:
-                    seg._write_line(_line(orjson.dumps(t), resource, etype, data, listing, cluster), t)
+                    if isinstance(seg, ColumnarRecorder):
+                        seg.write_sanitized(resource, etype, clean, t, listing, cluster, data)
+                    else:
+                        seg._write_line(_line(orjson.dumps(t), resource, etype, data, listing, cluster), t)
                 except OSError as exc:
                     self._fail(exc)
                     return
@@ -189,14 +210,14 @@ class SegmentedRecorder:
 
     # --- a failed write (a full disk) ---
 
-    def _put(self, seg: Recorder | None, write: Callable[[], None]) -> None:
+    def _put(self, seg: Recorder | ColumnarRecorder | None, write: Callable[[], None]) -> None:
         if seg is not None:
             try:
                 write()
             except OSError as exc:
                 self._fail(exc)
 
-    def _writable(self) -> Recorder | None:
+    def _writable(self) -> Recorder | ColumnarRecorder | None:
         """The segment to write to (rotated when due), or None while recording is stopped; tries to
         resume once ``RETRY_SECONDS`` have passed since the last failure."""
         if self.stopped:
@@ -265,7 +286,7 @@ class SegmentedRecorder:
 
     # --- rotation ---
 
-    def _segment(self) -> Recorder:
+    def _segment(self) -> Recorder | ColumnarRecorder:
         now = self.clock.now()
         cur = self._current
         if cur is not None and now - self._opened_at < self.segment_seconds:
@@ -287,14 +308,15 @@ class SegmentedRecorder:
             if cur is not None:
                 cur.close()
             self._n += 1
-            path = self.directory / segment_name(now, self._n)
+            path = self.directory / segment_name(now, self._n, RECORD_FORMATS[self.record_format])
             source = {**self.source, "segment": {"n": self._n, "keyframe_lines": len(lines)}}
             # The header dates the segment from its earliest line: the keyframe's recent objects keep
             # their receive times (up to EXACT_SECONDS back), and a reader refuses lines from before
             # a recording started (sources/line_guards.TimeFrame).
             rec = None
             try:
-                rec = Recorder(str(path), source, self.settings, started_at=earliest, clusters=self.clusters)
+                make = ColumnarRecorder if self.record_format == "columnar" else Recorder
+                rec = make(str(path), source, self.settings, started_at=earliest, clusters=self.clusters)
                 for line in lines:
                     rec._write_line(line, now)  # complete v1 lines, written as they are
                 rec.flush()
@@ -306,6 +328,9 @@ class SegmentedRecorder:
                 raise
             self._current = rec
             self._opened_at = now
+            self._mine.append(path)
+            if self._began is None:
+                self._began = now
             self.segments_written += 1
             self._retain(now)
             return path
@@ -359,6 +384,44 @@ class SegmentedRecorder:
             return []
         return [(name, self.cluster_records(name)) for name in self._cluster_names() if name is not None]
 
+    def bytes_per_second(self) -> float | None:
+        """What this recorder has written a second since it began (its segments still on disk over
+        the time they span; None before ``RATE_WARMUP`` seconds of it)."""
+        with self._lock:
+            now = self.clock.now()
+            if self._began is None or now - self._began < RATE_WARMUP:
+                return None
+            kept = [p for p in self._mine if p.exists()]
+            if not kept:
+                return None
+            first = next((s.start for s in list_segments(self.directory) if s.path == kept[0]), self._began)
+            span = now - max(first, self._began)
+            return sum(p.stat().st_size for p in kept) / span if span > 0 else None
+
+    def capacity_notice(self) -> str | None:
+        """Once after ``RATE_WARMUP`` seconds, then once per segment: how long the size cap holds at
+        the rate written so far, and whether that is less than ``keep_seconds`` (None: nothing to say)."""
+        with self._lock:
+            if self._noticed_at is not None and self._noticed_at == self._opened_at:
+                return None
+            rate = self.bytes_per_second()
+            if rate is None:
+                return None
+            first = self._noticed_at is None
+            self._noticed_at = self._opened_at
+        if not first and (self.keep_bytes is None or self.keep_seconds is None
+                          or self.keep_bytes / max(rate, 1e-9) >= self.keep_seconds):
+            return None  # after the first: only when the cap no longer holds what --keep asks
+        what = f"flight recorder ({self.record_format}): {_size(rate)}/s"
+        if self.keep_bytes is None:
+            return f"{what}; no size cap"
+        holds = self.keep_bytes / max(rate, 1e-9)
+        line = f"{what}; --keep-bytes {_size(self.keep_bytes)} holds {_age(holds)} at this rate"
+        if self.keep_seconds is not None and holds < self.keep_seconds:
+            line += (f", less than --keep {_age(self.keep_seconds)}: the oldest segments go first "
+                     f"(--keep-bytes {_size(rate * self.keep_seconds * 1.1)} would hold it)")
+        return line
+
     def _retain(self, now: float) -> None:
         """Drop the oldest segments beyond the age and size limits (never the one being written)."""
         segs = [s for s in list_segments(self.directory) if self._current is None or s.path.name != Path(self._current.path).name]
@@ -376,6 +439,17 @@ class SegmentedRecorder:
                     break
                 total -= s.size
                 _unlink(s.path)
+
+
+def _size(n: float) -> str:
+    for unit, f in (("G", 1024 ** 3), ("M", 1024 ** 2), ("K", 1024)):
+        if n >= f:
+            return f"{n / f:.1f}{unit}"
+    return f"{n:.0f}B"
+
+
+def _age(seconds: float) -> str:
+    return f"{seconds / 3600:.1f}h" if seconds >= 3600 else f"{seconds / 60:.0f}m"
 
 
 def _line(t: bytes, resource: str, etype: str, obj: bytes, listing: bool, cluster: str | None = None) -> bytes:

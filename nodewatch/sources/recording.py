@@ -351,8 +351,12 @@ def open_binary(path: str) -> IO[bytes]:
             raise RecordingError(f"{path}: is a directory, not a recording") from None
         except OSError as exc:
             raise RecordingError(f"{path}: cannot open ({exc.strerror or exc})") from None
-    head = _peek(raw, 2)
-    if head == b"\x1f\x8b":
+    head = _peek(raw, 5)
+    if head == b"NWCOL":  # the columnar format (``columnar.py``): read as the v1 lines it holds
+        from .columnar import open_columnar
+
+        return open_columnar(raw, path)
+    if head[:2] == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     return raw
 
@@ -370,6 +374,7 @@ def iter_lines(stream: IO[bytes], problems: list[str]) -> Iterator[tuple[int, by
         while True:
             line = stream.readline(MAX_LINE_BYTES + 1)
             if not line:
+                problems.extend(getattr(getattr(stream, "raw", None), "problems", ()))  # a columnar file's torn tail
                 return
             n += 1
             if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):

@@ -30,12 +30,14 @@ import orjson
 from ..core.timeutil import format_time, parse_time, parse_when
 from .recording_format import HEADER_KEY, RecordingError
 
-SEGMENT_RE = re.compile(r"^nodewatch-(\d{8}T\d{6}Z)-(\d+)\.jsonl(\.gz)?$")
+SEGMENT_RE = re.compile(r"^nodewatch-(\d{8}T\d{6}Z)-(\d+)\.(?:jsonl(\.gz)?|nwcol)$")
+COLUMNAR_EXT = ".nwcol"
+"""The columnar format's segments (``columnar.py``): read as the v1 lines they hold."""
 CLOCK_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 
 
-def segment_name(t: float, n: int) -> str:
-    return time.strftime("nodewatch-%Y%m%dT%H%M%SZ", time.gmtime(t)) + f"-{n:06d}.jsonl.gz"
+def segment_name(t: float, n: int, ext: str = ".jsonl.gz") -> str:
+    return time.strftime("nodewatch-%Y%m%dT%H%M%SZ", time.gmtime(t)) + f"-{n:06d}{ext}"
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,11 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
             problems.append(f"{seg.path.name}: cannot open ({exc.strerror or exc})")
             continue
         with raw:
-            stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if seg.path.name.endswith(".gz") else raw
-            lines = _whole_lines(stream, seg.path.name, problems)
+            if seg.path.name.endswith(COLUMNAR_EXT):
+                lines = _columnar_lines(raw, seg.path.name, problems)
+            else:
+                stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if seg.path.name.endswith(".gz") else raw
+                lines = _whole_lines(stream, seg.path.name, problems)
             head = next(lines, None)
             if head is None:
                 continue
@@ -135,6 +140,16 @@ def _whole_lines(stream: IO[bytes], name: str, problems: list[str]) -> Iterator[
             yield line
     except (EOFError, zlib.error, gzip.BadGzipFile, OSError):
         problems.append(f"{name}: ends abruptly (the hub stopped without closing it); read up to there")
+
+
+def _columnar_lines(raw: IO[bytes], name: str, problems: list[str]) -> Iterator[bytes]:
+    """A columnar segment's v1 lines; one that cannot be read at all is named and skipped."""
+    from .columnar import iter_file_lines
+
+    try:
+        yield from iter_file_lines(raw, name, problems)
+    except RecordingError as exc:
+        problems.append(f"{exc}, skipped")
 
 
 def _line_time(line: bytes) -> float:

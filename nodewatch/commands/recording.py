@@ -1,0 +1,115 @@
+"""``nodewatch recording export SRC [--from T] [--to T] -o FILE``: any recording as JSON Lines (or
+columnar), any span of a hub's directory.
+
+Why: JSON Lines is the interchange format (``zcat | jq``, other tools, a bug report), while the hub
+keeps its day in the columnar format. SRC is a recording file (JSON Lines, gzip, columnar, a kubectl
+watch log) or a hub's directory of segments; FILE ``.jsonl.gz`` is gzip JSON Lines, ``.jsonl`` plain,
+``.nwcol`` the columnar format, ``-`` plain JSON Lines on stdout. The export of a directory from
+``--from`` starts at the keyframe of the segment that holds ``--from`` (the fleet as it was then:
+the export replays on its own); a file is exported from its start, up to ``--to``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import sys
+from typing import IO, Iterator
+
+from .common import CommandError, fail
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("export", help="write a recording (or a span of a hub's directory) as JSON Lines",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("src", metavar="SRC", help="a recording file or a hub's directory of segments")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="FILE.jsonl.gz (gzip), FILE.jsonl, FILE.nwcol (columnar) or - (stdout)")
+    p.add_argument("--from", dest="start", metavar="T",
+                   help="a directory only: from the segment holding T (HH:MM[:SS] UTC, RFC 3339, +SECONDS)")
+    p.add_argument("--to", dest="end", metavar="T", help="up to T (HH:MM[:SS] UTC for a directory, RFC 3339, +SECONDS)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..sources.recording import RecordingError
+
+    try:
+        lines, problems = _lines(args)
+        n = _write(lines, args.output)
+    except (RecordingError, ValueError, CommandError) as exc:
+        return fail(str(exc))
+    except OSError as exc:
+        return fail(f"{args.output}: cannot write ({exc.strerror or exc})")
+    for p in problems:
+        print(f"nodewatch: {p}", file=sys.stderr)
+    if args.output != "-":
+        print(f"nodewatch: {n:,} lines written to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _lines(args: argparse.Namespace) -> tuple[Iterator[bytes], list[str]]:
+    from ..core.timeutil import parse_time, parse_when
+    from ..sources.convert import v1_lines
+    from ..sources.recording import RecordingError
+    from ..sources.segments import window
+
+    problems: list[str] = []
+    src = args.src
+    if os.path.isdir(src):
+        w, _, _ = window(src, args.start, args.end)
+        return v1_lines(w, problems, end=w.end), problems
+    if args.start:
+        raise CommandError("--from needs a hub's directory: a file is exported from its start (the fleet at "
+                           "--from is made of what came before it)")
+    if not os.path.exists(src) and src != "-":
+        raise RecordingError(f"{src}: no such file")
+    end = None
+    if args.end:
+        import orjson
+
+        first = next(v1_lines(src, []), b"{}")
+        started = orjson.loads(first).get("started_at") if first.startswith(b"{") else None
+        end = parse_when(args.end, parse_time(started) if isinstance(started, str) else None)
+    return v1_lines(src, problems, end=end), problems
+
+
+def _write(lines: Iterator[bytes], output: str) -> int:
+    from ..sources import columnar
+
+    lines = _counted(lines)
+    if output.endswith(columnar.EXTENSION):
+        with open(output, "wb") as out:
+            columnar.write_lines(lines, out)
+        return lines.n
+    out: IO[bytes]
+    if output == "-":
+        out = sys.stdout.buffer
+        for line in lines:
+            out.write(line)
+        out.flush()
+        return lines.n
+    with open(output, "wb") as raw:
+        out = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) if output.endswith(".gz") else raw
+        for line in lines:
+            out.write(line)
+        if out is not raw:
+            out.close()
+    return lines.n
+
+
+class _counted:
+    """The lines, counting them as they go by."""
+
+    def __init__(self, lines: Iterator[bytes]) -> None:
+        self._lines = lines
+        self.n = 0
+
+    def __iter__(self) -> "_counted":
+        return self
+
+    def __next__(self) -> bytes:
+        line = next(self._lines)
+        self.n += 1
+        return line

@@ -1,0 +1,908 @@
+"""Recording format "columnar" (nwcol v1): the same recording lines as JSON Lines v1, a tenth of the disk.
+
+Why: at 65,000 nodes the kubelets renew 6,500 Leases a second. As gzip JSON Lines each renewal costs
+~82 bytes (gzip's 32 KB window never reaches the same Lease's previous renewal, ~40 MB back), so the
+hub's 2 GB kept one hour, not a day. Here a renewal that changes nothing but its ``renewTime``, its
+``resourceVersion`` and its kubelet's ``managedFields`` time is a row of small integers (the Lease's
+index in a per-file dictionary, its receive time as a delta from the row before, ``renewTime -
+receive time`` as a delta from the same Lease's last, the ``resourceVersion`` as a delta), stored
+column by column (each integer column byte-planed, so the always-zero high bytes cost nothing) and
+compressed with zstd. Every other line (Nodes, Pods, Events, CSRs, health, certificates, settings,
+listed or changed Leases) is kept as the recording line itself, its object as a field-level patch of
+the same object's previous version in the file when there is one (a Node status report changes its
+heartbeat times and little else).
+
+Lossless by construction: what a reader gets back is the JSON Lines v1 recording, line for line
+(the same values of the same JSON types, in the same order, with the same key order; byte for byte
+when nodewatch wrote the lines, its JSON being orjson's), which is how every reader of recordings
+reads this format (``iter_file_lines``; ``recording.open_binary`` sniffs the magic). A row is only
+made compact when rebuilding it gives back the very same bytes (``_lease_shape``); anything else
+stays a whole line. A receive time is kept as microseconds and the float's distance from them in
+units of its last place (``micros``): the very same float comes back.
+
+Layout (``docs/recording-format.md``): ``MAGIC`` (8 bytes, the version in it), then one zstd stream
+made of *blocks*, each ``<u32 length><u32 crc32><body>``; block 0 is the v1 header (JSON), every
+other block the rows of at most one second of receive time. Each block is flushed to disk as a whole
+(a zstd flush point), at least once a second: ``kill -9`` loses at most the last second, and a reader
+of a torn file reads up to its last whole block and says what it did not read, in one line.
+
+A file is self-contained (its dictionary and patches start empty): the flight recorder writes one per
+segment, each headed by its keyframe.
+"""
+
+from __future__ import annotations
+
+import calendar
+import io
+import re
+import struct
+import threading
+import time
+import zlib
+from array import array
+from typing import IO, Any, Iterable, Iterator
+
+import orjson
+import zstandard
+
+from ..core.clock import Clock, SystemClock
+from ..core.settings import Settings
+from .recording import FORMAT_VERSION, HEADER_KEY, ClusterRecorder, RecordingError, sanitize, settings_payload
+
+VERSION = 1
+MAGIC = b"NWCOL" + bytes([VERSION]) + b"\r\n"
+"""8 bytes: ``NWCOL``, the format version, CR LF (a text-mode copy that mangles line ends is caught)."""
+MAGIC_PREFIX = b"NWCOL"
+EXTENSION = ".nwcol"
+LEVEL = 3
+"""zstd level: level 3 at ~6,500 rows a second costs well under 1 % of a core (bench/recorder.py)."""
+FLUSH_INTERVAL = 0.5
+MAX_BLOCK_ROWS = 65_536
+"""A block is closed at a new second of receive time, on a flush, or at this many rows."""
+MAX_BLOCK_BYTES = 256 * 1024 * 1024
+"""A longer block length is a corrupt file, not a block (never allocated)."""
+
+_PLAIN = ["t", "resource", "type", "object"]
+_PLAIN_CLUSTER = ["t", "cluster", "resource", "type", "object"]
+"""The keys of an event line, in the order a renewal row is rebuilt with."""
+_FRAME = struct.Struct("<II")
+_U32 = struct.Struct("<I")
+_ROW_LEASE = 0
+_ROW_LINE = 1
+_ROW_PATCHED = 2
+
+
+def is_columnar(head: bytes) -> bool:
+    return head.startswith(MAGIC_PREFIX)
+
+
+# --- times as Kubernetes writes them ------------------------------------------------------------------
+
+_prefix_cache: dict[int, str] = {}
+_secs_cache: dict[str, int] = {}
+
+
+def _prefix(sec: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS`` of a second (cached: a block's renewals share a handful of seconds)."""
+    p = _prefix_cache.get(sec)
+    if p is None:
+        if len(_prefix_cache) > 8192:
+            _prefix_cache.clear()
+        p = _prefix_cache[sec] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
+    return p
+
+
+def _secs(prefix: str) -> int | None:
+    """The second of a ``YYYY-MM-DDTHH:MM:SS``, only when ``_prefix`` writes it back the same."""
+    s = _secs_cache.get(prefix)
+    if s is None:
+        try:
+            s = calendar.timegm(time.strptime(prefix, "%Y-%m-%dT%H:%M:%S"))
+        except (ValueError, OverflowError):
+            return None
+        if _prefix(s) != prefix:
+            return None
+        if len(_secs_cache) > 8192:
+            _secs_cache.clear()
+        _secs_cache[prefix] = s
+    return s
+
+
+def micro_of(text: Any) -> int | None:
+    """Microseconds of a ``metav1.MicroTime`` (``...T20:31:03.123456Z``) that ``micro_text`` writes back
+    identically; None for any other text."""
+    if type(text) is not str or len(text) != 27 or text[19] != "." or text[26] != "Z":
+        return None
+    frac = text[20:26]
+    if not (frac.isascii() and frac.isdigit()):
+        return None
+    sec = _secs(text[:19])
+    return None if sec is None else sec * 1_000_000 + int(frac)
+
+
+def micro_text(us: int) -> str:
+    return f"{_prefix(us // 1_000_000)}.{us % 1_000_000:06d}Z"
+
+
+def second_of(text: Any) -> int | None:
+    """The second of a ``metav1.Time`` (``...T20:31:03Z``) written back identically, else None."""
+    if type(text) is not str or len(text) != 20 or text[19] != "Z":
+        return None
+    return _secs(text[:19])
+
+
+_D = struct.Struct("<d")
+_Q = struct.Struct("<q")
+
+
+def micros(t: Any) -> tuple[int, int] | None:
+    """``t`` (seconds, a float) as (microseconds, the float's distance in units of its last place from
+    ``microseconds / 1e6``): both small integers, and ``from_micros`` gives back the very same float
+    (a receive time from ``time.time()`` is no multiple of a microsecond). None: not a usable number."""
+    if type(t) is not float:
+        return None  # an int (JSON without a fraction) is kept in its line as it is
+    try:
+        us = round(t * 1_000_000)
+    except (OverflowError, ValueError):
+        return None
+    if abs(us) >= 2**62:
+        return None
+    base = us / 1_000_000
+    return us, _Q.unpack(_D.pack(t))[0] - _Q.unpack(_D.pack(base))[0]
+
+
+def from_micros(us: int, resid: int) -> float:
+    base = us / 1_000_000
+    return base if not resid else _D.unpack(_Q.pack(_Q.unpack(_D.pack(base))[0] + resid))[0]
+
+
+# --- integer columns -------------------------------------------------------------------------------
+
+
+def _pack(values: list[int]) -> bytes:
+    """Zigzag, 8 bytes each, byte-planed (all first bytes, then all second bytes...): the planes of
+    small numbers are zeros, which zstd stores in a few bytes."""
+    if not values:
+        return b""
+    raw = array("Q", [((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF for v in values]).tobytes()
+    return b"".join(raw[i::8] for i in range(8))
+
+
+def _unpack(data: bytes | memoryview, n: int) -> list[int]:
+    if n == 0:
+        return []
+    if len(data) != 8 * n:
+        raise ValueError("column of the wrong length")
+    raw = bytearray(8 * n)
+    for i in range(8):
+        raw[i::8] = data[i * n:(i + 1) * n]
+    return [(v >> 1) ^ -(v & 1) for v in array("Q", bytes(raw))]
+
+
+# --- Leases as rows --------------------------------------------------------------------------------
+
+
+_VOLATILE = re.compile(rb'"(renewTime|resourceVersion|time)":"([^"\\]*)"')
+"""What changes from one renewal of a Lease to the next, found in its JSON (the values hold no
+escapes; a key inside a string cannot match: its quotes would be escaped)."""
+
+
+def _lease_shape(data: bytes) -> tuple[bytes, int, int | None, list[int], list[bytes], str] | None:
+    """A Lease's JSON as (its shape: the JSON without the values of its ``renewTime``,
+    ``resourceVersion`` and ``time`` fields, renewTime in microseconds, resourceVersion, the
+    ``time`` seconds, the pieces between the values, their kinds), when each value is of the form a
+    row rebuilds exactly (one MicroTime renewTime, at most one decimal resourceVersion, ``time``s
+    that are metav1.Time); None otherwise (the renewal is kept as a whole line). The pieces and the
+    values joined again are ``data`` itself."""
+    pieces = _VOLATILE.split(data)
+    if len(pieces) < 4:
+        return None
+    renew: int | None = None
+    rv: int | None = None
+    seconds: list[int] = []
+    kinds = []
+    parts = []
+    for i in range(0, len(pieces) - 1, 3):
+        text, key, value = pieces[i], pieces[i + 1], pieces[i + 2]
+        parts.append(text + b'"' + key + b'":')
+        v = value.decode("ascii", "replace")
+        if key == b"renewTime":
+            if renew is not None:
+                return None
+            renew = micro_of(v)
+            if renew is None:
+                return None
+            kinds.append("T")
+        elif key == b"resourceVersion":
+            if rv is not None or not v.isascii() or not v.isdigit() or len(v) > 18 or (v[0] == "0" and v != "0"):
+                return None
+            rv = int(v)
+            kinds.append("R")
+        else:
+            sec = second_of(v)
+            if sec is None:
+                return None
+            seconds.append(sec)
+            kinds.append("M")
+    if renew is None:
+        return None
+    parts.append(pieces[-1])
+    return b"\x00".join(parts), renew, rv, seconds, parts, "".join(kinds)
+
+
+class _Template:
+    """One Lease of the dictionary: its shape and what its next renewal is a delta from."""
+
+    __slots__ = ("shape", "parts", "kinds", "offset", "cluster", "index", "prefix")
+
+    def __init__(self, shape: tuple, cluster: str | None, index: int) -> None:
+        self.shape = shape[0]
+        self.parts = shape[4]
+        self.kinds = shape[5]
+        self.offset = 0
+        self.cluster = cluster
+        self.index = index
+        self.prefix = _cluster_field(cluster) + b',"resource":"leases","type":"MODIFIED","object":'
+
+    def build(self, renew: int, rv: int | None, seconds: list[int]) -> bytes:
+        parts = self.parts
+        if self.kinds == "RMT":  # a kubelet's Lease: resourceVersion, its managedFields entry, renewTime
+            return b"".join((parts[0], b'"', str(rv).encode(), b'"', parts[1], b'"', _prefix(seconds[0]).encode(),
+                             b'Z"', parts[2], b'"', micro_text(renew).encode(), b'"', parts[3]))
+        out = [parts[0]]
+        mi = 0
+        for i, kind in enumerate(self.kinds):
+            if kind == "T":
+                out.append(b'"' + micro_text(renew).encode() + b'"')
+            elif kind == "R":
+                out.append(b'"' + str(rv).encode() + b'"')
+            else:
+                out.append(b'"' + _prefix(seconds[mi]).encode() + b'Z"')
+                mi += 1
+            out.append(parts[i + 1])
+        return b"".join(out)
+
+
+def _cluster_field(cluster: str | None) -> bytes:
+    return b"" if cluster is None else b',"cluster":' + orjson.dumps(cluster)
+
+
+# --- objects as patches ----------------------------------------------------------------------------
+
+_SAME = object()
+
+
+def diff(a: Any, b: Any) -> Any:
+    """A patch that turns ``a`` into ``b`` exactly (types, key order), or ``_SAME``:
+    ``["d", {key: patch}]`` (a dict with the same keys in the same order), ``["l", [[i, patch], ...]]``
+    (a list of the same length), ``["s", value]`` (the value itself). Containers are compared by
+    their JSON first (in C: a Node's images and capacity are skipped at once; exact where ``==``
+    would take 1 for 1.0 or True), and only those that differ are walked."""
+    ta = type(a)
+    if ta is not type(b):
+        return ["s", b]
+    if ta is dict:
+        if len(a) != len(b) or list(a) != list(b):
+            return ["s", b]
+        changes = {}
+        for k, va in a.items():
+            vb = b[k]
+            if va is vb:
+                continue
+            if type(va) in _CONTAINERS and type(vb) is type(va) and _dumps(va) == _dumps(vb):
+                continue
+            p = diff(va, vb)
+            if p is not _SAME:
+                changes[k] = p
+        return ["d", changes] if changes else _SAME
+    if ta is list:
+        if len(a) != len(b):
+            return ["s", b]
+        items = []
+        for i, (va, vb) in enumerate(zip(a, b)):
+            if va is vb or (type(va) in _CONTAINERS and type(vb) is type(va) and _dumps(va) == _dumps(vb)):
+                continue
+            p = diff(va, vb)
+            if p is not _SAME:
+                items.append([i, p])
+        return ["l", items] if items else _SAME
+    return _SAME if a == b and (ta is not float or repr(a) == repr(b)) else ["s", b]  # 0.0 is not -0.0
+
+
+_CONTAINERS = (dict, list)
+
+
+def _dumps(v: Any) -> bytes:
+    try:
+        return orjson.dumps(v)
+    except TypeError:  # not JSON (a caller's own object): never equal, walked
+        return repr(id(v)).encode()
+
+
+def patch(a: Any, p: Any) -> Any:
+    """``b`` from ``a`` and ``diff(a, b)`` (a new value; ``a`` is not changed)."""
+    op = p[0]
+    if op == "s":
+        return p[1]
+    if op == "d":
+        if type(a) is not dict:
+            raise ValueError("a dict patch of a non-dict")
+        out = dict(a)
+        for k, sub in p[1].items():
+            out[k] = patch(a[k], sub)
+        return out
+    if op == "l":
+        if type(a) is not list:
+            raise ValueError("a list patch of a non-list")
+        out_l = list(a)
+        for i, sub in p[1]:
+            out_l[i] = patch(a[i], sub)
+        return out_l
+    raise ValueError(f"unknown patch {op!r}")
+
+
+def _object_key(line: dict) -> tuple | None:
+    """Whose previous version a line's object is a patch of (not Leases: their rows are the dictionary's)."""
+    resource = line.get("resource")
+    obj = line.get("object")
+    if resource == "leases" or type(obj) is not dict or type(resource) is not str:
+        return None
+    meta = obj.get("metadata")
+    if type(meta) is not dict or type(meta.get("name")) is not str:
+        return None
+    return (line.get("cluster"), resource, meta.get("namespace"), meta["name"])
+
+
+# --- the state both ends keep ---------------------------------------------------------------------
+
+
+class _Codec:
+    """What the writer and the reader both learn from the lines, in the same order: the Lease
+    dictionary, each Lease's last offset, the last resourceVersion per cluster, objects' last
+    versions (for patches), the last receive time."""
+
+    def __init__(self) -> None:
+        self.leases: dict[tuple, _Template] = {}
+        self.by_index: list[_Template | None] = []
+        self.rv: dict[str | None, int] = {}
+        self.objects: dict[tuple, bytes] = {}
+        """Each object's last version, JSON compressed on its own (65,000 Nodes: ~1/5 of the memory)."""
+        self._zc = zstandard.ZstdCompressor(level=1)
+        self._zd = zstandard.ZstdDecompressor()
+        self.last_us = 0
+
+    def learn_line(self, line: dict, t_us: int) -> None:
+        """A whole line went by: a Lease's shape enters (or leaves) the dictionary; an object's version is kept."""
+        resource = line.get("resource")
+        etype = line.get("type")
+        obj = line.get("object")
+        if resource == "leases" and type(obj) is dict and type(etype) is str:
+            meta = obj.get("metadata") if type(obj.get("metadata")) is dict else {}
+            key = (line.get("cluster"), meta.get("namespace"), meta.get("name"))
+            if etype == "DELETED":
+                tpl = self.leases.pop(key, None)
+                if tpl is not None:
+                    self.by_index[tpl.index] = None
+                return
+            if etype not in ("ADDED", "MODIFIED"):
+                return
+            shape = _lease_shape(orjson.dumps(obj))
+            tpl = self.leases.get(key)
+            if shape is None:
+                if tpl is not None:  # its next renewal cannot be a row of an older shape
+                    self.by_index[tpl.index] = None
+                    del self.leases[key]
+                return
+            cluster = line.get("cluster") if type(line.get("cluster")) is str else None
+            if tpl is None or tpl.shape != shape[0] or tpl.cluster != cluster:
+                if tpl is not None:
+                    self.by_index[tpl.index] = None
+                tpl = _Template(shape, cluster, len(self.by_index))
+                self.by_index.append(tpl)
+                self.leases[key] = tpl
+            tpl.offset = shape[1] - t_us
+            if shape[2] is not None:
+                self.rv[cluster] = shape[2]
+            return
+        key2 = _object_key(line)
+        if key2 is not None:
+            if etype == "DELETED":
+                self.objects.pop(key2, None)
+            else:
+                self.objects[key2] = self._zc.compress(orjson.dumps(obj))
+
+    def previous(self, key: tuple) -> Any:
+        """The object's last version (a fresh copy), or None."""
+        data = self.objects.get(key)
+        return None if data is None else orjson.loads(self._zd.decompress(data))
+
+
+# --- writing ----------------------------------------------------------------------------------------
+
+
+class ColumnarWriter:
+    """Appends recording lines (as dicts, or a Lease renewal as its parts) to an nwcol file. Not
+    thread-safe (``ColumnarRecorder`` is). ``out``: a binary file; the header is the v1 header."""
+
+    def __init__(self, out: IO[bytes], header: dict, level: int = LEVEL) -> None:
+        self._out = out
+        self._z = zstandard.ZstdCompressor(level=level).compressobj()
+        self._c = _Codec()
+        self._reset()
+        self.rows = 0
+        self.lease_rows = 0
+        """Renewals written as rows (the rest of the rows are whole lines)."""
+        self.blocks = 0
+        out.write(MAGIC)
+        self._emit(orjson.dumps(header, default=str))
+
+    def _reset(self) -> None:
+        self._kinds = bytearray()
+        self._rx: list[int] = []
+        self._res: list[int] = []
+        self._idx: list[int] = []
+        self._off: list[int] = []
+        self._rv: list[int] = []
+        self._mf: list[int] = []
+        self._blobs: list[Any] = []
+        self._second: int | None = None
+
+    def _start_row(self, t_us: int, resid: int = 0) -> None:
+        sec = t_us // 1_000_000
+        if self._kinds and (sec != self._second or len(self._kinds) >= MAX_BLOCK_ROWS):
+            self.flush()
+        self._second = sec
+        self._rx.append(t_us - self._c.last_us)
+        self._res.append(resid)
+        self._c.last_us = t_us
+        self.rows += 1
+
+    def add_event(self, t: float, resource: str, etype: str, obj: Any, listing: bool = False,
+                  cluster: str | None = None, data: bytes | None = None) -> None:
+        """One event line (``obj`` sanitized; ``data``: its JSON, when the caller has it already): a
+        Lease renewal of a known shape becomes a row."""
+        if resource == "leases" and etype == "MODIFIED" and not listing and type(obj) is dict:
+            if self._renewal(t, cluster, obj, data):
+                return
+        line: dict[str, Any] = {"t": t}
+        if cluster is not None:
+            line["cluster"] = cluster
+        line["resource"] = resource
+        line["type"] = etype
+        line["object"] = obj
+        if listing:
+            line["list"] = True
+        self.add_line(line)
+
+    def _renewal(self, t: Any, cluster: str | None, obj: dict, data: bytes | None) -> bool:
+        """Write a Lease renewal as a row when its Lease is in the dictionary with the same shape."""
+        tm = micros(t)
+        meta = obj.get("metadata")
+        if tm is None or type(meta) is not dict:
+            return False
+        tpl = self._c.leases.get((cluster, meta.get("namespace"), meta.get("name")))
+        if tpl is None:
+            return False
+        shape = _lease_shape(orjson.dumps(obj) if data is None else data)
+        if shape is None or shape[0] != tpl.shape:
+            return False
+        self._row(tpl, tm, shape)
+        return True
+
+    def _row(self, tpl: _Template, tm: tuple[int, int], shape: tuple) -> None:
+        t_us = tm[0]
+        self._start_row(t_us, tm[1])
+        self.lease_rows += 1
+        _, renew, rv, seconds, _, _ = shape
+        self._kinds.append(_ROW_LEASE)
+        self._idx.append(tpl.index)
+        offset = renew - t_us
+        self._off.append(offset - tpl.offset)
+        tpl.offset = offset
+        if rv is not None:
+            self._rv.append(rv - self._c.rv.get(tpl.cluster, 0))
+            self._c.rv[tpl.cluster] = rv
+        base = renew // 1_000_000
+        self._mf.extend(s - base for s in seconds)
+
+    def add_line(self, line: dict) -> None:
+        """Any v1 line as a dict (its ``t`` first): a Lease renewal of a known shape becomes a row
+        (when the line is exactly what a row rebuilds: these keys in this order), anything else is
+        kept whole, its object as a patch when it can be."""
+        keys = list(line)
+        if keys == _PLAIN or keys == _PLAIN_CLUSTER:
+            cluster = line.get("cluster")
+            obj = line["object"]
+            if (line["resource"] == "leases" and line["type"] == "MODIFIED" and type(obj) is dict
+                    and (cluster is None or type(cluster) is str) and self._renewal(line["t"], cluster, obj, None)):
+                return
+        tm = micros(line.get("t"))
+        if tm is None:
+            payload = line  # kept with its own time, as it is (its row's time is the row before's)
+            t_us, resid = self._c.last_us, 0
+        else:
+            t_us, resid = tm
+            payload = {k: v for k, v in line.items() if k != "t"}
+        key = _object_key(line)
+        prev = self._c.objects.get(key) if key is not None else None
+        self._start_row(t_us, resid)
+        if prev is not None:
+            p = diff(self._c.previous(key), line["object"])
+            payload = dict(payload)
+            payload["object"] = None
+            self._kinds.append(_ROW_PATCHED)
+            self._blobs.append([payload, p if p is not _SAME else None, key[2], key[3]])
+        else:
+            self._kinds.append(_ROW_LINE)
+            self._blobs.append(payload)
+        self._c.learn_line(line, t_us)
+
+    def flush(self) -> None:
+        """The rows so far as one block, on disk (readable after a crash)."""
+        if not self._kinds:
+            self._out.flush()
+            return
+        blobs = orjson.dumps(self._blobs, default=str)
+        cols = [bytes(self._kinds), _pack(self._rx), _pack(self._res), _pack(self._idx), _pack(self._off), _pack(self._rv),
+                _pack(self._mf), blobs]
+        body = b"".join([_U32.pack(len(self._kinds)), _U32.pack(len(self._rv)), _U32.pack(len(self._mf))]
+                        + [_U32.pack(len(c)) + c for c in cols])
+        self._reset()
+        self._emit(body)
+
+    def _emit(self, body: bytes) -> None:
+        data = self._z.compress(_FRAME.pack(len(body), zlib.crc32(body)) + body)
+        data += self._z.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+        self._out.write(data)
+        self._out.flush()
+        self.blocks += 1
+
+    def close(self) -> None:
+        self.flush()
+        self._out.write(self._z.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
+        self._out.flush()
+
+
+class ColumnarRecorder:
+    """A ``recording.Recorder`` (same methods, same contract: thread-safe, flushed at least once a
+    second) that writes the columnar format."""
+
+    def __init__(self, path: str, source: dict, settings: Settings, started_at: float | None = None,
+                 clock: Clock | None = None, clusters: list[dict[str, Any]] | None = None) -> None:
+        self.path = path
+        self._clock: Clock = clock or SystemClock()
+        self._lock = threading.Lock()
+        self._closed = False
+        self.lines = 0
+        self.error: OSError | None = None
+        """The write or flush that failed (a full disk), as ``recording.Recorder`` keeps it: every
+        later write raises it again and the flusher stops, so the flight recorder sees it."""
+        self._raw = open(path, "wb")  # noqa: SIM115 - closed in close()
+        self._header: dict[str, Any] | None = {HEADER_KEY: FORMAT_VERSION, "started_at": None, "source": source,
+                                               "settings": settings_payload(settings)}
+        if clusters is not None:
+            self._header["clusters"] = clusters
+        self._w: ColumnarWriter | None = None
+        self._last_flush = self._clock.now()
+        if started_at is not None:
+            self._open(started_at)
+        self._stop = threading.Event()
+        self._flusher = threading.Thread(target=self._flush_loop, name="recorder-flush", daemon=True)
+        self._flusher.start()
+
+    def _open(self, t: float) -> ColumnarWriter:
+        if self._w is None:
+            from ..core.timeutil import format_time
+
+            assert self._header is not None
+            self._header["started_at"] = format_time(t, micro=True)
+            self._w = ColumnarWriter(self._raw, self._header)
+            self._header = None
+        return self._w
+
+    def for_cluster(self, cluster: str) -> ClusterRecorder:
+        return ClusterRecorder(self, cluster)  # the same methods as a Recorder
+
+    def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False,
+              cluster: str | None = None) -> None:
+        self.write_sanitized(resource, etype, sanitize(obj), t, listing, cluster)
+
+    def write_sanitized(self, resource: str, etype: str, obj: Any, t: float, listing: bool = False,
+                        cluster: str | None = None, data: bytes | None = None) -> None:
+        """``write`` of an object already sanitized (the flight recorder sanitizes once for both),
+        and its JSON when the caller has it."""
+        with self._lock:
+            if self.error is not None:
+                raise self.error
+            if not self._closed:
+                try:
+                    self._open(t).add_event(t, resource, etype, obj, listing, cluster, data)
+                    self._written()
+                except OSError as exc:
+                    self.error = exc
+                    raise
+
+    def _add(self, line: dict, t: float) -> None:
+        with self._lock:
+            if self.error is not None:
+                raise self.error
+            if not self._closed:
+                try:
+                    self._open(t).add_line(line)
+                    self._written()
+                except OSError as exc:
+                    self.error = exc
+                    raise
+
+    def write_health(self, resource: str, t: float, cluster: str | None = None, **health: Any) -> None:
+        from .recording import HEALTH_FIELDS
+
+        h = {"resource": resource}
+        h.update({k: v for k, v in health.items() if k in HEALTH_FIELDS})
+        self._add(_json_safe({**_head(t, cluster), "health": h}), t)
+
+    def write_cert(self, node: str, not_after: float, source: str, t: float, cluster: str | None = None) -> None:
+        self._add({**_head(t, cluster), "cert": {"node": node, "not_after": not_after, "source": source}}, t)
+
+    def write_settings(self, t: float, settings: Settings, cluster: str | None = None) -> None:
+        self._add(_json_safe({**_head(t, cluster), "settings": settings_payload(settings)}), t)
+
+    def _write_line(self, data: bytes, t: float) -> None:
+        """A complete v1 line (the flight recorder's keyframe lines)."""
+        self._add(orjson.loads(data), t)
+
+    def _written(self) -> None:
+        self.lines += 1
+        if abs(self._clock.now() - self._last_flush) >= FLUSH_INTERVAL:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if self._w is not None:
+            self._w.flush()
+        self._last_flush = self._clock.now()
+
+    def flush(self) -> None:
+        with self._lock:
+            if self.error is not None:
+                raise self.error
+            if not self._closed:
+                try:
+                    self._flush_locked()
+                except OSError as exc:
+                    self.error = exc
+                    raise
+
+    def _flush_loop(self) -> None:
+        """Flushed once due on the clock; a failed flush is kept in ``error`` for the writers."""
+        while not self._stop.wait(FLUSH_INTERVAL / 2):
+            with self._lock:
+                if self.error is not None:
+                    return
+                if not self._closed and abs(self._clock.now() - self._last_flush) >= FLUSH_INTERVAL:
+                    try:
+                        self._flush_locked()
+                    except OSError as exc:
+                        self.error = exc
+                        return
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._stop.set()
+            if self.error is not None:  # not one more byte after a failed one
+                try:
+                    self._raw.close()
+                except OSError:
+                    pass
+                return
+            try:
+                self._open(self._clock.now())
+                assert self._w is not None
+                self._w.close()
+                self._raw.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> "ColumnarRecorder":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _head(t: float, cluster: str | None) -> dict[str, Any]:
+    return {"t": t} if cluster is None else {"t": t, "cluster": cluster}
+
+
+def _json_safe(line: dict) -> dict:
+    """What JSON Lines would have written (``default=str`` for what JSON has no type for)."""
+    return orjson.loads(orjson.dumps(line, default=str))
+
+
+# --- reading ------------------------------------------------------------------------------------------
+
+
+def iter_file_lines(raw: IO[bytes], name: str, problems: list[str]) -> Iterator[bytes]:
+    """The v1 lines of an nwcol file (its header first, each ending in a newline). A torn or corrupt
+    tail ends the lines at the last whole block, with one problem saying what was not read."""
+    head = raw.read(len(MAGIC))
+    if not head.startswith(MAGIC_PREFIX):
+        raise RecordingError(f"{name}: not a columnar recording")
+    if head != MAGIC:
+        version = head[5] if len(head) > 5 else None
+        raise RecordingError(f"{name}: columnar recording format version {version!r} is not supported "
+                             f"(this nodewatch reads version {VERSION})")
+    dz = zstandard.ZstdDecompressor().decompressobj()
+    codec = _Codec()
+    buf = bytearray()
+    pos = 0
+    blocks = 0
+    last_t: float | None = None
+    rest = 0
+    why = None
+    while True:
+        chunk = raw.read(1 << 20)
+        if not chunk:
+            break
+        try:
+            buf += dz.decompress(chunk)
+        except zstandard.ZstdError as exc:
+            why = f"corrupt compressed data ({str(exc)[:80]})"
+            rest = len(chunk)
+            break
+        while len(buf) - pos >= _FRAME.size:
+            n, crc = _FRAME.unpack_from(buf, pos)
+            if n > MAX_BLOCK_BYTES:
+                why = "a corrupt block length"
+                break
+            if len(buf) - pos - _FRAME.size < n:
+                break
+            body = bytes(buf[pos + _FRAME.size:pos + _FRAME.size + n])
+            if zlib.crc32(body) != crc:
+                why = f"block {blocks} fails its checksum"
+                break
+            pos += _FRAME.size + n
+            if blocks == 0:
+                yield body + b"\n"
+            else:
+                try:
+                    for line, t in _decode_block(body, codec):
+                        last_t = t
+                        yield line
+                except (ValueError, KeyError, IndexError, TypeError, struct.error, orjson.JSONDecodeError) as exc:
+                    why = f"block {blocks} cannot be decoded ({type(exc).__name__}: {str(exc)[:60]})"
+                    break
+            blocks += 1
+        if why is not None:
+            break
+        if pos > 1 << 20:
+            del buf[:pos]
+            pos = 0
+    if blocks == 0:
+        raise RecordingError(f"{name}: a columnar recording without its header" +
+                             (f" ({why})" if why else " (cut short)"))
+    left = len(buf) - pos
+    if why is not None:
+        problems.append(f"{name}: {why}; read up to its last whole block"
+                        f"{_at(last_t)}, the rest ({left + rest} bytes or more) not read")
+    elif left or not dz.eof:
+        what = f"{left} bytes of a block cut short" if left else "no end mark"
+        problems.append(f"{name}: ends abruptly (the writer stopped without closing it: {what}); "
+                        f"read up to its last whole block{_at(last_t)}, the rest not read")
+
+
+def _at(t: float | None) -> str:
+    if t is None:
+        return ""
+    from ..core.timeutil import format_time
+
+    return f" ({format_time(t, micro=True)})"
+
+
+def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, float]]:
+    n, n_rv, n_mf = struct.unpack_from("<III", body, 0)
+    cols = []
+    p = 12
+    for _ in range(8):
+        (size,) = _U32.unpack_from(body, p)
+        p += 4
+        cols.append(memoryview(body)[p:p + size])
+        p += size
+    kinds = bytes(cols[0])
+    if len(kinds) != n:
+        raise ValueError("row kinds of the wrong length")
+    n_lease = kinds.count(_ROW_LEASE)
+    rx = _unpack(cols[1], n)
+    res = _unpack(cols[2], n)
+    idx = _unpack(cols[3], n_lease)
+    off = _unpack(cols[4], n_lease)
+    rvs = _unpack(cols[5], n_rv)
+    mfs = _unpack(cols[6], n_mf)
+    blobs = iter(orjson.loads(cols[7]) if len(cols[7]) else [])
+    li = ri = mi = 0
+    for k in range(n):
+        t_us = c.last_us + rx[k]
+        c.last_us = t_us
+        t = from_micros(t_us, res[k])
+        kind = kinds[k]
+        if kind == _ROW_LEASE:
+            tpl = c.by_index[idx[li]]
+            if tpl is None:
+                raise ValueError(f"row of a Lease no longer in the dictionary ({idx[li]})")
+            tpl.offset += off[li]
+            li += 1
+            renew = t_us + tpl.offset
+            rv = None
+            if "R" in tpl.kinds:
+                rv = c.rv.get(tpl.cluster, 0) + rvs[ri]
+                c.rv[tpl.cluster] = rv
+                ri += 1
+            nm = tpl.kinds.count("M")
+            base = renew // 1_000_000
+            seconds = [base + s for s in mfs[mi:mi + nm]]
+            mi += nm
+            yield b'{"t":' + orjson.dumps(t) + tpl.prefix + tpl.build(renew, rv, seconds) + b"}\n", t
+            continue
+        blob = next(blobs)
+        if kind == _ROW_PATCHED:
+            payload, p_, ns, nm_ = blob
+            obj = c.previous((payload.get("cluster"), payload.get("resource"), ns, nm_))
+            if obj is None:
+                raise ValueError("a patch of an object not in the file")
+            payload["object"] = obj if p_ is None else patch(obj, p_)
+        else:
+            payload = blob
+        if "t" in payload:
+            line = payload
+            tt = payload["t"]
+        else:
+            line = {"t": t}
+            line.update(payload)
+            tt = t
+        c.learn_line(line, t_us)
+        yield orjson.dumps(line) + b"\n", tt
+
+
+# --- whole files ----------------------------------------------------------------------------------
+
+
+def open_columnar(raw: IO[bytes], name: str) -> IO[bytes]:
+    """An nwcol file as a buffered stream of its v1 lines (what ``recording.open_binary`` returns for one)."""
+    from .segments import SegmentStream
+
+    problems: list[str] = []
+    # named apart from the file: a reader must not map the file itself as v1 lines (replay/index.py)
+    stream = SegmentStream(_closing(iter_file_lines(raw, name, problems), raw), f"{name} (columnar)")
+    stream.problems = problems
+    return io.BufferedReader(stream, 1 << 20)
+
+
+def _closing(lines: Iterator[bytes], raw: IO[bytes]) -> Iterator[bytes]:
+    """The lines, the file closed after them (stdin stays open, as ``recording.close_input`` keeps it)."""
+    import sys
+
+    try:
+        yield from lines
+    finally:
+        if raw is not sys.stdin.buffer:
+            raw.close()
+
+
+def write_lines(lines: Iterable[bytes], out: IO[bytes], level: int = LEVEL) -> ColumnarWriter:
+    """v1 lines (the header first) into an nwcol file; returns the (closed) writer, its counts."""
+    it = iter(lines)
+    first = next(it, None)
+    if first is None:
+        raise RecordingError("nothing to write: no header")
+    w = ColumnarWriter(out, orjson.loads(first), level)
+    for line in it:
+        if line.strip():
+            w.add_line(orjson.loads(line))
+    w.close()
+    return w
+
+
+__all__ = ["ColumnarRecorder", "ColumnarWriter", "EXTENSION", "MAGIC", "is_columnar", "iter_file_lines",
+           "open_columnar", "write_lines"]

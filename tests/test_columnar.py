@@ -1,0 +1,318 @@
+"""The columnar recording format: lossless against JSON Lines (recordings nodewatch wrote, kubectl
+logs it did not, a simulated fleet with leases shaped as kubelets write them), the same replayed
+states, a torn tail read to its last whole block, the flight recorder writing it."""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nodewatch.core.clock import ManualClock
+from nodewatch.core.settings import Settings
+from nodewatch.hub.codec import view_to_wire
+from nodewatch.hub.flight_recorder import SegmentedRecorder
+from nodewatch.sources import columnar
+from nodewatch.sources.convert import v1_lines
+from nodewatch.sources.recording import Recorder, RecordingError, iter_lines, open_binary
+from nodewatch.sources.replay import ReplaySource
+from nodewatch.sources.replay.lines import parse
+from nodewatch.sources.segments import list_segments
+
+DATA = os.path.join(os.path.dirname(__file__), "data")
+
+
+def _lines_of(path) -> list[bytes]:
+    problems: list[str] = []
+    stream = open_binary(str(path))
+    try:
+        return [line for _, line in iter_lines(stream, problems) if line.strip()]
+    finally:
+        stream.close()
+
+
+def _to_columnar(lines: list[bytes]) -> bytes:
+    out = io.BytesIO()
+    _to_columnar.writer = columnar.write_lines(lines, out)
+    return out.getvalue()
+
+
+def _back(data: bytes, problems: list[str] | None = None) -> list[bytes]:
+    return list(columnar.iter_file_lines(io.BytesIO(data), "x.nwcol", [] if problems is None else problems))
+
+
+def _entries(lines: list[bytes]) -> list:
+    return [parse(0, line, []) for line in lines[1:]]
+
+
+@pytest.mark.parametrize("name", ["incident-30.jsonl.gz", "testbed-kubelet-stop.jsonl.gz"])
+def test_committed_recordings_come_back_line_for_line(name):
+    lines = _lines_of(os.path.join(DATA, name))
+    back = _back(_to_columnar(lines))
+    assert [orjson.loads(a) for a in lines] == [orjson.loads(b) for b in back]
+    assert [a.rstrip(b"\n") for a in lines] == [b.rstrip(b"\n") for b in back]  # the very same bytes
+    assert _entries(lines) == _entries(back)
+    renewals = sum(1 for x in lines if b'"resource":"leases","type":"MODIFIED"' in x)
+    assert _to_columnar.writer.lease_rows > renewals / 2  # (the first of each Lease sets its shape)
+
+
+@pytest.mark.parametrize("name", ["kubectl-watch-leases.json", "kubectl-watch-nodes-pretty.json"])
+def test_kubectl_logs_come_back_as_the_events_replay_reads(name):
+    lines = list(v1_lines(os.path.join(DATA, name), []))
+    assert len(lines) > 2
+    back = _back(_to_columnar(lines))
+    assert _entries(lines) == _entries(back)
+
+
+# --- a simulated fleet, leases as an API server serves a kubelet's renewals ----------------------------
+
+
+def _api_shaped(resource: str, obj: dict, rv: int, rng: random.Random) -> dict:
+    """What the API server adds to the simulator's objects: a resourceVersion, and on a Lease the
+    kubelet's managedFields entry (time: the write's second)."""
+    obj = dict(obj)
+    meta = dict(obj["metadata"])
+    meta["resourceVersion"] = str(rv)
+    if resource == "leases" and (obj.get("spec") or {}).get("renewTime"):
+        meta["managedFields"] = [{"manager": "kubelet", "operation": "Update", "apiVersion": "coordination.k8s.io/v1",
+                                  "time": obj["spec"]["renewTime"][:19] + "Z", "fieldsType": "FieldsV1",
+                                  "fieldsV1": {"f:spec": {"f:renewTime": {}}}}]
+    obj["metadata"] = meta
+    return obj
+
+
+def _record_both(tmp_path, nodes=40, minutes=6.0, scenario="incident+churn"):
+    """The same events into JSON Lines and columnar (each with its own recorder, as the hub would)."""
+    from nodewatch.sim.fleet import SimFleet
+
+    fleet = SimFleet(nodes=nodes, scenario=scenario, seed=3)
+    clock = ManualClock(fleet.now)
+    paths = (str(tmp_path / "fleet.jsonl.gz"), str(tmp_path / "fleet.nwcol"))
+    recs = [Recorder(paths[0], {"name": "sim"}, fleet.settings, clock=clock),
+            columnar.ColumnarRecorder(paths[1], {"name": "sim"}, fleet.settings, clock=clock)]
+    rng = random.Random(5)
+    rv = [1000]
+
+    def write(resource, etype, obj, t, listing=False):
+        for r in recs:
+            r.write(resource, etype, obj, t, listing)
+
+    t = fleet.now
+    for resource in ("nodes", "leases", "pods", "events", "certificatesigningrequests"):
+        for obj in fleet.objects(resource):
+            rv[0] += 1
+            write(resource, "ADDED", _api_shaped(resource, obj, rv[0], rng), t, listing=True)
+        write(resource, "SYNCED", None, t)
+
+    def sink(resource, etype, obj, at):
+        rv[0] += 1
+        clock.set(at)
+        write(resource, etype, _api_shaped(resource, obj, rv[0], rng), at + rng.uniform(0.002, 0.040))
+
+    fleet.subscribe(sink)
+    for r in recs:
+        r.write_health("leases", t + 1, connected=True, synced=True)
+        r.write_cert("node-x", t + 86400 * 30, "probe", t + 2)
+    end = fleet.now + minutes * 60
+    while t < end:
+        t = min(end, t + 20)
+        fleet.step_to(t)
+    for r in recs:
+        r.close()
+    _record_both.lease_rows = recs[1]._w.lease_rows
+    return paths
+
+
+def test_a_simulated_fleet_reads_back_the_same_events_and_states(tmp_path):
+    jsonl, col = _record_both(tmp_path)
+    a, b = _lines_of(jsonl), _lines_of(col)
+    assert len(a) == len(b) > 2000
+    assert [orjson.loads(x) for x in a] == [orjson.loads(y) for y in b]
+    assert _entries(a) == _entries(b)
+    renewals = sum(1 for x in a if b'"resource":"leases","type":"MODIFIED"' in x)
+    assert renewals > 1000
+    # the renewals became rows (all but each Lease's first after the list, which set its shape)
+    assert _record_both.lease_rows >= renewals - 2 * 40
+    assert os.path.getsize(col) < 0.7 * os.path.getsize(jsonl)
+    sa, sb = ReplaySource(jsonl), ReplaySource(col)
+    try:
+        assert sb.problems == sa.problems  # (the jittered receive times step back now and then: both say so)
+        start, end = sa.replay.index.start, sa.replay.index.end
+        assert (sb.replay.index.start, sb.replay.index.end) == (start, end)
+        for f in (0.0, 0.1, 0.33, 0.5, 0.77, 1.0):
+            t = start + f * (end - start)
+            sa.replay.seek(t)
+            sb.replay.seek(t)
+            want = {v.name: view_to_wire(v) for v in sa.state.evaluate(t).nodes}
+            assert want and {v.name: view_to_wire(v) for v in sb.state.evaluate(t).nodes} == want
+    finally:
+        sa.stop()
+        sb.stop()
+
+
+def test_status_at_an_instant_is_the_same_from_either_format(tmp_path, capsys):
+    from nodewatch.cli import main
+
+    jsonl, col = _record_both(tmp_path, nodes=20, minutes=4.0)
+    out = []
+    for path in (jsonl, col):
+        main(["status", "--replay", path, "--at", "+120", "--format", "json"])
+        out.append(orjson.loads(capsys.readouterr().out))
+    assert out[0] == out[1] and out[0]
+
+
+# --- torn files ------------------------------------------------------------------------------------
+
+
+def test_a_torn_tail_is_read_to_its_last_whole_block_and_named(tmp_path):
+    _, col = _record_both(tmp_path, nodes=20, minutes=3.0)
+    data = open(col, "rb").read()
+    whole = _back(data)
+    seen = set()
+    for cut in range(len(data) // 20, len(data) - 1, max(1, len(data) // 37)):
+        problems: list[str] = []
+        got = _back(data[:cut], problems)
+        assert got == whole[:len(got)]  # a prefix, never a wrong line
+        assert len(problems) == 1 and "read up to its last whole block" in problems[0]
+        seen.add(len(got))
+    assert len(seen) > 10  # blocks of a second each: cuts land in many different places
+
+
+def test_a_writer_killed_without_closing_loses_at_most_the_unflushed_second(tmp_path):
+    clock = ManualClock(1_764_410_000.0)
+    path = str(tmp_path / "k.nwcol")
+    rec = columnar.ColumnarRecorder(path, {"name": "t"}, Settings(), clock=clock)
+    lease = {"metadata": {"name": "n1", "namespace": "kube-node-lease", "resourceVersion": "5"},
+             "spec": {"holderIdentity": "n1", "renewTime": "2025-11-29T10:00:00.000000Z"}}
+    for i in range(30):
+        clock.set(1_764_410_000.0 + i * 0.25)
+        lease = {**lease, "spec": {**lease["spec"], "renewTime": columnar.micro_text(1_764_410_000_000_000 + i * 250_000)}}
+        rec.write("leases", "MODIFIED", lease, clock.now())
+    # no close(): what a kill -9 leaves on disk is what has been written to the file so far
+    problems: list[str] = []
+    got = list(columnar.iter_file_lines(io.BytesIO(open(path, "rb").read()), path, problems))
+    rec._stop.set()
+    assert len(got) - 1 >= 30 - 2  # the last flush was at most FLUSH_INTERVAL (two rows) ago
+    assert len(problems) == 1 and "ends abruptly" in problems[0]
+
+
+def test_a_file_of_another_version_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "v9.nwcol"
+    path.write_bytes(b"NWCOL\x09\r\n" + b"\0" * 20)
+    with pytest.raises(RecordingError, match="version 9 is not supported"):
+        _lines_of(path)
+
+
+# --- the flight recorder writing it ---------------------------------------------------------------
+
+
+class _Both:
+    """Two recorders fed the same calls (one demo run into both formats)."""
+
+    def __init__(self, *recs) -> None:
+        self.recs = recs
+
+    def __getattr__(self, name):
+        def call(*args, **kwargs):
+            for r in self.recs:
+                getattr(r, name)(*args, **kwargs)
+        return call
+
+
+def test_the_flight_recorder_writes_columnar_segments_that_replay_as_the_jsonl_ones(tmp_path):
+    from nodewatch.sources.demo import DemoSource
+
+    src = DemoSource(nodes=40, scenario="incident", seed=1)
+    recs = [SegmentedRecorder(tmp_path / fmt, {"kind": "demo"}, src.state.settings, segment_seconds=60.0,
+                              clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None,
+                              record_format=fmt) for fmt in ("jsonl", "columnar")]
+    src.recorder = _Both(*recs)
+    t0 = src.clock.now()
+    for i in range(1, 60):
+        src.advance_to(t0 + i * 5.0)
+        src.clock.seek(t0 + i * 5.0)
+    for r in recs:
+        r.close()
+    views = []
+    for fmt in ("jsonl", "columnar"):
+        segs = list_segments(tmp_path / fmt)
+        assert len(segs) >= 4 and all(s.path.name.endswith(".nwcol" if fmt == "columnar" else ".gz") for s in segs)
+        r = ReplaySource(str(tmp_path / fmt))
+        try:
+            assert not r.problems
+            got = {}
+            for dt in (30, 100, 170, 250, 290):
+                r.replay.seek(t0 + dt)
+                got[dt] = {v.name: view_to_wire(v) for v in r.state.evaluate(t0 + dt).nodes}
+            views.append(got)
+        finally:
+            r.stop()
+    assert views[0] == views[1] and len(views[0][290]) == 40
+    # the directories read as one recording: the same lines after the header (each recorder rotated on
+    # its own call of the moving demo clock: their headers and keyframes are a few ms apart)
+    a, b = _lines_of(tmp_path / "jsonl"), _lines_of(tmp_path / "columnar")
+    assert len(a) > 1000 and [orjson.loads(x) for x in a[1:]] == [orjson.loads(y) for y in b[1:]]
+
+
+# --- patches ----------------------------------------------------------------------------------------
+
+_json = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.floats(allow_nan=False, allow_infinity=False)
+                     | st.text(max_size=5),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=4),
+                     max_leaves=20)
+
+
+def test_a_patch_keeps_what_equality_does_not_see():
+    for a, b in ((1, 1.0), (1, True), (0.0, -0.0), ({"a": 1, "b": 2}, {"b": 2, "a": 1}), ([{"x": 0}], [{"x": False}])):
+        got = columnar.patch(a, columnar.diff(a, b))
+        assert orjson.dumps(got) == orjson.dumps(b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json, _json)
+def test_a_patch_gives_back_exactly_the_new_value(a, b):
+    p = columnar.diff(a, b)
+    got = a if p is columnar._SAME else columnar.patch(a, p)
+    assert orjson.dumps(got) == orjson.dumps(b)  # types (1 is not 1.0 nor True) and key order too
+    assert orjson.dumps(orjson.loads(orjson.dumps(p if p is not columnar._SAME else 0))) is not None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**31), st.lists(st.integers(-3, 3), min_size=1, max_size=30))
+def test_lease_rows_rebuild_any_renewal_sequence(start, steps):
+    """Renewals whose times go back, repeat or jump, and whose other fields change now and then."""
+    lines = [orjson.dumps({"nodewatch_recording": 1, "started_at": "2026-01-01T00:00:00Z"})]
+    us = 1_700_000_000_000_000 + start
+    t = 1_700_000_000.5
+    for i, s in enumerate(steps):
+        us += s * 3_333_333
+        t += abs(s) * 0.37
+        obj = {"metadata": {"name": f"n{i % 3}", "namespace": "kube-node-lease", "resourceVersion": str(100 + i * s * s)},
+               "spec": {"holderIdentity": f"n{i % 3}", "renewTime": columnar.micro_text(us),
+                        **({"leaseDurationSeconds": 40} if s % 2 else {})}}
+        lines.append(orjson.dumps({"t": round(t, 6), "resource": "leases", "type": "MODIFIED", "object": obj}))
+    back = _back(_to_columnar(lines))
+    assert [x.rstrip(b"\n") for x in back] == lines
+    assert _to_columnar.writer.lease_rows >= len(steps) - 3 * (1 + sum(1 for s in steps if s % 2))  # rows, mostly
+
+
+def test_the_incident_report_of_either_format_is_the_same(tmp_path):
+    from nodewatch.cli import main
+
+    src = os.path.join(DATA, "incident-30.jsonl.gz")
+    col = tmp_path / "incident-30.nwcol"
+    col.write_bytes(_to_columnar(_lines_of(src)))
+    outs = []
+    for path, name in ((src, "a.md"), (str(col), "b.md")):
+        assert main(["report", path, "-o", str(tmp_path / name)]) == 0
+        outs.append((tmp_path / name).read_text())
+    import re
+
+    size = re.compile(r"[0-9.]+ [kMG]?B\)")  # the report names the file's size: the one thing that differs
+    a, b = (size.sub("SIZE)", o.replace("incident-30.nwcol", "incident-30.jsonl.gz")) for o in outs)
+    assert a == b and "SIZE)" in a and "Incident" in a
