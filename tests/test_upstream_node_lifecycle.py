@@ -62,15 +62,15 @@ WITH_LEASE = "TestMonitorNodeHealthUpdateNodeAndPodStatusWithLease/"
 
 @pytest.mark.parametrize("case, created, ready, heartbeat, renewed, now, expected", [
     (WITH_LEASE + "Node created recently, without status. Node lease is missing.",
-     F, None, None, None, F, NodeState.READY),
+     F, None, None, None, F, NodeState.UNKNOWN),
     (WITH_LEASE + "Node created recently, without status. Node lease is renewed recently.",
-     F, None, None, F, F, NodeState.READY),
+     F, None, None, F, F, NodeState.UNKNOWN),
     (WITH_LEASE + "Node created long time ago, without status. Node lease is missing.",
-     CREATED, None, None, None, F, NodeState.OVERDUE),
+     CREATED, None, None, None, F, NodeState.UNKNOWN),
     (WITH_LEASE + "Node created long time ago, without status. Node lease is renewed recently.",
-     CREATED, None, None, F + HOUR, F + HOUR, NodeState.READY),
+     CREATED, None, None, F + HOUR, F + HOUR, NodeState.UNKNOWN),
     (WITH_LEASE + "Node created long time ago, without status. Node lease is expired.",
-     CREATED, None, None, F, F + HOUR, NodeState.OVERDUE),
+     CREATED, None, None, F, F + HOUR, NodeState.UNKNOWN),
     (WITH_LEASE + "Node created long time ago, with status updated by kubelet exceeds grace period. "
      "Node lease is renewed.", CREATED, "True", F, F + HOUR, F + HOUR, NodeState.READY),
     (WITH_LEASE + "Node created long time ago, with status updated by kubelet recently. Node lease is expired.",
@@ -91,6 +91,11 @@ def test_the_probe_is_the_newer_of_lease_and_heartbeat_and_a_new_node_gets_the_s
     v = judged(*objs, now=now).node("node0")
     assert v.state is expected, case
     if ready is None:  # never posted: kubectl's Unknown, judged by the startup grace
+        # Without a Ready condition nodewatch says Unknown whatever the probe (the real v1.20.2
+        # controller is the judge: tests/testbed/test_default_grace.py); whether the controller
+        # writes NodeStatusNeverUpdated at this pass (upstream: the cases "lease missing/expired",
+        # long ago) or leaves the node alone ("renewed recently") is the startup grace's, said in
+        # the cause.
         assert v.ready == "Unknown" and v.grace == 60.0
         assert CauseKind.NEVER_POSTED in [c.kind for c in v.causes]
     if expected in (NodeState.READY, NodeState.LATE):

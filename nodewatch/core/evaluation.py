@@ -36,6 +36,9 @@ from .rules import (
 from .views import AT_RISK_STATES, FleetView, LeaseTrack, NodeView, WatchHealth, ZoneView
 
 
+_NOT_YET_JUDGED = (NodeState.READY, NodeState.LATE, NodeState.OVERDUE)
+"""The states a lease or probe age alone gives: what a node without a Ready condition is not."""
+
 BULK_MIN = 1_000
 """Evaluations with at least this many nodes to refresh, and at least half the fleet, rebuild every
 view and sort once (``_rebuild``)."""
@@ -232,6 +235,12 @@ class Evaluator:
         state = node_state(ready=None if rc is None and probe is not None else ready, lease_age=lease_age, grace=grace,
                            lease_duration=duration, eviction_taint=bool(ev_taints), eviction_deadline=deadline, now=now,
                            probe_age=probe_age)
+        if rc is None and not rec.awaited and state in _NOT_YET_JUDGED:
+            # No Ready condition at all: Ready for no one (kubectl says Unknown, the scheduler skips
+            # it), whatever the probe; the startup grace decides only when the controller writes
+            # NodeStatusNeverUpdated, which the cause and ``next_change`` say (the real v1.20.2
+            # controller, tests/testbed/test_default_grace.py).
+            state = NodeState.UNKNOWN
         cert = self.store.certs.get(name)
         cert_not_after = cert.not_after if cert else None
         true = conditions.true  # a Conditions: its types whose status is True, one set per shape
