@@ -176,13 +176,28 @@ class _Full:
     raw = property(lambda self: self)
 
 
-def test_an_injected_full_disk_stops_and_resumes_the_recording_without_a_mount(tmp_path):
+def _fill_jsonl(cur) -> None:
+    assert cur._gz is not None
+    cur._raw = cur._gz.fileobj = _Full()
+
+
+def _fill_columnar(cur) -> None:
+    from nodewatch.sources.columnar import ColumnarRecorder
+
+    assert isinstance(cur, ColumnarRecorder) and cur._w is not None
+    cur._w._out = _Full()
+
+
+@pytest.mark.parametrize("record_format, fill", [("jsonl", _fill_jsonl), ("columnar", _fill_columnar)])
+def test_an_injected_full_disk_stops_and_resumes_the_recording_without_a_mount(tmp_path, record_format, fill):
+    """Both segment formats (the hub records columnar by default): the source never sees the
+    error, and recording resumes with a keyframe once there is room."""
     src = DemoSource(nodes=40, scenario="incident", seed=3, speed=0.0)
     twin = DemoSource(nodes=40, scenario="incident", seed=3, speed=0.0)
     retry = RetryClock()
     rec = SegmentedRecorder(tmp_path / "recordings", {"kind": "demo"}, src.state.settings, segment_seconds=60,
                             clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None,
-                            retry_clock=retry)
+                            retry_clock=retry, record_format=record_format)
     src.recorder = rec
 
     def step(seconds: float) -> float:
@@ -195,12 +210,14 @@ def test_an_injected_full_disk_stops_and_resumes_the_recording_without_a_mount(t
     for _ in range(10):
         step(5)
     cur = rec._current
-    assert cur is not None and cur._gz is not None
-    cur._raw = cur._gz.fileobj = _Full()
+    assert cur is not None
+    fill(cur)
     for _ in range(10):
         t = step(5)  # the source never sees the error
         assert _wire(src, t) == _wire(twin, t)
     assert rec.stopped == DISK_FULL
+    cur._flusher.join(5)
+    assert not cur._flusher.is_alive()  # stopped, not left spinning or dead mid-write
     retry.t += MAX_RETRY_SECONDS
     t = step(5)
     assert rec.stopped == "" and _wire(src, t) == _wire(twin, t)
@@ -259,41 +276,3 @@ def test_a_full_disk_is_said_in_readyz_and_metrics_and_pages(tmp_path):
     finally:
         srv.stop()
         rec.close()
-
-
-def test_an_injected_full_disk_stops_and_resumes_the_columnar_recording(tmp_path):
-    """The hub records in the columnar format by default: a full disk there too stops only the
-    recording, the source never sees the error, and recording resumes with a keyframe."""
-    from nodewatch.sources.columnar import ColumnarRecorder
-
-    src = DemoSource(nodes=40, scenario="incident", seed=3, speed=0.0)
-    twin = DemoSource(nodes=40, scenario="incident", seed=3, speed=0.0)
-    retry = RetryClock()
-    rec = SegmentedRecorder(tmp_path / "recordings", {"kind": "demo"}, src.state.settings, segment_seconds=60,
-                            clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None,
-                            retry_clock=retry, record_format="columnar")
-    src.recorder = rec
-
-    def step(seconds: float) -> float:
-        t = src.clock.now() + seconds
-        for s in (src, twin):
-            s.advance_to(t)
-            s.clock.seek(t)
-        return t
-
-    for _ in range(10):
-        step(5)
-    cur = rec._current
-    assert isinstance(cur, ColumnarRecorder) and cur._w is not None
-    cur._w._out = _Full()
-    for _ in range(10):
-        t = step(5)  # the source never sees the error
-        assert _wire(src, t) == _wire(twin, t)
-    assert rec.stopped == DISK_FULL
-    assert cur._flusher.join(5) is None and not cur._flusher.is_alive()  # stopped, not died mid-write
-    retry.t += MAX_RETRY_SECONDS
-    t = step(5)
-    assert rec.stopped == "" and _wire(src, t) == _wire(twin, t)
-    rec.close()
-    _, entries, problems = read_recording(str(rec.directory))
-    assert entries and max(e.t for e in entries if e.t is not None) >= t - 5
