@@ -65,6 +65,8 @@ def test_a_node_waiting_in_a_rate_limited_zone_keeps_its_first_taint_time_only_f
         moved[n] = parse_time(taint["timeAdded"]) - first
     print(f"{obs.testbed_version}: NoExecute timeAdded minus the first taint (from the evictions): {moved}")
     if _minor(obs) >= NO_RETAINT_FROM:
-        assert all(abs(d) <= 1.0 for d in moved.values()), moved
+        # never a later, fresh timeAdded; a negative difference is the eviction's own lag behind
+        # the taint (its deletion came a second or two after timeAdded + toleration: -2.0 s seen)
+        assert all(d <= 1.0 for d in moved.values()), moved
     else:
         assert any(d > 5.0 for d in moved.values()), moved
