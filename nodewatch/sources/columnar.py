@@ -47,7 +47,15 @@ import zstandard
 
 from ..core.clock import Clock, SystemClock
 from ..core.settings import Settings
-from .recording import FORMAT_VERSION, HEADER_KEY, ClusterRecorder, RecordingError, sanitize, settings_payload
+from .recording import (
+    FORMAT_VERSION,
+    HEADER_KEY,
+    ClusterRecorder,
+    FlushedWriter,
+    RecordingError,
+    sanitize,
+    settings_payload,
+)
 
 VERSION = 1
 MAGIC = b"NWCOL" + bytes([VERSION]) + b"\r\n"
@@ -563,7 +571,7 @@ class ColumnarWriter:
         self._out.flush()
 
 
-class ColumnarRecorder:
+class ColumnarRecorder(FlushedWriter):
     """A ``recording.Recorder`` (same methods, same contract: thread-safe, flushed at least once a
     second) that writes the columnar format."""
 
@@ -661,29 +669,9 @@ class ColumnarRecorder:
             self._w.flush()
         self._last_flush = self._clock.now()
 
-    def flush(self) -> None:
-        with self._lock:
-            if self.error is not None:
-                raise self.error
-            if not self._closed:
-                try:
-                    self._flush_locked()
-                except OSError as exc:
-                    self.error = exc
-                    raise
-
-    def _flush_loop(self) -> None:
-        """Flushed once due on the clock; a failed flush is kept in ``error`` for the writers."""
-        while not self._stop.wait(FLUSH_INTERVAL / 2):
-            with self._lock:
-                if self.error is not None:
-                    return
-                if not self._closed and abs(self._clock.now() - self._last_flush) >= FLUSH_INTERVAL:
-                    try:
-                        self._flush_locked()
-                    except OSError as exc:
-                        self.error = exc
-                        return
+    def _flush_if_due(self) -> None:
+        if not self._closed and abs(self._clock.now() - self._last_flush) >= FLUSH_INTERVAL:
+            self._flush_locked()
 
     def close(self) -> None:
         with self._lock:

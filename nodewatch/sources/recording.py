@@ -123,7 +123,50 @@ def settings_payload(settings: Settings) -> dict[str, Any]:
     return {**settings.as_dict(), "overridden": sorted(settings.overridden)}
 
 
-class Recorder:
+class FlushedWriter:
+    """What both recording formats share: a writer flushed at least once a ``FLUSH_INTERVAL`` on
+    its clock (by the writers, and by a flusher thread when nothing more comes), whose first failed
+    write or flush (a full disk) is kept in ``error`` and raised to every later writer, the
+    flusher then stopping. A subclass has ``_lock``, ``_closed``, ``_stop``, ``error`` and
+    ``_flush_if_due`` (its own flush, when due)."""
+
+    _lock: threading.Lock
+    _closed: bool
+    _stop: threading.Event
+    error: OSError | None
+
+    def _flush_if_due(self) -> None:
+        raise NotImplementedError
+
+    def _flush_locked(self) -> None:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        with self._lock:
+            if self.error is not None:
+                raise self.error
+            if not self._closed:
+                try:
+                    self._flush_locked()
+                except OSError as exc:
+                    self.error = exc
+                    raise
+
+    def _flush_loop(self) -> None:
+        """Lines written and then nothing more: flushed all the same, once due on the clock. A
+        failed flush is kept in ``error`` for the writers (the next write raises it)."""
+        while not self._stop.wait(FLUSH_INTERVAL / 2):
+            with self._lock:
+                if self.error is not None:
+                    return
+                try:
+                    self._flush_if_due()
+                except OSError as exc:
+                    self.error = exc
+                    return
+
+
+class Recorder(FlushedWriter):
     """Appends received events to a v1 recording; thread-safe; flushed at least once a second."""
 
     def __init__(self, path: str, source: dict, settings: Settings, started_at: float | None = None,
@@ -226,30 +269,6 @@ class Recorder:
             self._gz.flush(zlib.Z_SYNC_FLUSH)  # a sync point: readable up to here after a crash
         self._raw.flush()
         self._last_flush = self._clock.now()
-
-    def flush(self) -> None:
-        with self._lock:
-            if self.error is not None:
-                raise self.error
-            if not self._closed:
-                try:
-                    self._flush_locked()
-                except OSError as exc:
-                    self.error = exc
-                    raise
-
-    def _flush_loop(self) -> None:
-        """Lines written and then nothing more: flushed all the same, once due on the clock. A
-        failed flush is kept in ``error`` for the writers (the next write raises it)."""
-        while not self._stop.wait(FLUSH_INTERVAL / 2):
-            with self._lock:
-                if self.error is not None:
-                    return
-                try:
-                    self._flush_if_due()
-                except OSError as exc:
-                    self.error = exc
-                    return
 
     def close(self) -> None:
         """Write what is buffered and close; after a failed write (a full disk), close what can be
