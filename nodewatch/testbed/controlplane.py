@@ -249,7 +249,9 @@ def _wait(folder: Path, name: str, check: Callable[[], bool], timeout: float = R
     deadline = time.monotonic() + timeout
     last = ""
     while time.monotonic() < deadline:
-        if name not in processes.running(folder):
+        # Its own exit status decides (a child of this process): reading its command line could
+        # miss a live server (seen once for v1.37.2's controller manager, "still running")
+        if processes.exited(folder, name):
             raise StartupExit(name, processes.exit_status(folder, name),
                               f"{name} exited during startup ({processes.exit_status(folder, name)}); "
                               f"see {folder / 'logs' / (name + '.log')}:\n" + _tail(folder / "logs" / f"{name}.log"))
