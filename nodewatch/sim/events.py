@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from . import objects
 from .schedule import PRIO_CONTROLLER
 from .objects import fmt_time
 from .shapes import SimNode, SimPod, make_uid, public_copy
-
-if TYPE_CHECKING:
-    from .fleet import SimFleet
+from .world import SimWorld
 
 EVENT_TTL = 3600.0
 """kube-apiserver --event-ttl."""
@@ -19,8 +15,8 @@ EVENT_TTL = 3600.0
 class EventRecorder:
     """core/v1 Events, aggregated like client-go's correlator, deleted by the 1h TTL."""
 
-    def __init__(self, fleet: "SimFleet") -> None:
-        self.fleet = fleet
+    def __init__(self, world: SimWorld) -> None:
+        self.world = world
         self.objects: dict[tuple[str, str], dict] = {}
         self._by_key: dict[tuple, tuple[str, str]] = {}
         self._names: set[str] = set()
@@ -40,8 +36,8 @@ class EventRecorder:
 
     def record(self, involved: dict, reason: str, message: str, *, component: str, host: str | None = None,
                namespace: str = "default", type_: str = "Normal") -> None:
-        fleet = self.fleet
-        now = fleet.now
+        world = self.world
+        now = world.now
         agg = (namespace, involved.get("kind"), involved.get("name"), involved.get("uid"), reason, message,
                component, host, type_)
         existing = self._by_key.get(agg)
@@ -50,8 +46,8 @@ class EventRecorder:
             ev["count"] += 1
             ev["lastTimestamp"] = fmt_time(now)
             ev["_updated"] = now
-            fleet.emit("events", "MODIFIED", public_copy(ev))
-            fleet.at(now + self.ttl, self.expire, existing, now, prio=PRIO_CONTROLLER)
+            world.emit("events", "MODIFIED", public_copy(ev))
+            world.at(now + self.ttl, self.expire, existing, now, prio=PRIO_CONTROLLER)
             return
         ns_time = int(now * 1e9)
         name = f"{involved.get('name')}.{ns_time:x}"
@@ -60,13 +56,13 @@ class EventRecorder:
             name = f"{involved.get('name')}.{ns_time:x}"
         self._names.add(name)
         ev = objects.event(name, namespace, involved, reason, message, at=now, component=component, host=host,
-                           uid=make_uid(fleet.rng), type_=type_)
+                           uid=make_uid(world.rng), type_=type_)
         ev["_updated"] = now
         key = (namespace, name)
         self.objects[key] = ev
         self._by_key[agg] = key
-        fleet.emit("events", "ADDED", public_copy(ev))
-        fleet.at(now + self.ttl, self.expire, key, now, prio=PRIO_CONTROLLER)
+        world.emit("events", "ADDED", public_copy(ev))
+        world.at(now + self.ttl, self.expire, key, now, prio=PRIO_CONTROLLER)
 
     def expire(self, key: tuple[str, str], written: float) -> None:
         ev = self.objects.get(key)
@@ -74,7 +70,7 @@ class EventRecorder:
             return  # updated since: a later TTL timer owns it
         del self.objects[key]
         self._names.discard(key[1])
-        self.fleet.emit("events", "DELETED", public_copy(ev))
+        self.world.emit("events", "DELETED", public_copy(ev))
 
     def listing(self) -> list[dict]:
         return [public_copy(ev) for ev in self.objects.values()]

@@ -11,32 +11,37 @@ Deterministic for a seed: one ``random.Random`` drives everything, in event orde
 Sinks receive ``(resource, "ADDED"|"MODIFIED"|"DELETED", object, virtual_time)``. Each emitted object
 is freshly built and shared by all sinks, which must treat it as read-only (copy before mutating).
 Objects carry no resourceVersion: the API server's store assigns it.
+
+Composed, not mixed in: the simulated cluster is a ``world.SimWorld`` (objects, event heap, random
+stream, sinks) handed explicitly to each part: the kubelets, the node lifecycle controller, taint
+eviction and the workload controllers, the CSR signer and the event recorder; what scenarios do
+to the fleet is ``operations.Operations``. This class builds the initial cluster and wires the
+parts (the only module that knows all of them) and keeps the names callers use.
 """
 
 from __future__ import annotations
 
-import heapq
 import math
 import random
-import threading
-from typing import Callable
 
 from ..core import rules
 from ..core.settings import Settings
+from . import pki
 from . import scenarios as _scenarios
+from .catalogue import POOLS
 from .csrs import CSRController
 from .events import EventRecorder
-from .node_lifecycle import NodeLifecycleController
-from .pod_controllers import TaintEvictionController, Workloads
-from .catalogue import POOLS
-from .schedule import PRIO_KUBELET
 from .kubelet import REPORT_PERIOD, Kubelets
+from .node_lifecycle import NodeLifecycleController
+from .operations import Operations
+from .pod_controllers import TaintEvictionController, Workloads
 from .shapes import (
     DAY,
     DEFAULT_START,
     SimNode,
     SimPod,
     SimTaint,
+    Workload,
     build_workloads,
     default_pods_per_node,
     healthy_conditions,
@@ -49,11 +54,13 @@ from .shapes import (
     pod_object,
     zones_for,
 )
+from .world import Sink, SimWorld
 
-Sink = Callable[[str, str, dict, float], None]
 WARMUP = 60.0
 """Virtual seconds simulated before ``start`` even for a scenario without history."""
 CERT_LIFETIME = 365 * DAY
+
+__all__ = ["CERT_LIFETIME", "WARMUP", "SimFleet", "Sink", "scenario_names"]
 
 
 def scenario_names() -> list[str]:
@@ -76,82 +83,70 @@ class SimFleet:
         self.server_version = version
         self.start = float(DEFAULT_START if start is None else start)
         self.scenario = scenario
-        self.cert_lifetime = CERT_LIFETIME
         self.pods_per_node = default_pods_per_node(nodes) if pods_per_node is None else pods_per_node
-        self.rng = random.Random(f"nodewatch-sim/{seed}/run")
-        self.lock = threading.RLock()
-        self._sinks: list[Sink] = []
-        self._heap: list[tuple] = []
-        self._seq = 0
-        self.nodes: dict[str, SimNode] = {}
-        self.node_order: list[str] = []
-        self.pods: dict[tuple[str, str], SimPod] = {}
-        self.joining: dict[str, SimNode] = {}
-        self.events_emitted = 0
 
         plan = _scenarios.plan(scenario, nodes)
         self.t0 = self.start - max(WARMUP, plan.history)
-        self.now = self.t0
-        self.kubelet = Kubelets(self)
-        self.lifecycle = NodeLifecycleController(self, self.t0)
-        self.taint_eviction = TaintEvictionController(self)
-        self.workloads = Workloads(self)
-        self.events = EventRecorder(self)
-        self.csrs = CSRController(self, self.t0)
+        world = self.world = SimWorld(seed, self.start, self.t0, CERT_LIFETIME)
+        # the parts, each given the world and what it calls; the two calls back up the chain last
+        self.events = EventRecorder(world)
+        self.workloads = Workloads(world, self.events)
+        self.taint_eviction = TaintEvictionController(world, self.events, self.workloads)
+        self.lifecycle = NodeLifecycleController(world, s, self.events, self.taint_eviction, self.workloads)
+        self.csrs = CSRController(world)
+        self.kubelet = Kubelets(world, self.events, self.lifecycle, self.workloads, self.csrs)
+        self.workloads.kubelets = self.kubelet
+        self.csrs.on_issued = self.kubelet.cert_issued
+        # the names callers use: the world's objects and clock, the operations
+        self.nodes = world.nodes
+        self.node_order = world.node_order
+        self.pods = world.pods
+        self.joining = world.joining
+        self.rng = world.rng
+        self.lock = world.lock
+        self.at = world.at
+        self.step_to = world.step_to
+        self.subscribe = world.subscribe
+        self.emit = world.emit
+
         self._build(nodes)
-        picker = _scenarios.Picker(self)
-        steps = plan.resolve(self, picker)
+        ops = self.ops = Operations(world, self.kubelet, self.lifecycle, self.workloads, self.events, self.csrs,
+                                    version=version, next_index=nodes, name_width=self._width)
+        self.stop_kubelet = ops.stop_kubelet
+        self.start_kubelet = ops.start_kubelet
+        self.disconnect = ops.disconnect
+        self.reconnect = ops.reconnect
+        self.set_runtime_down = ops.set_runtime_down
+        self.set_cni_down = ops.set_cni_down
+        self.set_pressure = ops.set_pressure
+        self.cordon = ops.cordon
+        self.delete_node = ops.delete_node
+        self.add_node = ops.add_node
+        self.rotate_cert = ops.rotate_cert
+        picker = _scenarios.Picker(world)
+        steps = plan.resolve(ops, picker)
         self._boot()
         for at, fn in steps:
-            self.at(self.start + at, fn)
+            world.at(self.start + at, fn)
         self.lifecycle.start()
         self.csrs.start()
-        self.step_to(self.start)
+        world.step_to(self.start)
         if sink is not None:
-            self.subscribe(sink)
+            world.subscribe(sink)
 
-    # --- the event loop --------------------------------------------------------------------------------
+    @property
+    def now(self) -> float:
+        return self.world.now
 
-    def at(self, t: float, fn: Callable, *args: object, prio: int = PRIO_KUBELET) -> None:
-        """Run ``fn(*args)`` at virtual time ``t`` (never before now)."""
-        self._seq += 1
-        heapq.heappush(self._heap, (max(t, self.now), prio, self._seq, fn, args))
+    @property
+    def cert_lifetime(self) -> float:
+        return self.world.cert_lifetime
 
-    def step_to(self, t: float) -> None:
-        """Advance virtual time to ``t``, emitting every change through the sinks in time order."""
-        with self.lock:
-            heap = self._heap
-            pop = heapq.heappop
-            while heap and heap[0][0] <= t:
-                et, _, _, fn, args = pop(heap)
-                if et > self.now:
-                    self.now = et
-                fn(*args)
-            if t > self.now:
-                self.now = t
+    @property
+    def events_emitted(self) -> int:
+        return self.world.events_emitted
 
-    # --- sinks and objects --------------------------------------------------------------------------------
-
-    def subscribe(self, sink: Sink) -> None:
-        with self.lock:
-            self._sinks.append(sink)
-
-    def emit(self, resource: str, etype: str, obj: dict) -> None:
-        self.events_emitted += 1
-        for s in self._sinks:
-            s(resource, etype, obj, self.now)
-
-    def emit_node(self, node: SimNode, etype: str = "MODIFIED") -> None:
-        if self._sinks:
-            self.emit("nodes", etype, node_object(node))
-
-    def emit_lease(self, node: SimNode, etype: str = "MODIFIED") -> None:
-        if self._sinks:
-            self.emit("leases", etype, lease_object(node))
-
-    def emit_pod(self, pod: SimPod, etype: str = "MODIFIED") -> None:
-        if self._sinks:
-            self.emit("pods", etype, pod_object(pod, self.nodes.get(pod.node)))
+    # --- objects --------------------------------------------------------------------------------------
 
     def objects(self, resource: str) -> list[dict]:
         """The current objects of a resource (fresh dicts; for an initial list)."""
@@ -179,9 +174,12 @@ class SimFleet:
                     if math.isfinite(self.nodes[n].cert_not_after)}
 
     @property
-    def ca(self):
-        """The cluster CA that signs kubelet client certificates (``pki.CA``)."""
+    def ca(self) -> pki.CA:
+        """The cluster CA that signs kubelet client certificates."""
         return self.csrs.ca
+
+    def node(self, name: str) -> SimNode:
+        return self.nodes[name]
 
     # --- building ---------------------------------------------------------------------------------------------
 
@@ -198,7 +196,6 @@ class SimFleet:
             node = make_node(rng, i, width, region, zone, pool, version, self.start - rng.uniform(40, 400) * DAY)
             self.nodes[node.name] = node
             self.node_order.append(node.name)
-        self._next_index = n_nodes
         self._width = width
         wls = build_workloads(rng, n_nodes, self.pods_per_node, self.start, self.server_version,
                               self.settings.toleration_seconds)
@@ -223,7 +220,7 @@ class SimFleet:
                 si += 1
                 self._initial_pod(rng, wl, node, ordinal if wl.kind == "StatefulSet" else None)
 
-    def _initial_pod(self, rng: random.Random, wl, node: SimNode, ordinal: int | None) -> None:
+    def _initial_pod(self, rng: random.Random, wl: Workload, node: SimNode, ordinal: int | None) -> None:
         name = new_pod_name(rng, wl, ordinal)
         while (wl.namespace, name) in self.pods:
             name = new_pod_name(rng, wl, ordinal)
@@ -242,7 +239,7 @@ class SimFleet:
         within the last 5 minutes, a client certificate somewhere in its life."""
         rng = self.shape_rng
         t0 = self.t0
-        life = self.cert_lifetime
+        life = self.world.cert_lifetime
         for name in self.node_order:
             node = self.nodes[name]
             off = node.clock_offset
@@ -264,101 +261,6 @@ class SimFleet:
             node.status_token += 1
             self.at(last_report + REPORT_PERIOD, self.kubelet.post_status, node, node.status_token)
             self.kubelet.schedule_rotation(node)
-
-    # --- what scenarios do to the fleet ---------------------------------------------------------------------------
-
-    def stop_kubelet(self, node: SimNode) -> None:
-        node.kubelet_up = False
-
-    def start_kubelet(self, node: SimNode) -> None:
-        self.kubelet.start(node)
-
-    def disconnect(self, node: SimNode) -> None:
-        node.connected = False
-
-    def reconnect(self, node: SimNode) -> None:
-        node.connected = True
-        self.kubelet.resume(node)
-
-    def set_runtime_down(self, node: SimNode, down: bool = True) -> None:
-        node.runtime_down = down
-        self.kubelet.request_sync(node)
-
-    def set_cni_down(self, node: SimNode, down: bool = True) -> None:
-        node.cni_down = down
-        self.kubelet.request_sync(node)
-
-    def set_pressure(self, node: SimNode, kind: str, on: bool = True) -> None:
-        if on:
-            node.pressure.add(kind)
-        else:
-            node.pressure.discard(kind)
-        self.kubelet.request_sync(node)
-
-    def cordon(self, node: SimNode, on: bool = True) -> None:
-        node.unschedulable = on
-        self.emit_node(node)
-        self.lifecycle.request_noschedule_sync(node)
-
-    def delete_node(self, node: SimNode) -> None:
-        if node.deleted:
-            return
-        node.deleted = True
-        self.emit_node(node, "DELETED")
-        self.lifecycle.node_deleted(node)
-        self.events.node_event(node, "RemovingNode", f"Node {node.name} event: Removing Node {node.name} from Controller",
-                               component="node-controller", controller=True)
-        del self.nodes[node.name]
-        self.node_order.remove(node.name)
-        self.workloads.node_gone(node)
-        self.at(self.now + self.rng.uniform(0.5, 2.0), self._lease_gc, node)
-
-    def _lease_gc(self, node: SimNode) -> None:
-        if node.renew_time is not None:
-            self.emit_lease(node, "DELETED")
-
-    def add_node(self, zone_index: int | None = None) -> SimNode:
-        """A new machine joins: bootstrap CSR, registration, CNI up after a few seconds."""
-        zones = zones_for(len(self.node_order) + 1)
-        i = self._next_index
-        self._next_index += 1
-        region, zone = zones[(i if zone_index is None else zone_index) % len(zones)]
-        pool = POOLS[(i // len(zones)) % len(POOLS)]
-        node = make_node(self.rng, i, self._width, region, zone, pool, self.server_version, self.now)
-        node.cni_down = True
-        node.cert_not_after = -math.inf  # no client certificate yet
-        self.joining[node.name] = node
-        node.connected = True
-        self.csrs.submit(node, bootstrap=True)
-        return node
-
-    def node_joined_cert(self, node: SimNode) -> None:
-        """A joining node got its first client certificate: it registers itself."""
-        if self.joining.pop(node.name, None) is None:
-            return
-        now = self.now
-        node.created = node.lease_created = now
-        self.nodes[node.name] = node
-        self.node_order.append(node.name)
-        self.emit_node(node, "ADDED")
-        node.renew_time = now + node.clock_offset
-        self.emit_lease(node, "ADDED")
-        self.events.node_event(node, "Starting", "Starting kubelet.", component="kubelet")
-        self.lifecycle.node_added(node)
-        self.kubelet.post_status(node, -1)
-        self.events.node_event(node, "RegisteredNode", f"Node {node.name} event: Registered Node {node.name} in Controller",
-                               component="node-controller", controller=True)
-        self.kubelet.schedule_renewal(node, now + 10.0 * (1 + 0.04 * self.rng.random()))
-        self.workloads.node_added(node)
-        self.at(now + self.rng.uniform(8.0, 20.0), self.set_cni_down, node, False)
-
-    def rotate_cert(self, node: SimNode) -> None:
-        """The kubelet's rotation deadline is now: it asks for a new client certificate."""
-        node.rotation_at = self.now
-        self.kubelet.rotate(node, node.rotation_at)
-
-    def node(self, name: str) -> SimNode:
-        return self.nodes[name]
 
 
 def _older_version(version: str) -> str | None:

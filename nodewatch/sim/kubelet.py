@@ -13,12 +13,12 @@ A dead or cut-off kubelet costs nothing: it simply stops scheduling work, and wh
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from .shapes import Cond, SimNode, container_name
-
-if TYPE_CHECKING:
-    from .fleet import SimFleet
+from .csrs import CSRController
+from .events import EventRecorder
+from .node_lifecycle import NodeLifecycleController
+from .pod_controllers import Workloads
+from .shapes import Cond, SimNode, SimPod, container_name
+from .world import SimWorld
 
 RENEW_INTERVAL = 10.0
 """0.25 x nodeLeaseDurationSeconds (40s)."""
@@ -64,10 +64,19 @@ def desired_conditions(node: SimNode) -> dict[str, tuple[str, str, str, str]]:
 
 
 class Kubelets:
-    """Every kubelet of the fleet (state lives on each ``SimNode``; behaviour lives here)."""
+    """Every kubelet of the fleet (state lives on each ``SimNode``; behaviour lives here).
 
-    def __init__(self, fleet: "SimFleet") -> None:
-        self.fleet = fleet
+    Its inputs: the simulated cluster (``world``) and what a kubelet's writes reach: the event
+    recorder, the node lifecycle controller (a renewal or a status post is a probe), the workload
+    controllers (pods confirmed gone, Ready again, DaemonSets for a new node) and the CSR signer."""
+
+    def __init__(self, world: SimWorld, events: EventRecorder, lifecycle: NodeLifecycleController,
+                 workloads: Workloads, csrs: CSRController) -> None:
+        self.world = world
+        self.events = events
+        self.lifecycle = lifecycle
+        self.workloads = workloads
+        self.csrs = csrs
         self.renewals = 0
         self.status_posts = 0
 
@@ -75,24 +84,24 @@ class Kubelets:
 
     def schedule_renewal(self, node: SimNode, at: float) -> None:
         node.lease_token += 1
-        self.fleet.at(at, self.renew, node, node.lease_token)
+        self.world.at(at, self.renew, node, node.lease_token)
 
     def renew(self, node: SimNode, token: int) -> None:
         if token != node.lease_token or node.deleted:
             return
-        fleet = self.fleet
-        now = fleet.now
+        world = self.world
+        now = world.now
         if not node.can_talk(now):
             return  # nothing reaches the API server; ``resume`` restarts the loop
         node.renew_time = now + node.clock_offset
         self.renewals += 1
-        fleet.lifecycle.observe_change(node)
-        fleet.emit_lease(node)
-        interval = RENEW_INTERVAL * (1.0 + RENEW_JITTER * fleet.rng.random())
+        self.lifecycle.observe_change(node)
+        world.emit_lease(node)
+        interval = RENEW_INTERVAL * (1.0 + RENEW_JITTER * world.rng.random())
         if node.slow_lease:
-            interval += fleet.rng.uniform(12.0, 22.0)  # renewals failing on a congested link
+            interval += world.rng.uniform(12.0, 22.0)  # renewals failing on a congested link
         node.lease_token += 1
-        fleet.at(now + interval, self.renew, node, node.lease_token)
+        world.at(now + interval, self.renew, node, node.lease_token)
 
     # Node status -------------------------------------------------------------------------------------
 
@@ -101,14 +110,14 @@ class Kubelets:
         if node.sync_pending:
             return
         node.sync_pending = True
-        fleet = self.fleet
-        fleet.at(fleet.now + fleet.rng.uniform(0.5, SYNC_PERIOD), self.post_status, node, -1)
+        world = self.world
+        world.at(world.now + world.rng.uniform(0.5, SYNC_PERIOD), self.post_status, node, -1)
 
     def post_status(self, node: SimNode, token: int) -> None:
         if node.deleted or (token >= 0 and token != node.status_token):
             return
-        fleet = self.fleet
-        now = fleet.now
+        world = self.world
+        now = world.now
         if token < 0:
             node.sync_pending = False
         if not node.can_talk(now):
@@ -131,109 +140,137 @@ class Kubelets:
                 changed = True
             c.status, c.reason, c.message, c.heartbeat = status, reason, message, t_node
         node.last_report = now
-        fleet.emit_node(node)
+        world.emit_node(node)
         for reason in events:
-            fleet.events.node_event(node, reason, f"Node {node.name} status is now: {reason}", component="kubelet")
-        lc = fleet.lifecycle
+            self.events.node_event(node, reason, f"Node {node.name} status is now: {reason}", component="kubelet")
+        lc = self.lifecycle
         lc.observe_change(node)  # the Ready heartbeat moved
         new_ready = node.ready()
         lc.ready_changed(node, old_ready, new_ready)
         if changed:
             lc.request_noschedule_sync(node)
         if new_ready == "True" and old_ready != "True":
-            fleet.workloads.pods_ready_again(node)
+            self.workloads.pods_ready_again(node)
         node.status_token += 1
-        fleet.at(now + REPORT_PERIOD, self.post_status, node, node.status_token)
+        world.at(now + REPORT_PERIOD, self.post_status, node, node.status_token)
 
     # coming back ---------------------------------------------------------------------------------------
 
     def resume(self, node: SimNode) -> None:
         """The kubelet can talk to the API server again: heartbeat, status and pending work resume."""
-        fleet = self.fleet
-        if node.deleted or not node.can_talk(fleet.now):
+        world = self.world
+        if node.deleted or not node.can_talk(world.now):
             return
-        rng = fleet.rng
-        self.schedule_renewal(node, fleet.now + rng.uniform(0.2, RETRY_BACKOFF_MAX))
+        rng = world.rng
+        self.schedule_renewal(node, world.now + rng.uniform(0.2, RETRY_BACKOFF_MAX))
         node.sync_pending = True
-        fleet.at(fleet.now + rng.uniform(0.3, 3.0), self.post_status, node, -1)
+        world.at(world.now + rng.uniform(0.3, 3.0), self.post_status, node, -1)
         for key in sorted(node.pods):
-            pod = fleet.pods.get(key)
+            pod = world.pods.get(key)
             if pod is not None and pod.deletion_at is not None:
                 self.pod_deleted(node, pod)
-        if node.rotation_at <= fleet.now:
-            fleet.at(fleet.now + rng.uniform(1.0, 5.0), self.rotate, node, node.rotation_at)
+        if node.rotation_at <= world.now:
+            world.at(world.now + rng.uniform(1.0, 5.0), self.rotate, node, node.rotation_at)
 
     def start(self, node: SimNode) -> None:
         """The kubelet process starts (again)."""
-        fleet = self.fleet
+        world = self.world
         node.kubelet_up = True
-        if not node.can_talk(fleet.now):
+        if not node.can_talk(world.now):
             return
-        fleet.events.node_event(node, "Starting", "Starting kubelet.", component="kubelet")
+        self.events.node_event(node, "Starting", "Starting kubelet.", component="kubelet")
         for reason in ("NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID"):
-            fleet.events.node_event(node, reason, f"Node {node.name} status is now: {reason}", component="kubelet")
-        fleet.events.node_event(node, "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods",
+            self.events.node_event(node, reason, f"Node {node.name} status is now: {reason}", component="kubelet")
+        self.events.node_event(node, "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods",
                                 component="kubelet")
         self.resume(node)
 
     # pods ------------------------------------------------------------------------------------------------
 
     def can_manage_pods(self, node: SimNode) -> bool:
-        return node.can_talk(self.fleet.now) and not node.runtime_down
+        return node.can_talk(self.world.now) and not node.runtime_down
 
-    def pod_deleted(self, node: SimNode, pod) -> None:
+    def pod_deleted(self, node: SimNode, pod: SimPod) -> None:
         """A pod on this node got a deletionTimestamp: a live kubelet kills it and confirms."""
         if not self.can_manage_pods(node):
             return  # stays Terminating: nobody confirms
-        fleet = self.fleet
+        world = self.world
         container = container_name(pod.wl)
-        fleet.events.pod_event(pod, "Killing", f"Stopping container {container}", component="kubelet",
+        self.events.pod_event(pod, "Killing", f"Stopping container {container}", component="kubelet",
                                host=node.name)
-        fleet.at(fleet.now + fleet.rng.uniform(1.0, 4.0), self._confirm_delete, pod.key, pod.uid)
+        world.at(world.now + world.rng.uniform(1.0, 4.0), self._confirm_delete, pod.key, pod.uid)
 
     def _confirm_delete(self, key: tuple[str, str], uid: str) -> None:
-        pod = self.fleet.pods.get(key)
+        pod = self.world.pods.get(key)
         if pod is None or pod.uid != uid:
             return
-        node = self.fleet.nodes.get(pod.node)
+        node = self.world.nodes.get(pod.node)
         if node is not None and not self.can_manage_pods(node):
             return  # lost contact meanwhile
-        self.fleet.workloads.remove_pod(key)
+        self.workloads.remove_pod(key)
 
     def start_pod(self, key: tuple[str, str]) -> None:
-        fleet = self.fleet
-        pod = fleet.pods.get(key)
+        world = self.world
+        pod = world.pods.get(key)
         if pod is None or pod.phase != "Pending" or pod.deletion_at is not None:
             return
-        node = fleet.nodes.get(pod.node)
+        node = world.nodes.get(pod.node)
         if node is None or not self.can_manage_pods(node):
             return
         pod.phase = "Running"
         pod.ready = True
-        pod.start_time = fleet.now
-        pod.ready_since = fleet.now
-        fleet.emit_pod(pod)
+        pod.start_time = world.now
+        pod.ready_since = world.now
+        world.emit_pod(pod)
         container = container_name(pod.wl)
-        fleet.events.pod_event(pod, "Started", f"Started container {container}", component="kubelet",
+        self.events.pod_event(pod, "Started", f"Started container {container}", component="kubelet",
                                host=node.name)
 
     # client certificate rotation ---------------------------------------------------------------------------
 
     def schedule_rotation(self, node: SimNode) -> None:
         if node.rotation_at < float("inf"):
-            self.fleet.at(max(node.rotation_at, self.fleet.now), self.rotate, node, node.rotation_at)
+            self.world.at(max(node.rotation_at, self.world.now), self.rotate, node, node.rotation_at)
 
     def rotate(self, node: SimNode, due: float) -> None:
         if node.deleted or due != node.rotation_at:
             return
-        if not node.can_talk(self.fleet.now):
+        if not node.can_talk(self.world.now):
             return  # retried on resume
         node.rotation_at = float("inf")  # in flight
-        self.fleet.csrs.submit(node)
+        self.csrs.submit(node)
 
     def cert_issued(self, node: SimNode, not_before: float, not_after: float) -> None:
         node.cert_not_before = not_before
         node.cert_not_after = not_after
-        node.rotation_at = not_before + (not_after - not_before) * (0.7 + 0.2 * self.fleet.rng.random())
+        node.rotation_at = not_before + (not_after - not_before) * (0.7 + 0.2 * self.world.rng.random())
         self.schedule_rotation(node)
-        self.fleet.node_joined_cert(node)
+        self.register(node)
+
+    # joining ---------------------------------------------------------------------------------------------
+
+    def register(self, node: SimNode) -> None:
+        """A joining node got its first client certificate: its kubelet registers the Node."""
+        world = self.world
+        if world.joining.pop(node.name, None) is None:
+            return
+        now = world.now
+        node.created = node.lease_created = now
+        world.nodes[node.name] = node
+        world.node_order.append(node.name)
+        world.emit_node(node, "ADDED")
+        node.renew_time = now + node.clock_offset
+        world.emit_lease(node, "ADDED")
+        self.events.node_event(node, "Starting", "Starting kubelet.", component="kubelet")
+        self.lifecycle.node_added(node)
+        self.post_status(node, -1)
+        self.events.node_event(node, "RegisteredNode", f"Node {node.name} event: Registered Node {node.name} in Controller",
+                               component="node-controller", controller=True)
+        self.schedule_renewal(node, now + 10.0 * (1 + 0.04 * world.rng.random()))
+        self.workloads.node_added(node)
+        world.at(now + world.rng.uniform(8.0, 20.0), self._network_ready, node)
+
+    def _network_ready(self, node: SimNode) -> None:
+        """The network plugin came up on a new node: Ready at the next status sync."""
+        node.cni_down = False
+        self.request_sync(node)

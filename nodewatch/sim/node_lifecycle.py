@@ -18,14 +18,14 @@ import heapq
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..core import rules
+from ..core.settings import Settings
+from .events import EventRecorder
+from .pod_controllers import TaintEvictionController, Workloads
 from .schedule import PRIO_CONTROLLER
 from .shapes import Cond, SimNode, SimTaint
-
-if TYPE_CHECKING:
-    from .fleet import SimFleet
+from .world import SimWorld
 
 TAINT_PASS_PERIOD = 0.1
 """scheduler.NodeEvictionPeriod: how often the NoExecute tainting queues are swept."""
@@ -81,9 +81,19 @@ class Zone:
 
 
 class NodeLifecycleController:
-    def __init__(self, fleet: "SimFleet", t0: float) -> None:
-        self.fleet = fleet
-        s = fleet.settings
+    """Its inputs: the simulated cluster (``world``), the controller manager's flags
+    (``settings``), and the parts it calls: the event recorder, taint eviction (told of every
+    NoExecute change) and the workloads (MarkPodsNotReady)."""
+
+    def __init__(self, world: SimWorld, settings: Settings, events: EventRecorder,
+                 taint_eviction: TaintEvictionController, workloads: Workloads) -> None:
+        self.world = world
+        self.settings = settings
+        self.events = events
+        self.taint_eviction = taint_eviction
+        self.workloads = workloads
+        t0 = world.t0
+        s = settings
         self.period = s.monitor_period_seconds
         self.interval = self.period + PASS_DURATION
         """Start to start, as wait.Until's sliding period makes it."""
@@ -123,7 +133,7 @@ class NodeLifecycleController:
 
     def observe_change(self, node: SimNode) -> None:
         """A lease renewal or a Ready heartbeat change reached the API server now."""
-        node.last_change = self.fleet.now
+        node.last_change = self.world.now
         if node.armed_deadline is None:
             self._arm(node)
 
@@ -140,7 +150,7 @@ class NodeLifecycleController:
         z = self.zones.get(key)
         if z is None:
             z = self.zones[key] = Zone(key)
-            z.limiter = TokenBucket(self.fleet.settings.eviction_rate, self.fleet.now)
+            z.limiter = TokenBucket(self.settings.eviction_rate, self.world.now)
         return z
 
     def count(self, node: SimNode, status: str | None, delta: int) -> None:
@@ -167,7 +177,7 @@ class NodeLifecycleController:
         self.count(node, node.ready(), +1)
         if node.ready() != "True":
             self.attention.add(node.name)
-        node.last_change = self.fleet.now
+        node.last_change = self.world.now
         self._arm(node)
 
     def _dequeue(self, node: SimNode) -> None:
@@ -188,7 +198,7 @@ class NodeLifecycleController:
     # the monitor pass -------------------------------------------------------------------------------
 
     def start(self) -> None:
-        self.fleet.at(self.t0, self.monitor_pass, prio=PRIO_CONTROLLER)
+        self.world.at(self.t0, self.monitor_pass, prio=PRIO_CONTROLLER)
 
     def monitor_pass(self) -> None:
         """monitorNodeHealth: expire probes, then taint work per node, then the zones.
@@ -198,15 +208,15 @@ class NodeLifecycleController:
         next pass: the taint lands one monitor period after the flip, as the real v1.20
         controller was seen to do (docs/kubernetes-rules.md).
         """
-        fleet = self.fleet
-        now = fleet.now
+        world = self.world
+        now = world.now
         self.passes += 1
         # processTaintBaseEviction looks at the Ready condition as it was before this pass updated it
-        observed = [(fleet.nodes[n], fleet.nodes[n].ready()) for n in sorted(self.attention) if n in fleet.nodes]
+        observed = [(world.nodes[n], world.nodes[n].ready()) for n in sorted(self.attention) if n in world.nodes]
         heap = self.deadlines
         while heap and heap[0][0] < now:
             deadline, _, name = heapq.heappop(heap)
-            node = fleet.nodes.get(name)
+            node = world.nodes.get(name)
             if node is None or node.deleted or node.armed_deadline != deadline:
                 continue
             node.armed_deadline = None
@@ -218,7 +228,7 @@ class NodeLifecycleController:
             if not node.deleted:
                 self.process_taint_based_eviction(node, status)
         self.handle_disruption()
-        fleet.at(self.pass_time(self.passes), self.monitor_pass, prio=PRIO_CONTROLLER)
+        world.at(self.pass_time(self.passes), self.monitor_pass, prio=PRIO_CONTROLLER)
 
     def mark_unknown(self, node: SimNode) -> None:
         """tryUpdateNodeHealth after the grace: Ready and the pressure conditions go Unknown.
@@ -227,8 +237,8 @@ class NodeLifecycleController:
         with ``NodeStatusNeverUpdated``, its heartbeat at the Node's creation (as the real
         controller writes it; docs/kubernetes-rules.md).
         """
-        fleet = self.fleet
-        now = fleet.now
+        world = self.world
+        now = world.now
         old_ready = node.ready()
         changed = False
         for ctype in UNKNOWN_CONDITIONS:
@@ -247,13 +257,13 @@ class NodeLifecycleController:
             changed = True
         if not changed:
             return
-        fleet.emit_node(node)
+        world.emit_node(node)
         self.ready_changed(node, old_ready, "Unknown")
         self.request_noschedule_sync(node)
         if old_ready == "True":
-            fleet.events.node_event(node, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady",
+            self.events.node_event(node, "NodeNotReady", f"Node {node.name} status is now: NodeNotReady",
                                     component="node-controller", controller=True)
-            fleet.workloads.mark_pods_not_ready(node)
+            self.workloads.mark_pods_not_ready(node)
 
     def process_taint_based_eviction(self, node: SimNode, observed: str | None) -> None:
         """``processTaintBaseEviction`` with the Ready status the pass observed before its own
@@ -288,15 +298,15 @@ class NodeLifecycleController:
         before = len(node.taints)
         node.taints = [t for t in node.taints if not (t.effect == "NoExecute" and t.key in rules.EVICTION_TAINTS)]
         if len(node.taints) != before:
-            self.fleet.emit_node(node)
-            self.fleet.taint_eviction.node_taints_changed(node)
+            self.world.emit_node(node)
+            self.taint_eviction.node_taints_changed(node)
 
     def swap_eviction_taint(self, node: SimNode, key: str) -> None:
         """SwapNodeControllerTaint: the new taint is stamped now, the opposite one removed."""
         node.taints = [t for t in node.taints if not (t.effect == "NoExecute" and t.key in rules.EVICTION_TAINTS)]
-        node.taints.append(SimTaint(key, "NoExecute", self.fleet.now))
-        self.fleet.emit_node(node)
-        self.fleet.taint_eviction.node_taints_changed(node)
+        node.taints.append(SimTaint(key, "NoExecute", self.world.now))
+        self.world.emit_node(node)
+        self.taint_eviction.node_taints_changed(node)
 
     # NoExecute tainting queue, swept every 100ms ------------------------------------------------------
 
@@ -305,22 +315,22 @@ class NodeLifecycleController:
             return
         if not any(z.queue and z.limiter is not None and z.limiter.qps > 0 for z in self.zones.values()):
             return
-        now = self.fleet.now
+        now = self.world.now
         k = math.floor((now - self.t0) / TAINT_PASS_PERIOD + 1e-6) + 1
         while self.t0 + k * TAINT_PASS_PERIOD <= now:
             k += 1
         self._ticking = True
-        self.fleet.at(self.t0 + k * TAINT_PASS_PERIOD, self.tainting_pass, prio=PRIO_CONTROLLER)
+        self.world.at(self.t0 + k * TAINT_PASS_PERIOD, self.tainting_pass, prio=PRIO_CONTROLLER)
 
     def tainting_pass(self) -> None:
         """doNoExecuteTaintingPass: each zone's queue, as fast as its limiter allows."""
         self._ticking = False
-        now = self.fleet.now
+        now = self.world.now
         for key in sorted(self.zones):
             z = self.zones[key]
             while z.queue and z.limiter is not None and z.limiter.try_accept(now):
                 name = z.queue.popleft()  # RemoveFromQueue: it stays in ``queued``
-                node = self.fleet.nodes.get(name)
+                node = self.world.nodes.get(name)
                 if node is None or node.deleted:
                     z.queued.discard(name)
                     continue
@@ -333,7 +343,7 @@ class NodeLifecycleController:
     # zones and the "all zones down" mode ------------------------------------------------------------------
 
     def zone_rate(self, z: Zone) -> float:
-        s = self.fleet.settings
+        s = self.settings
         assert z.state is not None
         return rules.zone_taint_rate(z.state, z.size, all_full=False, eviction_rate=s.eviction_rate,
                                      secondary_eviction_rate=s.secondary_eviction_rate,
@@ -342,7 +352,7 @@ class NodeLifecycleController:
     def swap_limiter(self, z: Zone, qps: float) -> None:
         """RateLimitedTimedQueue.SwapLimiter: a new bucket, drained if the old one was empty."""
         old = z.limiter
-        now = self.fleet.now
+        now = self.world.now
         if old is not None and old.qps == qps:
             return
         new = TokenBucket(qps, now)
@@ -360,14 +370,14 @@ class NodeLifecycleController:
         (drained when the old one was empty). Otherwise only zones whose state changed get a new
         limiter. Rates: ``rules.zone_taint_rate``; see docs/kubernetes-rules.md.
         """
-        now = self.fleet.now
-        thr = self.fleet.settings.unhealthy_zone_threshold
+        now = self.world.now
+        thr = self.settings.unhealthy_zone_threshold
         new_states = {k: rules.zone_state(z.ready, z.not_ready, thr) for k, z in self.zones.items() if z.size > 0}
         all_full = rules.all_zones_full(new_states.values())
         if all_full and not self.all_full:
             # "Controller detected that all Nodes are not-Ready. Entering master disruption mode."
             for name in sorted(self.attention):
-                node = self.fleet.nodes.get(name)
+                node = self.world.nodes.get(name)
                 if node is not None:
                     self.mark_reachable(node)
             for z in self.zones.values():
@@ -395,11 +405,11 @@ class NodeLifecycleController:
         if node.name in self._noschedule_pending:
             return
         self._noschedule_pending.add(node.name)
-        self.fleet.at(self.fleet.now + 0.02, self.noschedule_sync, node.name, prio=PRIO_CONTROLLER)
+        self.world.at(self.world.now + 0.02, self.noschedule_sync, node.name, prio=PRIO_CONTROLLER)
 
     def noschedule_sync(self, name: str) -> None:
         self._noschedule_pending.discard(name)
-        node = self.fleet.nodes.get(name)
+        node = self.world.nodes.get(name)
         if node is None or node.deleted:
             return
         statuses = {c.type: c.status for c in node.conditions.values()}
@@ -410,4 +420,4 @@ class NodeLifecycleController:
         kept = [t for t in node.taints if not (t.effect == "NoSchedule" and t.key in CONTROLLER_NOSCHEDULE_KEYS)]
         added = [SimTaint(k, "NoSchedule") for k in sorted(want)]
         node.taints = added + kept
-        self.fleet.emit_node(node)
+        self.world.emit_node(node)

@@ -8,14 +8,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..core import rules
+from .events import EventRecorder
 from .schedule import PRIO_CONTROLLER
 from .shapes import SimNode, SimPod, Workload, make_uid, new_pod_name, pod_ip
+from .world import SimWorld
 
-if TYPE_CHECKING:
-    from .fleet import SimFleet
+
+class PodRuntime(Protocol):
+    """What the workload controllers need of the kubelets (``kubelet.Kubelets``): they call back
+    (``remove_pod``), so this is a cycle of calls, wired by ``fleet.SimFleet``, not of imports."""
+
+    def pod_deleted(self, node: SimNode, pod: SimPod) -> None: ...
+
+    def start_pod(self, key: tuple[str, str]) -> None: ...
+
 
 def _tolerations(wl: Workload) -> tuple[rules.Toleration, ...]:
     out = []
@@ -28,8 +37,10 @@ def _tolerations(wl: Workload) -> tuple[rules.Toleration, ...]:
 
 
 class TaintEvictionController:
-    def __init__(self, fleet: "SimFleet") -> None:
-        self.fleet = fleet
+    def __init__(self, world: SimWorld, events: EventRecorder, workloads: "Workloads") -> None:
+        self.world = world
+        self.events = events
+        self.workloads = workloads
         self._tol_cache: dict[int, tuple[rules.Toleration, ...]] = {}
         self.evictions = 0
 
@@ -42,9 +53,9 @@ class TaintEvictionController:
 
     def node_taints_changed(self, node: SimNode) -> None:
         taints = [rules.Taint(t.key, t.effect, t.value, t.time_added) for t in node.taints]
-        now = self.fleet.now
+        now = self.world.now
         for key in sorted(node.pods):
-            pod = self.fleet.pods.get(key)
+            pod = self.world.pods.get(key)
             if pod is None or pod.deletion_at is not None:
                 continue
             self.process(pod, taints, now)
@@ -62,7 +73,7 @@ class TaintEvictionController:
         pod.evict_created = now
         pod.evict_due = max(at, now)
         pod.evict_token += 1
-        self.fleet.at(pod.evict_due, self.evict, pod.key, pod.evict_token, prio=PRIO_CONTROLLER)
+        self.world.at(pod.evict_due, self.evict, pod.key, pod.evict_token, prio=PRIO_CONTROLLER)
 
     def cancel(self, pod: SimPod) -> None:
         if pod.evict_due is not None:
@@ -71,25 +82,29 @@ class TaintEvictionController:
             pod.evict_token += 1
 
     def evict(self, key: tuple[str, str], token: int) -> None:
-        fleet = self.fleet
-        pod = fleet.pods.get(key)
+        world = self.world
+        pod = world.pods.get(key)
         if pod is None or pod.evict_token != token or pod.deletion_at is not None:
             return
         pod.evict_due = None
         self.evictions += 1
-        pod.disruption_at = fleet.now
-        fleet.emit_pod(pod)
-        fleet.events.pod_event(pod, "TaintManagerEviction", f"Marking for deletion Pod {key[0]}/{key[1]}",
+        pod.disruption_at = world.now
+        world.emit_pod(pod)
+        self.events.pod_event(pod, "TaintManagerEviction", f"Marking for deletion Pod {key[0]}/{key[1]}",
                                component="taint-eviction-controller")
-        fleet.workloads.delete_pod(pod)
+        self.workloads.delete_pod(pod)
 
 
 # --- workloads, scheduler, PodGC ------------------------------------------------------------------------
 
 
 class Workloads:
-    def __init__(self, fleet: "SimFleet") -> None:
-        self.fleet = fleet
+    kubelets: PodRuntime
+    """Set by ``fleet.SimFleet`` once the kubelets exist (they are built after these controllers)."""
+
+    def __init__(self, world: SimWorld, events: EventRecorder) -> None:
+        self.world = world
+        self.events = events
         self.by_key: dict[tuple[str, str], Workload] = {}
 
     def add(self, wl: Workload) -> None:
@@ -97,67 +112,67 @@ class Workloads:
 
     def mark_pods_not_ready(self, node: SimNode) -> None:
         """MarkPodsNotReady: the node controller flips the pods' Ready condition to False."""
-        fleet = self.fleet
+        world = self.world
         for key in sorted(node.pods):
-            p = fleet.pods.get(key)
+            p = world.pods.get(key)
             if p is None or not p.ready:
                 continue
             p.ready = False
-            p.not_ready_since = fleet.now
-            fleet.emit_pod(p)
-            fleet.events.pod_event(p, "NodeNotReady", "Node is not ready", component="node-controller",
+            p.not_ready_since = world.now
+            world.emit_pod(p)
+            self.events.pod_event(p, "NodeNotReady", "Node is not ready", component="node-controller",
                                    type_="Warning")
 
     def pods_ready_again(self, node: SimNode) -> None:
         """The kubelet reports its pods Ready again once it is back."""
-        fleet = self.fleet
+        world = self.world
         for key in sorted(node.pods):
-            p = fleet.pods.get(key)
+            p = world.pods.get(key)
             if p is None or p.ready or p.deletion_at is not None or p.phase != "Running":
                 continue
             p.ready = True
-            p.ready_since = fleet.now
+            p.ready_since = world.now
             p.not_ready_since = None
-            fleet.emit_pod(p)
+            world.emit_pod(p)
 
     def delete_pod(self, pod: SimPod) -> None:
         """A graceful delete: deletionTimestamp now + grace; the kubelet must confirm it."""
-        fleet = self.fleet
-        pod.deletion_at = fleet.now
-        fleet.emit_pod(pod)
+        world = self.world
+        pod.deletion_at = world.now
+        world.emit_pod(pod)
         wl = pod.wl
         if wl.kind == "Deployment":
-            fleet.at(fleet.now + 0.05, self.create_pod, wl, None, prio=PRIO_CONTROLLER)
-        node = fleet.nodes.get(pod.node)
+            world.at(world.now + 0.05, self.create_pod, wl, None, prio=PRIO_CONTROLLER)
+        node = world.nodes.get(pod.node)
         if node is not None:
-            fleet.kubelet.pod_deleted(node, pod)
+            self.kubelets.pod_deleted(node, pod)
 
     def remove_pod(self, key: tuple[str, str], force: bool = False) -> None:
         """The object goes away (kubelet confirmed, or PodGC force-deleted it)."""
-        fleet = self.fleet
-        pod = fleet.pods.pop(key, None)
+        world = self.world
+        pod = world.pods.pop(key, None)
         if pod is None:
             return
-        node = fleet.nodes.get(pod.node)
+        node = world.nodes.get(pod.node)
         if node is not None:
             node.pods.discard(key)
         pod.wl.pods.discard(pod.name)
-        fleet.emit_pod(pod, "DELETED")
+        world.emit_pod(pod, "DELETED")
         wl = pod.wl
         if wl.kind == "StatefulSet":
             ordinal = int(pod.name.rsplit("-", 1)[-1])
-            fleet.at(fleet.now + fleet.rng.uniform(0.5, 2.0), self.create_pod, wl, ordinal, prio=PRIO_CONTROLLER)
+            world.at(world.now + world.rng.uniform(0.5, 2.0), self.create_pod, wl, ordinal, prio=PRIO_CONTROLLER)
         elif wl.kind == "Deployment" and pod.deletion_at is None:
-            fleet.at(fleet.now + 0.05, self.create_pod, wl, None, prio=PRIO_CONTROLLER)
+            world.at(world.now + 0.05, self.create_pod, wl, None, prio=PRIO_CONTROLLER)
 
     def pick_node(self, wl: Workload) -> SimNode | None:
         """The scheduler, cheaply: a few random candidates, the first that fits wins."""
-        fleet = self.fleet
-        names = fleet.node_order
+        world = self.world
+        names = world.node_order
         if not names:
             return None
         for _ in range(64):
-            node = fleet.nodes.get(fleet.rng.choice(names))
+            node = world.nodes.get(world.rng.choice(names))
             if node is None or node.deleted or node.ready() != "True":
                 continue
             if any(t.effect in ("NoSchedule", "NoExecute") and not wl.tolerates_noschedule(t.key)
@@ -167,42 +182,42 @@ class Workloads:
         return None
 
     def create_pod(self, wl: Workload, ordinal: int | None, node: SimNode | None = None) -> None:
-        fleet = self.fleet
-        now = fleet.now
+        world = self.world
+        now = world.now
         if wl.kind == "StatefulSet" and ordinal is not None and f"{wl.name}-{ordinal}" in wl.pods:
             return
         if node is None:
             node = self.pick_node(wl)
         if node is None:
-            fleet.events.record({"kind": wl.owner_kind, "namespace": wl.namespace, "name": wl.owner_name,
-                                 "uid": wl.owner_uid, "apiVersion": "apps/v1"}, "FailedScheduling", "0/%d nodes are available: no node fits." % len(fleet.nodes),
+            self.events.record({"kind": wl.owner_kind, "namespace": wl.namespace, "name": wl.owner_name,
+                                 "uid": wl.owner_uid, "apiVersion": "apps/v1"}, "FailedScheduling", "0/%d nodes are available: no node fits." % len(world.nodes),
                                 component="default-scheduler", namespace=wl.namespace, type_="Warning")
-            fleet.at(now + 30.0, self.create_pod, wl, ordinal, prio=PRIO_CONTROLLER)
+            world.at(now + 30.0, self.create_pod, wl, ordinal, prio=PRIO_CONTROLLER)
             return
-        name = new_pod_name(fleet.rng, wl, ordinal)
-        while (wl.namespace, name) in fleet.pods:
-            name = new_pod_name(fleet.rng, wl, ordinal)
+        name = new_pod_name(world.rng, wl, ordinal)
+        while (wl.namespace, name) in world.pods:
+            name = new_pod_name(world.rng, wl, ordinal)
         node.pod_seq += 1
-        pod = SimPod(wl, name, make_uid(fleet.rng), node.name, now, pod_ip(node, node.pod_seq),
+        pod = SimPod(wl, name, make_uid(world.rng), node.name, now, pod_ip(node, node.pod_seq),
                      phase="Pending", ready=False, start_time=now)
-        fleet.pods[pod.key] = pod
+        world.pods[pod.key] = pod
         node.pods.add(pod.key)
         wl.pods.add(name)
-        fleet.emit_pod(pod, "ADDED")
+        world.emit_pod(pod, "ADDED")
         owner = {"kind": wl.owner_kind, "namespace": wl.namespace, "name": wl.owner_name, "uid": wl.owner_uid,
                  "apiVersion": "apps/v1"}
         ctrl = {"ReplicaSet": "replicaset-controller", "StatefulSet": "statefulset-controller",
                 "DaemonSet": "daemonset-controller"}[wl.owner_kind]
-        fleet.events.record(owner, "SuccessfulCreate", f"create Pod {name} in StatefulSet {wl.name} successful"
+        self.events.record(owner, "SuccessfulCreate", f"create Pod {name} in StatefulSet {wl.name} successful"
                             if wl.kind == "StatefulSet" else f"Created pod: {name}", component=ctrl,
                             namespace=wl.namespace)
-        fleet.events.pod_event(pod, "Scheduled", f"Successfully assigned {wl.namespace}/{name} to {node.name}",
+        self.events.pod_event(pod, "Scheduled", f"Successfully assigned {wl.namespace}/{name} to {node.name}",
                                component="default-scheduler")
-        fleet.at(now + fleet.rng.uniform(2.0, 6.0), fleet.kubelet.start_pod, pod.key)
+        world.at(now + world.rng.uniform(2.0, 6.0), self.kubelets.start_pod, pod.key)
 
     def node_gone(self, node: SimNode) -> None:
         """PodGC force-deletes the pods of a node that no longer exists (after its quarantine)."""
-        self.fleet.at(self.fleet.now + 40.0, self._gc, sorted(node.pods), prio=PRIO_CONTROLLER)
+        self.world.at(self.world.now + 40.0, self._gc, sorted(node.pods), prio=PRIO_CONTROLLER)
 
     def _gc(self, keys: list) -> None:
         for key in keys:
@@ -211,5 +226,5 @@ class Workloads:
     def node_added(self, node: SimNode) -> None:
         for wl in self.by_key.values():
             if wl.kind == "DaemonSet":
-                self.fleet.at(self.fleet.now + self.fleet.rng.uniform(0.1, 1.0), self.create_pod, wl, None, node,
+                self.world.at(self.world.now + self.world.rng.uniform(0.1, 1.0), self.create_pod, wl, None, node,
                               prio=PRIO_CONTROLLER)

@@ -22,11 +22,12 @@ from functools import partial
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from .fleet import SimFleet
+    from .operations import Operations
     from .shapes import SimNode
+    from .world import SimWorld
 
 Step = tuple[float, Callable[[], None]]
-Builder = Callable[["SimFleet", "Picker"], list[Step]]
+Builder = Callable[["Operations", "Picker"], list[Step]]
 
 DAY = 86400.0
 
@@ -34,14 +35,14 @@ DAY = 86400.0
 class Picker:
     """Chooses the nodes and zones each scenario part acts on; never the same node twice."""
 
-    def __init__(self, fleet: "SimFleet") -> None:
-        self.fleet = fleet
-        self.rng = random.Random(f"nodewatch-sim/{fleet.seed}/scenario")
+    def __init__(self, world: "SimWorld") -> None:
+        self.world = world
+        self.rng = random.Random(f"nodewatch-sim/{world.seed}/scenario")
         self.used: set[str] = set()
         self.used_zones: set[str] = set()
         self.zones: dict[str, list[str]] = {}
-        for name in fleet.node_order:
-            self.zones.setdefault(fleet.nodes[name].zone_key, []).append(name)
+        for name in world.node_order:
+            self.zones.setdefault(world.nodes[name].zone_key, []).append(name)
 
     def zone(self, min_size: int = 1) -> str | None:
         """A zone no other part has claimed (any zone if all are claimed), with ``min_size`` free nodes."""
@@ -59,27 +60,27 @@ class Picker:
         return [n for n in self.zones.get(zone, []) if n not in self.used]
 
     def node(self, zone: str | None = None, where: Callable[["SimNode"], bool] | None = None) -> "SimNode | None":
-        names = self.free_in(zone) if zone is not None else [n for n in self.fleet.node_order if n not in self.used]
-        cands = [n for n in names if where is None or where(self.fleet.nodes[n])]
+        names = self.free_in(zone) if zone is not None else [n for n in self.world.node_order if n not in self.used]
+        cands = [n for n in names if where is None or where(self.world.nodes[n])]
         if not cands:
             cands = names
         if not cands:
             return None
         name = self.rng.choice(cands)
         self.used.add(name)
-        self.used_zones.add(self.fleet.nodes[name].zone_key)
-        return self.fleet.nodes[name]
+        self.used_zones.add(self.world.nodes[name].zone_key)
+        return self.world.nodes[name]
 
     def nodes(self, zone: str, k: int) -> list["SimNode"]:
         names = self.free_in(zone)
         chosen = sorted(self.rng.sample(names, min(k, len(names))))
         self.used.update(chosen)
-        return [self.fleet.nodes[n] for n in chosen]
+        return [self.world.nodes[n] for n in chosen]
 
 
-def _hosts_both(fleet: "SimFleet") -> Callable[["SimNode"], bool]:
+def _hosts_both(world: "SimWorld") -> Callable[["SimNode"], bool]:
     def test(node: "SimNode") -> bool:
-        kinds = {fleet.pods[k].wl.kind for k in node.pods if k in fleet.pods}
+        kinds = {world.pods[k].wl.kind for k in node.pods if k in world.pods}
         return "StatefulSet" in kinds and "Deployment" in kinds
     return test
 
@@ -87,26 +88,26 @@ def _hosts_both(fleet: "SimFleet") -> Callable[["SimNode"], bool]:
 # --- setup helpers (applied before the fleet boots) -------------------------------------------------
 
 
-def _expire_cert(fleet: "SimFleet", node: "SimNode", not_after: float) -> None:
+def _expire_cert(world: "SimWorld", node: "SimNode", not_after: float) -> None:
     """A client certificate that runs out at ``not_after`` and is never rotated (rotation off)."""
     node.cert_not_after = float(int(not_after))
-    node.cert_not_before = node.cert_not_after - fleet.cert_lifetime
+    node.cert_not_before = node.cert_not_after - world.cert_lifetime
     node.rotation_at = math.inf
 
 
 # --- the scenarios -----------------------------------------------------------------------------------
 
 
-def steady(f: "SimFleet", p: Picker) -> list[Step]:
+def steady(f: "Operations", p: Picker) -> list[Step]:
     return []
 
 
-def kubelet_stop(f: "SimFleet", p: Picker) -> list[Step]:
+def kubelet_stop(f: "Operations", p: Picker) -> list[Step]:
     n = p.node(zone=p.zone())
     return [(20.0, partial(f.stop_kubelet, n))] if n else []
 
 
-def zone_partial(f: "SimFleet", p: Picker, at: float = 10.0) -> list[Step]:
+def zone_partial(f: "Operations", p: Picker, at: float = 10.0) -> list[Step]:
     z = p.zone(min_size=4)
     if z is None:
         return []
@@ -115,41 +116,41 @@ def zone_partial(f: "SimFleet", p: Picker, at: float = 10.0) -> list[Step]:
     return [(at, partial(f.disconnect, n)) for n in members]
 
 
-def zone_full(f: "SimFleet", p: Picker) -> list[Step]:
+def zone_full(f: "Operations", p: Picker) -> list[Step]:
     z = p.zone()
     if z is None:
         return []
     return [(10.0, partial(f.disconnect, n)) for n in p.nodes(z, len(p.zones[z]))]
 
 
-def control_plane_cutoff(f: "SimFleet", p: Picker) -> list[Step]:
+def control_plane_cutoff(f: "Operations", p: Picker) -> list[Step]:
     steps: list[Step] = []
-    for name in f.node_order:
-        n = f.nodes[name]
+    for name in f.world.node_order:
+        n = f.world.nodes[name]
         p.used.add(name)
         steps.append((10.0, partial(f.disconnect, n)))
         steps.append((240.0, partial(f.reconnect, n)))
     return steps
 
 
-def cert_expired(f: "SimFleet", p: Picker) -> list[Step]:
+def cert_expired(f: "Operations", p: Picker) -> list[Step]:
     n = p.node(zone=p.zone())
     if n:
-        _expire_cert(f, n, f.start + 30.0)
+        _expire_cert(f.world, n, f.world.start + 30.0)
     return []
 
 
-def runtime_down(f: "SimFleet", p: Picker) -> list[Step]:
+def runtime_down(f: "Operations", p: Picker) -> list[Step]:
     n = p.node(zone=p.zone())
     return [(15.0, partial(f.set_runtime_down, n, True))] if n else []
 
 
-def cni_down(f: "SimFleet", p: Picker) -> list[Step]:
+def cni_down(f: "Operations", p: Picker) -> list[Step]:
     n = p.node(zone=p.zone())
     return [(15.0, partial(f.set_cni_down, n, True))] if n else []
 
 
-def pressure(f: "SimFleet", p: Picker) -> list[Step]:
+def pressure(f: "Operations", p: Picker) -> list[Step]:
     steps: list[Step] = []
     for at, kind in ((10.0, "disk"), (20.0, "memory"), (30.0, "pid")):
         n = p.node()
@@ -158,7 +159,7 @@ def pressure(f: "SimFleet", p: Picker) -> list[Step]:
     return steps
 
 
-def flapping(f: "SimFleet", p: Picker) -> list[Step]:
+def flapping(f: "Operations", p: Picker) -> list[Step]:
     n = p.node(zone=p.zone())
     if n is None:
         return []
@@ -171,7 +172,7 @@ def flapping(f: "SimFleet", p: Picker) -> list[Step]:
     return steps
 
 
-def clock_skew(f: "SimFleet", p: Picker) -> list[Step]:
+def clock_skew(f: "Operations", p: Picker) -> list[Step]:
     for offset in (-95.0, 40.0):
         n = p.node()
         if n:
@@ -179,37 +180,37 @@ def clock_skew(f: "SimFleet", p: Picker) -> list[Step]:
     return []
 
 
-def slow_lease(f: "SimFleet", p: Picker) -> list[Step]:
+def slow_lease(f: "Operations", p: Picker) -> list[Step]:
     n = p.node()
     if n:
         n.slow_lease = True
     return []
 
 
-def cordon(f: "SimFleet", p: Picker) -> list[Step]:
+def cordon(f: "Operations", p: Picker) -> list[Step]:
     n = p.node()
     return [(20.0, partial(f.cordon, n, True))] if n else []
 
 
-def cert_rotation(f: "SimFleet", p: Picker) -> list[Step]:
+def cert_rotation(f: "Operations", p: Picker) -> list[Step]:
     n = p.node()
     return [(20.0, partial(f.rotate_cert, n))] if n else []
 
 
-def churn(f: "SimFleet", p: Picker) -> list[Step]:
+def churn(f: "Operations", p: Picker) -> list[Step]:
     def replace_one() -> None:
-        cands = [x for x in f.node_order if x not in p.used and f.nodes[x].ready() == "True"]
+        cands = [x for x in f.world.node_order if x not in p.used and f.world.nodes[x].ready() == "True"]
         if cands:
-            f.delete_node(f.nodes[f.rng.choice(cands)])
-        f.at(f.now + 30.0, f.add_node)
+            f.delete_node(f.world.nodes[f.world.rng.choice(cands)])
+        f.world.at(f.world.now + 30.0, f.add_node)
 
     return [(30.0 + 90.0 * k, replace_one) for k in range(80)]
 
 
-def incident(f: "SimFleet", p: Picker) -> list[Step]:
+def incident(f: "Operations", p: Picker) -> list[Step]:
     steps: list[Step] = []
     # Evicted: kubelet died 7 minutes ago; its StatefulSet pod is stuck Terminating
-    a = p.node(zone=p.zone(min_size=2), where=_hosts_both(f))
+    a = p.node(zone=p.zone(min_size=2), where=_hosts_both(f.world))
     if a:
         steps.append((-420.0, partial(f.stop_kubelet, a)))
         # Overdue then Unknown then Evicting, live: another kubelet in the same zone stops at +10s
@@ -240,7 +241,7 @@ def incident(f: "SimFleet", p: Picker) -> list[Step]:
     # an expired kubelet client certificate: the kubelet cannot authenticate since -250s
     c = p.node(zone=p.zone())
     if c:
-        _expire_cert(f, c, f.start - 250.0)
+        _expire_cert(f.world, c, f.world.start - 250.0)
     # disk pressure, and a node cordoned for maintenance days ago
     zd = p.zone(min_size=2)
     d = p.node(zone=zd)
@@ -256,7 +257,7 @@ def incident(f: "SimFleet", p: Picker) -> list[Step]:
         s.slow_lease = True
     x = p.node(zone=ze)
     if x:
-        _expire_cert(f, x, f.start + 5 * DAY)
+        _expire_cert(f.world, x, f.world.start + 5 * DAY)
     # kubelet cert rotation: two CSRs from a few minutes ago, one live
     for at in (-300.0, -200.0, 45.0):
         n = p.node()
@@ -305,10 +306,10 @@ class Plan:
     def history(self) -> float:
         return max((s.history for s in self.parts), default=0.0)
 
-    def resolve(self, fleet: "SimFleet", picker: Picker) -> list[Step]:
+    def resolve(self, ops: "Operations", picker: Picker) -> list[Step]:
         steps: list[Step] = []
         for s in self.parts:
-            steps.extend(s.build(fleet, picker))
+            steps.extend(s.build(ops, picker))
         steps.sort(key=lambda st: st[0])
         return steps
 
