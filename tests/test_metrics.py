@@ -22,6 +22,7 @@ from nodewatch.core.views import AT_RISK_STATES
 from nodewatch.metrics.alertmanager import AlertPusher
 from nodewatch.metrics.sample import FleetSample, take_sample
 from nodewatch.metrics.server import MetricsServer, parse_address
+from nodewatch.sources.demo import DemoSource
 
 
 def _scrape(url: str, accept: str = "text/plain", context: ssl.SSLContext | None = None) -> dict:
@@ -75,6 +76,31 @@ def test_a_scrape_says_what_the_state_says(tmp_path):
     assert zones == {(z.name, z.state.value) for z in view.zones}
     assert got["nodewatch_clock_timestamp_seconds"][0][1] == pytest.approx(now)
     assert got["nodewatch_build_info"][0][0]["version"]
+
+
+def test_a_scrape_reads_the_published_frame_and_judges_nothing():
+    """The sample is the last frame's (its time, its views); a scrape publishes nothing, so it
+    neither costs a judgement under the lock nor moves the evaluation's clock. On the old adapter
+    (evaluate at the source's clock) the published snapshot changed at every scrape."""
+    src = DemoSource(nodes=40, scenario="incident", seed=2, speed=0.0)
+    src.advance_to(src.clock.now() + 90.0)
+    frame = src.state.evaluate(src.clock.now())
+    src.advance_to(src.clock.now() + 30.0)  # the fleet moves on; no frame yet
+    sample = take_sample(src)
+    assert src.state.published() is frame, "a scrape published a snapshot of its own"
+    assert sample.at == frame.at
+    assert [(n.name, n.state) for n in sample.nodes] == [(v.name, v.state) for v in frame.nodes]
+    assert {n.name: n.lease_age for n in sample.nodes} == {
+        v.name: (None if v.lease_observed_at is None else frame.at - v.lease_observed_at) for v in frame.nodes}
+
+
+def test_a_scrape_before_the_first_frame_judges_once():
+    src = DemoSource(nodes=20, scenario="steady", seed=2, speed=0.0)
+    src.advance_to(src.clock.now() + 5.0)
+    assert src.state.published() is None
+    sample = take_sample(src)
+    assert src.state.published() is not None and sample.at == src.clock.now()
+    assert len(sample.nodes) == 20
 
 
 def test_not_ready_mode_keeps_the_aggregates_and_the_nodes_not_ready(tmp_path):

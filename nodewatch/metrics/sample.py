@@ -1,20 +1,15 @@
-"""The one place the metrics read the fleet: ``take_sample(source)`` turns the source's state into
-a ``FleetSample``, plain frozen values that the collector and the Alertmanager pusher read without
-any lock.
+"""The one place the metrics read the fleet: ``take_sample(source)`` turns the source's latest
+published snapshot into a ``FleetSample``, plain frozen values that the collector and the
+Alertmanager pusher read without any lock.
 
-Why one small adapter: the core is moving to one frozen ``FleetView`` published per tick; when it
-does, only this module changes (take the published view instead of evaluating). Until then it asks
-the public query API, as any reader does: ``evaluate`` (``evaluate_each`` for several clusters,
-each cluster judged by its own settings), then ``pod_records_on`` for the StatefulSet pods of the
-nodes at risk. ``evaluate`` updates its views in place at the next call, so the fields are copied
-out under the state's lock (``batch``; a 65,000-node copy is one ``attrgetter`` a view, ~20 ms),
-and ``now`` is read under the same lock so a scrape never evaluates the state at a time older than
-the evaluation before it (which would make the state judge every node again).
-
-Known cost until the per-tick snapshot lands: a reader that read its clock *before* a scrape took
-the lock (the hub's ticker, the dashboard) then evaluates at a time older than the scrape's, and
-the state re-judges every node once (~0.25 s at 65k). Reading the published view removes both the
-evaluation and this.
+A scrape reads ``published()`` (``docs/snapshots.md``): the frozen ``FleetView`` the hub's ticker
+or the dashboard judged last, one per cluster of a ``MultiFleet`` (each judged by its own
+settings). It never evaluates the state itself, so a scrape neither costs a judgement under the
+state's lock (the hub's frame waited for it) nor moves the evaluation's clock (a reader whose
+clock was read before the scrape's used to make the state judge every node again, ~0.25 s at
+65k). The sample is the frame's: its time is the snapshot's ``at``, lease ages are measured to it.
+Only before the first frame (nothing published yet) does a scrape evaluate, once, at the
+source's clock. The StatefulSet pods of the nodes at risk come from ``pod_records_on``, a query.
 """
 
 from __future__ import annotations
@@ -151,22 +146,16 @@ def cluster_label(source: Any) -> str:
 
 
 def take_sample(source: Any, *, nodes: str = NODES_ALL, cluster: str | None = None) -> FleetSample:
-    """The fleet as it is now (the source's clock), in ``nodes`` mode (``NODE_MODES``)."""
+    """The fleet as its latest published snapshot shows it, in ``nodes`` mode (``NODE_MODES``)."""
     state = source.state
-    one = cluster if cluster is not None else cluster_label(source)
     multi = hasattr(state, "evaluate_each")
-    with state.batch():
-        now = source.clock.now()
-        if hasattr(state, "evaluate_each"):
-            each = [(m.name, m.error() or "", fv, m.state.is_synced(*REQUIRED_STREAMS))
-                    for m, fv in state.evaluate_each(now)]
-        else:
-            each = [(one, "", state.evaluate(now), state.is_synced(*REQUIRED_STREAMS))]
-        listed = {name: ok for name, _, _, ok in each}
-        parts = [(name, error, fv, _copy(fv, nodes, now)) for name, error, fv, _ in each]
-        expected = {(name, n): t for name, _, fv, _ in each for n, t in _taint_windows(name, fv, multi).items()}
-        risky = [(name, r[1]) for name, _, _, (rows, _) in parts for r in rows if r[3] in AT_RISK_STATES]
-        pods = state.pod_records_on([_key(state, c, n) for c, n in risky]) if risky else {}
+    each = _published(source, cluster if cluster is not None else cluster_label(source))
+    now = max(fv.at for _, _, fv, _ in each)
+    listed = {name: ok for name, _, _, ok in each}
+    parts = [(name, error, fv, _copy(fv, nodes)) for name, error, fv, _ in each]
+    expected = {(name, n): t for name, _, fv, _ in each for n, t in _taint_windows(name, fv, multi).items()}
+    risky = [(name, r[1]) for name, _, _, (rows, _) in parts for r in rows if r[3] in AT_RISK_STATES]
+    pods = state.pod_records_on([_key(state, c, n) for c, n in risky]) if risky else {}
     out_nodes: list[NodeSample] = []
     expiring: list[NodeSample] = []
     zones: list[ZoneSample] = []
@@ -178,8 +167,8 @@ def take_sample(source: Any, *, nodes: str = NODES_ALL, cluster: str | None = No
             if r[3] in AT_RISK_STATES:
                 recs = pods.get(_key(state, name, r[1]), ())
                 ss = sum(1 for p in recs if p.owner_kind == "StatefulSet")
-            out_nodes.append(_node(name, r, now, ss, expected.get((name, r[1]))))
-        expiring.extend(_node(name, r, now, 0) for r in cert_rows)
+            out_nodes.append(_node(name, r, fv.at, ss, expected.get((name, r[1]))))
+        expiring.extend(_node(name, r, fv.at, 0) for r in cert_rows)
         zones.extend(ZoneSample(name, z.name, z.state.value, z.nodes, z.ready, z.not_ready, z.taint_rate)
                      for z in fv.zones)
         streams.extend(StreamSample(name, res, h.connected, h.synced, h.forbidden, h.relists)
@@ -194,14 +183,30 @@ def take_sample(source: Any, *, nodes: str = NODES_ALL, cluster: str | None = No
                        tuple(expiring), recording)
 
 
+def _published(source: Any, one: str) -> list[tuple[str, str, FleetView, bool]]:
+    """(cluster, error, its latest published view, nodes and leases listed) for each cluster.
+    Nothing published yet (a scrape before the first frame): one evaluation at the source's clock."""
+    state = source.state
+    if hasattr(state, "evaluate_each"):
+        if any(m.state.published() is None for m in state.members):
+            state.evaluate(source.clock.now())
+        return [(m.name, m.error() or "", m.state.published(), m.state.is_synced(*REQUIRED_STREAMS))
+                for m in state.members]
+    fv = state.published()
+    if fv is None:
+        fv = state.evaluate(source.clock.now())
+    return [(one, "", fv, state.is_synced(*REQUIRED_STREAMS))]
+
+
 def _key(state: Any, cluster: str, name: str) -> str:
     """How the state names a node: ``cluster/name`` in a ``MultiFleet``, the name alone otherwise."""
     return f"{cluster}/{name}" if hasattr(state, "evaluate_each") else name
 
 
-def _copy(fv: FleetView, nodes: str, now: float) -> tuple[list[tuple], list[tuple]]:
-    """The fields of the views (worst first), copied while the lock is held: every view, or the
-    views not Ready plus (separately) the Ready nodes whose certificate nears expiry."""
+def _copy(fv: FleetView, nodes: str) -> tuple[list[tuple], list[tuple]]:
+    """The fields of the views (worst first): every view, or the views not Ready plus
+    (separately) the Ready nodes whose certificate nears expiry at the snapshot's time."""
+    now = fv.at
     if nodes == NODES_ALL:
         return list(map(_ROW, fv.nodes)), []
     rows, certs = [], []
@@ -216,14 +221,13 @@ def _copy(fv: FleetView, nodes: str, now: float) -> tuple[list[tuple], list[tupl
 MAX_TAINT_QUEUE = 500
 """Nodes awaiting their taint in one cluster beyond which no expected time is worked out: each
 node's window replays its zone's queue (``taint_window``), so the cost is the square of the queue;
-500 waiting nodes cost ~10 ms under the lock; a larger queue is a zone outage whose alerts say
+500 waiting nodes cost ~10 ms; a larger queue is a zone outage whose alerts say
 enough (and whose taints, at 0.01 nodes/s, are hours away)."""
 
 
 def _taint_windows(cluster: str, fv: FleetView, multi: bool) -> dict[str, float]:
     """Earliest NoExecute taint of each node awaiting one, by ``outlook.window_in``, on a view of
-    the nodes not Ready only (the queue is made of them; the Ready ones would only be skipped).
-    Taken under the lock: the views are the state's own."""
+    the nodes not Ready only (the queue is made of them; the Ready ones would only be skipped)."""
     bad = [v for v in fv.nodes if v.state is not NodeState.READY]
     waiting = [v for v in bad if v.state in AWAITING_TAINT]
     if not waiting or len(waiting) > MAX_TAINT_QUEUE:
