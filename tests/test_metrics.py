@@ -20,7 +20,7 @@ from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
 from nodewatch.core.views import AT_RISK_STATES
 from nodewatch.metrics.alertmanager import AlertPusher
-from nodewatch.metrics.sample import FleetSample, take_sample
+from nodewatch.metrics.sample import STALE_SECONDS, FleetSample, take_sample
 from nodewatch.metrics.server import MetricsServer, parse_address
 from nodewatch.sources.demo import DemoSource
 
@@ -85,7 +85,7 @@ def test_a_scrape_reads_the_published_frame_and_judges_nothing():
     src = DemoSource(nodes=40, scenario="incident", seed=2, speed=0.0)
     src.advance_to(src.clock.now() + 90.0)
     frame = src.state.evaluate(src.clock.now())
-    src.advance_to(src.clock.now() + 30.0)  # the fleet moves on; no frame yet
+    src.advance_to(src.clock.now() + 3.0)  # the fleet moves on; the next frame is not due yet
     sample = take_sample(src)
     assert src.state.published() is frame, "a scrape published a snapshot of its own"
     assert sample.at == frame.at
@@ -101,6 +101,15 @@ def test_a_scrape_before_the_first_frame_judges_once():
     sample = take_sample(src)
     assert src.state.published() is not None and sample.at == src.clock.now()
     assert len(sample.nodes) == 20
+
+
+def test_a_scrape_with_no_frame_coming_judges_the_fleet_itself():
+    """A snapshot older than STALE_SECONDS (a headless source, a stopped screen) is not served."""
+    src = DemoSource(nodes=20, scenario="kubelet-stop", seed=2, speed=0.0)
+    frame = src.state.evaluate(src.clock.now())
+    src.advance_to(src.clock.now() + STALE_SECONDS + 1.0)
+    sample = take_sample(src)
+    assert src.state.published() is not frame and sample.at == src.clock.now()
 
 
 def test_not_ready_mode_keeps_the_aggregates_and_the_nodes_not_ready(tmp_path):
@@ -171,6 +180,7 @@ def test_readyz_waits_for_every_stream_and_healthz_does_not(tmp_path):
             src.start()
             assert src.wait_synced(20)
             wait_until(src.watching)
+            src.state.evaluate(src.clock.now())  # the frame the screen publishes each second: a scrape reads it
             wait_until(lambda: urllib.request.urlopen(srv.url + "/readyz", timeout=10).status == 200)
             got = _scrape(srv.url)
             reqs = got["nodewatch_api_requests_total"][0]

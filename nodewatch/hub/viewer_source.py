@@ -1,7 +1,7 @@
 """A hub as the dashboard's Source: ``nodewatch attach``.
 
-The connection runs in its own thread (an asyncio loop: one socket, read and written from one
-thread, TLS or not). Frames go into a ``ViewerState``; the clock is the hub's (the ``now`` of the
+The connection runs on an asyncio loop in a thread of its own (``LoopThread``: one socket, read
+and written from one thread, TLS or not). Frames go into a ``ViewerState``; the clock is the hub's (the ``now`` of the
 last frame), so lease ages are the hub's and every screen attached to one hub agrees.
 
 When the hub goes away the state says so at once (the dashboard turns blind, with a banner that
@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..loop_thread import LoopThread
 from . import protocol
 from .address import SOCKET_NAME as SOCKET_NAME  # re-exported: where callers found them before
 from .address import HubAddress
@@ -63,10 +64,11 @@ class ViewerSource:
         self._focus: str | None = None
         self._first = threading.Event()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ended = threading.Event()
+        """The connection task has ended (given up, failed, or cancelled by ``stop``)."""
+        self._loop_thread: LoopThread | None = None
         self._writer: asyncio.StreamWriter | None = None
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
 
     @property
     def name(self) -> str:
@@ -79,22 +81,27 @@ class ViewerSource:
     def start(self) -> None:
         """Connect, and wait (up to ``first_frame_timeout``) for the first snapshot, so that the
         dashboard's first frame shows the fleet rather than an empty table."""
-        if self._thread is not None:
+        if self._loop_thread is not None:
             return
-        self._thread = threading.Thread(target=self._run, name="hub-viewer", daemon=True)
-        self._thread.start()
+        self._loop_thread = LoopThread("hub-viewer")
+        self._loop_thread.submit(self._run())
         self._first.wait(self.first_frame_timeout)
 
     def stop(self) -> None:
+        """Cancel the connection task, wait for it to end (up to 5 s), stop its loop. Idempotent;
+        from the loop's own thread (``on_gone``) it only asks."""
         self._stop.set()
-        loop, task = self._loop, self._task
-        if loop is not None and task is not None:
-            try:
-                loop.call_soon_threadsafe(task.cancel)
-            except RuntimeError:
-                pass
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5)
+        lt = self._loop_thread
+        if lt is None:
+            return
+        lt.call(self._cancel)
+        if threading.current_thread() is not lt.thread:
+            self._ended.wait(5)
+        lt.stop(5)
+
+    def _cancel(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
 
     def focus_node(self, node: str | None) -> None:
         self._focus = node
@@ -110,8 +117,8 @@ class ViewerSource:
     # --- the connection thread ----------------------------------------------------------------------
 
     def _send(self, msg: dict) -> None:
-        loop, writer = self._loop, self._writer
-        if loop is None or writer is None:
+        lt, writer = self._loop_thread, self._writer
+        if lt is None or writer is None:
             return
         frame = protocol.encode(msg, compress=False)
 
@@ -119,23 +126,20 @@ class ViewerSource:
             if self._writer is writer and not writer.is_closing():
                 writer.write(frame)
 
-        try:
-            loop.call_soon_threadsafe(write)
-        except RuntimeError:
-            pass
+        lt.call(write)
 
-    def _run(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
+    async def _run(self) -> None:
+        """The connection task: connect, reconnect, until it gives up or ``stop`` cancels it."""
+        self._task = asyncio.current_task()
         try:
-            self._task = loop.create_task(self._connect_forever())
-            loop.run_until_complete(self._task)
+            if not self._stop.is_set():
+                await self._connect_forever()
         except asyncio.CancelledError:
             pass
         except Exception as exc:  # noqa: BLE001 - never a dead connection thread behind a live-looking screen
             self._give_up(f"the viewer's connection failed ({type(exc).__name__}: {str(exc)[:120]})")
         finally:
-            loop.close()
+            self._ended.set()
             self._first.set()
 
     async def _connect_forever(self) -> None:

@@ -8,8 +8,10 @@ settings). It never evaluates the state itself, so a scrape neither costs a judg
 state's lock (the hub's frame waited for it) nor moves the evaluation's clock (a reader whose
 clock was read before the scrape's used to make the state judge every node again, ~0.25 s at
 65k). The sample is the frame's: its time is the snapshot's ``at``, lease ages are measured to it.
-Only before the first frame (nothing published yet) does a scrape evaluate, once, at the
-source's clock. The StatefulSet pods of the nodes at risk come from ``pod_records_on``, a query.
+Only when no frame is coming (nothing published yet, or the latest older than ``STALE_SECONDS``
+on the source's clock: a headless source, a stopped screen) does a scrape evaluate, at the
+source's clock, as every scrape used to. The StatefulSet pods of the nodes at risk come from
+``pod_records_on``, a query.
 """
 
 from __future__ import annotations
@@ -183,19 +185,34 @@ def take_sample(source: Any, *, nodes: str = NODES_ALL, cluster: str | None = No
                        tuple(expiring), recording)
 
 
+STALE_SECONDS = 2.0
+"""A published snapshot older than this (two frames: the hub and the dashboard publish one a second) means
+no frame is coming: the scrape judges the fleet itself rather than report an old one."""
+
+
 def _published(source: Any, one: str) -> list[tuple[str, str, FleetView, bool]]:
-    """(cluster, error, its latest published view, nodes and leases listed) for each cluster.
-    Nothing published yet (a scrape before the first frame): one evaluation at the source's clock."""
+    """(cluster, error, its latest published view, nodes and leases listed) for each cluster;
+    one evaluation at the source's clock first when a cluster has no fresh snapshot."""
     state = source.state
-    if hasattr(state, "evaluate_each"):
-        if any(m.state.published() is None for m in state.members):
-            state.evaluate(source.clock.now())
-        return [(m.name, m.error() or "", m.state.published(), m.state.is_synced(*REQUIRED_STREAMS))
-                for m in state.members]
-    fv = state.published()
-    if fv is None:
-        fv = state.evaluate(source.clock.now())
-    return [(one, "", fv, state.is_synced(*REQUIRED_STREAMS))]
+    members = [(m.name, m.error, m.state) for m in state.members] if hasattr(state, "evaluate_each") \
+        else [(one, _no_error, state)]
+    now = source.clock.now()
+    if any(_stale(st.published(), now) for _, _, st in members):
+        state.evaluate(now)
+    out = []
+    for name, error, st in members:
+        fv = st.published()
+        assert fv is not None  # just evaluated if it was missing
+        out.append((name, error() or "", fv, st.is_synced(*REQUIRED_STREAMS)))
+    return out
+
+
+def _stale(fv: FleetView | None, now: float) -> bool:
+    return fv is None or now - fv.at > STALE_SECONDS
+
+
+def _no_error() -> str | None:
+    return None
 
 
 def _key(state: Any, cluster: str, name: str) -> str:
