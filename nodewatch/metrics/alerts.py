@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..core.multi import REQUIRED_STREAMS
 from ..core.rules import NodeState
-from .sample import FleetSample
+from .sample import ClusterSample, FleetSample
 
 GROUP = "nodewatch"
 FENCING = ("StatefulSet pods on a node the controller cannot reach are not replaced: the StatefulSet "
@@ -110,22 +110,26 @@ def _zone(s: FleetSample) -> Iterator[Fired]:
                                    f"now taints at {z.taint_rate:g} nodes/s there."})
 
 
-def _master(s: FleetSample) -> Iterator[Fired]:
-    for c in s.clusters:
-        if c.all_zones_full:
-            yield ({"cluster": c.cluster},
-                   {"summary": f"Every zone of cluster {c.cluster} is in FullDisruption",
-                    "description": "The node lifecycle controller is in master disruption mode: it blames its own "
-                                   "connectivity, taints nothing and evicts nothing until a node is Ready again."})
+def _per_cluster(when: Callable[[ClusterSample], bool], summary: str,
+                 description: Callable[[ClusterSample], str]) -> Callable[[FleetSample], Iterator[Fired]]:
+    """A judgement that fires once for each cluster ``when`` holds for, labelled by the cluster
+    (``{cluster}`` in ``summary`` is its name)."""
+    def fire(s: FleetSample) -> Iterator[Fired]:
+        for c in s.clusters:
+            if when(c):
+                yield {"cluster": c.cluster}, {"summary": summary.format(cluster=c.cluster),
+                                               "description": description(c)}
+    return fire
 
 
-def _suspect(s: FleetSample) -> Iterator[Fired]:
-    for c in s.clusters:
-        if c.controller_suspect:
-            yield ({"cluster": c.cluster},
-                   {"summary": f"The node lifecycle controller of cluster {c.cluster} may be down",
-                    "description": "Nodes stay past the grace period with Ready still True for more than two "
-                                   "monitor periods: no controller is marking them Unknown."})
+_master = _per_cluster(
+    lambda c: c.all_zones_full, "Every zone of cluster {cluster} is in FullDisruption",
+    lambda c: "The node lifecycle controller is in master disruption mode: it blames its own connectivity, "
+              "taints nothing and evicts nothing until a node is Ready again.")
+_suspect = _per_cluster(
+    lambda c: c.controller_suspect, "The node lifecycle controller of cluster {cluster} may be down",
+    lambda c: "Nodes stay past the grace period with Ready still True for more than two monitor periods: no "
+              "controller is marking them Unknown.")
 
 
 CERT_DAYS = 7
@@ -141,13 +145,9 @@ def _cert(s: FleetSample) -> Iterator[Fired]:
                                    "pending or denied)."})
 
 
-def _blind(s: FleetSample) -> Iterator[Fired]:
-    for c in s.clusters:
-        if c.leases_blind and c.nodes:
-            yield ({"cluster": c.cluster},
-                   {"summary": f"nodewatch is blind on cluster {c.cluster}",
-                    "description": f"{c.blind_reason or 'lease stream blind'}: no node's lease can be judged, so no "
-                                   "node alert can fire."})
+_blind = _per_cluster(
+    lambda c: c.leases_blind and c.nodes > 0, "nodewatch is blind on cluster {cluster}",
+    lambda c: f"{c.blind_reason or 'lease stream blind'}: no node's lease can be judged, so no node alert can fire.")
 
 
 def _streams(s: FleetSample) -> Iterator[Fired]:
@@ -158,11 +158,7 @@ def _streams(s: FleetSample) -> Iterator[Fired]:
                     "description": "Not connected or not listed: what nodewatch says of this cluster is stale."})
 
 
-def _unreadable(s: FleetSample) -> Iterator[Fired]:
-    for c in s.clusters:
-        if c.error:
-            yield ({"cluster": c.cluster}, {"summary": f"nodewatch cannot read cluster {c.cluster}",
-                                            "description": c.error})
+_unreadable = _per_cluster(lambda c: bool(c.error), "nodewatch cannot read cluster {cluster}", lambda c: c.error)
 
 
 def _recording(s: FleetSample) -> Iterator[Fired]:

@@ -29,7 +29,7 @@ from prometheus_client.registry import Collector
 
 from .. import __version__
 from ..core.rules import NodeState, ZoneState
-from .sample import FleetSample
+from .sample import ClusterSample, FleetSample, NodeSample
 
 STATES = tuple(s.word for s in sorted(NodeState, key=lambda s: s.rank))
 ZONE_STATES = tuple(z.value for z in ZoneState)
@@ -84,6 +84,39 @@ class FleetCollector(Collector):
         yield from families(sample, blind, self.api_cost(), took)
 
 
+CLUSTER_GAUGES: tuple[tuple[str, str, Callable[[ClusterSample], float]], ...] = (
+    ("nodewatch_node_monitor_grace_period_seconds",
+     "The node-monitor grace period nodewatch judges the cluster's leases by (40s before v1.32, 50s since).",
+     lambda c: c.grace),
+    ("nodewatch_leases_blind",
+     "1 while the cluster's lease stream is down, listing or silent: no node can be judged by its lease.",
+     lambda c: 1.0 if c.leases_blind else 0.0),
+    ("nodewatch_cluster_readable",
+     "1 when the cluster can be read at all (0: credentials rejected, refused, bad kubeconfig).",
+     lambda c: 0.0 if c.error else 1.0),
+    ("nodewatch_cluster_all_zones_full_disruption",
+     "1 when every zone is in FullDisruption: the controller's master disruption mode (no evictions).",
+     lambda c: 1.0 if c.all_zones_full else 0.0),
+    ("nodewatch_cluster_controller_suspect",
+     "1 when nodes stay Overdue past grace + 2 monitor periods with Ready still True: the node "
+     "lifecycle controller may be down.", lambda c: 1.0 if c.controller_suspect else 0.0),
+)
+"""One gauge a cluster each: (name, help, its value)."""
+
+NODE_MOMENTS: tuple[tuple[str, str, Callable[[NodeSample], float | None]], ...] = (
+    ("nodewatch_node_noexecute_taint_timestamp_seconds",
+     "When the controller added the node's unreachable/not-ready NoExecute taint (Unix time).",
+     lambda n: n.taint_at),
+    ("nodewatch_node_noexecute_taint_expected_timestamp_seconds",
+     "For a node not Ready and not tainted yet: the earliest its NoExecute taint can come, by its "
+     "zone's rate-limited queue (Unix time; absent when none is coming).", lambda n: n.taint_expected_at),
+    ("nodewatch_node_eviction_timestamp_seconds",
+     "When the taint manager evicts the node's pods that have only the default 300s toleration (Unix time).",
+     lambda n: n.eviction_at),
+)
+"""Moments of a node, a series each when known: (name, help, the moment or None)."""
+
+
 def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, int, int]],
              sample_seconds: float = 0.0) -> list[Metric]:
     """Every metric family of one sample (a function: the bench and tests call it directly)."""
@@ -99,32 +132,16 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
     ck = ["cluster"]
     nodes = g("nodewatch_nodes", "Nodes by nodewatch's state (Ready, Late, Overdue, Unknown, NotReady, Evicting, Evicted).",
               labels=ck + ["state"])
-    grace = g("nodewatch_node_monitor_grace_period_seconds",
-              "The node-monitor grace period nodewatch judges the cluster's leases by (40s before v1.32, 50s since).",
-              labels=ck)
-    lb = g("nodewatch_leases_blind",
-           "1 while the cluster's lease stream is down, listing or silent: no node can be judged by its lease.",
-           labels=ck)
+    per_cluster = [(g(name, text, labels=ck), value) for name, text, value in CLUSTER_GAUGES]
     blind_total = CounterMetricFamily("nodewatch_blind_seconds",
                                       "Seconds the cluster's lease stream was blind (down, listing or silent).",
                                       labels=ck)
-    up = g("nodewatch_cluster_readable",
-           "1 when the cluster can be read at all (0: credentials rejected, refused, bad kubeconfig).", labels=ck)
-    full = g("nodewatch_cluster_all_zones_full_disruption",
-             "1 when every zone is in FullDisruption: the controller's master disruption mode (no evictions).",
-             labels=ck)
-    suspect = g("nodewatch_cluster_controller_suspect",
-                "1 when nodes stay Overdue past grace + 2 monitor periods with Ready still True: the node "
-                "lifecycle controller may be down.", labels=ck)
     for c in sample.clusters:
-        for st, n in c.counts:
-            nodes.add_metric([c.cluster, st.word], n)
-        grace.add_metric([c.cluster], c.grace)
-        lb.add_metric([c.cluster], 1.0 if c.leases_blind else 0.0)
+        for st, count in c.counts:
+            nodes.add_metric([c.cluster, st.word], count)
+        for fam, value in per_cluster:
+            fam.add_metric([c.cluster], value(c))
         blind_total.add_metric([c.cluster], blind.get(c.cluster, 0.0))
-        up.add_metric([c.cluster], 0.0 if c.error else 1.0)
-        full.add_metric([c.cluster], 1.0 if c.all_zones_full else 0.0)
-        suspect.add_metric([c.cluster], 1.0 if c.controller_suspect else 0.0)
 
     zl = ["cluster", "zone"]
     zstate = g("nodewatch_zone_state", "1 for the zone's state as the node lifecycle controller judges it "
@@ -134,8 +151,8 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
     zrate = g("nodewatch_zone_eviction_rate",
               "Nodes per second the controller taints NoExecute in the zone (0: none at all).", labels=zl)
     for z in sample.zones:
-        for s in ZONE_STATES:
-            zstate.add_metric([z.cluster, z.zone, s], 1.0 if z.state == s else 0.0)
+        for zs in ZONE_STATES:
+            zstate.add_metric([z.cluster, z.zone, zs], 1.0 if z.state == zs else 0.0)
         znodes.add_metric([z.cluster, z.zone], z.nodes)
         znr.add_metric([z.cluster, z.zone], z.not_ready)
         zrate.add_metric([z.cluster, z.zone], z.taint_rate)
@@ -143,16 +160,16 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
     rl = ["cluster", "resource"]
     sup = g("nodewatch_stream_up", "1 while the watch stream of the resource is connected and listed.", labels=rl)
     relists = CounterMetricFamily("nodewatch_stream_relists", "Times the resource was listed again.", labels=rl)
-    for s in sample.streams:
-        sup.add_metric([s.cluster, s.resource], 1.0 if s.up else 0.0)
-        relists.add_metric([s.cluster, s.resource], s.relists)
+    for stream in sample.streams:
+        sup.add_metric([stream.cluster, stream.resource], 1.0 if stream.up else 0.0)
+        relists.add_metric([stream.cluster, stream.resource], stream.relists)
     req = CounterMetricFamily("nodewatch_api_requests", "Requests nodewatch made to the cluster's API server.",
                               labels=ck)
     rx = CounterMetricFamily("nodewatch_api_received_bytes",
                              "Bytes of response bodies nodewatch read from the cluster's API server.", labels=ck)
-    for cluster, n, b in api:
-        req.add_metric([cluster], n)
-        rx.add_metric([cluster], b)
+    for cluster, requests, received in api:
+        req.add_metric([cluster], requests)
+        rx.add_metric([cluster], received)
     recorder = g("nodewatch_flight_recorder_up",
                  "1 while the flight recorder writes, 0 while it is stopped (a full disk); absent without one.")
     if sample.recording is not None:
@@ -167,14 +184,7 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
                   "(negative: past it).", labels=nl)
     state = g("nodewatch_node_state", "1 for the node's state as nodewatch judges it, 0 for the other states.",
               labels=nl + ["state"])
-    taint = g("nodewatch_node_noexecute_taint_timestamp_seconds",
-              "When the controller added the node's unreachable/not-ready NoExecute taint (Unix time).", labels=nl)
-    expected = g("nodewatch_node_noexecute_taint_expected_timestamp_seconds",
-                 "For a node not Ready and not tainted yet: the earliest its NoExecute taint can come, by its "
-                 "zone's rate-limited queue (Unix time; absent when none is coming).", labels=nl)
-    evict = g("nodewatch_node_eviction_timestamp_seconds",
-              "When the taint manager evicts the node's pods that have only the default 300s toleration (Unix time).",
-              labels=nl)
+    moments = [(g(name, text, labels=nl), moment) for name, text, moment in NODE_MOMENTS]
     cert = g("nodewatch_kubelet_client_certificate_expiry_timestamp_seconds",
              "NotAfter of the node's kubelet client certificate (Unix time).", labels=["cluster", "node"])
     ss = g("nodewatch_statefulset_pods_at_risk",
@@ -186,14 +196,12 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
             age.add_metric(lv, n.lease_age)
             remaining.add_metric(lv, n.grace - n.lease_age)
         word = n.state.word
-        for s in STATES:
-            state.add_metric(lv + [s], 1.0 if s == word else 0.0)
-        if n.taint_at is not None:
-            taint.add_metric(lv, n.taint_at)
-        if n.taint_expected_at is not None:
-            expected.add_metric(lv, n.taint_expected_at)
-        if n.eviction_at is not None:
-            evict.add_metric(lv, n.eviction_at)
+        for w in STATES:
+            state.add_metric(lv + [w], 1.0 if w == word else 0.0)
+        for fam, moment in moments:
+            t = moment(n)
+            if t is not None:
+                fam.add_metric(lv, t)
         if n.cert_not_after is not None:
             cert.add_metric([n.cluster, n.name], n.cert_not_after)
         if n.statefulset_pods:
@@ -201,8 +209,8 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
     for n in sample.certs_expiring:
         if n.cert_not_after is not None:
             cert.add_metric([n.cluster, n.name], n.cert_not_after)
-    return [info, clock, took, nodes, grace, lb, blind_total, up, full, suspect, zstate, znodes, znr, zrate, sup,
-            relists, req, rx, age, remaining, state, taint, expected, evict, cert, ss, recorder]
+    return [info, clock, took, nodes, *(fam for fam, _ in per_cluster), blind_total, zstate, znodes, znr, zrate,
+            sup, relists, req, rx, age, remaining, state, *(fam for fam, _ in moments), cert, ss, recorder]
 
 
 def api_cost(source: Any) -> list[tuple[str, int, int]]:
