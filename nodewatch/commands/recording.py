@@ -80,10 +80,10 @@ def _write(lines: Iterator[bytes], output: str) -> int:
 
     lines = _counted(lines)
     if output.endswith(columnar.EXTENSION):
-        with open(output, "wb") as out:
-            columnar.write_lines(lines, out)
+        with open(output, "wb") as f:
+            columnar.write_lines(lines, f)
         return lines.n
-    out: IO[bytes]
+    out: IO[bytes] | gzip.GzipFile
     if output == "-":
         out = sys.stdout.buffer
         for line in lines:

@@ -121,7 +121,7 @@ def likely_causes(
     elif state is NodeState.LATE and lease_age is not None:
         out.append(_cause(CauseKind.LEASE_LATE, "lease renewal late (more than two renew intervals): "
                           "kubelet slow, or API server latency"))
-    elif not has_lease and state is not NodeState.READY and not cert_expired:
+    elif not has_lease and not cert_expired:  # (not Ready: returned above)
         out.append(_cause(CauseKind.NO_LEASE, "no Lease in kube-node-lease for this node"))
     if ready is None and not node.awaited:
         out.append(_never_posted())

@@ -29,6 +29,7 @@ from .settings import Settings
 from .views import AT_RISK_STATES, FleetView, zone_key
 
 if TYPE_CHECKING:
+    from .objects import PodRecord
     from .source import FleetReader
 
 STATE_ORDER: tuple[NodeState, ...] = tuple(sorted(NodeState, key=lambda s: s.rank))
@@ -341,15 +342,15 @@ class HistoryRecorder:
         if gone:
             ready = {v.key: v for v in view.nodes[len(now_states):]}
             for name in gone:
-                v = ready.get(name)
-                self.changes.append(NodeChange(t, name, zone_key(v) if v else "", self._states[name][0],
-                                               NodeState.READY if v else None, "", (),
-                                               v.state_since if v else None, None))
+                now_ready = ready.get(name)
+                self.changes.append(NodeChange(t, name, zone_key(now_ready) if now_ready else "", self._states[name][0],
+                                               NodeState.READY if now_ready else None, "", (),
+                                               now_ready.state_since if now_ready else None, None))
         self._states = now_states
         self._taints = taints
         return at_risk
 
-    def _observe_pods(self, t: float, pods: dict, at_risk: list[str], first: bool) -> None:
+    def _observe_pods(self, t: float, pods: dict[str, list[PodRecord]], at_risk: list[str], first: bool) -> None:
         terminating: set[tuple[str, str]] = set()
         sts: set[tuple[str, str]] = set()
         tainted = {name for name, _, _ in self._taints}
@@ -379,13 +380,16 @@ def _worse(a: Sample, b: Sample) -> bool:
 class EventRun(Protocol):
     """A recording's events in time order, applied by index (the replay's ``EventIndex``)."""
 
-    start: float
-    end: float
-
+    @property
+    def start(self) -> float: ...
+    @property
+    def end(self) -> float: ...
     @property
     def times(self) -> object: ...
     def __len__(self) -> int: ...
-    def apply_range(self, state: object, a: int, b: int) -> None: ...
+    def apply_range(self, state: Any, a: int, b: int) -> None:
+        """Apply events ``a`` to ``b`` to ``state``: the scratch state ``sample_recording`` was
+        given or built (a ``FleetState``, or the caller's ``MultiFleet``), whatever its type."""
 
 
 def sample_recording(events: EventRun, settings: Settings | None, *, start: float | None = None,

@@ -324,7 +324,7 @@ def _zones(blocks: list[Block], h: HistoryRecorder, info: RecordingInfo) -> None
         blocks.append(Block("p", ("Every zone stayed Normal: the controller could taint nodes NoExecute at "
                                   f"{info.settings.eviction_rate:g} nodes/s per zone.",)))
     else:
-        rows = []
+        rows: list[tuple[Line, ...]] = []
         for zone, st, a, b, rate, nr, n in periods:
             to = _when(b) if b is not None else "end of window"
             length = _delta((b if b is not None else info.end) - a)
@@ -377,8 +377,9 @@ def _causes(blocks: list[Block], changes: list[NodeChange], down_nodes: list[str
             first_cause[c.node] = c
     groups: dict[str, list[NodeChange]] = defaultdict(list)
     for name in down_nodes:
-        c = first_cause.get(name)
-        groups[c.cause_kinds[0] if c else ""].append(c or NodeChange(0, name, "", None, None, "", (), None, None))
+        first = first_cause.get(name)
+        groups[first.cause_kinds[0] if first else ""].append(
+            first or NodeChange(0, name, "", None, None, "", (), None, None))
     items: list[Line] = []
     for kind, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         title = CAUSE_TITLES.get(kind, "No cause shown by the API") if kind else "No cause shown by the API"

@@ -28,11 +28,11 @@ class BadObject(ValueError):
     """An object nodewatch cannot use at all (no name, not a mapping)."""
 
 
-def _d(value: Any) -> dict:
+def _d(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _l(value: Any) -> list:
+def _l(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
@@ -66,16 +66,16 @@ def _num(value: Any) -> float | None:
 
 EMPTY_MAP: dict[str, str] = {}
 """The one empty map records share (never mutated)."""
-_shared_maps: dict[tuple, dict[str, str]] = {}
+_shared_maps: dict[tuple[Any, ...], dict[str, str]] = {}
 """Capacity and allocatable maps, one per distinct map."""
-_label_sets: dict[tuple, dict[str, str]] = {}
+_label_sets: dict[tuple[Any, ...], dict[str, str]] = {}
 """Node label sets without the hostname label, one per distinct set (a pool's nodes share one)."""
 SHARED_MAPS_MAX = 10_000
 """Distinct maps kept for sharing, per kind; beyond it (a fleet whose every node has its own labels)
 new maps are simply not shared."""
 
 
-def _shared_map(value: Any, shared: dict[tuple, dict[str, str]] = _shared_maps) -> dict[str, str]:
+def _shared_map(value: Any, shared: dict[tuple[Any, ...], dict[str, str]] = _shared_maps) -> dict[str, str]:
     """A string map that many nodes share (capacity, allocatable of one instance type, the labels of
     one pool), held once.
 
@@ -98,7 +98,7 @@ def _shared_map(value: Any, shared: dict[tuple, dict[str, str]] = _shared_maps) 
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 
 
-class Labels(Mapping):
+class Labels(Mapping[str, str]):
     """A node's labels, read-only: every label, held as the part its pool shares plus its hostname.
 
     Why: the nodes of a pool carry the same labels except ``kubernetes.io/hostname``, which repeats
@@ -153,7 +153,7 @@ class Labels(Mapping):
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __reduce__(self) -> str | tuple:
+    def __reduce__(self) -> str | tuple[Any, ...]:
         """Pickled as its two parts (the shared one stays shared within one pickle); ``NO_LABELS``
         by name, so it stays the one."""
         return "NO_LABELS" if self is NO_LABELS else (Labels, (self.common, self.host))
@@ -178,7 +178,7 @@ def node_labels(value: Any, name: str, owned: bool = False) -> Labels:
     return Labels(_shared_map(value, _label_sets))
 
 
-def _meta(obj: Any, kind: str) -> dict:
+def _meta(obj: Any, kind: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise BadObject(f"{kind}: expected a JSON object, got {type(obj).__name__}")
     meta = _d(obj.get("metadata"))
@@ -202,7 +202,7 @@ class Condition:
 
 NO_TIME = math.nan
 """A time that is unknown, in a node's array of condition times (no parsed time is NaN)."""
-_shapes: dict[tuple, tuple[dict[str, int], tuple[tuple[str, str, str], ...], frozenset[str]]] = {}
+_shapes: dict[tuple[Any, ...], tuple[dict[str, int], tuple[tuple[str, str, str], ...], frozenset[str]]] = {}
 """(type, status, reason, message) of a node's conditions, in order -> its shape: where each type
 is, the texts, and the types whose status is True. Healthy nodes of one kubelet version share one."""
 SHAPES_MAX = 4096
@@ -210,7 +210,7 @@ SHAPES_MAX = 4096
 messages differ node by node (``PLEG ... last seen active 3m2.5s ago``) does not grow it."""
 
 
-class Conditions(Mapping):
+class Conditions(Mapping[str, Condition]):
     """A node's conditions by type, read-only: ``get("Ready")`` gives a ``Condition``.
 
     Why not a dict of ``Condition`` objects: that was ~0.6 KB a node (a dict and five objects of six
@@ -240,7 +240,7 @@ class Conditions(Mapping):
         self._times = array("d", [NO_TIME if t is None else t for r in rows for t in (r[4], r[5])])
 
     @classmethod
-    def shaped(cls, shape: tuple, times: array) -> Conditions:
+    def shaped(cls, shape: tuple[Any, ...], times: array[float]) -> Conditions:
         """Conditions from the shape of an equal ``Conditions(rows)`` (``shape``) and their times,
         heartbeat and transition per condition in the shape's order, NaN for unknown: what the
         typed decoder builds when it has seen these texts before, without making rows."""
@@ -250,7 +250,7 @@ class Conditions(Mapping):
         return c
 
     @property
-    def shape(self) -> tuple:
+    def shape(self) -> tuple[Any, ...]:
         """The shape these conditions share with every node whose conditions say the same (for
         ``shaped``; read-only)."""
         return self._shape
@@ -286,7 +286,7 @@ class Conditions(Mapping):
         return self._shape[2]
 
     def __getitem__(self, ctype: str) -> Condition:
-        c = self.get(ctype)
+        c: Condition | None = self.get(ctype)
         if c is None:
             raise KeyError(ctype)
         return c
@@ -314,7 +314,7 @@ class Conditions(Mapping):
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __reduce__(self) -> str | tuple:
+    def __reduce__(self) -> str | tuple[Any, ...]:
         """Pickled as the shape (shared within one pickle) and the times' bytes: an ``array``
         pickles through its own reconstructor, a third of the time a batch of records took to
         pickle. ``NO_CONDITIONS`` by name, so it stays the one."""
@@ -329,7 +329,7 @@ class Conditions(Mapping):
 _ONE_TIME = array("d", [NO_TIME])
 
 
-def _unpickle_conditions(shape: tuple, times: bytes) -> Conditions:
+def _unpickle_conditions(shape: tuple[Any, ...], times: bytes) -> Conditions:
     """Unpickles a ``Conditions``. The array is made at its size and filled (``frombytes`` leaves
     room to grow: 24 bytes more a node, 1.5 MB at 65,000)."""
     a = _ONE_TIME * (len(times) // _ONE_TIME.itemsize)
@@ -355,7 +355,7 @@ class NodeProfile:
     allocatable: Mapping[str, str] = field(default_factory=dict)
     kubelet_port: int | None = None
 
-    def __reduce__(self) -> str | tuple:
+    def __reduce__(self) -> str | tuple[Any, ...]:
         """Pickled as its fields (once per pickle: records share it); ``NO_PROFILE`` by name."""
         if self is NO_PROFILE:
             return "NO_PROFILE"
@@ -364,10 +364,10 @@ class NodeProfile:
 
 
 NO_PROFILE = NodeProfile()
-_profiles: dict[tuple, NodeProfile] = {}
+_profiles: dict[tuple[Any, ...], NodeProfile] = {}
 PROFILES_MAX = 4096
 """Profiles kept for sharing; when full the memo starts again (records keep theirs)."""
-_pool_profiles: dict[tuple, tuple[dict[str, str], NodeProfile]] = {}
+_pool_profiles: dict[tuple[Any, ...], tuple[dict[str, str], NodeProfile]] = {}
 """The same profiles, keyed by the shared label set itself (identity) rather than by the placement
 worked out from it: the nodes of a pool share their labels' dict, so most nodes skip ``zone_key``.
 The value keeps the label set alive, so its identity is not reused while the key is."""
@@ -400,7 +400,7 @@ def node_profile(labels: Mapping[str, str], kubelet: str, runtime: str, kernel: 
     return profile
 
 
-def _shared(name: str):  # a property reading the profile
+def _shared(name: str) -> property:  # a property reading the profile
     return property(lambda rec: getattr(rec.profile, name), doc=f"The node's ``{name}`` (its profile's).")
 
 
@@ -416,7 +416,7 @@ class NodeRecord:
     profile: NodeProfile = field(default_factory=lambda: NO_PROFILE)
     unschedulable: bool = False
     taints: tuple[Taint, ...] = ()
-    conditions: Mapping[str, Condition] = field(default_factory=lambda: NO_CONDITIONS)
+    conditions: Conditions = field(default_factory=lambda: NO_CONDITIONS)
     """A ``Conditions`` (a plain dict in a hub viewer's copy)."""
     address_list: tuple[str, ...] = ()
     """``status.addresses`` flat: type, address, type, address... (one tuple a node, not one per
@@ -446,7 +446,7 @@ class NodeRecord:
         a = self.address_list
         return tuple(zip(a[::2], a[1::2]))
 
-    def _values(self) -> tuple:
+    def _values(self) -> tuple[Any, ...]:
         """Every field, in order (the arguments that make this record again)."""
         return (self.name, self.labels, self.profile, self.unschedulable, self.taints, self.conditions,
                 self.address_list, self.created, self.awaited)
@@ -455,7 +455,7 @@ class NodeRecord:
         """A copy sharing its labels and conditions (``__reduce__`` would make new ones)."""
         return NodeRecord(*self._values())
 
-    def __reduce__(self) -> str | tuple:
+    def __reduce__(self) -> str | tuple[Any, ...]:
         """Pickled flat, its labels' and conditions' parts among its own fields: one call to
         rebuild it instead of three objects each pickled with a dict of its slots (65,000 records
         in batches of 1,000, from the list worker to the dashboard: dumps 0.29 -> 0.11 s, loads
@@ -472,7 +472,7 @@ class NodeRecord:
 
 
 def _unpickle_node(name: str, common: dict[str, str], host: str | None, profile: NodeProfile,
-                   unschedulable: bool, taints: tuple[Taint, ...], shape: tuple, times: bytes,
+                   unschedulable: bool, taints: tuple[Taint, ...], shape: tuple[Any, ...], times: bytes,
                    address_list: tuple[str, ...], created: float | None, awaited: bool) -> NodeRecord:
     """Unpickles a ``NodeRecord`` (``NodeRecord.__reduce__``). The name is interned, and the
     hostname label and addresses that repeat it take that one string: the Lease's name and holder
@@ -559,7 +559,7 @@ class LeaseRecord:
     """The API server's own time (whole seconds) of the holder's last write that changed its
     fields (``kubelet_write_time``); None when the object does not say."""
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its fields: a tuple, not the dict of slots ``object`` pickles by default."""
         return LeaseRecord, (self.name, self.namespace, self.holder, self.renew_time, self.duration_seconds,
                              self.resource_version, self.written_at)

@@ -198,8 +198,8 @@ def fleet_table_lines(state: FleetState, view: FleetView, node: str | None = Non
         for e in state.events_for(node)[:50]:
             yield (f"  {format_time(e.time)}  {safe(e.reason, 60)}  {safe(e.message, 200)}"
                    f"  ({safe(e.source, 80)})")
-    for p in state.recent_problems(10):
-        yield f"problem: {safe(p.where, 80)}: {safe(p.message, 300)}"
+    for problem in state.recent_problems(10):
+        yield f"problem: {safe(problem.where, 80)}: {safe(problem.message, 300)}"
 
 
 TABLE_TITLE = ("NODE", "ZONE", "STATE", "LEASE AGE", "GRACE LEFT", "EVICTION IN", "TAINTS", "CERT", "CAUSE")
@@ -209,7 +209,7 @@ WIDE_TITLE = ("KUBELET", "CONDITIONS", "LEASE SEEN")
 
 def _table_row(v: NodeView, now: float, wide: bool = False) -> tuple[str, ...]:
     cert = "-" if v.cert_not_after is None else _dur(v.cert_not_after - now)
-    row = (
+    row: tuple[str, ...] = (
         safe(v.name, 63), safe(v.zone, 40) or "-", f"{v.state.symbol} {v.state.word}",
         _dur(v.lease_age(now)), _dur(v.grace_remaining(now)), _dur(v.eviction_in(now)),
         safe(",".join(taint_label(t) for t in v.taints), 60) or "-",
@@ -217,5 +217,5 @@ def _table_row(v: NodeView, now: float, wide: bool = False) -> tuple[str, ...]:
     )
     if wide:
         row += (safe(v.kubelet_version, 20) or "-", conditions_text(v.ready, v.pressure, v.network_unavailable),
-                format_time(v.lease_observed_at) if v.lease_observed_at is not None else "-")
+                format_time(v.lease_observed_at) or "-")  # none seen, or not a valid time
     return row + (safe(v.cause, 120) or "-",)

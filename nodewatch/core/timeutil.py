@@ -147,8 +147,8 @@ def parse_when(value: str, start: float | None) -> float:
         if valid_time(t) is None:
             raise ValueError(f"{shown!r} is before 1970 or after 9999 ({time_problem(t)})")
         return t
-    t = parse_time(text)
-    if t is None:
+    parsed = parse_time(text)
+    if parsed is None:
         raise ValueError(f"{shown!r} is neither RFC 3339 (2026-11-29T10:00:00Z) nor +SECONDS")
-    return t
+    return parsed
 

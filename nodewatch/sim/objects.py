@@ -107,7 +107,7 @@ def lease(node_name: str, renew: float | None, *, duration: int = 40, uid: str |
 
 def owner(kind: str, name: str, uid: str | None = None) -> dict:
     """A controller ownerReference (the apps/v1 kinds that own pods)."""
-    ref = {"apiVersion": "apps/v1", "kind": kind, "name": name}
+    ref: dict[str, str | bool] = {"apiVersion": "apps/v1", "kind": kind, "name": name}
     if uid is not None:
         ref["uid"] = uid
     ref["controller"] = True

@@ -260,9 +260,9 @@ def incident(f: "Operations", p: Picker) -> list[Step]:
         _expire_cert(f.world, x, f.world.start + 5 * DAY)
     # kubelet cert rotation: two CSRs from a few minutes ago, one live
     for at in (-300.0, -200.0, 45.0):
-        n = p.node()
-        if n:
-            steps.append((at, partial(f.rotate_cert, n)))
+        rotating = p.node()
+        if rotating:
+            steps.append((at, partial(f.rotate_cert, rotating)))
     return steps
 
 

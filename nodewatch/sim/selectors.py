@@ -139,7 +139,9 @@ _EXISTS_RE = re.compile(rf"^\s*(!?)\s*({_KEY})\s*$")
 
 
 def _split_requirements(text: str) -> list[str]:
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch == "(":
             depth += 1
@@ -172,16 +174,11 @@ def parse_label_selector(text: str | None) -> Predicate | None:
             values = {v.strip() for v in values_text.split(",")}
             if not all(re.fullmatch(_VALUE, v) for v in values):
                 raise SelectorError(f"unable to parse requirement: invalid value in {req!r}")
-            if op == "in":
-                tests.append(lambda labels, k=key, vs=values: k in labels and labels[k] in vs)
-            else:
-                tests.append(lambda labels, k=key, vs=values: labels.get(k) not in vs)
+            tests.append(_requirement(key, op, frozenset(values)))
         elif m := _OP_RE.match(req):
             key, op, value = m.groups()
-            if op in ("=", "=="):
-                tests.append(lambda labels, k=key, v=value: labels.get(k) == v)
-            elif op == "!=":
-                tests.append(lambda labels, k=key, v=value: labels.get(k) != v)
+            if op in ("=", "==", "!="):
+                tests.append(_requirement(key, op, frozenset((value,))))
             else:
                 try:
                     bound = int(value)
@@ -190,10 +187,7 @@ def parse_label_selector(text: str | None) -> Predicate | None:
                 tests.append(_numeric(key, op, bound))
         elif m := _EXISTS_RE.match(req):
             neg, key = m.groups()
-            if neg:
-                tests.append(lambda labels, k=key: k not in labels)
-            else:
-                tests.append(lambda labels, k=key: k in labels)
+            tests.append(_requirement(key, "!" if neg else "exists"))
         else:
             raise SelectorError(f"unable to parse requirement: {req.strip()!r}")
 
@@ -202,6 +196,18 @@ def parse_label_selector(text: str | None) -> Predicate | None:
         return all(t(labels) for t in tests)
 
     return match
+
+
+def _requirement(key: str, op: str, values: frozenset[str] = frozenset()) -> Callable[[dict], bool]:
+    """A set-based or equality requirement as a test of the labels: ``=`` is ``in`` a set of one
+    (the key must be there), ``!=`` is ``notin`` one (a missing key passes), as the API server has it."""
+    if op in ("in", "=", "=="):
+        return lambda labels: key in labels and labels[key] in values
+    if op in ("notin", "!="):
+        return lambda labels: labels.get(key) not in values
+    if op == "exists":
+        return lambda labels: key in labels
+    return lambda labels: key not in labels  # "!"
 
 
 def _numeric(key: str, op: str, bound: int) -> Callable[[dict], bool]:

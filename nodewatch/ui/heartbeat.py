@@ -105,19 +105,19 @@ class HeartbeatChart:
             t.append(f"{labels.get(row, ''):>{AXIS - 2}} ┤", p.muted)
             if blank > 0:
                 t.append(("·" if row in ref_rows else " ") * blank * bar_w, p.muted)
-            for value, is_open in bars:
-                if value is None:
+            for bar, is_open in bars:
+                if bar is None:
                     t.append("╳" * bar_w if row == 0 else " " * bar_w, p.muted)
                     continue
-                fill = _level(value, self.grace) - row * 8
+                fill = _level(bar, self.grace) - row * 8
                 if fill >= 8:
-                    ch = "▲" if row == HEIGHT - 1 and value > self.grace else "█"
+                    ch = "▲" if row == HEIGHT - 1 and bar > self.grace else "█"
                 elif fill > 0:
                     ch = BLOCKS[fill]
                 else:
                     t.append(("·" if row in ref_rows else " ") * bar_w, p.muted)
                     continue
-                style = self._style(value) + (Style(dim=True, italic=True) if is_open else Style())
+                style = self._style(bar) + (Style(dim=True, italic=True) if is_open else Style())
                 t.append(ch * bar_w, style)
             out.append(t)
         out.append(self.figures())

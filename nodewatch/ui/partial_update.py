@@ -17,10 +17,15 @@ skipped cells are, by the definition of a dirty span, already on the screen.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.cells import cell_len, get_character_cell_size
 from rich.console import Console
 from rich.control import Control
 from textual.strip import Strip
+
+_ORIGINAL: Callable[..., str] | None
+"""Textual's own ``render_segments``, put back by ``uninstall``; None when this Textual has none."""
 
 try:  # a private Textual class: if a Textual release moves it, nodewatch keeps Textual's own way
     from textual._compositor import ChopsUpdate
@@ -98,6 +103,6 @@ def install() -> None:
 
 def uninstall() -> None:
     """Back to Textual's own method (for tests that compare the two)."""
-    if ChopsUpdate is not None:
+    if ChopsUpdate is not None and _ORIGINAL is not None:  # set together
         ChopsUpdate.render_segments = _ORIGINAL  # type: ignore[method-assign]
 

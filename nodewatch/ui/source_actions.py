@@ -7,16 +7,38 @@ and panes; the bindings stay in the app's ``BINDINGS``, where Textual and the he
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from textual.widgets import Footer
 
+from ..core.history import BackgroundHistory, HistoryRecorder
 from ..core.search import LabelSearch
 from ..core.source import Source
 from .replay_bar import NextChange, ReplayBar, mark_text, next_speed
 from .timeline import FleetTimeline, history_for
 
+if TYPE_CHECKING:  # for the type checker the mixin is the app it is mixed into; at run time, nothing
+    from textual.app import App
 
-class SourceActions:
+    _AppBase = App[Any]
+else:
+    _AppBase = object
+
+
+class SourceActions(_AppBase):
     """Actions on ``self.source`` (a mixin: ``self`` is the ``NodewatchApp``)."""
+
+    # the app's own fields that these actions read and replace (``NodewatchApp.__init__`` sets them)
+    source: Source
+    _live_source: Source | None
+    label_search: LabelSearch
+    history: HistoryRecorder
+    _history_job: BackgroundHistory | None
+    next_change: NextChange
+    _tick_seq: int
+
+    if TYPE_CHECKING:
+        def tick(self) -> None: ...
 
     # --- a hub viewer's history ------------------------------------------------------------------
 

@@ -38,7 +38,8 @@ SHADES = {
 LEGEND = ("█ evicted", "▓ evicting", "▒ down", "░ late")
 MARK_PRIORITY = (MarkKind.ZONE, MarkKind.EVICTION, MarkKind.TAINT)
 """One letter per column: the most telling mark wins."""
-NOT_READY_STATES = tuple(s for s in sorted(NodeState, key=lambda s: s.rank) if s is not NodeState.READY)
+NOT_READY_STATES: tuple[NodeState, ...] = tuple(s for s in sorted(NodeState, key=lambda s: s.rank)
+                                                if s is not NodeState.READY)
 
 
 def history_for(source: Source) -> tuple[HistoryRecorder, BackgroundHistory | None]:
@@ -243,5 +244,6 @@ class FleetTimeline(Widget):
     def render(self) -> Text:
         width, text = self._next if self._next is not None else (None, None)
         self._next = None
-        self._shown = text if width == self.size.width else self._text()  # a resize or a theme change
-        return self._shown
+        shown = text if text is not None and width == self.size.width else self._text()  # a resize or a theme change
+        self._shown = shown
+        return shown
