@@ -123,8 +123,7 @@ class SimFleet:
         self.delete_node = ops.delete_node
         self.add_node = ops.add_node
         self.rotate_cert = ops.rotate_cert
-        picker = _scenarios.Picker(world)
-        steps = plan.resolve(ops, picker)
+        steps = plan.resolve(self, _scenarios.Picker(self))
         self._boot()
         for at, fn in steps:
             world.at(self.start + at, fn)

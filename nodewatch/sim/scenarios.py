@@ -19,15 +19,42 @@ import math
 import random
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
-if TYPE_CHECKING:
-    from .operations import Operations
-    from .shapes import SimNode
-    from .world import SimWorld
+from .shapes import SimNode, SimPod
 
 Step = tuple[float, Callable[[], None]]
-Builder = Callable[["Operations", "Picker"], list[Step]]
+
+
+class ScenarioFleet(Protocol):
+    """What a scenario reads and does: ``fleet.SimFleet`` in virtual time, and the testbed's
+    ``TestbedFleet`` (testbed/kubelets.py), which runs the same scenarios against a real API server."""
+
+    nodes: dict[str, SimNode]
+    node_order: list[str]
+    pods: dict[tuple[str, str], SimPod]
+    seed: int
+    start: float
+    rng: random.Random
+
+    @property
+    def now(self) -> float: ...
+    @property
+    def cert_lifetime(self) -> float: ...
+    def at(self, t: float, fn: Callable[..., Any], *args: Any) -> None: ...
+    def stop_kubelet(self, node: SimNode) -> None: ...
+    def disconnect(self, node: SimNode) -> None: ...
+    def reconnect(self, node: SimNode) -> None: ...
+    def set_runtime_down(self, node: SimNode, down: bool = True) -> None: ...
+    def set_cni_down(self, node: SimNode, down: bool = True) -> None: ...
+    def set_pressure(self, node: SimNode, kind: str, on: bool = True) -> None: ...
+    def cordon(self, node: SimNode, on: bool = True) -> None: ...
+    def delete_node(self, node: SimNode) -> None: ...
+    def add_node(self, zone_index: int | None = None) -> object: ...
+    def rotate_cert(self, node: SimNode) -> None: ...
+
+
+Builder = Callable[[ScenarioFleet, "Picker"], list[Step]]
 
 DAY = 86400.0
 
@@ -35,14 +62,14 @@ DAY = 86400.0
 class Picker:
     """Chooses the nodes and zones each scenario part acts on; never the same node twice."""
 
-    def __init__(self, world: "SimWorld") -> None:
-        self.world = world
-        self.rng = random.Random(f"nodewatch-sim/{world.seed}/scenario")
+    def __init__(self, fleet: ScenarioFleet) -> None:
+        self.fleet = fleet
+        self.rng = random.Random(f"nodewatch-sim/{fleet.seed}/scenario")
         self.used: set[str] = set()
         self.used_zones: set[str] = set()
         self.zones: dict[str, list[str]] = {}
-        for name in world.node_order:
-            self.zones.setdefault(world.nodes[name].zone_key, []).append(name)
+        for name in fleet.node_order:
+            self.zones.setdefault(fleet.nodes[name].zone_key, []).append(name)
 
     def zone(self, min_size: int = 1) -> str | None:
         """A zone no other part has claimed (any zone if all are claimed), with ``min_size`` free nodes."""
@@ -59,28 +86,28 @@ class Picker:
     def free_in(self, zone: str) -> list[str]:
         return [n for n in self.zones.get(zone, []) if n not in self.used]
 
-    def node(self, zone: str | None = None, where: Callable[["SimNode"], bool] | None = None) -> "SimNode | None":
-        names = self.free_in(zone) if zone is not None else [n for n in self.world.node_order if n not in self.used]
-        cands = [n for n in names if where is None or where(self.world.nodes[n])]
+    def node(self, zone: str | None = None, where: Callable[[SimNode], bool] | None = None) -> SimNode | None:
+        names = self.free_in(zone) if zone is not None else [n for n in self.fleet.node_order if n not in self.used]
+        cands = [n for n in names if where is None or where(self.fleet.nodes[n])]
         if not cands:
             cands = names
         if not cands:
             return None
         name = self.rng.choice(cands)
         self.used.add(name)
-        self.used_zones.add(self.world.nodes[name].zone_key)
-        return self.world.nodes[name]
+        self.used_zones.add(self.fleet.nodes[name].zone_key)
+        return self.fleet.nodes[name]
 
-    def nodes(self, zone: str, k: int) -> list["SimNode"]:
+    def nodes(self, zone: str, k: int) -> list[SimNode]:
         names = self.free_in(zone)
         chosen = sorted(self.rng.sample(names, min(k, len(names))))
         self.used.update(chosen)
-        return [self.world.nodes[n] for n in chosen]
+        return [self.fleet.nodes[n] for n in chosen]
 
 
-def _hosts_both(world: "SimWorld") -> Callable[["SimNode"], bool]:
-    def test(node: "SimNode") -> bool:
-        kinds = {world.pods[k].wl.kind for k in node.pods if k in world.pods}
+def _hosts_both(fleet: ScenarioFleet) -> Callable[[SimNode], bool]:
+    def test(node: SimNode) -> bool:
+        kinds = {fleet.pods[k].wl.kind for k in node.pods if k in fleet.pods}
         return "StatefulSet" in kinds and "Deployment" in kinds
     return test
 
@@ -88,26 +115,26 @@ def _hosts_both(world: "SimWorld") -> Callable[["SimNode"], bool]:
 # --- setup helpers (applied before the fleet boots) -------------------------------------------------
 
 
-def _expire_cert(world: "SimWorld", node: "SimNode", not_after: float) -> None:
+def _expire_cert(fleet: ScenarioFleet, node: SimNode, not_after: float) -> None:
     """A client certificate that runs out at ``not_after`` and is never rotated (rotation off)."""
     node.cert_not_after = float(int(not_after))
-    node.cert_not_before = node.cert_not_after - world.cert_lifetime
+    node.cert_not_before = node.cert_not_after - fleet.cert_lifetime
     node.rotation_at = math.inf
 
 
 # --- the scenarios -----------------------------------------------------------------------------------
 
 
-def steady(f: "Operations", p: Picker) -> list[Step]:
+def steady(f: ScenarioFleet, p: Picker) -> list[Step]:
     return []
 
 
-def kubelet_stop(f: "Operations", p: Picker) -> list[Step]:
+def kubelet_stop(f: ScenarioFleet, p: Picker) -> list[Step]:
     n = p.node(zone=p.zone())
     return [(20.0, partial(f.stop_kubelet, n))] if n else []
 
 
-def zone_partial(f: "Operations", p: Picker, at: float = 10.0) -> list[Step]:
+def zone_partial(f: ScenarioFleet, p: Picker, at: float = 10.0) -> list[Step]:
     z = p.zone(min_size=4)
     if z is None:
         return []
@@ -116,41 +143,41 @@ def zone_partial(f: "Operations", p: Picker, at: float = 10.0) -> list[Step]:
     return [(at, partial(f.disconnect, n)) for n in members]
 
 
-def zone_full(f: "Operations", p: Picker) -> list[Step]:
+def zone_full(f: ScenarioFleet, p: Picker) -> list[Step]:
     z = p.zone()
     if z is None:
         return []
     return [(10.0, partial(f.disconnect, n)) for n in p.nodes(z, len(p.zones[z]))]
 
 
-def control_plane_cutoff(f: "Operations", p: Picker) -> list[Step]:
+def control_plane_cutoff(f: ScenarioFleet, p: Picker) -> list[Step]:
     steps: list[Step] = []
-    for name in f.world.node_order:
-        n = f.world.nodes[name]
+    for name in f.node_order:
+        n = f.nodes[name]
         p.used.add(name)
         steps.append((10.0, partial(f.disconnect, n)))
         steps.append((240.0, partial(f.reconnect, n)))
     return steps
 
 
-def cert_expired(f: "Operations", p: Picker) -> list[Step]:
+def cert_expired(f: ScenarioFleet, p: Picker) -> list[Step]:
     n = p.node(zone=p.zone())
     if n:
-        _expire_cert(f.world, n, f.world.start + 30.0)
+        _expire_cert(f, n, f.start + 30.0)
     return []
 
 
-def runtime_down(f: "Operations", p: Picker) -> list[Step]:
+def runtime_down(f: ScenarioFleet, p: Picker) -> list[Step]:
     n = p.node(zone=p.zone())
     return [(15.0, partial(f.set_runtime_down, n, True))] if n else []
 
 
-def cni_down(f: "Operations", p: Picker) -> list[Step]:
+def cni_down(f: ScenarioFleet, p: Picker) -> list[Step]:
     n = p.node(zone=p.zone())
     return [(15.0, partial(f.set_cni_down, n, True))] if n else []
 
 
-def pressure(f: "Operations", p: Picker) -> list[Step]:
+def pressure(f: ScenarioFleet, p: Picker) -> list[Step]:
     steps: list[Step] = []
     for at, kind in ((10.0, "disk"), (20.0, "memory"), (30.0, "pid")):
         n = p.node()
@@ -159,7 +186,7 @@ def pressure(f: "Operations", p: Picker) -> list[Step]:
     return steps
 
 
-def flapping(f: "Operations", p: Picker) -> list[Step]:
+def flapping(f: ScenarioFleet, p: Picker) -> list[Step]:
     n = p.node(zone=p.zone())
     if n is None:
         return []
@@ -172,7 +199,7 @@ def flapping(f: "Operations", p: Picker) -> list[Step]:
     return steps
 
 
-def clock_skew(f: "Operations", p: Picker) -> list[Step]:
+def clock_skew(f: ScenarioFleet, p: Picker) -> list[Step]:
     for offset in (-95.0, 40.0):
         n = p.node()
         if n:
@@ -180,37 +207,37 @@ def clock_skew(f: "Operations", p: Picker) -> list[Step]:
     return []
 
 
-def slow_lease(f: "Operations", p: Picker) -> list[Step]:
+def slow_lease(f: ScenarioFleet, p: Picker) -> list[Step]:
     n = p.node()
     if n:
         n.slow_lease = True
     return []
 
 
-def cordon(f: "Operations", p: Picker) -> list[Step]:
+def cordon(f: ScenarioFleet, p: Picker) -> list[Step]:
     n = p.node()
     return [(20.0, partial(f.cordon, n, True))] if n else []
 
 
-def cert_rotation(f: "Operations", p: Picker) -> list[Step]:
+def cert_rotation(f: ScenarioFleet, p: Picker) -> list[Step]:
     n = p.node()
     return [(20.0, partial(f.rotate_cert, n))] if n else []
 
 
-def churn(f: "Operations", p: Picker) -> list[Step]:
+def churn(f: ScenarioFleet, p: Picker) -> list[Step]:
     def replace_one() -> None:
-        cands = [x for x in f.world.node_order if x not in p.used and f.world.nodes[x].ready() == "True"]
+        cands = [x for x in f.node_order if x not in p.used and f.nodes[x].ready() == "True"]
         if cands:
-            f.delete_node(f.world.nodes[f.world.rng.choice(cands)])
-        f.world.at(f.world.now + 30.0, f.add_node)
+            f.delete_node(f.nodes[f.rng.choice(cands)])
+        f.at(f.now + 30.0, f.add_node)
 
     return [(30.0 + 90.0 * k, replace_one) for k in range(80)]
 
 
-def incident(f: "Operations", p: Picker) -> list[Step]:
+def incident(f: ScenarioFleet, p: Picker) -> list[Step]:
     steps: list[Step] = []
     # Evicted: kubelet died 7 minutes ago; its StatefulSet pod is stuck Terminating
-    a = p.node(zone=p.zone(min_size=2), where=_hosts_both(f.world))
+    a = p.node(zone=p.zone(min_size=2), where=_hosts_both(f))
     if a:
         steps.append((-420.0, partial(f.stop_kubelet, a)))
         # Overdue then Unknown then Evicting, live: another kubelet in the same zone stops at +10s
@@ -241,7 +268,7 @@ def incident(f: "Operations", p: Picker) -> list[Step]:
     # an expired kubelet client certificate: the kubelet cannot authenticate since -250s
     c = p.node(zone=p.zone())
     if c:
-        _expire_cert(f.world, c, f.world.start - 250.0)
+        _expire_cert(f, c, f.start - 250.0)
     # disk pressure, and a node cordoned for maintenance days ago
     zd = p.zone(min_size=2)
     d = p.node(zone=zd)
@@ -257,7 +284,7 @@ def incident(f: "Operations", p: Picker) -> list[Step]:
         s.slow_lease = True
     x = p.node(zone=ze)
     if x:
-        _expire_cert(f.world, x, f.world.start + 5 * DAY)
+        _expire_cert(f, x, f.start + 5 * DAY)
     # kubelet cert rotation: two CSRs from a few minutes ago, one live
     for at in (-300.0, -200.0, 45.0):
         rotating = p.node()
@@ -306,10 +333,10 @@ class Plan:
     def history(self) -> float:
         return max((s.history for s in self.parts), default=0.0)
 
-    def resolve(self, ops: "Operations", picker: Picker) -> list[Step]:
+    def resolve(self, fleet: ScenarioFleet, picker: Picker) -> list[Step]:
         steps: list[Step] = []
         for s in self.parts:
-            steps.extend(s.build(ops, picker))
+            steps.extend(s.build(fleet, picker))
         steps.sort(key=lambda st: st[0])
         return steps
 
