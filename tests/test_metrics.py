@@ -85,7 +85,7 @@ def test_a_scrape_reads_the_published_frame_and_judges_nothing():
     src = DemoSource(nodes=40, scenario="incident", seed=2, speed=0.0)
     src.advance_to(src.clock.now() + 90.0)
     frame = src.state.evaluate(src.clock.now())
-    src.advance_to(src.clock.now() + 3.0)  # the fleet moves on; the next frame is not due yet
+    src.advance_to(src.clock.now() + STALE_SECONDS / 2)  # the fleet moves on; the next frame is not due yet
     sample = take_sample(src)
     assert src.state.published() is frame, "a scrape published a snapshot of its own"
     assert sample.at == frame.at
@@ -320,6 +320,11 @@ def test_the_expected_taint_time_is_the_outlooks_on_the_whole_fleet(tmp_path):
     assert seen, "the incident has nodes waiting for their taint"
 
 
+def _published_since(state, t: float) -> bool:
+    view = state.published()
+    return view is not None and view.at >= t
+
+
 def test_a_hub_over_several_clusters_labels_each_and_readyz_names_the_broken_one(three, tmp_path):
     """``nodewatch hub --context alpha --context beta --context gamma --metrics``: alpha works,
     gamma rejects the hub's token. Each cluster's series carry its name; readyz says gamma."""
@@ -339,6 +344,9 @@ def test_a_hub_over_several_clusters_labels_each_and_readyz_names_the_broken_one
         assert any("metrics: http://127.0.0.1:" in line for line in runner.banner())
         url = runner.metrics.server.url
         runner.source.wait_settled(15)
+        settled = runner.source.clock.now()
+        # a scrape reads the hub's last frame: the one after the lists are in (a tick a second)
+        wait_until(lambda: _published_since(runner.source.state, settled))
         got = _scrape(url)
         code = _ready_code(url)
         why = _ready_body(url)
