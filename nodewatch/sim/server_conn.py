@@ -9,14 +9,19 @@ plan's stall and trickle faults apply to every byte the server sends.
 from __future__ import annotations
 
 import asyncio
+import collections
 import socket
 import struct
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from .faults import FaultPlan, TokenAuth
 from .http_protocol import Request
-from .store import ObjectStore, ResourceInfo
+from .store import Entry, ObjectStore, ResourceInfo
+
+if TYPE_CHECKING:
+    from .selectors import Predicate
 
 
 class Conn:
@@ -69,6 +74,13 @@ class ServerParts:
     bookmark_clock: str
     _stopping: threading.Event
     _wakes: set[asyncio.Event]
+    _snapshots: collections.OrderedDict[tuple[str, int], list[Entry]]
+    """Lists being paged (``continue``), by (resource, resourceVersion)."""
+
+    if TYPE_CHECKING:  # each part calls the others' entry points (defined in server_reads, server_watch, server)
+        def _predicate(self, req: Request, route: Route) -> Predicate | None: ...
+        async def _serve_watch(self, conn: Conn, req: Request, route: Route) -> int: ...
+        def _record(self, req: Request, code: int, sent: int, duration: float, watch: bool) -> None: ...
 
     def _table_now(self) -> float:
         """"Now" for the AGE columns: the fleet's virtual time (wall time for a store-only server)."""

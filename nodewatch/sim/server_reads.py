@@ -174,6 +174,7 @@ class ReadHandlers(ServerParts):
                     404, f'{info.name}{"." + info.group if info.group else ""} "{route.name}" not found',
                     details={"name": route.name, "group": info.group, "kind": info.name},
                 )
+            body: bytes | memoryview
             if table:
                 obj = entry.obj
                 body = table_bytes(info, [obj], obj["metadata"]["resourceVersion"], None, req.param("includeObject"),

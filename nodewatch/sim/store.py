@@ -105,7 +105,7 @@ class Change(NamedTuple):
         return orjson.loads(self.data)
 
 
-def watch_line(event_type: str, data: bytes) -> bytes:
+def watch_line(event_type: str, data: bytes | memoryview) -> bytes:
     return b'{"type":"' + event_type.encode() + b'","object":' + data + b"}\n"
 
 
