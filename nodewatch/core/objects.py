@@ -416,7 +416,7 @@ class NodeRecord:
     profile: NodeProfile = field(default_factory=lambda: NO_PROFILE)
     unschedulable: bool = False
     taints: tuple[Taint, ...] = ()
-    conditions: Conditions = field(default_factory=lambda: NO_CONDITIONS)
+    conditions: Mapping[str, Condition] = field(default_factory=lambda: NO_CONDITIONS)
     """A ``Conditions`` (a plain dict in a hub viewer's copy)."""
     address_list: tuple[str, ...] = ()
     """``status.addresses`` flat: type, address, type, address... (one tuple a node, not one per
