@@ -221,7 +221,7 @@ def _evaluate_source(args: argparse.Namespace, settings):
         from ..sources.demo import DemoSource
 
         demo = DemoSource(settings=settings, nodes=args.nodes, scenario=args.scenario, seed=args.seed)
-        start = demo.clock.now()
+        start = demo.fleet.now  # the virtual start, not the running clock: --at +120 is the same instant on every run
         t = parse_when(args.at, start) if args.at else start
         if not start <= t <= start + MAX_DEMO_SECONDS:
             raise ValueError(f"--at {args.at}: the demo is simulated from {format_time(start)} for at most "
