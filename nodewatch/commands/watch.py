@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from .common import (
     add_live_arguments,
@@ -32,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
         source = multi_source(specs, args, settings, record=args.record)  # one file, each line its cluster
     else:
         source = live_source_from_args(args, settings, record=args.record)
+    if source.recorder is not None:
+        source.recorder.on_stop = lambda message: _say_recording_stopped(source, message)  # type: ignore[attr-defined]
     metrics = MetricsServices(source, args)
     try:
         if metrics.wanted:
@@ -42,3 +45,14 @@ def run(args: argparse.Namespace) -> int:
         source.stop()
         if source.recorder is not None:
             source.recorder.close()
+
+
+def _say_recording_stopped(source: Any, message: str) -> None:
+    """A stopped ``--record`` (a full disk) among the dashboard's problems, where the header counts
+    it and the problems screen says it whole; the streams, and so the fleet's judgement, go on.
+    Several clusters: said by the first (a ``MultiFleet`` has no problems of its own)."""
+    state = source.state
+    members = getattr(state, "members", None)
+    if members:
+        state = members[0].state
+    state.problem(source.clock.now(), "recording", message)
