@@ -1,6 +1,16 @@
 """Soak: memory stays flat over a long run with churn, in virtual time.
 
     python -m bench.soak [--nodes 5000] [--minutes 90] [--every 5]
+    python -m bench.soak --hub [--nodes 60] [--hours 24] [--speed 240]
+
+``--hub`` soaks the whole hub instead (``hub_soak``): the simulated API server over real HTTPS
+(``SimServer``, its fleet in virtual time at ``speed``, churn+flapping), a ``HubLiveSource`` whose
+clock runs at the same speed, the flight recorder rotating segments under a retention, a steady
+viewer and viewers coming and going, and the API server restarted every few virtual hours (it
+stops listening and drops every stream for a few wall seconds, then listens again: the watches
+resume or relist). Every virtual hour: RSS, file descriptors, threads, the hub's frame time
+(median and worst of its ticks in that hour), segments on disk. The figure is the last hour's
+beside the first's (the reference, measured in the same run).
 
 The simulated fleet (``DemoSource`` over ``SimFleet``, scenario ``churn+flapping``: a node deleted
 every 90 s and a new one joining, a node cut off for 70 s every two minutes, pods rescheduled
@@ -173,15 +183,183 @@ def run(nodes: int = 5_000, minutes: float = 90, every: float = 5) -> list[Figur
                    + f"; {took:.0f} s wall")]
 
 
+# --- the whole hub ------------------------------------------------------------------------------
+
+
+@dataclass
+class HubSample:
+    hour: float
+    rss: int
+    fds: int
+    threads: int
+    tick_median: float
+    tick_max: float
+    segments: int
+    restarts: int
+    relists: int
+    viewers_served: int
+    steady_connected: bool
+
+
+def _fds() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/fd"))
+
+
+def hub_soak(directory: str, nodes: int = 60, hours: float = 24.0, speed: float = 240.0, every: float = 1.0,
+             restart_every: float = 3.0, down_seconds: float = 2.0, viewer_every: float = 2.0,
+             segment_minutes: float = 30.0, keep_hours: float = 4.0,
+             report: Callable[[HubSample], None] | None = None) -> list[HubSample]:
+    """The hub against the simulated API server for ``hours`` virtual hours at ``speed``; a sample
+    every ``every`` virtual hours (the first once the lists are in). ``restart_every`` (virtual
+    hours): the API server goes down for ``down_seconds`` (wall) and comes back. ``viewer_every``
+    (wall seconds): a viewer attaches, waits for its first frame, and goes."""
+    import statistics
+    import threading
+    from pathlib import Path
+
+    from nodewatch.core.clock import VirtualClock
+    from nodewatch.core.settings import Settings
+    from nodewatch.hub.flight_recorder import SegmentedRecorder
+    from nodewatch.hub.live import HubLiveSource
+    from nodewatch.hub.server import Hub
+    from nodewatch.hub.viewer_source import HubAddress, ViewerSource
+    from nodewatch.sim.fleet import SimFleet
+    from nodewatch.sim.server import SimServer
+    from nodewatch.sources.segments import list_segments
+
+    base = Path(directory)
+    fleet = SimFleet(nodes=nodes, scenario=SCENARIO, seed=4)
+    srv = SimServer(fleet, speed=speed, kubeconfig_out=base / "sim.kubeconfig").start()
+    clock = VirtualClock(fleet.now, speed=speed)
+    src = HubLiveSource(Settings(), kubeconfig=str(base / "sim.kubeconfig"), clock=clock,
+                        cert_cache_dir=str(base / "certs"))
+    rec = SegmentedRecorder(base / "recordings", {**src.recording_source(), "hub": True}, src.state.settings,
+                            segment_seconds=segment_minutes * 60, keep_seconds=keep_hours * 3600, keep_bytes=None,
+                            clock=clock, records=src.state.node_records, record_format="columnar")
+    src.recorder = rec
+    hub = Hub(src, str(base / "hub.sock"), tick_seconds=0.25)
+    address = HubAddress(path=str(base / "hub.sock"))
+    samples: list[HubSample] = []
+    ticks: list[float] = []
+    restarts = served = 0
+    hub.start()
+    steady = ViewerSource(address)
+    steady.start()
+    try:
+        if not src.wait_synced(60):
+            raise RuntimeError("the live source never listed the simulated fleet")
+        t0 = clock.now()
+        next_sample, next_restart, next_viewer = t0, t0 + restart_every * 3600, time.monotonic()
+        seen_tick = hub.ticks
+        while True:
+            now = clock.now()
+            if hub.ticks != seen_tick:
+                seen_tick = hub.ticks
+                ticks.append(hub.last_tick_seconds)
+            if now >= next_sample:
+                gc.collect()
+                relists = sum(src.reflector(r).relists for r in ("nodes", "leases"))
+                samples.append(HubSample((now - t0) / 3600, rss_bytes(), _fds(), threading.active_count(),
+                                         statistics.median(ticks) if ticks else 0.0, max(ticks, default=0.0),
+                                         len(list_segments(rec.directory)), restarts, relists, served,
+                                         steady.state.connected))
+                if report is not None:
+                    report(samples[-1])
+                ticks = []
+                next_sample += every * 3600
+                if now >= t0 + hours * 3600:
+                    break
+            if now >= next_restart:
+                srv.go_down()
+                time.sleep(down_seconds)  # the API server away, in wall time
+                srv.go_up()
+                restarts += 1
+                next_restart += restart_every * 3600
+            if time.monotonic() >= next_viewer:
+                v = ViewerSource(address)
+                v.start()
+                deadline = time.monotonic() + 30
+                while v.state.seq == 0 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                v.stop()
+                served += 1
+                next_viewer = time.monotonic() + viewer_every
+            time.sleep(0.02)
+    finally:
+        steady.stop()
+        hub.stop()
+        rec.close()
+        srv.stop()
+    return samples
+
+
+def check_hub(samples: list[HubSample], segments_allowed: int) -> list[str]:
+    """What is not flat in a hub soak (empty: flat), the last hours against the first sample's."""
+    bad: list[str] = []
+    first = samples[1] if len(samples) > 2 else samples[0]  # one virtual hour in: the lists are in
+    for s in samples[2:]:
+        if s.fds > first.fds + 4:
+            bad.append(f"hour {s.hour:.0f}: {s.fds} fds ({first.fds} at hour {first.hour:.0f})")
+        if s.threads > first.threads + 2:
+            bad.append(f"hour {s.hour:.0f}: {s.threads} threads ({first.threads} at hour {first.hour:.0f})")
+        if s.rss > first.rss * 1.10 + 16 * 2**20:
+            bad.append(f"hour {s.hour:.0f}: RSS {s.rss / 2**20:.0f} MiB ({first.rss / 2**20:.0f} at hour "
+                       f"{first.hour:.0f})")
+        if s.segments > segments_allowed:
+            bad.append(f"hour {s.hour:.0f}: {s.segments} segments on disk, retention allows {segments_allowed}")
+        if not s.steady_connected:
+            bad.append(f"hour {s.hour:.0f}: the steady viewer is not connected")
+    return bad
+
+
+def print_hub_sample(s: HubSample, out=sys.stdout) -> None:
+    if not s.hour:
+        print(f"{'hour':>5} {'RSS MiB':>8} {'fds':>4} {'threads':>7} {'tick p50 ms':>11} {'tick max ms':>11} "
+              f"{'segments':>8} {'restarts':>8} {'relists':>7} {'viewers':>7}", file=out, flush=True)
+    print(f"{s.hour:5.1f} {s.rss / 2**20:8.1f} {s.fds:4d} {s.threads:7d} {s.tick_median * 1e3:11.2f} "
+          f"{s.tick_max * 1e3:11.2f} {s.segments:8d} {s.restarts:8d} {s.relists:7d} {s.viewers_served:7d}",
+          file=out, flush=True)
+
+
+def run_hub(nodes: int = 60, hours: float = 24.0, speed: float = 240.0) -> list[Figure]:
+    import os
+    import tempfile
+
+    segment_minutes, keep_hours = 30.0, 4.0
+    t = time.perf_counter()
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix="nodewatch-hubsoak-") as tmp:
+        samples = hub_soak(tmp, nodes, hours, speed, segment_minutes=segment_minutes, keep_hours=keep_hours,
+                           report=lambda s: print_hub_sample(s, sys.stderr))
+    took = time.perf_counter() - t
+    allowed = int(keep_hours * 60 / segment_minutes) + 2
+    bad = check_hub(samples, allowed)
+    first, last = (samples[1] if len(samples) > 2 else samples[0]), samples[-1]
+    return [Figure(f"hub soak: {hours:g} virtual h at x{speed:g}, {nodes} nodes, {SCENARIO}, "
+                   f"{last.restarts} API restarts, {last.viewers_served} viewers came and went",
+                   f"hour {last.hour:.0f}: RSS {last.rss / 2**20:.0f} MiB, {last.fds} fds, {last.threads} threads, "
+                   f"tick p50 {last.tick_median * 1e3:.1f} ms (max {last.tick_max * 1e3:.0f}), {last.segments} segments",
+                   f"flat: fds +4, threads +2, RSS +10% +16 MiB; <= {allowed} segments",
+                   f"hour {first.hour:.0f} (same run): RSS {first.rss / 2**20:.0f} MiB, {first.fds} fds, "
+                   f"{first.threads} threads, tick p50 {first.tick_median * 1e3:.1f} ms (max {first.tick_max * 1e3:.0f})",
+                   not bad, ("; ".join(bad[:5]) or "flat") + f"; {took:.0f} s wall, load {load:.1f} at start")]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=5_000)
     ap.add_argument("--minutes", type=float, default=90)
     ap.add_argument("--every", type=float, default=5)
+    ap.add_argument("--hub", action="store_true", help="soak the whole hub (see the module docstring)")
+    ap.add_argument("--hours", type=float, default=24.0, help="--hub: virtual hours")
+    ap.add_argument("--speed", type=float, default=240.0, help="--hub: virtual seconds a wall second")
     args = ap.parse_args(argv)
     from .harness import print_table
 
-    figs = run(args.nodes, args.minutes, args.every)
+    figs = run_hub(args.nodes if args.nodes != 5_000 else 60, args.hours, args.speed) if args.hub else run(
+        args.nodes, args.minutes, args.every)
     print_table(figs)
     return 0 if all(f.ok for f in figs) else 1
 
