@@ -6,6 +6,7 @@ finishes a request once its time is up, and the SSH door logs what it refused.""
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import subprocess
 import sys
@@ -13,14 +14,15 @@ import threading
 import time
 
 import aiohttp
+import pytest
 
 from frontdoor_support import PROBE_VIEWER, client_key, need, ssh_argv
 from simserver import wait_until
-from test_hub_hostile import _closed_by_peer, _within_a_second
+from test_hub_hostile import _closed_by_peer, _fds, _rss, _within_a_second
 
 from nodewatch.frontdoor.background import DoorThread
 from nodewatch.frontdoor.doors import HOST_KEY_NAME
-from nodewatch.frontdoor.ssh import start_ssh
+from nodewatch.frontdoor.ssh import LOGIN_TIMEOUT_SECONDS, start_ssh
 from nodewatch.frontdoor.viewer import wall_command_for
 from nodewatch.frontdoor.web import start_web
 
@@ -45,7 +47,9 @@ def _ssh_first_line(port: int, key, tmp_path) -> float:
                          stderr=subprocess.PIPE)
     try:
         line = p.stdout.readline()
-        assert b"argv" in line, (line, p.stderr.read1(4096) if p.poll() is not None else b"")
+        if b"argv" not in line:
+            p.wait(30)
+            raise AssertionError(f"no viewer line: {line!r}, exit {p.returncode}, {p.stderr.read()!r}")
         return time.monotonic() - started
     finally:
         p.kill()
@@ -70,6 +74,7 @@ def test_the_ssh_door_serves_an_honest_client_through_idle_half_open_and_failing
     failing: list[subprocess.Popen] = []
     try:
         alone = _ssh_first_line(door.port, key, tmp_path)
+        fds, rss = _fds(), _rss()
         conns += _idle(door.port, IDLE)
         conns += _idle(door.port, 50, b"SSH-2.0-OpenSSH_9.2\r\n")  # a handshake begun, never finished
         failing = [subprocess.Popen(ssh_argv(door.port, wrong, "-tt"), stdin=subprocess.DEVNULL,
@@ -79,9 +84,16 @@ def test_the_ssh_door_serves_an_honest_client_through_idle_half_open_and_failing
         print(f"ssh to the viewer's first line with {IDLE} idle, 50 half-open and 20 failing: "
               f"{seconds:.3f}s (alone {alone:.3f}s)")
         assert _within_a_second(seconds, alone)
+        grown = _rss() - rss  # both ends of every connection are in this process
+        print(f"memory for {IDLE} idle and 50 half-open SSH connections (both ends): {grown / 2**20:.1f} MiB, "
+              f"fds {fds} -> {_fds()}")
+        assert grown < 64 * 2**20
         for p in failing:
             assert p.wait(60) == 255  # Permission denied (publickey)
         wait_until(lambda: all(_closed_by_peer(s) for s in conns), timeout=TIMEOUT + 20)
+        for s in conns:
+            s.close()
+        wait_until(lambda: _fds() <= fds + 4, timeout=10)  # the door let go of every one
         wait_until(lambda: sum(n for why, n in door.refused.items() if "without a login" in why) >= IDLE + 70,
                    timeout=10)
         assert "refused" in caplog.text and "without a login" in caplog.text
@@ -147,16 +159,94 @@ def test_the_web_door_serves_its_page_through_idle_and_slowloris_connections(tmp
     conns: list[socket.socket] = []
     try:
         alone = asyncio.run(_page_seconds(door.url))
+        fds, rss = _fds(), _rss()
         conns += _idle(door.port, IDLE)
         conns += _slowloris(door.port, 50, stop)
         time.sleep(0.3)
         seconds = asyncio.run(_page_seconds(door.url))
         print(f"the web page with {IDLE} idle and 50 slowloris connections: {seconds:.3f}s (alone {alone:.3f}s)")
         assert _within_a_second(seconds, alone)
+        grown = _rss() - rss  # both ends of every connection are in this process
+        print(f"memory for {IDLE} idle and 50 slowloris web connections (both ends): {grown / 2**20:.1f} MiB, "
+              f"fds {fds} -> {_fds()}")
+        assert grown < 64 * 2**20
         # aiohttp's default would have held each for 75 s; the slowloris ones never finish a request
         wait_until(lambda: all(_closed_by_peer(s) for s in conns), timeout=TIMEOUT + 20)
+        stop.set()
+        for s in conns:
+            s.close()
+        wait_until(lambda: _fds() <= fds + 4, timeout=10)  # the door let go of every one
     finally:
         stop.set()
         for s in conns:
             s.close()
+        thread.close(door)
+
+
+RATE = 100
+"""Failed SSH logins a second asked for, each a real OpenSSH client offering a key the door does
+not know (the clients run on the same machine: a loaded one makes fewer, and the rate made is
+printed)."""
+FLOOD_SECONDS = 4.0
+
+
+@pytest.mark.slow
+def test_the_ssh_door_lets_an_honest_client_in_through_a_hundred_failed_logins_a_second(tmp_path, caplog):
+    """Measured, not yet met: the issue's "within 1 s" at 100 failures a second. The door spends
+    ~5 ms of CPU on each failed login (asyncssh's key exchange and protocol, in Python), so 100 a
+    second is half a core, and each OpenSSH client three times that; on a shared 2-core machine the
+    honest login takes seconds. What is asserted: it gets in (its login timeout is the door's real
+    one), every failing client is refused and counted, memory stays bounded and nothing is held after."""
+    need("ssh", "openssh-client")
+    caplog.set_level(logging.INFO, logger="nodewatch.frontdoor.ssh")
+    key, public = client_key(tmp_path)
+    wrong, _ = client_key(tmp_path, "wrong")
+    (tmp_path / "authorized_keys").write_text(public + "\n")
+    (tmp_path / "probe.py").write_text(PROBE_VIEWER)
+    thread = DoorThread()
+    door = thread.run(start_ssh("127.0.0.1:0", tmp_path / "authorized_keys", tmp_path / HOST_KEY_NAME,
+                                wall_command_for([sys.executable, str(tmp_path / "probe.py")]),
+                                env={"PROBE_PIDFILE": str(tmp_path / "viewer.pid")}))  # the real login timeout
+    failing: list[subprocess.Popen] = []
+    stop = threading.Event()
+    peaks: dict[str, float] = {"rss": 0, "fds": 0, "took": 1.0}
+
+    def attack() -> None:
+        """RATE clients a second, on a schedule (not one after another: they overlap)."""
+        due = begun = time.monotonic()
+        while not stop.is_set() and time.monotonic() - begun < FLOOD_SECONDS:
+            failing.append(subprocess.Popen(ssh_argv(door.port, wrong), stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            peaks["rss"], peaks["fds"] = max(peaks["rss"], _rss()), max(peaks["fds"], _fds())
+            due += 1 / RATE
+            stop.wait(max(0.0, due - time.monotonic()))  # the schedule, not a wait for the door
+        peaks["took"] = time.monotonic() - begun
+
+    try:
+        alone = _ssh_first_line(door.port, key, tmp_path)
+        fds, rss = _fds(), _rss()
+        attacker = threading.Thread(target=attack, daemon=True)
+        attacker.start()
+        wait_until(lambda: len(failing) >= RATE // 2)
+        seconds = _ssh_first_line(door.port, key, tmp_path)  # in the thick of it
+        attacker.join(FLOOD_SECONDS + 30)
+        rate = len(failing) / peaks["took"]
+        codes = [p.wait(60) for p in failing]
+        refused = sum(n for why, n in door.refused.items() if "without a login" in why)
+        print(f"\nssh to the viewer's first line through {rate:.0f} failed logins a second ({len(failing)} in all): "
+              f"{seconds:.3f}s (alone {alone:.3f}s); door RSS {rss / 2**20:.0f} -> peak {peaks['rss'] / 2**20:.0f} "
+              f"MiB, fds {fds} -> peak {peaks['fds']}; refused {refused}; load {os.getloadavg()[0]:.1f}")
+        assert rate >= RATE / 10  # a flood, on any machine
+        assert seconds < LOGIN_TIMEOUT_SECONDS  # the honest client got in
+        assert set(codes) == {255}  # every one: Permission denied (publickey)
+        assert refused >= len(failing)  # each counted (and logged, once per REFUSAL_LOG_SECONDS)
+        assert "refused" in caplog.text
+        assert peaks["rss"] - rss < 64 * 2**20
+        wait_until(lambda: _fds() <= fds + 4, timeout=TIMEOUT + 10)  # nothing held after them
+    finally:
+        stop.set()
+        for p in failing:
+            if p.poll() is None:
+                p.kill()
+            p.wait(30)
         thread.close(door)

@@ -204,7 +204,7 @@ def test_idle_and_half_open_tls_connections_hold_up_no_viewer(tmp_path):
     ca = str(tmp_path / "tls" / "ca.pem")
     try:
         alone = _attach_alone(address, 30, token=token, ca_file=ca)
-        base = _fds()
+        base, rss = _fds(), _rss()
         for i in range(IDLE):
             s = socket.create_connection(("127.0.0.1", hub.tcp_port))
             if i % 10 == 0:  # half a ClientHello: a handshake begun, never finished
@@ -217,9 +217,16 @@ def test_idle_and_half_open_tls_connections_hold_up_no_viewer(tmp_path):
         assert _within_a_second(seconds, alone), f"attach took {seconds:.2f}s with {IDLE} idle TLS connections"
         seq = advance(hub, 5)
         wait_until(lambda: v.state.seq == seq, timeout=1.0, interval=0.005)
+        grown = _rss() - rss  # both ends of every connection are in this process
+        print(f"memory for {IDLE} idle and half-open TLS connections (both ends): {grown / 2**20:.1f} MiB")
+        assert grown < 64 * 2**20
         # asyncio's default would have held each for 60 s
         wait_until(lambda: all(_closed_by_peer(s) for s in conns), timeout=HELLO_SECONDS + 15)
         assert v.state.connected
+        for s in conns:
+            s.close()
+        conns.clear()
+        wait_until(lambda: _fds() <= base + 4, timeout=10)  # the hub let go of every one
     finally:
         for s in conns:
             s.close()
