@@ -59,7 +59,15 @@ def _ssh_first_line(port: int, key, tmp_path) -> float:
         p.stdin.close()
 
 
-def test_the_ssh_door_serves_an_honest_client_through_idle_half_open_and_failing_ones(tmp_path, caplog):
+def _reap(clients: list[subprocess.Popen]) -> None:
+    for p in clients:
+        if p.poll() is None:
+            p.kill()
+        p.wait(30)
+
+
+def _probe_door(tmp_path, caplog, **kw):
+    """(door thread, SSH door serving the probe viewer, the authorized key, a key it does not know)."""
     need("ssh", "openssh-client")
     caplog.set_level(logging.INFO, logger="nodewatch.frontdoor.ssh")
     key, public = client_key(tmp_path)
@@ -69,7 +77,12 @@ def test_the_ssh_door_serves_an_honest_client_through_idle_half_open_and_failing
     thread = DoorThread()
     door = thread.run(start_ssh("127.0.0.1:0", tmp_path / "authorized_keys", tmp_path / HOST_KEY_NAME,
                                 wall_command_for([sys.executable, str(tmp_path / "probe.py")]),
-                                env={"PROBE_PIDFILE": str(tmp_path / "viewer.pid")}, login_timeout=TIMEOUT))
+                                env={"PROBE_PIDFILE": str(tmp_path / "viewer.pid")}, **kw))
+    return thread, door, key, wrong
+
+
+def test_the_ssh_door_serves_an_honest_client_through_idle_half_open_and_failing_ones(tmp_path, caplog):
+    thread, door, key, wrong = _probe_door(tmp_path, caplog, login_timeout=TIMEOUT)
     conns: list[socket.socket] = []
     failing: list[subprocess.Popen] = []
     try:
@@ -100,10 +113,7 @@ def test_the_ssh_door_serves_an_honest_client_through_idle_half_open_and_failing
     finally:
         for s in conns:
             s.close()
-        for p in failing:
-            if p.poll() is None:
-                p.kill()
-            p.wait(30)
+        _reap(failing)
         thread.close(door)
 
 
@@ -197,16 +207,7 @@ def test_the_ssh_door_lets_an_honest_client_in_through_a_hundred_failed_logins_a
     second is half a core, and each OpenSSH client three times that; on a shared 2-core machine the
     honest login takes seconds. What is asserted: it gets in (its login timeout is the door's real
     one), every failing client is refused and counted, memory stays bounded and nothing is held after."""
-    need("ssh", "openssh-client")
-    caplog.set_level(logging.INFO, logger="nodewatch.frontdoor.ssh")
-    key, public = client_key(tmp_path)
-    wrong, _ = client_key(tmp_path, "wrong")
-    (tmp_path / "authorized_keys").write_text(public + "\n")
-    (tmp_path / "probe.py").write_text(PROBE_VIEWER)
-    thread = DoorThread()
-    door = thread.run(start_ssh("127.0.0.1:0", tmp_path / "authorized_keys", tmp_path / HOST_KEY_NAME,
-                                wall_command_for([sys.executable, str(tmp_path / "probe.py")]),
-                                env={"PROBE_PIDFILE": str(tmp_path / "viewer.pid")}))  # the real login timeout
+    thread, door, key, wrong = _probe_door(tmp_path, caplog)  # the real login timeout
     failing: list[subprocess.Popen] = []
     stop = threading.Event()
     peaks: dict[str, float] = {"rss": 0, "fds": 0, "took": 1.0}
@@ -245,8 +246,5 @@ def test_the_ssh_door_lets_an_honest_client_in_through_a_hundred_failed_logins_a
         wait_until(lambda: _fds() <= fds + 4, timeout=TIMEOUT + 10)  # nothing held after them
     finally:
         stop.set()
-        for p in failing:
-            if p.poll() is None:
-                p.kill()
-            p.wait(30)
+        _reap(failing)
         thread.close(door)

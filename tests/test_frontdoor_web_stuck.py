@@ -17,10 +17,10 @@ import os
 import socket
 import sys
 import time
-from pathlib import Path
 
 from frontdoor_support import Chromium, _wait_async
 from simserver import wait_until
+from test_hub_frontdoors import _viewers_of
 from test_hub_hostile import _closed_by_peer, _within_a_second
 
 from nodewatch.frontdoor.background import DoorThread
@@ -62,21 +62,6 @@ def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-def _viewers(sock: Path) -> list[int]:
-    """Pids of the door's ``attach`` viewers of this hub, still running."""
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                continue
-        except OSError:
-            continue
-        if b"attach" in argv and str(sock).encode() in argv:
-            out.append(int(pid))
-    return out
-
-
 async def _first_rows(url: str) -> float:
     started = time.monotonic()
     async with Chromium() as browser:
@@ -105,7 +90,7 @@ def test_web_viewers_that_never_read_hold_up_no_one_and_are_closed(tmp_path):
     stuck: list[socket.socket] = []
     try:
         alone = asyncio.run(_first_rows(door.url))  # the reference, in the same run
-        wait_until(lambda: not _viewers(sock), timeout=20)
+        wait_until(lambda: not _viewers_of(sock), timeout=20)
 
         async def watch() -> dict:
             async with Chromium() as browser:
@@ -118,7 +103,7 @@ def test_web_viewers_that_never_read_hold_up_no_one_and_are_closed(tmp_path):
                     while True:
                         samples.append((time.monotonic(), len(browser.received), _rss(), _fds()))
                         if len(samples) % 5 == 0:
-                            for pid in _viewers(sock):
+                            for pid in _viewers_of(sock):
                                 with contextlib.suppress(OSError):
                                     viewer_rss.setdefault(pid, []).append(_rss(pid))
                         await asyncio.sleep(0.1)  # sampling, not waiting for a timer
@@ -130,7 +115,7 @@ def test_web_viewers_that_never_read_hold_up_no_one_and_are_closed(tmp_path):
                 for _ in range(STUCK):
                     stuck.append(await asyncio.to_thread(_stuck_websocket, door.port, "a-token"))
                 await _wait_async(lambda: door.sessions == 1 + STUCK, 30)
-                await _wait_async(lambda: len(_viewers(sock)) == 1 + STUCK, 60)
+                await _wait_async(lambda: len(_viewers_of(sock)) == 1 + STUCK, 60)
                 seconds = await _first_rows(door.url)  # a new page, while they are stuck
                 await _wait_async(lambda: door.sessions == 1, 60)  # the heartbeat closed every stuck page
                 closed = time.monotonic()
@@ -156,7 +141,7 @@ def test_web_viewers_that_never_read_hold_up_no_one_and_are_closed(tmp_path):
         assert peak_fds - fds0 < 16 * (STUCK + 1)  # their sockets and viewers' pipes, no more
         assert all(max(v) < 400 * 2**20 for v in got["viewer_rss"].values())  # a stuck viewer does not pile up frames
         wait_until(lambda: all(_closed_by_peer(s) for s in stuck), timeout=10)  # the door closed them
-        wait_until(lambda: not _viewers(sock), timeout=20)  # and ended their viewers (and the honest ones')
+        wait_until(lambda: not _viewers_of(sock), timeout=20)  # and ended their viewers (and the honest ones')
     finally:
         for s in stuck:
             s.close()
