@@ -4,8 +4,9 @@ and a new page attaches as fast as with no one stuck, the hub's memory and file 
 bounded, and each stuck page is closed, and its viewer process ended, within 1.5 heartbeats
 (``frontdoor/web.py`` HEARTBEAT_SECONDS; shortened here so the test takes seconds).
 
-The stuck clients are real TCP sockets with a real websocket handshake (a receive buffer of 4 KiB,
-never read after the 101): what a browser that stops reading looks like from the server's side.
+The stuck clients: a headless Chromium whose page is frozen once drawn (``Page.setWebLifecycleState``:
+what Chromium does to a background tab; it stops reading the websocket, pongs included), and real
+TCP sockets with a real websocket handshake (a receive buffer of 4 KiB, never read after the 101).
 The honest viewers are headless Chromium."""
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def test_web_viewers_that_never_read_hold_up_no_one_and_are_closed(tmp_path):
         wait_until(lambda: not _viewers_of(sock), timeout=20)
 
         async def watch() -> dict:
-            async with Chromium() as browser:
+            async with Chromium() as browser, Chromium() as frozen:
                 assert await browser.open(door.url) == 200
                 await _wait_async(lambda: NODE in browser.received, 60)
                 samples: list[tuple[float, int, int, int]] = []  # (time, bytes the page got, hub RSS, fds)
@@ -112,10 +113,15 @@ def test_web_viewers_that_never_read_hold_up_no_one_and_are_closed(tmp_path):
                 ticks0 = hub.ticks
                 await _wait_async(lambda: hub.ticks >= ticks0 + 8, 30)  # the reference: the page, no one stuck
                 opened = time.monotonic()
+                # a real browser that stops reading: its page frozen (what Chromium does to a tab
+                # in the background), once it has drawn
+                assert await frozen.open(door.url) == 200
+                await _wait_async(lambda: NODE in frozen.received, 60)
+                await frozen.send("Page.setWebLifecycleState", state="frozen")
                 for _ in range(STUCK):
                     stuck.append(await asyncio.to_thread(_stuck_websocket, door.port, "a-token"))
-                await _wait_async(lambda: door.sessions == 1 + STUCK, 30)
-                await _wait_async(lambda: len(_viewers_of(sock)) == 1 + STUCK, 60)
+                await _wait_async(lambda: door.sessions == 2 + STUCK, 30)
+                await _wait_async(lambda: len(_viewers_of(sock)) == 2 + STUCK, 60)
                 seconds = await _first_rows(door.url)  # a new page, while they are stuck
                 await _wait_async(lambda: door.sessions == 1, 60)  # the heartbeat closed every stuck page
                 closed = time.monotonic()
@@ -129,7 +135,7 @@ def test_web_viewers_that_never_read_hold_up_no_one_and_are_closed(tmp_path):
         gap_alone, gap_stuck = _longest_gap(before), _longest_gap(during)
         rss0, fds0 = before[-1][2], before[-1][3]
         peak_rss, peak_fds = max(x[2] for x in during), max(x[3] for x in during)
-        print(f"\n{STUCK} stuck pages for {got['closed'] - got['opened']:.1f}s: a new page's first rows "
+        print(f"\n{STUCK + 1} stuck pages for {got['closed'] - got['opened']:.1f}s: a new page's first rows "
               f"{got['seconds']:.2f}s (alone {alone:.2f}s); the honest page's longest gap between frames "
               f"{gap_stuck:.2f}s (alone {gap_alone:.2f}s); hub RSS {rss0 / 2**20:.0f} -> peak "
               f"{peak_rss / 2**20:.0f} MiB, fds {fds0} -> peak {peak_fds}; each viewer's RSS first -> peak (MiB) "
