@@ -22,8 +22,7 @@ from test_hub_disk_full import fill, small_disk
 from test_live_faults import renew_all
 
 from nodewatch.cli import main
-from nodewatch.commands.common import open_recorder
-from nodewatch.commands.watch import _say_recording_stopped
+from nodewatch.commands.common import open_recorder, say_recording_stopped
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
 from nodewatch.metrics.sample import take_sample
@@ -38,7 +37,7 @@ def test_watch_record_on_a_full_disk_stops_only_the_recording(tmp_path, start_li
         path = str(disk / name)
         rec = open_recorder(path, {"kind": "test"}, Settings())
         src = start_live(srv, recorder=rec)
-        rec.on_stop = lambda message: _say_recording_stopped(src, message)  # as ``watch`` wires it
+        rec.on_stop = lambda message: say_recording_stopped(src, message)  # as ``watch`` and ``demo`` wire it
         try:
             wait_until(src.watching)
             renew_all(fleet, src)

@@ -173,6 +173,17 @@ def open_recorder(path: str, source_info: dict[str, Any], settings: Settings,
     return StoppingRecorder(recorder)  # type: ignore[return-value]  # a Recorder's methods; a full disk stops only it
 
 
+def say_recording_stopped(source: Any, message: str) -> None:
+    """A stopped ``--record`` (a full disk) among the dashboard's problems, where the header counts
+    it and the problems screen says it whole; the streams, and so the fleet's judgement, go on.
+    Several clusters: said by the first (a ``MultiFleet`` has no problems of its own)."""
+    state = source.state
+    members = getattr(state, "members", None)
+    if members:
+        state = members[0].state
+    state.problem(source.clock.now(), "recording", message)
+
+
 def add_demo_arguments(parser: argparse.ArgumentParser, *, flag_prefix: str = "") -> None:
     g = parser.add_argument_group("simulated fleet")
     g.add_argument(f"--{flag_prefix}nodes", dest="nodes", type=int, default=30, metavar="N",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from .common import (
     add_live_arguments,
@@ -12,6 +11,7 @@ from .common import (
     cluster_specs_from_args,
     live_source_from_args,
     multi_source,
+    say_recording_stopped,
     settings_from_args,
 )
 from .metrics_options import MetricsServices, add_metrics_arguments
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         source = live_source_from_args(args, settings, record=args.record)
     if source.recorder is not None:
-        source.recorder.on_stop = lambda message: _say_recording_stopped(source, message)  # type: ignore[attr-defined]
+        source.recorder.on_stop = lambda message: say_recording_stopped(source, message)  # type: ignore[attr-defined]
     metrics = MetricsServices(source, args)
     try:
         if metrics.wanted:
@@ -45,14 +45,3 @@ def run(args: argparse.Namespace) -> int:
         source.stop()
         if source.recorder is not None:
             source.recorder.close()
-
-
-def _say_recording_stopped(source: Any, message: str) -> None:
-    """A stopped ``--record`` (a full disk) among the dashboard's problems, where the header counts
-    it and the problems screen says it whole; the streams, and so the fleet's judgement, go on.
-    Several clusters: said by the first (a ``MultiFleet`` has no problems of its own)."""
-    state = source.state
-    members = getattr(state, "members", None)
-    if members:
-        state = members[0].state
-    state.problem(source.clock.now(), "recording", message)
