@@ -200,51 +200,69 @@ printed)."""
 FLOOD_SECONDS = 4.0
 
 
+ATTACKER = r"""
+import json, subprocess, sys, time
+rate, seconds, argv = float(sys.argv[1]), float(sys.argv[2]), sys.argv[3:]
+clients, due = [], time.monotonic()
+begun = due
+while time.monotonic() - begun < seconds:
+    clients.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL))
+    due += 1 / rate
+    time.sleep(max(0.0, due - time.monotonic()))
+took = time.monotonic() - begun
+print(json.dumps({"started": len(clients), "took": took, "codes": [p.wait(60) for p in clients]}), flush=True)
+"""
+"""Starts OpenSSH clients at a rate on a schedule (they overlap), from a process of its own: the
+door's process must not pay for the forks, as it would not for a remote attacker's."""
+
+
 @pytest.mark.slow
 def test_the_ssh_door_lets_an_honest_client_in_through_a_hundred_failed_logins_a_second(tmp_path, caplog):
-    """Measured, not yet met: the issue's "within 1 s" at 100 failures a second. The door spends
-    ~5 ms of CPU on each failed login (asyncssh's key exchange and protocol, in Python), so 100 a
-    second is half a core, and each OpenSSH client three times that; on a shared 2-core machine the
-    honest login takes seconds. What is asserted: it gets in (its login timeout is the door's real
-    one), every failing client is refused and counted, memory stays bounded and nothing is held after."""
-    thread, door, key, wrong = _probe_door(tmp_path, caplog)  # the real login timeout
-    failing: list[subprocess.Popen] = []
-    stop = threading.Event()
-    peaks: dict[str, float] = {"rss": 0, "fds": 0, "took": 1.0}
+    """The issue's "within 1 s" at 100 failures a second is measured, and met only where the
+    machine has the CPU: the door spends ~5 ms of CPU (user and kernel) on each failed login, half
+    a core at 100 a second, and each OpenSSH client about three times that on the same 2 cores.
+    What is asserted: the honest client gets in (within the door's real login timeout), every
+    failing client is refused and counted, memory stays bounded and nothing is held after."""
+    import json
 
-    def attack() -> None:
-        """RATE clients a second, on a schedule (not one after another: they overlap)."""
-        due = begun = time.monotonic()
-        while not stop.is_set() and time.monotonic() - begun < FLOOD_SECONDS:
-            failing.append(subprocess.Popen(ssh_argv(door.port, wrong), stdin=subprocess.DEVNULL,
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    thread, door, key, wrong = _probe_door(tmp_path, caplog)  # the real login timeout
+    attacker: subprocess.Popen | None = None
+    stop = threading.Event()
+    peaks = {"rss": 0, "fds": 0}
+
+    def sample() -> None:
+        while not stop.wait(0.05):  # sampling, not waiting for a timer
             peaks["rss"], peaks["fds"] = max(peaks["rss"], _rss()), max(peaks["fds"], _fds())
-            due += 1 / RATE
-            stop.wait(max(0.0, due - time.monotonic()))  # the schedule, not a wait for the door
-        peaks["took"] = time.monotonic() - begun
 
     try:
         alone = _ssh_first_line(door.port, key, tmp_path)
         fds, rss = _fds(), _rss()
-        attacker = threading.Thread(target=attack, daemon=True)
-        attacker.start()
-        wait_until(lambda: len(failing) >= RATE // 2)
+        threading.Thread(target=sample, daemon=True).start()
+        attacker = subprocess.Popen([sys.executable, "-c", ATTACKER, str(RATE), str(FLOOD_SECONDS),
+                                     *ssh_argv(door.port, wrong)], stdout=subprocess.PIPE, text=True)
+        wait_until(lambda: sum(door.refused.values()) >= RATE // 4, timeout=FLOOD_SECONDS + 10)
         seconds = _ssh_first_line(door.port, key, tmp_path)  # in the thick of it
-        attacker.join(FLOOD_SECONDS + 30)
-        rate = len(failing) / peaks["took"]
-        codes = [p.wait(60) for p in failing]
+        out, _ = attacker.communicate(timeout=FLOOD_SECONDS + 90)
+        stop.set()
+        report = json.loads(out)
+        rate = report["started"] / report["took"]
         refused = sum(n for why, n in door.refused.items() if "without a login" in why)
-        print(f"\nssh to the viewer's first line through {rate:.0f} failed logins a second ({len(failing)} in all): "
-              f"{seconds:.3f}s (alone {alone:.3f}s); door RSS {rss / 2**20:.0f} -> peak {peaks['rss'] / 2**20:.0f} "
-              f"MiB, fds {fds} -> peak {peaks['fds']}; refused {refused}; load {os.getloadavg()[0]:.1f}")
+        print(f"\nssh to the viewer's first line through {rate:.0f} failed logins a second ({report['started']} in "
+              f"all): {seconds:.3f}s (alone {alone:.3f}s); door RSS {rss / 2**20:.0f} -> peak "
+              f"{peaks['rss'] / 2**20:.0f} MiB, fds {fds} -> peak {peaks['fds']}; refused {refused}; "
+              f"load {os.getloadavg()[0]:.1f}")
         assert rate >= RATE / 10  # a flood, on any machine
         assert seconds < LOGIN_TIMEOUT_SECONDS  # the honest client got in
-        assert set(codes) == {255}  # every one: Permission denied (publickey)
-        assert refused >= len(failing)  # each counted (and logged, once per REFUSAL_LOG_SECONDS)
+        assert set(report["codes"]) == {255}  # every one: Permission denied (publickey)
+        wait_until(lambda: sum(n for why, n in door.refused.items() if "without a login" in why)
+                   >= report["started"], timeout=10)  # each counted (and logged, once per REFUSAL_LOG_SECONDS)
         assert "refused" in caplog.text
         assert peaks["rss"] - rss < 64 * 2**20
         wait_until(lambda: _fds() <= fds + 4, timeout=TIMEOUT + 10)  # nothing held after them
     finally:
         stop.set()
-        _reap(failing)
+        if attacker is not None and attacker.poll() is None:
+            attacker.kill()
+            attacker.wait(30)
         thread.close(door)
