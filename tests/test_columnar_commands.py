@@ -108,7 +108,7 @@ def test_record_writes_the_format_asked_for(tmp_path):
                             ("b.jsonl.gz", "columnar", ColumnarRecorder), ("b.nwcol", "jsonl", Recorder)):
         rec = open_recorder(str(tmp_path / name), {"name": "t"}, Settings(), record_format=fmt)
         try:
-            assert type(rec) is want
+            assert type(rec.recorder) is want  # inside the StoppingRecorder (a full disk stops only it)
         finally:
             rec.close()
     args = __import__("nodewatch.cli", fromlist=["build_parser"]).build_parser(only="record").parse_args(

@@ -157,17 +157,31 @@ def open_recorder(path: str, source_info: dict[str, Any], settings: Settings,
                   clusters: list[dict[str, Any]] | None = None, record_format: str | None = None) -> Recorder:
     """A recorder writing ``path`` with ``source_info`` (and ``clusters``, for several) in its
     header. ``record_format``: ``columnar`` or ``jsonl``; None: columnar for a ``.nwcol`` path.
+    A failed write (a full disk) stops the recording and nothing else (``StoppingRecorder``).
     Raises CommandError."""
     from ..sources.columnar import EXTENSION, ColumnarRecorder
     from ..sources.recording import Recorder
+    from ..sources.recording_stop import StoppingRecorder
 
     if record_format is None:
         record_format = "columnar" if path.endswith(EXTENSION) else "jsonl"
     make: Any = ColumnarRecorder if record_format == "columnar" else Recorder
     try:
-        return make(path, source_info, settings, clusters=clusters)
+        recorder = make(path, source_info, settings, clusters=clusters)
     except OSError as exc:
         raise CommandError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    return StoppingRecorder(recorder)  # type: ignore[return-value]  # a Recorder's methods; a full disk stops only it
+
+
+def say_recording_stopped(source: Any, message: str) -> None:
+    """A stopped ``--record`` (a full disk) among the dashboard's problems, where the header counts
+    it and the problems screen says it whole; the streams, and so the fleet's judgement, go on.
+    Several clusters: said by the first (a ``MultiFleet`` has no problems of its own)."""
+    state = source.state
+    members = getattr(state, "members", None)
+    if members:
+        state = members[0].state
+    state.problem(source.clock.now(), "recording", message)
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser, *, flag_prefix: str = "") -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_demo_arguments, add_settings_arguments, open_recorder, settings_from_args
+from .common import add_demo_arguments, add_settings_arguments, open_recorder, say_recording_stopped, settings_from_args
 from .metrics_options import MetricsServices, add_metrics_arguments
 from .dashboard import add_dashboard_arguments, run_app
 
@@ -26,6 +26,8 @@ def run(args: argparse.Namespace) -> int:
                                                "seed": args.seed}, settings)
     source = DemoSource(settings=settings, nodes=args.nodes, scenario=args.scenario, seed=args.seed,
                         speed=args.speed, recorder=recorder)
+    if recorder is not None:
+        recorder.on_stop = lambda message: say_recording_stopped(source, message)  # type: ignore[attr-defined]
     metrics = MetricsServices(source, args)
     try:
         if metrics.wanted:

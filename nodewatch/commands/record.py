@@ -8,6 +8,9 @@ Exit 2 (one line) when the recording is worthless: a permanent error before node
 listed (credentials rejected, forbidden, TLS verification failed, DNS, connection refused) ends it
 at once, and a recording that ended before they were ever listed says so.
 
+A full disk (any failed write) ends the recording, not with a traceback: one line says so and
+what the file still holds (readable up to its last whole line), exit 1.
+
 Several clusters (several ``--context``, ``--all-contexts``, ``--fleet``) go into one file, each
 line saying its cluster. A cluster with a permanent error is said on stderr (one line) and recorded
 as it is seen (its health lines); the others are recorded on. Exit 2 only when no cluster at all
@@ -72,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     shown = 0.0
     listed = False
     fatal: str | None = None
+    stopped = ""
     told: dict[str, str] = {}
     """Several clusters: the ones with a permanent error before they listed, and why."""
     source.start()
@@ -96,6 +100,9 @@ def run(args: argparse.Namespace) -> int:
                       end="", file=sys.stderr, flush=True)
             if args.duration is not None and elapsed >= args.duration:
                 break
+            stopped = _stopped(recorder)
+            if stopped:
+                break
     except KeyboardInterrupt:
         pass
     finally:
@@ -113,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
         print(file=sys.stderr)
     if fatal is not None:
         return fail(f"nothing recorded to {args.file}: {fatal}")
+    if stopped:
+        print(f"nodewatch: {stopped}", file=sys.stderr)
+        return 1
     if not args.quiet:
         some = f" of {len(specs) - len(told)} of {len(specs)} clusters" if specs is not None and told else ""
         print(f"wrote {recorder.lines} events{some} to {args.file}", file=sys.stderr)
@@ -120,6 +130,12 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{args.file}: nodes and leases were never listed (the API server did not answer in "
                     f"{time.monotonic() - started:.0f}s); the file has only what was received")
     return 0
+
+
+def _stopped(recorder: Any) -> str:
+    """Why the recording stopped (a full disk: ``StoppingRecorder``'s whole message), "" while it records."""
+    recorder.check()
+    return str(getattr(recorder, "message", "") or "")
 
 
 def _clusters_progress(source: Any, told: dict[str, str], quiet: bool) -> tuple[str | None, bool]:

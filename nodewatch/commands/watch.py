@@ -11,6 +11,7 @@ from .common import (
     cluster_specs_from_args,
     live_source_from_args,
     multi_source,
+    say_recording_stopped,
     settings_from_args,
 )
 from .metrics_options import MetricsServices, add_metrics_arguments
@@ -32,6 +33,8 @@ def run(args: argparse.Namespace) -> int:
         source = multi_source(specs, args, settings, record=args.record)  # one file, each line its cluster
     else:
         source = live_source_from_args(args, settings, record=args.record)
+    if source.recorder is not None:
+        source.recorder.on_stop = lambda message: say_recording_stopped(source, message)  # type: ignore[attr-defined]
     metrics = MetricsServices(source, args)
     try:
         if metrics.wanted:

@@ -47,6 +47,14 @@ costs one file descriptor and a few KB until then; a websocket that drives a vie
 affected (its heartbeat keeps it)."""
 VIEWER_GRACE_SECONDS = 3.0
 """How long a viewer has to quit once told to (its page closed, the door closing) before SIGKILL."""
+HEARTBEAT_SECONDS = 15.0
+"""A viewer's websocket is pinged this often, and closed when no pong comes within half of it. A
+page that stops reading (a frozen tab, a peer that never reads) cannot answer, its pong being
+behind everything sent before: it is closed, and its viewer ended, within 1.5 heartbeats. Until
+then what it holds up is bounded: its viewer's output waits in the kernel's socket buffers and at
+most 64 KiB more in aiohttp's (textual-serve awaits each send, so the viewer's pipe, then the
+viewer itself, wait too); the hub, its other viewers and their pages go on (tests/
+test_frontdoor_web_stuck.py)."""
 MAX_SESSIONS = 32
 """Viewers at once (one process per open page)."""
 HOST_HEADER = re.compile(r"[A-Za-z0-9.\-]+(:\d+)?|\[[0-9A-Fa-f:.]+\](:\d+)?")
@@ -102,7 +110,8 @@ class WebFrontDoor:
 async def start_web(listen: str | tuple[str, int], token: str, command: Sequence[str], *,
                     url_file: str | os.PathLike | None = None, env: Mapping[str, str] | None = None,
                     title: str = "nodewatch", max_sessions: int = MAX_SESSIONS,
-                    keepalive_seconds: float = KEEPALIVE_SECONDS) -> WebFrontDoor:
+                    keepalive_seconds: float = KEEPALIVE_SECONDS,
+                    heartbeat_seconds: float = HEARTBEAT_SECONDS) -> WebFrontDoor:
     """Serve ``command`` (the viewer argv; add ``--wall`` for wall mode) to browsers on ``listen``
     (``"HOST:PORT"`` or a pair; port 0 picks one). The URL with the token is ``.url``, and is
     written to ``url_file`` (owner-only) when given."""
@@ -112,7 +121,7 @@ async def start_web(listen: str | tuple[str, int], token: str, command: Sequence
     if not callable(getattr(Server, "_make_app", None)):  # private: pyproject pins the textual-serve it has
         raise RuntimeError("this textual-serve has no Server._make_app: the web front door needs textual-serve 1.1")
     server = _TokenServer(viewer_shell_command(command, env or {}), host, port, title=title, token=token,
-                          max_sessions=max_sessions)
+                          max_sessions=max_sessions, heartbeat_seconds=heartbeat_seconds)
     runner = web.AppRunner(await server._make_app(), handle_signals=False, access_log=None,
                            shutdown_timeout=SHUTDOWN_SECONDS, keepalive_timeout=keepalive_seconds,
                            max_line_size=8190, max_field_size=8190)
@@ -132,10 +141,12 @@ class _TokenServer(Server):
     """textual-serve's server behind the token, with URLs taken from the request (the host the
     browser used), quiet at start."""
 
-    def __init__(self, command: str, host: str, port: int, *, title: str, token: str, max_sessions: int) -> None:
+    def __init__(self, command: str, host: str, port: int, *, title: str, token: str, max_sessions: int,
+                 heartbeat_seconds: float = HEARTBEAT_SECONDS) -> None:
         super().__init__(command, host=host, port=port, title=title)
         self.token = token
         self.max_sessions = max_sessions
+        self.heartbeat_seconds = heartbeat_seconds
         self.session_tasks: set[asyncio.Task] = set()
 
     @property
@@ -186,7 +197,7 @@ class _TokenServer(Server):
 
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         """textual-serve's, with a viewer that is killed if it outlasts its grace (``_Viewer``)."""
-        websocket = web.WebSocketResponse(heartbeat=15)
+        websocket = web.WebSocketResponse(heartbeat=self.heartbeat_seconds)
         width = _int(request.query.get("width", "80"), 80, 10, 1000)
         height = _int(request.query.get("height", "24"), 24, 5, 1000)
         viewer: _Viewer | None = None

@@ -52,6 +52,7 @@ from ..core.views import RESOURCES
 from ..sources.columnar import EXTENSION as COLUMNAR_EXTENSION
 from ..sources.columnar import ColumnarRecorder
 from ..sources.recording import ClusterRecorder, Recorder, sanitize, settings_payload
+from ..sources.recording_stop import DISK_FULL, stop_reason
 from ..sources.segments import list_segments, segment_name
 from .keyframe_lines import node_to_dict
 
@@ -76,7 +77,6 @@ MIN_FREE_BYTES = 1024 * 1024
 stays full."""
 KEEP_WHEN_FULL = 2
 """Segments a full disk never makes the recorder drop: the newest history stays."""
-DISK_FULL = "recording stopped: disk full"
 
 log = logging.getLogger("nodewatch.hub.recorder")
 
@@ -246,8 +246,7 @@ class SegmentedRecorder:
 
     def _fail(self, exc: OSError) -> None:
         """Stop recording (the hub says so); the sources never see the error."""
-        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
-        reason = DISK_FULL if full else f"recording stopped: {exc.strerror or exc}"
+        reason = stop_reason(exc)
         cur, self._current = self._current, None
         if cur is not None:
             cur.close()  # after a failed write it writes nothing more

@@ -36,6 +36,7 @@ Nothing of the source's credentials is in any frame: frames carry evaluated view
 from __future__ import annotations
 
 import asyncio
+import asyncio.sslproto
 import collections
 import contextlib
 import hmac
@@ -75,6 +76,12 @@ HELLO_SECONDS = 10.0
 """How long a new connection has to say hello (with the token over TCP)."""
 HANDSHAKE_SECONDS = 10.0
 """How long a TLS handshake may take (asyncio's default is 60 s per half-open connection)."""
+TLS_READ_BUFFER = 16 * 1024
+"""The read buffer of each TLS connection (one TLS record). asyncio allocates 256 KiB for every
+accepted TLS connection before its handshake (``sslproto.SSLProtocol.max_size``): 1,000 idle or
+half-open connections cost the hub 300 MB (tests/test_hub_hostile.py measured it); with one
+record's worth, ~64 MB (the rest is OpenSSL's own, per connection until its handshake ends). Set on asyncio's class when the hub opens its TCP listener: the
+only asyncio TLS server in a hub's process (its API client is urllib3)."""
 REFUSAL_LOG_SECONDS = 10.0
 MAX_NODE_KEY = 253 + 1 + 253
 """A drill-down names a node by its key: a node name (at most 253 characters), or ``cluster/name``."""
@@ -281,6 +288,7 @@ class Hub:
             self._servers.append(srv)
         if self.tcp is not None:
             host, port = self.tcp
+            asyncio.sslproto.SSLProtocol.max_size = TLS_READ_BUFFER
             srv = await asyncio.start_server(self._serve_tcp, host, port, ssl=self.ssl_context,
                                              ssl_handshake_timeout=self.handshake_seconds, backlog=1024)
             self.tcp_port = srv.sockets[0].getsockname()[1]
