@@ -155,12 +155,31 @@ def changed_cells(old: CellKey, new: CellKey, width: int) -> tuple[int, int]:
     return i, j
 
 
+CORDON_MARK = "⊘"
+"""After the state word of a cordoned node (``spec.unschedulable``), at the same place in every row:
+its liveness state stays what it is, the mark says no new pod goes there (``C`` in ASCII mode)."""
+STATE_WORD_WIDTH = 10
+"""The widest states (``✗ NotReady``, ``» Evicting``): the cordon mark comes after them, in the
+state column's eleventh cell."""
+
+
+def state_cell(v: NodeView, p: Palette) -> CellKey:
+    """The state's symbol and word, then the cordon mark when the node is cordoned."""
+    text = f"{v.state.symbol} {v.state.word}"
+    if not v.cordoned:
+        return (text, p.state(v.state))
+    pad = STATE_WORD_WIDTH - len(text)
+    if pad <= 0:
+        return (text, p.state(v.state), CORDON_MARK, p.warn)
+    return (text, p.state(v.state), " " * pad, Style(), CORDON_MARK, p.warn)
+
+
 def static_cells(v: NodeView, p: Palette) -> dict[str, CellKey]:
     """The columns that do not move with the clock. Cluster strings pass through ``safe``."""
     flags = cond_flags(v)
     cond_style = p.bad if flags >= 4 else p.warn if flags else p.muted
     return {
-        "state": (f"{v.state.symbol} {v.state.word}", p.state(v.state)),
+        "state": state_cell(v, p),
         "cluster": (safe(v.cluster, 60), Style()),
         "name": (safe(v.name, 80), Style(bold=v.state is not NodeState.READY)),
         "zone": (safe(zone_short(v.zone), 40), p.muted),
