@@ -10,34 +10,13 @@ harshest case: a client that kept the first token gets a 401 on its next request
 from __future__ import annotations
 
 import os
-import time
-from pathlib import Path
 
 import pytest
 
 from nodewatch.sources import kubeconfig
 from nodewatch.sources.kubeconfig import Connection, ServiceAccountToken
+from in_pod import kubelet_writes
 from simserver import running_server
-
-
-def kubelet_writes(sa: Path, token: str) -> None:
-    """The kubelet's atomic writer: the files in a new directory, then ``..data`` swapped to it."""
-    stamp = sa / f"..{time.monotonic_ns()}"
-    stamp.mkdir()
-    (stamp / "token").write_text(token)
-    if (sa / "..data").exists():
-        old = os.readlink(sa / "..data")
-    else:
-        old = None
-    tmp = sa / "..data_tmp"
-    os.symlink(stamp.name, tmp)
-    os.replace(tmp, sa / "..data")
-    if not (sa / "token").is_symlink():
-        os.symlink("..data/token", sa / "token")
-    if old:
-        for f in (sa / old).iterdir():
-            f.unlink()
-        (sa / old).rmdir()
 
 
 @pytest.fixture
