@@ -26,6 +26,10 @@ BOOT = ("import os, sys; from nodewatch.sources import kubeconfig; "
         "kubeconfig.SERVICE_ACCOUNT_DIR = os.environ.pop('NODEWATCH_TEST_SERVICE_ACCOUNT_DIR'); "
         "from nodewatch.cli import main; sys.exit(main(sys.argv[1:]))")
 
+FLEET_STREAMS = tuple(f'{{cluster="in-cluster",resource="{r}"}}' for r in ("nodes", "leases",
+                                                                         "certificatesigningrequests"))
+"""The hub's cluster-wide streams, as its ``nodewatch_stream_up`` labels name them in a pod."""
+
 
 def kubelet_writes(sa: Path, token: str) -> None:
     """The kubelet's atomic writer: the files in a new directory, then ``..data`` swapped to it."""
@@ -83,6 +87,27 @@ class PodHub:
                 return
             time.sleep(0.1)
         raise AssertionError(f"not ready after {timeout}s: {self.get('/readyz')}")
+
+    def requests(self) -> float:
+        """Requests the hub made to the API server so far (its own count, ``--metrics``)."""
+        return sum(self.samples("nodewatch_api_requests_total").values())
+
+    def open_node(self, name: str, hub_dir: Path, timeout: float = 60) -> None:
+        """A viewer attaches and opens ``name``'s drill-down: the hub asks the API server for the
+        node's pods and events at once, new requests made with the token of the moment (a watch
+        already open keeps its connection for minutes)."""
+        from nodewatch.hub.viewer_source import HubAddress, ViewerSource
+        from simserver import wait_until
+
+        before = self.requests()
+        viewer = ViewerSource(HubAddress(path=str(hub_dir / "hub.sock")))
+        viewer.start()
+        try:
+            wait_until(lambda: viewer.state.node_count() > 0, timeout=timeout)
+            viewer.focus_node(name)
+            wait_until(lambda: self.requests() >= before + 2, timeout=timeout)  # its pods and its events
+        finally:
+            viewer.stop()
 
     def stderr(self) -> str:
         return self.log.read_text(errors="replace")[-4000:]
