@@ -86,10 +86,10 @@ def _value(key: str, raw: Any, known_columns: tuple[str, ...]) -> tuple[Any, str
             return raw.strip(), None
         return None, f"{key}: expected a name, got {raw!r:.60}"
     if key == "ascii":
-        value = raw if isinstance(raw, bool) else parse_flag(str(raw))
-        if value is None:
+        flag = raw if isinstance(raw, bool) else parse_flag(str(raw))
+        if flag is None:
             return None, f"ascii: expected true or false, got {raw!r:.60}"
-        return value, None
+        return flag, None
     if key == "refresh":
         try:
             value = float(raw)

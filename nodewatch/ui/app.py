@@ -50,7 +50,7 @@ from .replay_bar import NextChange, ReplayBar
 from .source_actions import SourceActions
 from .rows import COLUMN_KEYS, NOT_READY, WALL_COLUMNS, RowQuery, select_rows, state_slice, with_cluster
 from .ascii import AsciiFilter
-from .terminal import Terminal
+from .terminal import MODERN, Terminal
 from .theme import ANSI_THEMES, Palette, palette_16, palette_from_variables
 from .timeline import FleetTimeline, history_for, live_span
 from .wall import WallView
@@ -146,7 +146,7 @@ class NodewatchApp(SourceActions, App):
                  keymap_problems: list[str] | None = None, source_problems: list[str] | None = None,
                  columns: tuple[str, ...] | None = None, theme: str | None = None,
                  on_theme_chosen: Callable[[str], str | None] | None = None,
-                 terminal: Terminal = Terminal()) -> None:
+                 terminal: Terminal = MODERN) -> None:
         super().__init__()
         self.terminal = terminal
         """What the terminal draws (``ui/terminal.py``): ASCII only, 16 colours; NO_COLOR is Textual's."""
@@ -615,7 +615,7 @@ def theme_memory(environ: dict[str, str] | None = None) -> Callable[[str], str |
 
 def run_dashboard(source: Source, *, wall: bool = False, problems: list[str] | None = None,
                   focus: str | None = None, config: UserConfig | None = None,
-                  terminal: Terminal = Terminal()) -> int:
+                  terminal: Terminal = MODERN) -> int:
     """Start the source, run the dashboard until the user quits, stop the source. The user's
     keymap (``ui/keymap.py``) is read here, so tests build the app without one. ``focus``: a node
     whose drill-down opens first (``--node``: k9s' plugin and scripts open one node); ``config``: the

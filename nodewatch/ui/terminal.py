@@ -38,6 +38,10 @@ class Terminal:
     """What decided it, for ``nodewatch info`` and the tests (``--ascii``, ``TERM=linux``...)."""
 
 
+MODERN = Terminal(why="Unicode, the theme's colours")
+"""A terminal that draws every glyph in any colour (the dashboard's default)."""
+
+
 def locale_charset(environ: Mapping[str, str]) -> str | None:
     """The character set of the locale in force (``LC_ALL``, else ``LC_CTYPE``, else ``LANG``), as
     the C library picks it: None when none is set (then nothing is assumed)."""
@@ -73,7 +77,7 @@ def detect_terminal(environ: Mapping[str, str] | None = None, *, flag: bool = Fa
         return Terminal(True, not _many_colours(env), f"locale charset {charset}")
     if term and not _many_colours(env):
         return Terminal(False, True, f"TERM={term} (16 colours)")
-    return Terminal(why="Unicode, the theme's colours")
+    return MODERN
 
 
 def _many_colours(env: Mapping[str, str]) -> bool:
