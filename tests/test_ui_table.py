@@ -89,7 +89,7 @@ def test_compact_cells_read_like_the_issue_says():
     at_120 = {v.name: render_row(v, ctx, layout_columns(120, name_width=18), 120).text for v in view.nodes}
     assert "200d" in at_120["worker-a-0"] and "5d" in at_120["worker-c-cert"]
     assert "unreach:NE 2m +1" in at_120["worker-b-0"]
-    header = render_header(layout_columns(80, name_width=17), ctx, 80, "cond", False).text
+    header = render_header(layout_columns(80, name_width=18), ctx, 80, "cond", False).text
     assert "RMDPN" in header and "RENEW" in header and "EVICT" in header
 
 

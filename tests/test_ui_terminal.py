@@ -189,14 +189,15 @@ def test_a_cordoned_node_keeps_its_state_and_gets_the_mark():
     assert cordoned.cordoned and cordoned.state is NodeState.READY
     cols = layout_columns(150)
     row = render_row(cordoned, RowContext(T0), cols, 150).text
-    assert row.startswith(f"✓ Ready   {CORDON_MARK} worker-c-cordoned")
+    assert row.startswith(f"✓ Ready  {CORDON_MARK} worker-c-cordoned")
     others = [render_row(v, RowContext(T0), cols, 150).text for v in view.nodes if not v.cordoned]
     assert others and not any(CORDON_MARK in r for r in others)
     not_ready = next(v for v in view.nodes if v.state is NodeState.NOT_READY or v.state is NodeState.EVICTING)
     import msgspec
 
     marked = render_row(msgspec.structs.replace(not_ready, cordoned=True), RowContext(T0), cols, 150).text
-    assert marked.startswith(f"{not_ready.state.symbol} {not_ready.state.word}{CORDON_MARK} ")
+    assert marked.startswith(f"{not_ready.state.symbol}{not_ready.state.word}{CORDON_MARK} ")  # no cell more
+    assert layout_columns(80)[0][1] == 10
 
 
 def test_the_cordoned_filter_keeps_only_cordoned_nodes_in_any_state():

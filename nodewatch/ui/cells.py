@@ -156,22 +156,23 @@ def changed_cells(old: CellKey, new: CellKey, width: int) -> tuple[int, int]:
 
 
 CORDON_MARK = "⊘"
-"""After the state word of a cordoned node (``spec.unschedulable``), at the same place in every row:
-its liveness state stays what it is, the mark says no new pod goes there (``C`` in ASCII mode)."""
-STATE_WORD_WIDTH = 10
-"""The widest states (``✗ NotReady``, ``» Evicting``): the cordon mark comes after them, in the
-state column's eleventh cell."""
+"""After the state word of a cordoned node (``spec.unschedulable``), in the state column's last cell
+of every row: its liveness state stays what it is, the mark says no new pod goes there (``C`` in
+ASCII mode)."""
+STATE_WIDTH = 10
+"""The state column's width (``rows.COLUMNS``): ``✗ NotReady`` and ``» Evicting`` fill it."""
 
 
 def state_cell(v: NodeView, p: Palette) -> CellKey:
-    """The state's symbol and word, then the cordon mark when the node is cordoned."""
+    """The state's symbol and word; a cordoned node's mark in the column's last cell (the two
+    longest states give up the space after their symbol for it: ``✗NotReady⊘``). The column keeps
+    its width, so no other column loses a cell at 80 columns."""
     text = f"{v.state.symbol} {v.state.word}"
     if not v.cordoned:
         return (text, p.state(v.state))
-    pad = STATE_WORD_WIDTH - len(text)
-    if pad <= 0:
-        return (text, p.state(v.state), CORDON_MARK, p.warn)
-    return (text, p.state(v.state), " " * pad, Style(), CORDON_MARK, p.warn)
+    if len(text) >= STATE_WIDTH:
+        text = f"{v.state.symbol}{v.state.word}"
+    return (text.ljust(STATE_WIDTH - 1), p.state(v.state), CORDON_MARK, p.warn)
 
 
 def static_cells(v: NodeView, p: Palette) -> dict[str, CellKey]:

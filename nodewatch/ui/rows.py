@@ -54,7 +54,7 @@ def cond_flags(v: NodeView) -> int:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("state", "STATE", 11, None),
+    Column("state", "STATE", 10, None),
     Column("name", "NODE", 12, lambda v: v.name, flex=True),
     Column("zone", "ZONE", 12, lambda v: (v.zone, v.state.rank, v.name)),
     Column("renew", "RENEW AGE", 16, lambda v: (v.lease_observed_at if v.lease_observed_at is not None else INF, v.name),
