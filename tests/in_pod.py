@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from metrics_support import _process
+
 BOOT = ("import os, sys; from nodewatch.sources import kubeconfig; "
         "kubeconfig.SERVICE_ACCOUNT_DIR = os.environ.pop('NODEWATCH_TEST_SERVICE_ACCOUNT_DIR'); "
         "from nodewatch.cli import main; sys.exit(main(sys.argv[1:]))")
@@ -49,6 +51,19 @@ def kubelet_writes(sa: Path, token: str) -> None:
         (sa / old).rmdir()
 
 
+def kubelet_rotates(srv, sa: Path) -> str:
+    """A rotation as it happens, against the simulated server ``srv``: the new token is valid, then
+    in the file, and only then is the old one refused (at once: harsher than a real server, which
+    keeps it until it expires). From then on a request with the old token is the reader's fault."""
+    from nodewatch.sim.kubeconfig import new_token
+
+    old = srv.token
+    new = srv.rotate_token(new_token(), old_valid_for=3600)
+    kubelet_writes(sa, new)
+    srv.auth.expire(old, time.time())
+    return new
+
+
 @dataclass
 class PodHub:
     process: subprocess.Popen
@@ -56,7 +71,7 @@ class PodHub:
     """``http://127.0.0.1:PORT`` of the hub's ``--metrics``."""
     service_account: Path
     log: Path
-    """The hub's stderr."""
+    """The hub's output."""
 
     def get(self, path: str) -> tuple[int, str]:
         try:
@@ -124,18 +139,8 @@ def hub_in_pod(tmp_path: Path, host: str, port: int, ca_pem: bytes, token: str, 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBECONFIG", "KUBERNETES_"))}
     env.update(KUBERNETES_SERVICE_HOST=host, KUBERNETES_SERVICE_PORT=str(port), HOME=str(tmp_path / "home"),
                NODEWATCH_TEST_SERVICE_ACCOUNT_DIR=str(sa), PYTHONUNBUFFERED="1")
-    log = tmp_path / "hub.stderr"
-    with open(log, "wb") as err:
-        p = subprocess.Popen([sys.executable, "-c", BOOT, "hub", "--dir", str(tmp_path / "hub"),
-                              "--metrics", f"127.0.0.1:{metrics_port}", *extra],
-                             stdout=subprocess.DEVNULL, stderr=err, env=env)
-    try:
+    log = tmp_path / "hub.log"
+    args = [sys.executable, "-c", BOOT, "hub", "--dir", str(tmp_path / "hub"), "--metrics",
+            f"127.0.0.1:{metrics_port}", *extra]
+    with _process(args, log, env) as p:
         yield PodHub(p, f"http://127.0.0.1:{metrics_port}", sa, log)
-    finally:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(10)

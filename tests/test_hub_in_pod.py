@@ -8,7 +8,7 @@ The same hub on a token the real API server minted for the shipped ServiceAccoun
 
 from __future__ import annotations
 
-from in_pod import FLEET_STREAMS, hub_in_pod, kubelet_writes
+from in_pod import FLEET_STREAMS, hub_in_pod, kubelet_rotates
 from simserver import free_port, make_fleet, running_server, wait_until
 
 NODES = 20
@@ -20,24 +20,27 @@ def test_a_hub_in_a_pod_watches_the_fleet_through_a_rotated_token(tmp_path):
                         "--no-record") as hub:
             hub.wait_ready(60)
             assert sum(hub.samples("nodewatch_nodes").values()) == NODES
-            started = srv.requests_started
-            new = srv.rotate_token(old_valid_for=0)  # the old token is refused from now on
-            kubelet_writes(hub.service_account, new)
-            srv.faults.reset_now()  # every stream must open again: with which token?
-            wait_until(lambda: srv.requests_started >= started + 2, timeout=30)  # nodes and leases again
-            wait_until(lambda: (up := hub.samples("nodewatch_stream_up")) and all(v == 1 for v in up.values()),
-                       timeout=60)
-            wait_until(lambda: srv.requests_started >= started + 3, timeout=30)  # CSRs too
-            assert not [r for r in srv.request_log if r.status == 401], "a request went with the old token"
 
             # the way the testbed's test makes new requests (its watches stay open for minutes)
-            newer = srv.rotate_token(old_valid_for=0)
-            kubelet_writes(hub.service_account, newer)
+            kubelet_rotates(srv, hub.service_account)  # the old token is refused from now on
             relists = sum(hub.samples("nodewatch_stream_relists_total").values())
             hub.open_node(sorted(srv.fleet.nodes)[0], tmp_path / "hub")
-            assert not [r for r in srv.request_log if r.status == 401], "a request went with the old token"
+            assert not refused(srv), "a request went with the old token"
             up = hub.samples("nodewatch_stream_up")
             assert all(up.get(k) == 1 for k in FLEET_STREAMS), up
             assert sum(hub.samples("nodewatch_stream_relists_total").values()) == relists
+
+            # every cluster-wide stream made to open again
+            started = srv.requests_started
+            kubelet_rotates(srv, hub.service_account)
+            srv.faults.reset_now()
+            wait_until(lambda: srv.requests_started >= started + 3, timeout=30)  # nodes, leases, CSRs again
+            wait_until(lambda: all(hub.samples("nodewatch_stream_up").get(k) == 1 for k in FLEET_STREAMS),
+                       timeout=60)
+            assert not refused(srv), "a request went with the old token"
             assert "credentials rejected" not in hub.stderr().lower()
         assert hub.process.returncode == 0, hub.stderr()  # SIGTERM, as a pod is stopped: a clean exit
+
+
+def refused(srv) -> list:
+    return [r.target for r in srv.request_log if r.status == 401]

@@ -15,7 +15,7 @@ import pytest
 
 from nodewatch.sources import kubeconfig
 from nodewatch.sources.kubeconfig import Connection, ServiceAccountToken
-from in_pod import kubelet_writes
+from in_pod import kubelet_rotates, kubelet_writes
 from simserver import running_server
 
 
@@ -46,8 +46,7 @@ def test_a_rotated_token_file_is_used_from_the_next_request(pod):
         assert conn.target.in_cluster
         assert conn.get_json("/api/v1/nodes")["kind"] == "NodeList"
         for _ in range(3):  # rotations closer together than a credential reload may come (2 s)
-            new = srv.rotate_token(old_valid_for=0)  # the old token is refused from now on
-            kubelet_writes(sa, new)
+            kubelet_rotates(srv, sa)  # the old token is refused from now on
             assert conn.get_json("/api/v1/nodes")["kind"] == "NodeList"
         assert refused(srv) == 0  # no request went with a token the file no longer held
         assert conn.reloads == 0 and conn.failure is None
@@ -61,8 +60,7 @@ def test_the_list_workers_request_carries_the_current_token(pod):
     srv, sa = pod
     conn = Connection()
     try:
-        new = srv.rotate_token(old_valid_for=0)
-        kubelet_writes(sa, new)
+        new = kubelet_rotates(srv, sa)
         request = conn.worker_request("/api/v1/nodes", {"limit": 10})
         assert request is not None
         _url, headers, _pool = request
