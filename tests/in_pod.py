@@ -107,10 +107,18 @@ class PodHub:
         """Requests the hub made to the API server so far (its own count, ``--metrics``)."""
         return sum(self.samples("nodewatch_api_requests_total").values())
 
+    def ready_nodes(self) -> list[str]:
+        """The nodes the hub judges Ready (``nodewatch_node_state``): it watches no pods of theirs
+        until a viewer opens one (it does watch those of nodes that are not Ready)."""
+        import re
+
+        return sorted(re.search(r'node="([^"]+)"', k).group(1)  # type: ignore[union-attr]
+                      for k, v in self.samples("nodewatch_node_state").items() if 'state="Ready"' in k and v == 1)
+
     def open_node(self, name: str, hub_dir: Path, timeout: float = 60) -> None:
-        """A viewer attaches and opens ``name``'s drill-down: the hub asks the API server for the
-        node's pods and events at once, new requests made with the token of the moment (a watch
-        already open keeps its connection for minutes)."""
+        """A viewer attaches and opens ``name``'s drill-down (a Ready node: see ``ready_nodes``):
+        the hub asks the API server for the node's pods and events at once, new requests made with
+        the token of the moment (a watch already open keeps its connection for minutes)."""
         from nodewatch.hub.viewer_source import HubAddress, ViewerSource
         from simserver import wait_until
 
