@@ -51,16 +51,25 @@ def kubelet_writes(sa: Path, token: str) -> None:
         (sa / old).rmdir()
 
 
+IN_FLIGHT = 1.0
+"""Seconds the old token still works after the new file is written: a request whose headers were
+made just before (with the token of that moment) reaches the server. A real server keeps it valid
+much longer (until it expires, an hour or more)."""
+
+
 def kubelet_rotates(srv, sa: Path) -> str:
     """A rotation as it happens, against the simulated server ``srv``: the new token is valid, then
-    in the file, and only then is the old one refused (at once: harsher than a real server, which
-    keeps it until it expires). From then on a request with the old token is the reader's fault."""
+    in the file, and the old one is refused :data:`IN_FLIGHT` seconds later; this returns once it
+    is. From then on a request with the old token is the reader's fault: it kept a token its file
+    no longer holds."""
     from nodewatch.sim.kubeconfig import new_token
+    from simserver import wait_until
 
     old = srv.token
     new = srv.rotate_token(new_token(), old_valid_for=3600)
     kubelet_writes(sa, new)
-    srv.auth.expire(old, time.time())
+    srv.auth.expire(old, time.time() + IN_FLIGHT)
+    wait_until(lambda: not srv.auth.check(old), timeout=IN_FLIGHT + 5)
     return new
 
 

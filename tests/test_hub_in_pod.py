@@ -24,7 +24,7 @@ def test_a_hub_in_a_pod_watches_the_fleet_through_a_rotated_token(tmp_path):
             # the way the testbed's test makes new requests (its watches stay open for minutes)
             kubelet_rotates(srv, hub.service_account)  # the old token is refused from now on
             relists = sum(hub.samples("nodewatch_stream_relists_total").values())
-            hub.open_node(hub.ready_nodes()[0], tmp_path / "hub")
+            hub.open_node(wait_until(hub.ready_nodes, timeout=30)[0], tmp_path / "hub")
             assert not refused(srv), "a request went with the old token"
             up = hub.samples("nodewatch_stream_up")
             assert all(up.get(k) == 1 for k in FLEET_STREAMS), up

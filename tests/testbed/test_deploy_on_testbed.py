@@ -115,7 +115,7 @@ def test_a_hub_in_a_pod_watches_the_fleet_on_a_minted_token(testbed, tmp_path):
         kubelet_writes(hub.service_account, _mint(testbed))  # the kubelet's rotation
         # The open watches keep their connections for minutes: a viewer opening a node makes the
         # hub ask for its pods and events now, new requests with the token of the moment.
-        hub.open_node(hub.ready_nodes()[0], tmp_path / "hub", timeout=120)
+        hub.open_node(wait_until(hub.ready_nodes, timeout=60)[0], tmp_path / "hub", timeout=120)
         up = hub.samples("nodewatch_stream_up")
         assert all(up.get(k) == 1 for k in FLEET_STREAMS), up
         assert sum(hub.samples("nodewatch_stream_relists_total").values()) == relists  # no 401 -> relist
