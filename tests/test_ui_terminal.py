@@ -49,6 +49,8 @@ def _screen_text(app: NodewatchApp) -> str:
     ({"TERM": "xterm-256color", "LANG": "en_US.ISO-8859-1"}, True, False),
     ({"TERM": "xterm-256color", "LC_ALL": "C"}, True, False),  # LC_ALL wins over LANG
     ({"TERM": "xterm-256color", "LC_ALL": "C", "LANG": "en_US.UTF-8"}, True, False),
+    ({"TERM": "xterm-256color", "LANG": "C", "LC_CTYPE": "C.UTF-8"}, True, False),  # Python's PEP 538 coercion
+    ({"TERM": "xterm-256color", "LANG": "C.UTF-8", "LC_CTYPE": "C.UTF-8"}, False, False),
     ({"TERM": "xterm-256color", "LANG": "en_US.UTF-8"}, False, False),
     ({"TERM": "xterm-256color", "LC_CTYPE": "de_DE.utf8"}, False, False),
     ({"TERM": "xterm", "LANG": "en_US.UTF-8"}, False, True),  # 16 colours, Unicode glyphs

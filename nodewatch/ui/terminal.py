@@ -44,7 +44,13 @@ MODERN = Terminal(why="Unicode, the theme's colours")
 
 def locale_charset(environ: Mapping[str, str]) -> str | None:
     """The character set of the locale in force (``LC_ALL``, else ``LC_CTYPE``, else ``LANG``), as
-    the C library picks it: None when none is set (then nothing is assumed)."""
+    the C library picks it: None when none is set (then nothing is assumed).
+
+    Python itself turns a C locale into ``LC_CTYPE=C.UTF-8`` in its own environment (PEP 538):
+    that value beside ``LANG=C`` is Python's doing, and the terminal's locale is still C."""
+    if not environ.get("LC_ALL") and environ.get("LC_CTYPE") in ("C.UTF-8", "C.utf8") \
+            and environ.get("LANG") in ("C", "POSIX"):
+        return "ANSI_X3.4-1968"
     for name in ("LC_ALL", "LC_CTYPE", "LANG"):
         value = environ.get(name)
         if value:
