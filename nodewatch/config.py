@@ -7,9 +7,10 @@
     refresh = 2                    # seconds between dashboard ticks
     columns = ["state", "name", "renew", "grace", "evict", "cause"]
     context = "prod-eu"            # kubeconfig context when --context is not given
+    ascii = true                   # ASCII and 16 colours (auto on TERM=linux/vt100, a non-UTF-8 locale)
 
 Each key can be overridden by the environment (``NODEWATCH_THEME``, ``NODEWATCH_REFRESH``,
-``NODEWATCH_COLUMNS`` comma-separated, ``NODEWATCH_CONTEXT``), and a command-line flag beats both.
+``NODEWATCH_COLUMNS`` comma-separated, ``NODEWATCH_CONTEXT``, ``NODEWATCH_ASCII`` 1 or 0), and a command-line flag beats both.
 The theme a user picks in the dashboard (``T``, or the palette) is remembered in the state
 directory, not written into their config file: a file the user owns is never rewritten.
 
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 CONFIG_ENV = "NODEWATCH_CONFIG"
-KEYS = ("theme", "refresh", "columns", "context")
+KEYS = ("theme", "refresh", "columns", "context", "ascii")
 MIN_REFRESH, MAX_REFRESH = 0.2, 60.0
 
 
@@ -37,6 +38,8 @@ class UserConfig:
     refresh: float | None = None
     columns: tuple[str, ...] | None = None
     context: str | None = None
+    ascii: bool | None = None
+    """ASCII-only, 16-colour drawing (``ui/terminal.py``); None: as the terminal says."""
     problems: tuple[str, ...] = field(default=(), compare=False)
     """What was wrong with the file or the environment, one line each (shown as a warning)."""
 
@@ -68,12 +71,25 @@ def remembered_theme_path(environ: Mapping[str, str] | None = None) -> Path:
     return state_home(environ) / "theme"
 
 
+def parse_flag(text: str | None) -> bool | None:
+    """``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off`` (any case); else None."""
+    if text is None:
+        return None
+    word = text.strip().lower()
+    return True if word in ("1", "true", "yes", "on") else False if word in ("0", "false", "no", "off") else None
+
+
 def _value(key: str, raw: Any, known_columns: tuple[str, ...]) -> tuple[Any, str | None]:
     """``raw`` checked for ``key``: (value, None) or (None, what is wrong)."""
     if key in ("theme", "context"):
         if isinstance(raw, str) and raw.strip() and raw.isprintable():
             return raw.strip(), None
         return None, f"{key}: expected a name, got {raw!r:.60}"
+    if key == "ascii":
+        flag = raw if isinstance(raw, bool) else parse_flag(str(raw))
+        if flag is None:
+            return None, f"ascii: expected true or false, got {raw!r:.60}"
+        return flag, None
     if key == "refresh":
         try:
             value = float(raw)

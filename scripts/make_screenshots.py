@@ -3,7 +3,7 @@
 
     .venv/bin/python scripts/make_screenshots.py [--out screenshots] [--size 150x42]
 
-Five pictures rendered from the committed recording ``tests/data/incident-30.jsonl.gz`` (the
+Six pictures rendered from the committed recording ``tests/data/incident-30.jsonl.gz`` (the
 simulated fleet's "incident" scenario, 30 nodes, seed 1), 90 s in:
 
 - ``main.svg``: the main screen during the incident;
@@ -11,7 +11,8 @@ simulated fleet's "incident" scenario, 30 nodes, seed 1), 90 s in:
 - ``outlook.svg``: the drill-down of a node that stopped reporting and has no NoExecute taint yet:
   what its zone's rules will do with it;
 - ``wall.svg``: wall mode;
-- ``replay.svg``: the same moment with the replay controls, as ``nodewatch replay`` shows it.
+- ``replay.svg``: the same moment with the replay controls, as ``nodewatch replay`` shows it;
+- ``ascii.svg``: wall mode on an old terminal (``TERM=vt100``, ``--ascii``): ASCII, 16 colours.
 
 The clock is frozen for each capture, so the pictures are the same on every run.
 """
@@ -32,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from nodewatch.core.outlook import outlook_in  # noqa: E402
 from nodewatch.core.views import AT_RISK_STATES  # noqa: E402
 from nodewatch.ui.app import NodewatchApp  # noqa: E402
+from nodewatch.ui.terminal import Terminal  # noqa: E402
 
 RECORDING = ROOT / "tests" / "data" / "incident-30.jsonl.gz"
 """The committed recording of the demo incident (scripts/make_recording.py makes it)."""
@@ -104,11 +106,26 @@ async def capture(app: NodewatchApp, size: tuple[int, int], path: Path, keys: tu
 
 
 def to_png(svg: Path) -> None:
-    exe = shutil.which("rsvg-convert")
-    if exe is None:
-        return
+    """The PNG the README shows: by rsvg-convert, else by a headless Chromium at the SVG's size."""
     png = svg.with_suffix(".png")
-    subprocess.run([exe, str(svg), "-o", str(png)], check=True)
+    exe = shutil.which("rsvg-convert")
+    if exe is not None:
+        subprocess.run([exe, str(svg), "-o", str(png)], check=True)
+    else:
+        browser = next((shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)),
+                       None)
+        if browser is None:
+            return
+        import math
+        import re
+
+        box = re.search(r'viewBox="0 0 ([\d.]+) ([\d.]+)"', svg.read_text(encoding="utf-8"))
+        if box is None:
+            return
+        w, h = (math.ceil(float(x)) for x in box.groups())
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        "--default-background-color=00000000", f"--window-size={w},{h}", f"--screenshot={png}",
+                        svg.resolve().as_uri()], check=True, capture_output=True, timeout=120)
     print(f"wrote {png}")
 
 
@@ -141,6 +158,11 @@ def main() -> int:
     src = demo_source()
     asyncio.run(capture(NodewatchApp(src, wall=True, refresh_seconds=3600), (100, 30), out / "wall.svg"))
     shots.append(out / "wall.svg")
+
+    src = demo_source()
+    asyncio.run(capture(NodewatchApp(src, wall=True, refresh_seconds=3600, terminal=Terminal(True, True, "vt100")),
+                        (100, 30), out / "ascii.svg"))
+    shots.append(out / "ascii.svg")
 
     rsrc = replay_source()
     try:

@@ -59,9 +59,10 @@ class Webhook:
 
 
 @contextlib.contextmanager
-def _process(args: list[str], log: Path):
+def _process(args: list[str], log: Path, env: dict[str, str] | None = None):
+    """``args`` running, its output in ``log``; stopped with SIGTERM (then SIGKILL) at the end."""
     with open(log, "wb") as out:
-        p = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+        p = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         yield p
     finally:

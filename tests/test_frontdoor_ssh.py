@@ -84,6 +84,19 @@ def test_dashboard_over_ssh_draws_resizes_and_quits(door_factory, tmux):
     wait_until(lambda: not door.door.sessions, 10)
 
 
+def test_an_old_ssh_client_gets_the_dashboard_in_ascii(door_factory, tmux):
+    """A client whose terminal says TERM=vt100 (a wall screen's thin client): its viewer draws
+    ASCII only, in 16 colours (``ui/terminal.py``), chosen by the TERM the client sent."""
+    door = door_factory(DEMO_VIEWER)
+    tmux.start("v", ["env", "TERM=vt100", *door.ssh()], cols=120, rows=35)
+    screen = tmux.wait_screen("v", DEMO_NODE)
+    screen = tmux.wait_screen("v", "+ Ready")
+    assert screen.isascii(), sorted({c for c in screen if not c.isascii()})
+    assert "X Evicted" in screen and "C cordoned 1" in screen
+    tmux.keys("v", "q")
+    assert tmux.wait_exit("v") == 0
+
+
 def test_viewer_gets_the_clients_size_term_and_resizes(door_factory, tmux, probe, tmp_path):
     door = door_factory(probe)
     tmux.start("p", door.ssh(), cols=101, rows=33)

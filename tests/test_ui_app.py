@@ -214,7 +214,8 @@ async def test_wall_mode_toggles_and_lists_only_nodes_not_ready():
         wall_rows = shown(app, "#wall-table")
         assert len(wall_rows) == 6 and "worker-a-0" not in wall_rows
         assert app.query_one("#wall-table", FleetTable).current is None  # no cursor
-        assert static_text(app.query_one("#wall-title")).strip() == "6 of 12 nodes not Ready"
+        # the cordoned node is Ready (not in the wall's table): the title counts it
+        assert static_text(app.query_one("#wall-title")).strip() == "6 of 12 nodes not Ready  ⊘ 1 cordoned"
         assert app.query_one("#count-evicting").display and not app.query_one("#count-unknown").display
         lines = table_lines(app, "#wall-table")
         assert all(len(line) <= 80 for line in lines) and "Evicting" in lines[2]
@@ -479,10 +480,11 @@ async def test_header_counts_read_with_thousands_and_fit_a_narrow_terminal():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         header = static_text(app.query_one("#header")).split("\n")[1]
-        assert header.startswith(" ✖1 »3 ?0 ✗0 !1 ~1 ✓6 │ 12 nodes")  # symbol-first: the counts fit
-    text = header_text("x", dataclasses.replace(src.state.evaluate(T0), nodes=[None] * 65_000), T0,
-                       app.palette, virtual=False)
-    assert "65,000 nodes" in text.plain
+        assert header.startswith(" ✖1 »3 ?0 ✗0 !1 ~1 ✓6 ⊘1 │ 12 nodes")  # symbol-first: the counts fit
+    view = src.state.evaluate(T0)
+    cordoned = next(v for v in view.nodes if v.cordoned)
+    text = header_text("x", dataclasses.replace(view, nodes=(cordoned,) * 65_000), T0, app.palette, virtual=False)
+    assert "65,000 nodes" in text.plain and "⊘ cordoned 65,000" in text.plain
 
 
 async def test_a_completed_list_is_drawn_at_once_not_at_the_next_tick():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from nodewatch.ui.app import NodewatchApp
+from nodewatch.ui.terminal import Terminal
 from ui_support import incident_source
 
 SIZE = (150, 40)
@@ -92,3 +93,30 @@ def test_snapshot_recorded_drilldown_unreachable(snap_compare, size):
 def test_snapshot_recorded_drilldown_heartbeat_history(snap_compare):
     """A node renewing late: the intervals between its renewals against renew, late and grace."""
     assert snap_compare(_recorded_app(focus=SLOW), terminal_size=(120, 40), run_before=timeline_sampled)
+
+
+# --- ASCII and 16-colour mode (TERM=linux, vt100, a locale that is not UTF-8, --ascii) -----------
+
+OLD_TERMINAL = Terminal(ascii=True, colors16=True, why="snapshot")
+
+
+def test_snapshot_ascii_16_colour_main_screen(snap_compare):
+    assert snap_compare(_app(terminal=OLD_TERMINAL), terminal_size=SIZE)
+
+
+def test_snapshot_ascii_16_colour_wall_small_terminal(snap_compare):
+    assert snap_compare(_app(wall=True, terminal=OLD_TERMINAL), terminal_size=(80, 24))
+
+
+def test_snapshot_ascii_16_colour_drilldown(snap_compare):
+    assert snap_compare(_app(focus="worker-b-0", terminal=OLD_TERMINAL), terminal_size=(120, 40))
+
+
+async def _cordoned_only(pilot) -> None:
+    await pilot.press("C")
+    await pilot.pause()
+
+
+def test_snapshot_cordoned_filter(snap_compare):
+    """The cordoned filter: a Ready node that is cordoned, its mark after the state word."""
+    assert snap_compare(_app(), terminal_size=(120, 24), run_before=_cordoned_only)

@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reconnect-for", type=float, default=120.0, metavar="S",
                         help="try to reconnect to a hub that went away for this long, then exit 3 (default 120)")
     parser.add_argument("--wall", action="store_true", help="wall-screen mode: big counts, only nodes that are not Ready")
+    from .dashboard import add_ascii_argument
+
+    add_ascii_argument(parser)
 
 
 def viewer_source_from_args(args: argparse.Namespace, on_gone=None):
@@ -77,7 +80,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         if source.gone.is_set():
             return fail(f"hub: {source.gone_reason}") or EXIT_HUB_GONE
-        app = NodewatchApp(source, wall=args.wall, keymap=keymap, keymap_problems=problems)
+        from ..config import load_config
+        from ..ui.terminal import detect_terminal
+
+        terminal = detect_terminal(flag=args.ascii, config=load_config().ascii)  # an SSH viewer: its client's TERM
+        app = NodewatchApp(source, wall=args.wall, keymap=keymap, keymap_problems=problems, terminal=terminal)
         holder["app"] = app
         app.run()
         if source.gone.is_set():

@@ -4,7 +4,8 @@ Why through the official client: it already implements kubeconfig merging (``KUB
 several files), contexts, exec credential plugins (refreshed when their ``expirationTimestamp``
 passes), client certificates, ``tokenFile``, ``insecure-skip-tls-verify`` and in-cluster config.
 nodewatch adds what it lacks: a clear error for the user, a reload of the credentials on ``401``
-(a rotated token file, an exec plugin without an expiry), and a connection that can only send GET
+(a rotated token file, an exec plugin without an expiry), an in-cluster token read again as soon as
+the kubelet rotates it (``ServiceAccountToken``), and a connection that can only send GET
 (nodewatch is strictly read-only; the object offers no other verb).
 
 Credentials never leave this module but for one place: ``Connection.worker_request`` hands the
@@ -28,6 +29,11 @@ import urllib3
 
 USER_AGENT = "nodewatch/0.1 (read-only)"
 RELOAD_MIN_INTERVAL = 2.0
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+"""Where the kubelet mounts a pod's ServiceAccount token and the cluster's CA (``token``, ``ca.crt``)."""
+TOKEN_REREAD_SECONDS = 60.0
+"""The token file is read again at least this often even when it looks unchanged (client-go's
+cached file token source reads it every minute)."""
 
 
 class KubeconfigError(Exception):
@@ -145,15 +151,73 @@ def load_configuration(kubeconfig: str | None, context: str | None) -> tuple[Any
                        ca=_ca_source(paths, cluster, cfg))
 
 
+class ServiceAccountToken:
+    """The pod's ServiceAccount token, read again from its file whenever the file changes.
+
+    Why: the kubelet rotates a projected token (at 80 % of its life, an hour by default) by writing
+    a new file under the mount and swapping a symlink; the old token keeps working only until it
+    expires. The official client's in-cluster loader re-reads the file once a minute of wall time
+    (its ``datetime.now()``, not a clock one can inject), and nodewatch's 401 reload came after the
+    server had refused a request. Here every request looks at the file's identity (``stat``: inode,
+    mtime, size; a rotation changes all three) and reads it again when it changed, or when
+    :data:`TOKEN_REREAD_SECONDS` passed (client-go's period, for a file rewritten in place). It is
+    installed as the ``Configuration``'s ``refresh_api_key_hook``, which the client calls before
+    it builds the headers of each request, in this process and for the list worker's child."""
+
+    def __init__(self, path: str, clock: Any = time.monotonic) -> None:
+        self.path = path
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._seen: tuple[int, int, int] | None = None
+        self._read_at = 0.0
+        self.token = ""
+        self.reads = 0
+        """How often the file was read (the tests count rotations by it)."""
+        self._read(self._identity())
+
+    def _identity(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+    def _read(self, identity: tuple[int, int, int] | None) -> None:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                token = f.read().strip()
+        except (OSError, UnicodeDecodeError):
+            token = ""
+        self._read_at = self._clock()
+        if token:  # a file caught mid-write or gone: keep the token that worked, look again next time
+            self.token, self._seen = token, identity
+            self.reads += 1
+
+    def current(self) -> str:
+        """The token, read again first if the file changed or was last read a minute ago."""
+        with self._lock:
+            identity = self._identity()
+            if identity != self._seen or self._clock() - self._read_at >= TOKEN_REREAD_SECONDS:
+                self._read(identity)
+            return self.token
+
+    def __call__(self, cfg: Any) -> None:
+        """``Configuration.refresh_api_key_hook``: the current token into the request's headers."""
+        cfg.api_key["BearerToken"] = f"Bearer {self.current()}"
+
+
 def _in_cluster() -> tuple[Any, Target]:
-    from kubernetes import config as kconfig
     from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.incluster_config import InClusterConfigLoader
 
     cfg = _new_configuration()
+    token_file = os.path.join(SERVICE_ACCOUNT_DIR, "token")
     try:
-        kconfig.load_incluster_config(client_configuration=cfg, try_refresh_token=True)
+        InClusterConfigLoader(token_filename=token_file, cert_filename=os.path.join(SERVICE_ACCOUNT_DIR, "ca.crt"),
+                              try_refresh_token=False).load_and_set(cfg)
     except ConfigException as exc:
         raise KubeconfigError(f"in-cluster config: {_clean(exc)}") from None
+    cfg.refresh_api_key_hook = ServiceAccountToken(token_file)
     return cfg, Target(context="in-cluster", server=str(cfg.host), cluster="in-cluster", in_cluster=True,
                        user="the pod's service account", ca=f"CA file {cfg.ssl_ca_cert}")
 

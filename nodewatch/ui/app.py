@@ -48,8 +48,11 @@ from .messages import NodeChosen
 from .problems import ProblemsScreen
 from .replay_bar import NextChange, ReplayBar
 from .source_actions import SourceActions
-from .rows import COLUMN_KEYS, NOT_READY, WALL_COLUMNS, RowQuery, select_rows, state_slice, with_cluster
-from .theme import Palette, palette_from_variables
+from .rows import (COLUMN_KEYS, NOT_READY, WALL_COLUMNS, RowQuery, cordoned_count, select_rows, state_slice,
+                   with_cluster)
+from .ascii import AsciiFilter
+from .terminal import MODERN, Terminal
+from .theme import ANSI_THEMES, Palette, palette_16, palette_from_variables
 from .timeline import FleetTimeline, history_for, live_span
 from .wall import WallView
 from .zone_strip import IncidentSummary, ZoneStrip, summary_text, zone_text
@@ -59,7 +62,8 @@ THREADED_EVALUATE_NODES = 5000
 LIST_CHECK_SECONDS = 0.05
 """How often the app looks whether a list has completed (a counter compared; nothing drawn)."""
 STATE_FILTERS: tuple[str | NodeState | None, ...] = (None, NOT_READY) + tuple(sorted(NodeState, key=lambda s: s.rank))
-MAIN_ONLY_ACTIONS = {"sort_next", "sort_reverse", "filter_state", "filter_zone", "filter_cluster", "search"}
+MAIN_ONLY_ACTIONS = {"sort_next", "sort_reverse", "filter_state", "filter_zone", "filter_cluster", "filter_cordoned",
+                     "search"}
 MAX_NOTIFY_LINES = 12
 """A notification shows at most this many lines (each one bounded by ``safe``)."""
 REPLAY_ACTIONS = {"replay_toggle", "replay_faster", "replay_slower", "replay_step", "replay_seek", "replay_next_change",
@@ -116,6 +120,8 @@ class NodewatchApp(SourceActions, App):
         Binding("z", "filter_zone", "Zone filter", show=False, id="app.filter_zone"),
         Binding("c", "filter_cluster", "Cluster filter", show=False, id="app.filter_cluster",
                 tooltip="several clusters: show one cluster's nodes, the next, ..., all"),
+        Binding("C", "filter_cordoned", "Cordoned", show=False, id="app.filter_cordoned",
+                tooltip="only the cordoned nodes (whatever their state), again: all"),
         Binding("w", "toggle_wall", "Wall", id="app.wall"),
         Binding("T", "toggle_theme", "Light/dark", show=False, id="app.theme"),
         Binding("p", "problems", "Problems", id="app.problems"),
@@ -140,8 +146,14 @@ class NodewatchApp(SourceActions, App):
                  refresh_seconds: float = 1.0, keymap: dict[str, str] | None = None,
                  keymap_problems: list[str] | None = None, source_problems: list[str] | None = None,
                  columns: tuple[str, ...] | None = None, theme: str | None = None,
-                 on_theme_chosen: Callable[[str], str | None] | None = None) -> None:
+                 on_theme_chosen: Callable[[str], str | None] | None = None,
+                 terminal: Terminal = MODERN) -> None:
         super().__init__()
+        self.terminal = terminal
+        """What the terminal draws (``ui/terminal.py``): ASCII only, 16 colours; NO_COLOR is Textual's."""
+        if terminal.ascii:
+            # Textual's own list of line filters (NO_COLOR's lives there too): every line of every widget
+            self._filters.append(AsciiFilter())
         self.column_keys = columns or COLUMN_KEYS
         """The fleet table's columns (the user's config file may choose fewer)."""
         self.initial_theme = theme
@@ -244,7 +256,10 @@ class NodewatchApp(SourceActions, App):
                                             if more else [])),
                         title=f"{len(self.source_problems)} problems reading the source", severity="warning",
                         timeout=60)
-        if self.initial_theme:
+        if self.terminal.colors16:
+            light = self.initial_theme in self.available_themes and not self.get_theme(self.initial_theme).dark
+            self.theme = ANSI_THEMES[not light]  # the terminal's 16 colours, whatever theme was chosen
+        elif self.initial_theme:
             if self.initial_theme in self.available_themes:
                 self.theme = self.initial_theme
             else:
@@ -252,7 +267,7 @@ class NodewatchApp(SourceActions, App):
                             f"{', '.join(sorted(self.available_themes))}", severity="warning", timeout=10)
         self._theme_kept = self.theme  # what the user already has: applying it is no new choice
         self.theme_changed_signal.subscribe(self, self._on_theme_changed)
-        self.palette = palette_from_variables(self.get_css_variables())
+        self.palette = self._palette()
         self._apply_wall()
         self.tick()
         self.set_interval(self.refresh_seconds, self._scheduled_tick, name="tick")
@@ -267,9 +282,18 @@ class NodewatchApp(SourceActions, App):
         if self._live_source is not None:
             self.source.stop()  # the history this dashboard opened (the caller stops the live one)
 
+    def _palette(self) -> Palette:
+        """The styles of the table and panes: the 16 ANSI colours under an ANSI theme (16-colour
+        mode, or a user who picked one), else the theme's own colours."""
+        if self.terminal.colors16 or self.current_theme.ansi:
+            return palette_16(self.current_theme.dark)
+        return palette_from_variables(self.get_css_variables())
+
     def _on_theme_changed(self, _theme: object) -> None:
-        self.palette = palette_from_variables(self.get_css_variables())
+        self.palette = self._palette()
         self.tick()
+        if self.terminal.colors16:
+            return  # light/dark of the 16 colours: not a theme to bring to a better terminal
         if self.on_theme_chosen is not None and self.theme != self._theme_kept:
             self._theme_kept = self.theme
             problem = self.on_theme_chosen(self.theme)
@@ -310,6 +334,7 @@ class NodewatchApp(SourceActions, App):
         now = self.source.clock.now()
         view = self.source.state.evaluate(now)
         self._sample_history(view)
+        cordoned_count(view)  # counted here, off the event loop (O(fleet)); the header then reads it
         # Collect the evaluation's young garbage here, in the worker, rather than letting the
         # collector fire in the middle of the next paint on the event loop (~2 ms at 65k nodes).
         gc.collect(0)
@@ -384,7 +409,8 @@ class NodewatchApp(SourceActions, App):
             table = self.query_one("#table", FleetTable)
             if multi:
                 table.set_columns(with_cluster(self.column_keys), cluster_width)
-            table.empty_message = ("no node matches the filters" if (q.states or q.zone or q.search or q.cluster)
+            table.empty_message = ("no node matches the filters" if (q.states or q.zone or q.search or q.cluster
+                                                                     or q.cordoned)
                                    else "no nodes")
             table.set_rows(select_rows(view, q, self.label_search), ctx, sort=q.sort, reverse=q.reverse, shown=view)
         self._update_subtitle()
@@ -413,6 +439,8 @@ class NodewatchApp(SourceActions, App):
             parts.append(f"cluster {safe(q.cluster, 40)}")
         if q.zone is not None:
             parts.append(f"zone {safe(q.zone, 40) or '(no zone)'}")
+        if q.cordoned:
+            parts.append("cordoned only")
         if q.search:
             parts.append(f"search {safe(q.search, 40)!r}")
         self.sub_title = " · ".join(parts)
@@ -458,6 +486,13 @@ class NodewatchApp(SourceActions, App):
         i = STATE_FILTERS.index(self.query_rows.states)
         self.set_state_filter(STATE_FILTERS[(i + 1) % len(STATE_FILTERS)])
 
+    def set_cordoned_filter(self, on: bool) -> None:
+        self._set_query(cordoned=on)
+        self.notify(f"cordoned filter: {'only cordoned nodes' if on else 'all'}", timeout=2)
+
+    def action_filter_cordoned(self) -> None:
+        self.set_cordoned_filter(not self.query_rows.cordoned)
+
     def action_filter_zone(self) -> None:
         self.set_zone_filter(next_choice([z.name for z in (self.view.zones if self.view else [])],
                                          self.query_rows.zone))
@@ -501,7 +536,10 @@ class NodewatchApp(SourceActions, App):
         self.tick()
 
     def action_toggle_theme(self) -> None:
-        self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
+        if self.terminal.colors16:
+            self.theme = ANSI_THEMES[not self.current_theme.dark]
+        else:
+            self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
 
     def _binding_groups(self) -> list[tuple[str, list[Binding]]]:
         """The bindings by screen, with the keys the user's keymap gave them."""
@@ -578,11 +616,13 @@ def theme_memory(environ: dict[str, str] | None = None) -> Callable[[str], str |
 
 
 def run_dashboard(source: Source, *, wall: bool = False, problems: list[str] | None = None,
-                  focus: str | None = None, config: UserConfig | None = None) -> int:
+                  focus: str | None = None, config: UserConfig | None = None,
+                  terminal: Terminal = MODERN) -> int:
     """Start the source, run the dashboard until the user quits, stop the source. The user's
     keymap (``ui/keymap.py``) is read here, so tests build the app without one. ``focus``: a node
     whose drill-down opens first (``--node``: k9s' plugin and scripts open one node); ``config``: the
-    user's settings file (``nodewatch/config.py``): theme (else the one last chosen), refresh, columns."""
+    user's settings file (``nodewatch/config.py``): theme (else the one last chosen), refresh, columns;
+    ``terminal``: ASCII and 16-colour mode (``ui/terminal.py``, decided by the command)."""
     keymap, keymap_problems = load_keymap(keymap_path(), binding_ids())
     config = config or UserConfig()
     source.start()
@@ -590,7 +630,8 @@ def run_dashboard(source: Source, *, wall: bool = False, problems: list[str] | N
         app = NodewatchApp(source, wall=wall, focus=focus, keymap=keymap,
                            keymap_problems=[*keymap_problems, *config.problems], source_problems=problems,
                            refresh_seconds=config.refresh or 1.0, columns=config.columns,
-                           theme=config.theme or remembered_theme(), on_theme_chosen=theme_memory())
+                           theme=config.theme or remembered_theme(), on_theme_chosen=theme_memory(),
+                           terminal=terminal)
         app.run()
         return app.return_code or 0
     finally:

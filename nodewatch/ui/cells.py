@@ -155,12 +155,32 @@ def changed_cells(old: CellKey, new: CellKey, width: int) -> tuple[int, int]:
     return i, j
 
 
+CORDON_MARK = "⊘"
+"""After the state word of a cordoned node (``spec.unschedulable``), in the state column's last cell
+of every row: its liveness state stays what it is, the mark says no new pod goes there (``C`` in
+ASCII mode)."""
+STATE_WIDTH = 10
+"""The state column's width (``rows.COLUMNS``): ``✗ NotReady`` and ``» Evicting`` fill it."""
+
+
+def state_cell(v: NodeView, p: Palette) -> CellKey:
+    """The state's symbol and word; a cordoned node's mark in the column's last cell (the two
+    longest states give up the space after their symbol for it: ``✗NotReady⊘``). The column keeps
+    its width, so no other column loses a cell at 80 columns."""
+    text = f"{v.state.symbol} {v.state.word}"
+    if not v.cordoned:
+        return (text, p.state(v.state))
+    if len(text) >= STATE_WIDTH:
+        text = f"{v.state.symbol}{v.state.word}"
+    return (text.ljust(STATE_WIDTH - 1), p.state(v.state), CORDON_MARK, p.warn)
+
+
 def static_cells(v: NodeView, p: Palette) -> dict[str, CellKey]:
     """The columns that do not move with the clock. Cluster strings pass through ``safe``."""
     flags = cond_flags(v)
     cond_style = p.bad if flags >= 4 else p.warn if flags else p.muted
     return {
-        "state": (f"{v.state.symbol} {v.state.word}", p.state(v.state)),
+        "state": state_cell(v, p),
         "cluster": (safe(v.cluster, 60), Style()),
         "name": (safe(v.name, 80), Style(bold=v.state is not NodeState.READY)),
         "zone": (safe(zone_short(v.zone), 40), p.muted),

@@ -41,6 +41,8 @@ class NodewatchCommands(Provider):
         cmds.append(("Filter: not Ready", partial(app.set_state_filter, NOT_READY), ""))
         for s in sorted(NodeState, key=lambda s: s.rank):
             cmds.append((f"Filter: {s.word} only", partial(app.set_state_filter, s), ""))
+        cmds.append(("Filter: cordoned only", partial(app.set_cordoned_filter, True), "whatever their state"))
+        cmds.append(("Filter: cordoned or not", partial(app.set_cordoned_filter, False), ""))
         cmds.append(("Zone: all zones", partial(app.set_zone_filter, None), ""))
         if app.view is not None:
             for z in app.view.zones:

@@ -14,6 +14,8 @@ from ..core.format import clock_time
 from ..core.rules import NodeState
 from ..core.text import duration, safe
 from ..core.views import FleetView
+from .cells import CORDON_MARK
+from .rows import cordoned_count
 from .theme import Palette
 
 STATES_BY_RANK = tuple(sorted(NodeState, key=lambda s: s.rank))
@@ -45,6 +47,11 @@ def header_text(source_name: str, view: FleetView, now: float, palette: Palette,
         count = humanize.intcomma(n)
         t.append(f"{s.symbol}{count}" if narrow else f"{s.symbol} {s.word} {count}",
                  palette.state(s) if n else palette.muted)
+        t.append(" " if narrow else "  ")
+    cordoned = cordoned_count(view)
+    if cordoned:
+        t.append(f"{CORDON_MARK}{cordoned}" if narrow else f"{CORDON_MARK} cordoned {humanize.intcomma(cordoned)}",
+                 palette.warn)
         t.append(" " if narrow else "  ")
     t.append(f"│ {nodes_phrase(total)} ", palette.muted)
     errors, notices = problems

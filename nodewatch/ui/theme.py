@@ -86,4 +86,35 @@ def palette_from_variables(variables: dict[str, str]) -> Palette:
     )
 
 
+ANSI_THEMES = {True: "ansi-dark", False: "ansi-light"}
+"""Textual's themes made of the terminal's own 16 colours, by darkness (16-colour mode)."""
+
+
+def palette_16(dark: bool = True) -> Palette:
+    """The palette of a 16-colour terminal (``ui/terminal.py``): the named ANSI colours, which the
+    terminal shows as it was set up to (no truecolor value rounded to a neighbour). Red is down,
+    yellow is late, green is Ready; the worst states are also bold or reversed, and every state has
+    its word, so none depends on a colour alone."""
+    red, yellow, green = RichColor.parse("red"), RichColor.parse("yellow"), RichColor.parse("green")
+    blue, cyan = RichColor.parse("blue"), RichColor.parse("cyan")
+    grey = RichColor.parse("bright_black" if dark else "black")
+    white = RichColor.parse("bright_white")
+    bad = Style(color=red, bold=True)
+    warn = Style(color=yellow if dark else RichColor.parse("magenta"), bold=True)
+    good = Style(color=green)
+    muted = Style(color=grey) if dark else Style(dim=True)
+    evicted = Style(color=red, bold=True, reverse=True)
+    return Palette(
+        bad=bad, warn=warn, good=good, muted=muted, accent=Style(color=cyan if dark else blue, bold=True),
+        header=Style(bold=True, underline=True), cursor=Style(bgcolor=blue, color=white, bold=True),
+        banner=Style(color=white, bgcolor=red, bold=True),
+        states={
+            NodeState.EVICTED: evicted, NodeState.EVICTING: bad, NodeState.UNKNOWN: bad, NodeState.NOT_READY: bad,
+            NodeState.OVERDUE: warn, NodeState.LATE: Style(color=warn.color), NodeState.READY: good,
+        },
+        zones={ZoneState.NORMAL: good, ZoneState.PARTIAL: warn, ZoneState.FULL: evicted},
+        cert={"ok": Style(), "unknown": muted, "warn": warn, "critical": bad, "expired": evicted},
+    )
+
+
 DEFAULT_PALETTE = palette_from_variables({})

@@ -15,7 +15,8 @@ from textual.widgets import Digits, Static
 from ..core.rules import NodeState
 from ..core.views import FleetView
 from .fleet_table import FleetTable
-from .rows import WALL_COLUMNS
+from .cells import CORDON_MARK
+from .rows import WALL_COLUMNS, cordoned_count
 from .theme import Palette
 from .cluster_strip import ClusterStrip
 from .zone_strip import ZoneStrip
@@ -74,4 +75,7 @@ class WallView(Vertical):
         title = Text()
         title.append(f" {not_ready} of {len(view.nodes)} nodes not Ready ",
                      palette.bad if not_ready else palette.good)
+        cordoned = cordoned_count(view)
+        if cordoned:  # a cordoned node may be Ready (not in the table below): count them all here
+            title.append(f" {CORDON_MARK} {cordoned} cordoned ", palette.warn)
         self.query_one("#wall-title", Static).update(title)

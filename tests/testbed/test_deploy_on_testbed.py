@@ -1,7 +1,10 @@
 """deploy/kubernetes/ against the real API server: the kustomization is accepted (`kubectl apply -k
 --dry-run=server`, every object validated and admitted, nothing stored), and nodewatch run with a
 ServiceAccount token the real server minted (TokenRequest, what a pod's projected token is) for the
-`nodewatch` ServiceAccount reads the whole fleet through the shipped RBAC, and nothing more.
+`nodewatch` ServiceAccount reads the whole fleet through the shipped RBAC, and nothing more; and a
+hub started as the Deployment's pod starts it (in-cluster configuration only, the minted token in a
+projected-volume directory, ``tests/in_pod.py``) watches the fleet on that token, and goes on when
+the kubelet writes a newly minted one.
 """
 
 from __future__ import annotations
@@ -14,6 +17,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from urllib.parse import urlparse
+
+from in_pod import FLEET_STREAMS, hub_in_pod, kubelet_writes
+from simserver import free_port, wait_until
 
 pytestmark = pytest.mark.testbed
 
@@ -45,11 +52,17 @@ def test_the_real_api_server_accepts_the_kustomization(testbed):
     assert _admin(testbed, "-n", "nodewatch", "get", "deployment", "nodewatch-hub").returncode != 0
 
 
-def test_a_minted_service_account_token_reads_the_fleet_and_nothing_more(testbed, tmp_path):
-    minted = _admin(testbed, "create", "token", "nodewatch", "-n", "nodewatch", "--duration", "10m")
+def _mint(testbed, duration: str = "10m") -> str:
+    """A token for the shipped ServiceAccount, by TokenRequest (what the kubelet asks for a pod)."""
+    minted = _admin(testbed, "create", "token", "nodewatch", "-n", "nodewatch", "--duration", duration)
     assert minted.returncode == 0, minted.stderr  # TokenRequest against the real server
     token = minted.stdout.strip()
     assert token.count(".") == 2  # a signed JWT, not a static token of the testbed's token file
+    return token
+
+
+def test_a_minted_service_account_token_reads_the_fleet_and_nothing_more(testbed, tmp_path):
+    token = _mint(testbed)
     admin = yaml.safe_load(testbed.admin_kubeconfig.read_text())
     cluster = admin["clusters"][0]
     kubeconfig = tmp_path / "sa.kubeconfig"
@@ -78,3 +91,34 @@ def test_a_minted_service_account_token_reads_the_fleet_and_nothing_more(testbed
     listed = json.loads(out.stdout)
     nodes = _admin(testbed, "get", "nodes", "-o", "name").stdout.split()
     assert len(listed["nodes"]) == len(nodes)
+
+
+def test_a_hub_in_a_pod_watches_the_fleet_on_a_minted_token(testbed, tmp_path):
+    """The Deployment's hub, but for its image: KUBERNETES_SERVICE_HOST/PORT, the token and the
+    CA in a projected-volume directory, no kubeconfig. Every stream it needs (nodes, leases in
+    kube-node-lease, CSRs) lists and watches through the shipped RBAC; then a second minted token
+    is written as the kubelet rotates one, a viewer opens a node (new requests: its pods and events,
+    which the RBAC allows too), and nothing is refused."""
+    server = urlparse(testbed.server)
+    nodes = _admin(testbed, "get", "nodes", "-o", "name").stdout.split()
+    assert nodes
+    ca_pem = testbed.pki.ca_cert.read_bytes()
+    with hub_in_pod(tmp_path, server.hostname, server.port, ca_pem, _mint(testbed), free_port(),
+                    "--no-record") as hub:
+        hub.wait_ready(120)
+        wait_until(lambda: sum(hub.samples("nodewatch_nodes").values()) == len(nodes), timeout=60)
+        up = hub.samples("nodewatch_stream_up")
+        assert all(up.get(k) == 1 for k in FLEET_STREAMS), up
+        assert "forbidden" not in hub.stderr().lower(), hub.stderr()
+        relists = sum(hub.samples("nodewatch_stream_relists_total").values())
+
+        kubelet_writes(hub.service_account, _mint(testbed))  # the kubelet's rotation
+        # The open watches keep their connections for minutes: a viewer opening a node makes the
+        # hub ask for its pods and events now, new requests with the token of the moment.
+        hub.open_node(wait_until(hub.ready_nodes, timeout=60)[0], tmp_path / "hub", timeout=120)
+        up = hub.samples("nodewatch_stream_up")
+        assert all(up.get(k) == 1 for k in FLEET_STREAMS), up
+        assert sum(hub.samples("nodewatch_stream_relists_total").values()) == relists  # no 401 -> relist
+        log = hub.stderr().lower()
+        assert "forbidden" not in log and "credentials rejected" not in log, log
+    assert hub.process.returncode == 0, hub.stderr()  # SIGTERM, as a pod is stopped: a clean exit
