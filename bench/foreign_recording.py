@@ -17,7 +17,8 @@ sends and other recorders keep:
 - or a kubectl watch log (``kubectl get -w --output-watch-events -o json``: 4-space indented
   documents, one watch per resource, the logs concatenated).
 
-The fleet: ``nodes`` kubelets renewing their Lease every 10 s (jittered, as kubelets do), posting
+The fleet: ``nodes`` kubelets (one in 20 with its clock 95 s behind the API server's, one in 20
+2.5 s ahead) renewing their Lease every 10 s (jittered, as kubelets do), posting
 their Node status every 5 minutes (``nodeStatusReportFrequency``) and when it changes; at a third
 of the run a zone loses 1 % of its nodes (their renewals stop), and 40 s later the node lifecycle
 controller marks them Unknown and taints them unreachable (NoSchedule, then NoExecute); at two
@@ -62,6 +63,9 @@ class _Fleet:
         self.lease_uids = [self._uid() for _ in range(nodes)]
         self.created = [START - self.rng.uniform(3600, 30 * 86400) for _ in range(nodes)]
         self.images = [self._images() for _ in range(4)]
+        self.clock = [-95.0 if i % 20 == 7 else (2.5 if i % 20 == 11 else 0.0) for i in range(nodes)]
+        """Each node's clock against the API server's: renewTime is written on it, managedFields on
+        the server's (one node in 20 is 95 s behind, one 2.5 s ahead)."""
         self.down: set[int] = set()
         self.tainted: dict[int, float] = {}
 
@@ -105,7 +109,7 @@ class _Fleet:
                 "resourceVersion": self.next_rv(),
                 "uid": self.lease_uids[i],
             },
-            "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": micro(renew)},
+            "spec": {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": micro(renew + self.clock[i])},
         }
 
     def node(self, i: int, heartbeat: float) -> dict[str, Any]:
@@ -256,14 +260,25 @@ _STYLES = (
 )
 
 
-def write_jsonl(out: IO[str], nodes: int, minutes: float, seed: int = 29) -> int:
-    """A v1 recording written as another recorder would: other key orders, spacing, extra fields."""
+def write_jsonl(out: IO[str], nodes: int, minutes: float, seed: int = 29, server_version: str | None = None,
+                synced: bool = False) -> int:
+    """A v1 recording written as another recorder would: other key orders, spacing, extra fields.
+    ``server_version``: said in the header's settings (else not at all); ``synced``: a ``SYNCED``
+    line after each list (else none: the recorder did not say when its lists were complete)."""
     rng = random.Random(seed + 1)
-    header = {"source": {"name": "fleet-recorder 0.4", "kind": "external"}, "started_at": iso(START) ,
-              "nodewatch_recording": 1, "writer": {"name": "fleet-recorder", "version": "0.4.2"}}
+    header: dict[str, Any] = {"source": {"name": "fleet-recorder 0.4", "kind": "external"},
+                              "started_at": iso(START), "nodewatch_recording": 1,
+                              "writer": {"name": "fleet-recorder", "version": "0.4.2"}}
+    if server_version:
+        header["settings"] = {"server_version": server_version}
     out.write(json.dumps(header) + "\n")
     n = 1
+    listing: str | None = None
     for seq, (t, resource, etype, obj, listed) in enumerate(events(nodes, minutes, seed)):
+        if synced and listing is not None and (not listed or resource != listing):
+            out.write(json.dumps({"type": "SYNCED", "t": round(t, 6), "resource": listing}) + "\n")
+            n += 1
+        listing = resource if listed else None
         line: dict[str, Any] = {"object": obj, "type": etype, "resource": resource}
         if listed:
             line["list"] = True
@@ -291,12 +306,13 @@ def write_kubectl(out: IO[str], nodes: int, minutes: float, seed: int = 29) -> i
     return docs
 
 
-def write(path: str, nodes: int, minutes: float, style: str = "jsonl", seed: int = 29) -> int:
-    """Write the recording (``jsonl``) or kubectl log (``kubectl``) to ``path``; returns its events."""
+def write(path: str, nodes: int, minutes: float, style: str = "jsonl", seed: int = 29, **jsonl: Any) -> int:
+    """Write the recording (``jsonl``, options of ``write_jsonl``) or kubectl log (``kubectl``) to
+    ``path``; returns the lines (documents) written after the header."""
     with open(path, "w", encoding="utf-8", newline="") as f:
         if style == "kubectl":
             return write_kubectl(f, nodes, minutes, seed)
-        return write_jsonl(f, nodes, minutes, seed) - 1
+        return write_jsonl(f, nodes, minutes, seed, **jsonl) - 1
 
 
 def main() -> None:
