@@ -30,7 +30,7 @@ from ...core.ingest import writes_follow_renewals
 from ...core.settings import Settings
 from ...core.timeutil import parse_when
 from ..kubectl_format import iter_entries as kubectl_entries
-from ..kubectl_format import looks_like_kubectl, sort_entries
+from ..kubectl_format import iter_blocks, looks_like_kubectl, sort_entries
 from ..line_guards import DuplicateFilter, TimeFrame
 from ..recording import (
     Entry,
@@ -89,7 +89,8 @@ def state_at(path: str, when: str | None, settings: Settings | None = None,
         if looks_like_kubectl(first[1]):
             known = False
             # a concatenated log comes section by section: read whole, put in time order
-            entries: Iterator[Entry] = iter(sort_entries(kubectl_entries(_chain(first, lines), problems)))
+            blocks = _chain(first, iter_blocks(stream, problems, first[0]))  # the rest read in blocks
+            entries: Iterator[Entry] = iter(sort_entries(kubectl_entries(blocks, problems)))
         else:
             known = True
             header = parse_header(first[1])
