@@ -479,7 +479,9 @@ def _lease_record(le: _Lease) -> LeaseRecord | None:
 
 
 def _written(managed: list[_ManagedField], holder: str) -> float | None:
-    return kubelet_write_time(((m.manager, m.operation, m.time) for m in managed), holder)
+    """``kubelet_write_time`` of the entries, their times through the time memo (whole seconds the
+    renewals of a second share; ``parse_time`` takes the float it gives as it is)."""
+    return kubelet_write_time(((m.manager, m.operation, _time(m.time)) for m in managed), holder)
 
 
 def lease_write_time(le: _Lease) -> float | None:

@@ -30,7 +30,6 @@ and each stream's last activity come from the last event of each object, which i
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
