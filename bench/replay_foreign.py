@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
 from . import foreign_recording
 from .harness import Figure
+from .replay_read import wall_of
 
 TARGET = 1.5
 REPEAT = 3
@@ -31,17 +30,8 @@ _JSON_DOCS = ("import json, sys\ntext = open(sys.argv[1], encoding='utf-8').read
               "    if i >= n:\n        break\n    _, i = dec.raw_decode(text, i)\n")
 
 
-def _wall(cmd: list[str]) -> float:
-    t = time.perf_counter()
-    out = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=1200)
-    took = time.perf_counter() - t
-    if out.returncode not in (0, 1):  # status: 1 = some node not Ready, 2 = failed
-        raise RuntimeError(f"{' '.join(cmd[2:5])} failed: {out.stderr[-300:]!r}")
-    return took
-
-
 def _median(cmd: list[str]) -> float:
-    return statistics.median(_wall(cmd) for _ in range(REPEAT))
+    return statistics.median(wall_of(cmd, timeout=1200) for _ in range(REPEAT))
 
 
 def _load() -> str:
