@@ -38,8 +38,7 @@ import msgspec
 from ...core.ingest import listed_renewal
 from ...core.objects import LeaseRecord
 from ...core.rules import EVICTION_TAINTS
-from ...core.timeutil import parse_time
-from ...core.wire import _Lease, _Node, _Pod, lease_write_time  # the typed decoder's own types: what it reads
+from ...core.wire import _Lease, _micro_time, _Node, _Pod, lease_write_time  # the typed decoder's own: what it reads
 from ..recording import Entry
 
 NODE_LEASE_NAMESPACES = ("", "kube-node-lease")
@@ -99,7 +98,7 @@ def deferred(n: int, line: bytes, d: Any, pods: bool = True) -> Deferred | None:
     if resource == "leases":
         if (meta.namespace or "") not in NODE_LEASE_NAMESPACES:
             return None
-        renew = parse_time(obj.spec.renewTime) if obj.spec is not None else None
+        renew = _micro_time(obj.spec.renewTime) if obj.spec is not None else None  # as the record has it
     elif resource == "nodes":
         taints = obj.spec.taints if obj.spec is not None else None
         replaces = not taints or not any(t.key in EVICTION_TAINTS and t.effect == "NoExecute" for t in taints)
