@@ -31,9 +31,10 @@ REPEAT = 3
 _JSON_LOADS = "import json, sys\nfor line in open(sys.argv[1], 'rb'):\n    json.loads(line)\n"
 
 
-def _wall(cmd: list[str]) -> float:
+def wall_of(cmd: list[str], timeout: float = 600) -> float:
+    """Wall seconds of ``cmd`` as a child process (start-up included); a failed status raises."""
     t = time.perf_counter()
-    out = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=600)
+    out = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout)
     took = time.perf_counter() - t
     if out.returncode not in (0, 1):  # status: 1 = some node not Ready, 2 = failed
         raise RuntimeError(f"{' '.join(cmd[2:5])} failed: {out.stderr[-300:]!r}")
@@ -71,11 +72,11 @@ def run(nodes: int = 5_000, minutes: float = 10) -> list[Figure]:
         lines = make_recording(path, nodes, minutes)
         size = os.path.getsize(path)
         py = sys.executable
-        ref = _median(lambda: _wall([py, "-c", _JSON_LOADS, path]))
+        ref = _median(lambda: wall_of([py, "-c", _JSON_LOADS, path]))
         at = f"+{minutes * 30:g}"
-        status_mid = _median(lambda: _wall([py, "-m", "nodewatch", "status", "--replay", path, "--at", at,
+        status_mid = _median(lambda: wall_of([py, "-m", "nodewatch", "status", "--replay", path, "--at", at,
                                             "--format", "json"]))
-        status_end = _median(lambda: _wall([py, "-m", "nodewatch", "status", "--replay", path, "--format", "json"]))
+        status_end = _median(lambda: wall_of([py, "-m", "nodewatch", "status", "--replay", path, "--format", "json"]))
         first = _median(lambda: asyncio.run(_first_frame(path)))
     what = f"{lines:,} lines, {size / 1e6:,.0f} MB"
     reference = f"json.loads of every line {ref:.2f} s"

@@ -31,3 +31,12 @@ def test_every_figure_is_produced_on_a_small_stream(tmp_path):
 def test_without_files_it_makes_its_stream():
     figures = decode_build.run(repeat=1, count=30)
     assert figures["nodes"] == 30 and figures["leases"] == 30
+
+
+def test_steady_ingest_runs_on_a_small_fleet():
+    """bench/steady_ingest.py: the fleet listed, one second of traffic applied, both figures out
+    (timings, not checked); every node still in the view."""
+    from bench import steady_ingest
+
+    figures = steady_ingest.run(nodes=300, seconds=1)
+    assert len(figures) == 2 and "300 nodes in the view" in figures[0].note

@@ -185,3 +185,52 @@ def test_real_kubectl_output_replays(tmp_path, open_replay):
     assert set(states(src, src.replay.end)) == set()  # leases only: no Node objects, so no node rows
     assert set(src.state.leases) == {"node-000", "node-001"}
     assert src.replay.end >= START + 20
+
+
+def _hostile_log() -> bytes:
+    """kubectl documents with every way the reader must notice: cut off, text between, one-line
+    documents, ``\\r\\n``, ``{`` with spaces after it, blank lines, a log that ends in a document."""
+    pretty, leases = NODES.read_bytes(), LEASES.read_bytes()
+    cut = b"".join(pretty.splitlines(keepends=True)[:20])
+    crlf = leases.replace(b"\n", b"\r\n")
+    one = b'{"type": "ADDED", "object": {"kind": "Lease", "metadata": {"name": "z", "namespace": "kube-node-lease"}}}\n'
+    spaced = leases.replace(b"{\n", b"{  \n", 1)
+    return (cut + b"not json at all\n" + leases + b"\n\n" + one + b"Error from server: oops\n" + crlf + spaced
+            + pretty + b'{"type": "ADDED", "object": {"kind": "Lea')
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 1000, 1 << 20])
+def test_blocks_read_as_lines_are(tmp_path, monkeypatch, block):
+    """``iter_blocks`` + the block reader give the very entries and problems of the line by line
+    reader, wherever the blocks cut the documents."""
+    from nodewatch.sources import kubectl_format
+    from nodewatch.sources.recording import iter_lines
+
+    path = tmp_path / "log.json"
+    path.write_bytes(b"\n" + _hostile_log())
+    by_line: list[str] = []
+    with open(path, "rb") as f:
+        want = [(e.line, e.t, e.resource, e.etype, e.obj) for e in iter_entries(iter_lines(f, by_line), by_line)]
+    monkeypatch.setattr(kubectl_format, "BLOCK_BYTES", block)
+    by_block: list[str] = []
+    with open(path, "rb") as f:
+        lines = iter_lines(f, by_block)
+        first = next(lines)
+        got = [(e.line, e.t, e.resource, e.etype, e.obj)
+               for e in iter_entries([first, *kubectl_format.iter_blocks(f, by_block, first[0])], by_block)]
+    assert got == want and by_block == by_line
+    assert len(want) > 30 and len(by_line) == 3
+
+
+def test_a_truncated_gzip_log_in_blocks_keeps_what_was_read(tmp_path):
+    import gzip
+
+    from nodewatch.sources.kubectl_format import iter_blocks
+
+    data = gzip.compress(LEASES.read_bytes() * 50)
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(data[: len(data) * 3 // 4])
+    problems: list[str] = []
+    with gzip.open(path, "rb") as f:
+        entries = list(iter_entries(iter_blocks(f, problems), problems))
+    assert any("ends abruptly" in p for p in problems) and len(entries) > 18 * 30

@@ -238,8 +238,7 @@ class Ingest:
     def _writes_follow_renewals(self) -> bool:
         """Whether the API server moves a field manager's time on every write that changes a value
         (v1.25 on, kubernetes PR #110058); before, only when the writer's set of fields changes."""
-        mm = parse_minor(self.store.settings.server_version)
-        return mm is not None and mm >= WRITE_TIME_FOLLOWS_VALUES_SINCE
+        return writes_follow_renewals(self.store.settings.server_version)
 
     def _beat(self, node: str, received_at: float) -> None:
         """Remember one renewal's receive time for the heartbeat history (NaN: when it happened is
@@ -332,6 +331,14 @@ class Ingest:
 
 
 WRITE_TIME_FOLLOWS_VALUES_SINCE = (1, 25)
+
+
+def writes_follow_renewals(server_version: str | None) -> bool:
+    """Whether an API server of this version moves a field manager's time on every write that
+    changes a value (``Ingest._writes_follow_renewals``; readers that predict a renewal's timing,
+    ``replay/superseded.py``, ask the same)."""
+    mm = parse_minor(server_version)
+    return mm is not None and mm >= WRITE_TIME_FOLLOWS_VALUES_SINCE
 
 
 def listed_renewal(renew: float, written: float | None, received: float | None, seen_before: float | None,

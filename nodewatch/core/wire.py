@@ -474,10 +474,24 @@ def _lease_record(le: _Lease) -> LeaseRecord | None:
         holder = name if holder == name else _i(holder)
         renew = _micro_time(spec.renewTime)
         duration = _duration(spec.leaseDurationSeconds)
-    written = None
-    if meta.managedFields:
-        written = kubelet_write_time(((m.manager, m.operation, m.time) for m in meta.managedFields), holder)
+    written = _written(meta.managedFields, holder) if meta.managedFields else None
     return LeaseRecord(name, _i(meta.namespace), holder, renew, duration, meta.resourceVersion or "", written)
+
+
+def _written(managed: list[_ManagedField], holder: str) -> float | None:
+    """``kubelet_write_time`` of the entries, their times through the time memo (whole seconds the
+    renewals of a second share; ``parse_time`` takes the float it gives as it is)."""
+    return kubelet_write_time(((m.manager, m.operation, _time(m.time)) for m in managed), holder)
+
+
+def lease_write_time(le: _Lease) -> float | None:
+    """The ``written_at`` the record of this typed Lease has (its kubelet's last write), without
+    building the record: ``replay/superseded.py`` predicts what a renewal sets."""
+    meta = le.metadata
+    if meta is None or not meta.managedFields:
+        return None
+    spec = le.spec
+    return _written(meta.managedFields, (spec.holderIdentity or "") if spec is not None else "")
 
 
 def _micro_time(value: str | None) -> float | None:

@@ -35,7 +35,7 @@ from ...core.objects import NodeRecord
 from ...core.settings import Settings
 from ...core.views import WatchHealth
 from ..kubectl_format import iter_entries as kubectl_entries
-from ..kubectl_format import looks_like_kubectl
+from ..kubectl_format import iter_blocks, looks_like_kubectl
 from ..line_guards import DuplicateFilter, TimeFrame
 from ..recording import (
     Entry,
@@ -264,7 +264,7 @@ class EventIndex:
             self.received_known = False
             self._spool = tempfile.TemporaryFile(prefix="nodewatch-replay-")  # noqa: SIM115 - closed in close()
             self._fd = self._spool.fileno()
-            return _chain(first, lines)
+            return _chain(first, iter_blocks(stream, self.problems, first[0]))  # the rest read in blocks
         self.header = parse_header(first[1])
         self.clusters = recorded_clusters(self.header, self.problems)
         self._frame = TimeFrame(self.header, self.problems)

@@ -26,10 +26,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
+from ...core.ingest import writes_follow_renewals
 from ...core.settings import Settings
 from ...core.timeutil import parse_when
 from ..kubectl_format import iter_entries as kubectl_entries
-from ..kubectl_format import looks_like_kubectl, sort_entries
+from ..kubectl_format import iter_blocks, looks_like_kubectl, sort_entries
 from ..line_guards import DuplicateFilter, TimeFrame
 from ..recording import (
     Entry,
@@ -88,7 +89,8 @@ def state_at(path: str, when: str | None, settings: Settings | None = None,
         if looks_like_kubectl(first[1]):
             known = False
             # a concatenated log comes section by section: read whole, put in time order
-            entries: Iterator[Entry] = iter(sort_entries(kubectl_entries(_chain(first, lines), problems)))
+            blocks = _chain(first, iter_blocks(stream, problems, first[0]))  # the rest read in blocks
+            entries: Iterator[Entry] = iter(sort_entries(kubectl_entries(blocks, problems)))
         else:
             known = True
             header = parse_header(first[1])
@@ -135,7 +137,8 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: 
                  problems: list[str], pods: bool = True) -> Instant:
     """Put the events up to ``when`` in the order a replay applies them (``Superseded``), then apply
     them (what a later renewal supersedes left out)."""
-    order = Superseded(several=clusters is not None, pods=pods)
+    order = Superseded(several=clusters is not None, pods=pods,
+                       follows=lambda cluster: _follows(header, clusters, given, cluster))
     heap: list[tuple[float, int, Entry | Deferred]] = []
     target = math.inf
     start: float | None = None
@@ -187,6 +190,7 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: 
         events += 1
         if e.etype == "SETTINGS":
             if (given is None or not given.server_version) and learn_version(header, e):
+                order.settings_changed()
                 order.add(_Learned(e))  # applied here, among the events still waiting
             continue
         t = e.t or 0.0
@@ -250,6 +254,16 @@ def _learned(state: ReplayState, e: Entry, header: dict, clusters: list[Recorded
         return
     c = next(c for c in clusters if c.name == e.cluster)
     one.set_settings(cluster_settings(c, given, problems))
+
+
+def _follows(header: dict, clusters: list[RecordedCluster] | None, given: Settings | None,
+             cluster: str | None) -> bool | None:
+    """``writes_follow_renewals`` of the server version the state of ``cluster`` has once the lines
+    read so far are applied (``_learned`` sets it from the header); None for a cluster not listed."""
+    if clusters is None:
+        return writes_follow_renewals(header_settings(header, given, []).server_version)
+    c = next((c for c in clusters if c.name == cluster), None)
+    return None if c is None else writes_follow_renewals(cluster_settings(c, given, []).server_version)
 
 
 def _chain(first: tuple[int, bytes], rest: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:

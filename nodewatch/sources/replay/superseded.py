@@ -6,10 +6,15 @@ Why: nine lines in ten of a recording are Lease renewals, each node's every 10 s
 the last one decides everything the answer shows. Decoding and applying the other 29 was most of
 the command's time; after them, the Node status updates and the Pod list.
 
-When a renewal may be left out, exactly: a renewal ``L`` received on the watch (not listed) once
-the lease list was in, whose renewTime is later than every renewTime of its lease seen before it,
-sets every field of the lease's track that a view reads (when it was observed, on which clock, its
-skew, renewTime, duration, holder) from ``L`` alone (``Ingest._on_lease``: "advanced", "known").
+When a renewal may be left out, exactly: a renewal ``L`` that advances its lease's renewTime sets
+every field of the lease's track that a view reads (when it was observed, on which clock, its
+skew, renewTime, duration, holder) from ``L`` and at most what the track held before. Received on
+the watch once the lease list was in, from ``L`` alone (``Ingest._on_lease``: "advanced",
+"known"). Otherwise (no ``SYNCED`` line for the leases, as in a recording another tool wrote, a
+relist) it is timed as a listed renewal (``ingest.listed_renewal``), from the renewal seen before it
+and the skew kept from earlier: this module follows each lease's track as ``_on_lease`` would set
+it (``_LeaseSeen``, the same ``listed_renewal``, the server version the state has at that point),
+and ``L`` supersedes what came before when it leaves the very track it would leave applied alone.
 Whatever came before ``L`` on that lease can then change nothing an answer shows, and is dropped.
 A Node update without a not-ready/unreachable NoExecute taint replaces the node's record whole
 (``keep_eviction_start`` carries nothing over): the updates before it are dropped the same way.
@@ -25,16 +30,15 @@ and each stream's last activity come from the last event of each object, which i
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import msgspec
 
+from ...core.ingest import listed_renewal
 from ...core.objects import LeaseRecord
 from ...core.rules import EVICTION_TAINTS
-from ...core.timeutil import parse_time
-from ...core.wire import _Lease, _Node, _Pod  # the typed decoder's own types: what it reads, this reads
+from ...core.wire import _Lease, _micro_time, _Node, _Pod, lease_write_time  # the typed decoder's own: what it reads
 from ..recording import Entry
 
 NODE_LEASE_NAMESPACES = ("", "kube-node-lease")
@@ -65,6 +69,8 @@ class Deferred:
     """A Node's update that replaces its record whole (no eviction taint)."""
     data: bytes
     """The line itself."""
+    lease: Any = None
+    """A Lease's typed object (its kubelet's write time is read from it only if needed)."""
 
 
 def deferred(n: int, line: bytes, d: Any, pods: bool = True) -> Deferred | None:
@@ -92,11 +98,12 @@ def deferred(n: int, line: bytes, d: Any, pods: bool = True) -> Deferred | None:
     if resource == "leases":
         if (meta.namespace or "") not in NODE_LEASE_NAMESPACES:
             return None
-        renew = parse_time(obj.spec.renewTime) if obj.spec is not None else None
+        renew = _micro_time(obj.spec.renewTime) if obj.spec is not None else None  # as the record has it
     elif resource == "nodes":
         taints = obj.spec.taints if obj.spec is not None else None
         replaces = not taints or not any(t.key in EVICTION_TAINTS and t.effect == "NoExecute" for t in taints)
-    return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, replaces, line)
+    return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, replaces, line,
+                    obj if resource == "leases" else None)
 
 
 class Superseded:
@@ -105,9 +112,14 @@ class Superseded:
 
     ``several``: a recording of several clusters (an object is known by its cluster and name); in a
     one-cluster recording a line's ``cluster`` is ignored, as the replay ignores it. ``pods``: False
-    when the answer reads no Pods: clean Pod lines are then left out too."""
+    when the answer reads no Pods: clean Pod lines are then left out too. ``follows(cluster)``:
+    whether the API server moves a manager's write time on every renewal (``ingest.writes_follow_renewals``
+    of the server version the cluster's state has when the event is applied; None: not known, no
+    listed renewal is then left out); the caller calls ``settings_changed`` when a settings line
+    is added."""
 
-    def __init__(self, several: bool, pods: bool = True) -> None:
+    def __init__(self, several: bool, pods: bool = True,
+                 follows: Callable[[str | None], bool | None] | None = None) -> None:
         self.events: list[Any] = []
         self.skipped = 0
         self._several = several
@@ -115,6 +127,12 @@ class Superseded:
         self._leases: dict[Any, _LeaseSeen] = {}
         self._nodes: dict[Any, list[int]] = {}
         self._synced: set[str | None] = set()
+        self._follows_of = follows or (lambda cluster: None)
+        self._follows: dict[str | None, bool | None] = {}
+
+    def settings_changed(self) -> None:
+        """A settings line was added: the server version may have changed from here on."""
+        self._follows.clear()
 
     def add(self, e: Any) -> None:
         """The next event in application order (an ``Entry``, a ``Deferred``, or anything else
@@ -126,14 +144,11 @@ class Superseded:
                 k = self._leases.get(key)
                 if k is None:
                     k = self._leases[key] = _LeaseSeen()
-                renew = e.renew
+                if self._renewal(k, e):
+                    for i in k.pending:  # this renewal sets all the track alone
+                        out[i] = None
+                    k.pending.clear()
                 pending = k.pending
-                if renew is not None and renew > k.newest:
-                    if pending and not e.listing and (e.cluster if self._several else None) in self._synced:
-                        for i in pending:  # this renewal sets all the track alone
-                            out[i] = None
-                        pending.clear()
-                    k.newest = renew
             elif e.resource == "nodes":
                 pending = self._nodes.get(key)
                 if pending is None:
@@ -151,6 +166,48 @@ class Superseded:
         elif type(e) is Entry and e.resource == "leases":
             self._lease_entry(e)
         out.append(e)
+
+    def _renewal(self, k: _LeaseSeen, e: Deferred) -> bool:
+        """Follow ``k`` through the clean lease line ``e`` as ``Ingest._on_lease`` moves the track;
+        True when the track it leaves is the one ``e`` alone leaves (on a new track)."""
+        renew = e.renew
+        if not k.exact:
+            return False
+        if not k.exists:  # a new track: LeaseTrack(renewTime, None, None, ...), no renewals
+            k.exists, k.renew, k.observed, k.seen, k.skew = True, renew, None, False, None
+            advanced = True
+        else:
+            advanced = renew is not None and (k.renew is None or renew > k.renew)
+        if not advanced:
+            if renew is None:
+                k.renew = k.observed = None  # (and a renewal seen before is gone with it)
+                k.seen = False
+            return False
+        if renew is None:  # a new track without a renewTime: nothing moves
+            return False
+        cluster = e.cluster if self._several else None
+        received = e.t
+        if received is not None and not e.listing and cluster in self._synced:  # "known"
+            k.renew, k.observed, k.seen, k.skew = renew, received, True, received - renew
+            return True
+        follows = self._follows.get(cluster, _UNSET)
+        if follows is _UNSET:
+            follows = self._follows[cluster] = self._follows_of(cluster)
+        if follows is None:
+            k.exact = False  # its timing is not known here: nothing on this lease is dropped any more
+            return False
+        seen_before = k.observed if k.seen else None
+        if follows or seen_before is not None:
+            written = lease_write_time(e.lease) if e.lease is not None else None
+            observed, age_from, skew = listed_renewal(renew, written, received, seen_before, follows)
+            alone = (observed, age_from, skew) == listed_renewal(renew, written, received, None, follows)
+        else:  # neither "server" nor a renewal seen before: the write time moves no field read here
+            observed, age_from, skew, alone = None, "renewTime", None, True
+        alone = alone and (skew is not None or k.skew is None)
+        k.renew, k.observed, k.seen = renew, observed, age_from in ("receipt", "server")
+        if skew is not None:
+            k.skew = skew
+        return alone
 
     @property
     def dropped(self) -> int:
@@ -178,14 +235,26 @@ class Superseded:
         if k is None:
             k = self._leases[key] = _LeaseSeen()
         if e.etype == "DELETED" and type(obj) is LeaseRecord:
-            k.newest = -math.inf  # the track is gone: any renewal after starts it afresh
+            k.exists, k.exact = False, True  # the track is gone: any renewal after starts it afresh
         else:
-            k.newest = math.inf  # renewTime unknown here: no renewal after may drop what came before
+            k.exact = False  # renewTime unknown here: no renewal after may drop what came before
+
+
+_UNSET: Any = object()
 
 
 @dataclass(slots=True)
 class _LeaseSeen:
-    newest: float = -math.inf
-    """The latest renewTime seen on this lease (inf: unknown)."""
+    """A lease's track as the state will hold it once the lines added so far are applied: the
+    fields that decide what the next renewal sets."""
+
+    exists: bool = False
+    exact: bool = True
+    """False: a line this module cannot follow came (read by the dict reader, renewTime unknown)."""
+    renew: float | None = None
+    observed: float | None = None
+    seen: bool = False
+    """A renewal was timed by its receipt or by the server (``listed_renewal``'s ``seen_before``)."""
+    skew: float | None = None
     pending: list[int] = field(default_factory=list)
     """Positions in ``events`` of its lines since the last renewal that superseded them."""
