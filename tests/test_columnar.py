@@ -316,3 +316,65 @@ def test_the_incident_report_of_either_format_is_the_same(tmp_path):
     size = re.compile(r"[0-9.]+ [kMG]?B\)")  # the report names the file's size: the one thing that differs
     a, b = (size.sub("SIZE)", o.replace("incident-30.nwcol", "incident-30.jsonl.gz")) for o in outs)
     assert a == b and "SIZE)" in a and "Incident" in a
+
+
+# --- one instant: the renewals a later one supersedes are never made lines ------------------------
+
+
+def _state_views(state, at) -> dict:
+    return {v.name: view_to_wire(v) for v in state.evaluate(at).nodes}
+
+
+def test_one_instant_of_a_columnar_file_leaves_out_only_what_superseded_drops(tmp_path):
+    from nodewatch.core.timeutil import format_time
+    from nodewatch.sources.replay import state_at
+
+    jsonl, col = _record_both(tmp_path, nodes=30, minutes=5.0)
+    start = orjson.loads(_lines_of(jsonl)[1])["t"]
+    dropped = []
+    for offset in (20.0, 95.5, 200.0, 290.0):
+        at = format_time(start + offset, micro=True)
+        a, seen_a, pa = state_at(jsonl, at, compact=True)
+        b, seen_b, pb = state_at(col, at, compact=True)
+        full, _, _ = state_at(col, at)  # every line, nothing left out
+        assert seen_b.at == seen_a.at and seen_b.start == seen_a.start
+        want = _state_views(a, seen_a.at)
+        assert want and _state_views(b, seen_b.at) == want == _state_views(full, seen_a.at)
+        # the very same events were applied: the renewal counts are equal too
+        assert {k: v.renewals for k, v in b.leases.items()} == {k: v.renewals for k, v in a.leases.items()}
+        dropped.append(sum(v.renewals for v in full.leases.values()) - sum(v.renewals for v in b.leases.values()))
+    assert max(dropped) > 100  # and most renewals were never decoded
+
+
+def test_status_at_reads_a_hub_directory_from_the_keyframe_before_the_instant(tmp_path, capsys, monkeypatch):
+    from nodewatch.cli import main
+    from nodewatch.sources import segments
+    from nodewatch.sources.demo import DemoSource
+
+    src = DemoSource(nodes=30, scenario="incident", seed=2)
+    recs = [SegmentedRecorder(tmp_path / fmt, {"kind": "demo"}, src.state.settings, segment_seconds=60.0,
+                              clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None,
+                              record_format=fmt) for fmt in ("jsonl", "columnar")]
+    src.recorder = _Both(*recs)
+    t0 = src.clock.now()
+    for i in range(1, 50):
+        src.advance_to(t0 + i * 5.0)
+        src.clock.seek(t0 + i * 5.0)
+    for r in recs:
+        r.close()
+    opened = []
+    real = segments.iter_segment_lines
+    monkeypatch.setattr(segments, "iter_segment_lines", lambda segs, *a: opened.append(len(segs)) or real(segs, *a))
+    out = {}
+    for fmt in ("jsonl", "columnar"):
+        for at in ("+150", "+230"):
+            main(["status", "--replay", str(tmp_path / fmt), "--at", at, "--format", "json"])
+            out[fmt, at] = orjson.loads(capsys.readouterr().out)
+    assert opened and max(opened) == 1  # one segment: the one that holds the instant
+    assert out["jsonl", "+150"] == out["columnar", "+150"] and out["jsonl", "+230"] == out["columnar", "+230"]
+    # the same answer as reading the directory from its first segment on
+    monkeypatch.setattr("nodewatch.sources.replay.instant._one_instant", lambda path, when: (path, None))
+    for at in ("+150", "+230"):
+        main(["status", "--replay", str(tmp_path / "columnar"), "--at", at, "--format", "json"])
+        assert orjson.loads(capsys.readouterr().out) == out["columnar", at]
+    assert max(opened) > 1

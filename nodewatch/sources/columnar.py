@@ -34,19 +34,22 @@ from __future__ import annotations
 
 import calendar
 import io
+import math
 import re
 import struct
 import threading
 import time
 import zlib
 from array import array
-from typing import IO, Any, Iterable, Iterator
+from collections import deque
+from typing import IO, Any, Callable, Iterable, Iterator
 
 import orjson
 import zstandard
 
 from ..core.clock import Clock, SystemClock
 from ..core.settings import Settings
+from ..core.timeutil import parse_time
 from .recording import (
     FORMAT_VERSION,
     HEADER_KEY,
@@ -241,9 +244,12 @@ def _lease_shape(data: bytes) -> tuple[bytes, int, int | None, list[int], list[b
 class _Template:
     """One Lease of the dictionary: its shape and what its next renewal is a delta from."""
 
-    __slots__ = ("shape", "parts", "kinds", "offset", "cluster", "index", "prefix")
+    __slots__ = ("shape", "parts", "kinds", "offset", "cluster", "index", "prefix", "name", "droppable")
 
-    def __init__(self, shape: tuple, cluster: str | None, index: int) -> None:
+    def __init__(self, shape: tuple, cluster: str | None, index: int, name: Any = None) -> None:
+        self.name = name
+        self.droppable = False
+        """Its renewals may be left out where a later one supersedes them (``Supersession``)."""
         self.shape = shape[0]
         self.parts = shape[4]
         self.kinds = shape[5]
@@ -405,7 +411,7 @@ class _Codec:
             if tpl is None or tpl.shape != shape[0] or tpl.cluster != cluster:
                 if tpl is not None:
                     self.by_index[tpl.index] = None
-                tpl = _Template(shape, cluster, len(self.by_index))
+                tpl = _Template(shape, cluster, len(self.by_index), meta.get("name"))
                 self.by_index.append(tpl)
                 self.leases[key] = tpl
             tpl.offset = shape[1] - t_us
@@ -712,9 +718,11 @@ def _json_safe(line: dict) -> dict:
 # --- reading ------------------------------------------------------------------------------------------
 
 
-def iter_file_lines(raw: IO[bytes], name: str, problems: list[str]) -> Iterator[bytes]:
+def iter_file_lines(raw: IO[bytes], name: str, problems: list[str],
+                    supersede: Supersession | None = None) -> Iterator[bytes]:
     """The v1 lines of an nwcol file (its header first, each ending in a newline). A torn or corrupt
-    tail ends the lines at the last whole block, with one problem saying what was not read."""
+    tail ends the lines at the last whole block, with one problem saying what was not read.
+    ``supersede``: the renewals it finds superseded are left out."""
     head = raw.read(len(MAGIC))
     if not head.startswith(MAGIC_PREFIX):
         raise RecordingError(f"{name}: not a columnar recording")
@@ -753,12 +761,22 @@ def iter_file_lines(raw: IO[bytes], name: str, problems: list[str]) -> Iterator[
                 break
             pos += _FRAME.size + n
             if blocks == 0:
+                if supersede is not None:
+                    supersede.header(orjson.loads(body))
+                    supersede.codec = codec
                 yield body + b"\n"
             else:
                 try:
-                    for line, t in _decode_block(body, codec):
-                        last_t = t
-                        yield line
+                    if supersede is None:
+                        for line, t, _ in _decode_block(body, codec):
+                            last_t = t
+                            yield line
+                    else:
+                        add = supersede.add
+                        for data, t, d in _decode_block(body, codec, True):
+                            last_t = t
+                            add(data, t, d)
+                        yield from supersede.ready()
                 except (ValueError, KeyError, IndexError, TypeError, struct.error, orjson.JSONDecodeError) as exc:
                     why = f"block {blocks} cannot be decoded ({type(exc).__name__}: {str(exc)[:60]})"
                     break
@@ -768,6 +786,8 @@ def iter_file_lines(raw: IO[bytes], name: str, problems: list[str]) -> Iterator[
         if pos > 1 << 20:
             del buf[:pos]
             pos = 0
+    if supersede is not None:
+        yield from supersede.finish()
     if blocks == 0:
         raise RecordingError(f"{name}: a columnar recording without its header" +
                              (f" ({why})" if why else " (cut short)"))
@@ -789,7 +809,9 @@ def _at(t: float | None) -> str:
     return f" ({format_time(t, micro=True)})"
 
 
-def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, float]]:
+def _decode_block(body: bytes, c: _Codec, lazy: bool = False) -> Iterator[tuple[Any, float, dict | None]]:
+    """(line, its time, the line as a dict when it was a whole one) for each row of a block. ``lazy``:
+    a renewal row is a ``_Renewal`` instead (its line built only if it is wanted)."""
     n, n_rv, n_mf = struct.unpack_from("<III", body, 0)
     cols = []
     p = 12
@@ -831,7 +853,8 @@ def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, float]]:
             base = renew // 1_000_000
             seconds = [base + s for s in mfs[mi:mi + nm]]
             mi += nm
-            yield b'{"t":' + orjson.dumps(t) + tpl.prefix + tpl.build(renew, rv, seconds) + b"}\n", t
+            r = _Renewal(t, tpl, renew, rv, seconds)
+            yield (r if lazy else r.line()), t, None
             continue
         blob = next(blobs)
         if kind == _ROW_PATCHED:
@@ -850,19 +873,193 @@ def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, float]]:
             line.update(payload)
             tt = t
         c.learn_line(line, t_us)
-        yield orjson.dumps(line) + b"\n", tt
+        yield orjson.dumps(line) + b"\n", tt, line
+
+
+class _Renewal:
+    """A renewal row read, its line not built yet (``line``)."""
+
+    __slots__ = ("t", "tpl", "renew", "rv", "seconds", "final", "drop")
+
+    def __init__(self, t: float, tpl: _Template, renew: int, rv: int | None, seconds: list[int]) -> None:
+        self.t = t
+        self.tpl = tpl
+        self.renew = renew
+        self.rv = rv
+        self.seconds = seconds
+        self.final = False
+        """Whether it is kept or left out is decided (``Supersession``)."""
+        self.drop = False
+
+    def line(self) -> bytes:
+        tpl = self.tpl
+        return b'{"t":' + orjson.dumps(self.t) + tpl.prefix + tpl.build(self.renew, self.rv, self.seconds) + b"}\n"
+
+
+_NEVER = 1 << 62
+"""A renewTime (microseconds) no renewal is later than: a Lease whose renewTime cannot be known here."""
+PENDING_SECONDS = 60.0
+"""A renewal not superseded within this long (its node stopped renewing) is kept: what waits is bounded."""
+
+
+class Supersession:
+    """Leaves out of the lines read the Lease renewals that a later renewal of the same Lease supersedes
+    in a one-shot answer at ``target`` (``replay/superseded.py`` says when: ``status --replay --at``
+    would drop them after decoding them; here they are never even made lines). Only drops that
+    ``Superseded`` itself makes are made, so the state answered is the same: a renewal row ``P`` is
+    left out when a later row ``R`` of the same Lease (same dictionary entry, whose whole line the
+    answer's own decoder reads cleanly: ``clean``) is applied (received at or before ``target``,
+    while nothing read is later than ``read_until``, not before the recording's start less
+    ``early_slack``), once the lease list is in, and ``R``'s renewTime is later than every renewTime
+    seen of that Lease's name (any line of it that ``clean`` cannot vouch for: never again). Lease
+    lines out of time order stop all dropping (the answer's reordering could then differ). One for
+    a whole stream (a directory's segments share it); ``hidden``: the next lines are read but not
+    the answer's (a later segment's keyframe), they only make dropping rarer. What differs from
+    reading every line: the line numbers of problems after the first drop, and a renewal that
+    duplicates an earlier line is not reported when it is left out."""
+
+    def __init__(self, target: float, read_until: float, clean: Callable[[bytes], tuple[bool, float | None]],
+                 early_slack: float) -> None:
+        self.target = target
+        self.read_until = read_until
+        self._clean = clean
+        self._slack = early_slack
+        self.anchor: float | None = None
+        self.hidden = 0
+        self.dropped = 0
+        self.codec: _Codec | None = None
+        self.queue: deque[Any] = deque()
+        """Lines and renewals in reading order; the head goes out once it is decided (``ready``)."""
+        self._on = True
+        self._synced: dict[Any, float] = {}
+        self._newest: dict[Any, int] = {}
+        self._pending: dict[tuple, _Renewal] = {}
+        self._last = -math.inf
+        self._hi = -math.inf
+
+    def header(self, header: Any) -> None:
+        """A file's header: the first one anchors the recording (``line_guards.TimeFrame``)."""
+        if self.anchor is None:
+            started = header.get("started_at") if isinstance(header, dict) else None
+            t = parse_time(started) if isinstance(started, str) else None
+            self.anchor = -math.inf if t is None else t - self._slack
+
+    def add(self, data: Any, t: Any, line: dict | None) -> None:
+        if type(data) is _Renewal:
+            self._renewal(data)
+        else:
+            self.queue.append(data)
+            if line is not None:
+                self._line(data, t, line)
+        self.hidden = max(0, self.hidden - 1)
+
+    def _renewal(self, r: _Renewal) -> None:
+        tpl = r.tpl
+        t = r.t
+        self.queue.append(r)
+        hidden = self.hidden > 0
+        if not hidden:
+            if t < self._last:
+                self._off()
+            self._last = t
+            if t > self._hi:
+                self._hi = t
+        key = (tpl.cluster, tpl.name)
+        p = self._pending.pop(key, None)
+        newest = self._newest.get(tpl.name, -_NEVER)
+        if p is not None:
+            if (self._on and not hidden and r.renew > newest and t <= self.target and self._hi <= self.read_until
+                    and t >= (self.anchor or -math.inf) and self._synced.get(tpl.cluster, math.inf) <= t):
+                p.drop = True
+                self.dropped += 1
+            p.final = True
+        if r.renew > newest:
+            self._newest[tpl.name] = r.renew
+        if self._on and tpl.droppable and not hidden:
+            self._pending[key] = r
+        else:
+            r.final = True
+
+    def _line(self, data: bytes, t: Any, line: dict) -> None:
+        """A whole line: a lease list done, or a Lease's line (it ends what was waiting of that Lease)."""
+        hidden = self.hidden > 0
+        if not hidden and type(t) is float and t > self._hi:
+            self._hi = t
+        if line.get("resource") != "leases":
+            return
+        cluster = line.get("cluster")
+        etype = line.get("type")
+        if etype == "SYNCED":
+            if not hidden and type(t) is float:
+                self._synced.setdefault(cluster, t)
+            return
+        obj = line.get("object")
+        meta = obj.get("metadata") if type(obj) is dict else None
+        name = meta.get("name") if type(meta) is dict else None
+        if not hidden:
+            if type(t) is not float or t < self._last:
+                self._off()
+            else:
+                self._last = t
+        p = self._pending.pop((cluster, name), None)
+        if p is not None:
+            p.final = True
+        clean, renew = self._clean(data) if etype in ("ADDED", "MODIFIED") else (False, None)
+        if not clean:
+            self._newest[name] = _NEVER
+        elif renew is not None:
+            us = math.ceil(renew * 1_000_000) + 1
+            if us > self._newest.get(name, -_NEVER):
+                self._newest[name] = us
+        tpl = self.codec.leases.get((cluster, meta.get("namespace"), name)) if self.codec and type(meta) is dict else None
+        if tpl is not None:
+            tpl.droppable = clean
+
+    def _off(self) -> None:
+        """Lease lines out of time order: nothing more is dropped."""
+        self._on = False
+        for p in self._pending.values():
+            p.final = True
+        self._pending.clear()
+
+    def ready(self) -> Iterator[bytes]:
+        """The lines decided at the head of the queue (a renewal waiting longer than
+        ``PENDING_SECONDS`` behind the newest is kept)."""
+        q = self.queue
+        while q:
+            x = q[0]
+            if type(x) is _Renewal and not x.final:
+                if x.t >= self._last - PENDING_SECONDS:
+                    return
+                x.final = True
+                key = (x.tpl.cluster, x.tpl.name)
+                if self._pending.get(key) is x:
+                    del self._pending[key]
+            q.popleft()
+            if type(x) is not _Renewal:
+                yield x
+            elif not x.drop:
+                yield x.line()
+
+    def finish(self) -> Iterator[bytes]:
+        """The end of a file: whatever waits is kept."""
+        for p in self._pending.values():
+            p.final = True
+        self._pending.clear()
+        yield from self.ready()
 
 
 # --- whole files ----------------------------------------------------------------------------------
 
 
-def open_columnar(raw: IO[bytes], name: str) -> IO[bytes]:
-    """An nwcol file as a buffered stream of its v1 lines (what ``recording.open_binary`` returns for one)."""
+def open_columnar(raw: IO[bytes], name: str, supersede: Supersession | None = None) -> IO[bytes]:
+    """An nwcol file as a buffered stream of its v1 lines (what ``recording.open_binary`` returns for
+    one); ``supersede``: without the renewals it finds superseded."""
     from .segments import SegmentStream
 
     problems: list[str] = []
     # named apart from the file: a reader must not map the file itself as v1 lines (replay/index.py)
-    stream = SegmentStream(_closing(iter_file_lines(raw, name, problems), raw), f"{name} (columnar)")
+    stream = SegmentStream(_closing(iter_file_lines(raw, name, problems, supersede), raw), f"{name} (columnar)")
     stream.problems = problems
     return io.BufferedReader(stream, 1 << 20)
 
@@ -892,5 +1089,5 @@ def write_lines(lines: Iterable[bytes], out: IO[bytes], level: int = LEVEL) -> C
     return w
 
 
-__all__ = ["ColumnarRecorder", "ColumnarWriter", "EXTENSION", "MAGIC", "is_columnar", "iter_file_lines",
-           "open_columnar", "write_lines"]
+__all__ = ["ColumnarRecorder", "ColumnarWriter", "EXTENSION", "MAGIC", "Supersession", "is_columnar",
+           "iter_file_lines", "open_columnar", "write_lines"]

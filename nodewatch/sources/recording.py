@@ -353,14 +353,16 @@ class Entry:
     """The line's cluster, in a recording of several (None: the only one)."""
 
 
-def open_binary(path: str) -> IO[bytes]:
-    """The file (``-``: stdin), transparently gunzipped. Raises RecordingError when it cannot be opened."""
+def open_binary(path: str, supersede: Any = None) -> IO[bytes]:
+    """The file (``-``: stdin), transparently gunzipped. Raises RecordingError when it cannot be opened.
+    ``supersede`` (a ``columnar.Supersession``): columnar data is read without the renewals it finds
+    superseded (JSON Lines is read whole)."""
     if path == "-":
         raw: IO[bytes] = _stdin()
     elif os.path.isdir(path):  # the hub's flight recorder: a directory of segments, read as one
         from .segments import open_segments
 
-        return open_segments(path)
+        return open_segments(path, supersede=supersede)
     else:
         try:
             raw = open(path, "rb")  # noqa: SIM115
@@ -374,7 +376,7 @@ def open_binary(path: str) -> IO[bytes]:
     if head == b"NWCOL":  # the columnar format (``columnar.py``): read as the v1 lines it holds
         from .columnar import open_columnar
 
-        return open_columnar(raw, path)
+        return open_columnar(raw, path, supersede)
     if head[:2] == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     return raw
