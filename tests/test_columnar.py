@@ -346,6 +346,70 @@ def test_one_instant_of_a_columnar_file_leaves_out_only_what_superseded_drops(tm
     assert max(dropped) > 100  # and most renewals were never decoded
 
 
+def _record_dirs(tmp_path, nodes=30, minutes=5.0, segment_seconds=90.0):
+    """The same events into a hub directory of each format (``SegmentedRecorder``, as the hub); each
+    Lease renewal received 1-500 ms after it was made (the lines of different Leases step back now and
+    then), the other events 20 ms after."""
+    from nodewatch.core.fleet import FleetState
+    from nodewatch.sim.fleet import SimFleet
+
+    fleet = SimFleet(nodes=nodes, scenario="incident+churn", seed=4)
+    clock = ManualClock(fleet.now)
+    state = FleetState(fleet.settings)
+    recs = [SegmentedRecorder(tmp_path / fmt, {"name": "sim"}, fleet.settings, segment_seconds=segment_seconds,
+                              clock=clock, records=state.node_records, keep_seconds=None, keep_bytes=None,
+                              record_format=fmt) for fmt in ("jsonl", "columnar")]
+    rng = random.Random(6)
+    rv = [1000]
+
+    def write(resource, etype, obj, t, listing=False):
+        if resource == "nodes" and obj is not None:
+            state.apply("nodes", etype, obj, t, listing=listing)
+        for r in recs:
+            r.write(resource, etype, obj, t, listing)
+
+    t = fleet.now
+    for resource in ("nodes", "leases", "pods", "events", "certificatesigningrequests"):
+        for obj in fleet.objects(resource):
+            rv[0] += 1
+            write(resource, "ADDED", _api_shaped(resource, obj, rv[0], rng), t, listing=True)
+        write(resource, "SYNCED", None, t)
+
+    def sink(resource, etype, obj, at):
+        rv[0] += 1
+        rx = at + (rng.uniform(0.001, 0.5) if resource == "leases" else 0.02)
+        clock.set(rx)
+        write(resource, etype, _api_shaped(resource, obj, rv[0], rng), rx)
+
+    fleet.subscribe(sink)
+    end = fleet.now + minutes * 60
+    while t < end:
+        t = min(end, t + 10)
+        fleet.step_to(t)
+    for r in recs:
+        r.close()
+    return tmp_path / "jsonl", tmp_path / "columnar"
+
+
+def test_status_at_of_a_hub_directory_is_the_answer_of_reading_it_all(tmp_path, capsys, monkeypatch):
+    from nodewatch.cli import main
+
+    jsonl, col = _record_dirs(tmp_path, nodes=80)
+    assert len(list_segments(col)) >= 3
+    at = ("+45", "+100", "+141", "+181.5", "+222", "+290")
+    fast = {}
+    for d in (jsonl, col):
+        for a in at:
+            main(["status", "--replay", str(d), "--at", a, "--format", "json"])
+            fast[d.name, a] = capsys.readouterr().out
+    monkeypatch.setattr("nodewatch.sources.replay.instant._one_instant", lambda path, when: (path, None))
+    for a in at:  # every segment from the first, every line
+        main(["status", "--replay", str(jsonl), "--at", a, "--format", "json"])
+        want = capsys.readouterr().out
+        assert orjson.loads(want)
+        assert fast["jsonl", a] == want and fast["columnar", a] == want, a
+
+
 def test_status_at_reads_a_hub_directory_from_the_keyframe_before_the_instant(tmp_path, capsys, monkeypatch):
     from nodewatch.cli import main
     from nodewatch.sources import segments

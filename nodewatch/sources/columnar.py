@@ -159,6 +159,10 @@ def micros(t: Any) -> tuple[int, int] | None:
     if abs(us) >= 2**62:
         return None
     base = us / 1_000_000
+    if base == t:
+        return us, 0
+    if t > 0 and base > 0 and math.ulp(t) == math.ulp(base):  # one binade: t - base is exact, in ulps
+        return us, int((t - base) / math.ulp(t))
     return us, _Q.unpack(_D.pack(t))[0] - _Q.unpack(_D.pack(base))[0]
 
 
@@ -225,9 +229,11 @@ def _lease_shape(data: bytes) -> tuple[bytes, int, int | None, list[int], list[b
                 return None
             kinds.append("T")
         elif key == b"resourceVersion":
-            if rv is not None or not v.isascii() or not v.isdigit() or len(v) > 18 or (v[0] == "0" and v != "0"):
+            if rv is not None:
                 return None
-            rv = int(v)
+            rv = _rv_of(v)
+            if rv is None:
+                return None
             kinds.append("R")
         else:
             sec = second_of(v)
@@ -239,6 +245,13 @@ def _lease_shape(data: bytes) -> tuple[bytes, int, int | None, list[int], list[b
         return None
     parts.append(pieces[-1])
     return b"\x00".join(parts), renew, rv, seconds, parts, "".join(kinds)
+
+
+def _rv_of(v: str) -> int | None:
+    """A resourceVersion that ``str(int)`` writes back identically, as that int."""
+    if not v.isascii() or not v.isdigit() or len(v) > 18 or (v[0] == "0" and v != "0"):
+        return None
+    return int(v)
 
 
 class _Template:
@@ -257,6 +270,47 @@ class _Template:
         self.cluster = cluster
         self.index = index
         self.prefix = _cluster_field(cluster) + b',"resource":"leases","type":"MODIFIED","object":'
+
+    def match(self, data: bytes) -> tuple[int, int | None, list[int]] | None:
+        """(renewTime in microseconds, resourceVersion, the ``time`` seconds) of a renewal's JSON that
+        is this shape with its values in the forms a row rebuilds exactly (``build`` gives back
+        ``data`` itself); None otherwise. What ``_lease_shape`` and a comparison of shapes decide,
+        without splitting the JSON: the pieces are compared where they must be."""
+        parts = self.parts
+        if not data.startswith(parts[0]):
+            return None
+        pos = len(parts[0])
+        renew = 0
+        rv = None
+        seconds = []
+        i = 0
+        for kind in self.kinds:
+            i += 1
+            if data[pos:pos + 1] != b'"':
+                return None
+            end = data.find(b'"', pos + 1)
+            if end < 0 or not data.startswith(parts[i], end + 1):
+                return None
+            raw = data[pos + 1:end]
+            if b"\\" in raw:
+                return None
+            v = raw.decode("ascii", "replace")
+            if kind == "T":
+                us = micro_of(v)
+                if us is None:
+                    return None
+                renew = us
+            elif kind == "R":
+                rv = _rv_of(v)
+                if rv is None:
+                    return None
+            else:
+                sec = second_of(v)
+                if sec is None:
+                    return None
+                seconds.append(sec)
+            pos = end + 1 + len(parts[i])
+        return (renew, rv, seconds) if pos == len(data) else None
 
     def build(self, renew: int, rv: int | None, seconds: list[int]) -> bytes:
         parts = self.parts
@@ -497,17 +551,17 @@ class ColumnarWriter:
         tpl = self._c.leases.get((cluster, meta.get("namespace"), meta.get("name")))
         if tpl is None:
             return False
-        shape = _lease_shape(orjson.dumps(obj) if data is None else data)
-        if shape is None or shape[0] != tpl.shape:
+        values = tpl.match(orjson.dumps(obj) if data is None else data)
+        if values is None:
             return False
-        self._row(tpl, tm, shape)
+        self._row(tpl, tm, values)
         return True
 
-    def _row(self, tpl: _Template, tm: tuple[int, int], shape: tuple) -> None:
+    def _row(self, tpl: _Template, tm: tuple[int, int], values: tuple[int, int | None, list[int]]) -> None:
         t_us = tm[0]
         self._start_row(t_us, tm[1])
         self.lease_rows += 1
-        _, renew, rv, seconds, _, _ = shape
+        renew, rv, seconds = values
         self._kinds.append(_ROW_LEASE)
         self._idx.append(tpl.index)
         offset = renew - t_us
@@ -911,12 +965,15 @@ class Supersession:
     answer's own decoder reads cleanly: ``clean``) is applied (received at or before ``target``,
     while nothing read is later than ``read_until``, not before the recording's start less
     ``early_slack``), once the lease list is in, and ``R``'s renewTime is later than every renewTime
-    seen of that Lease's name (any line of it that ``clean`` cannot vouch for: never again). Lease
-    lines out of time order stop all dropping (the answer's reordering could then differ). One for
-    a whole stream (a directory's segments share it); ``hidden``: the next lines are read but not
-    the answer's (a later segment's keyframe), they only make dropping rarer. What differs from
-    reading every line: the line numbers of problems after the first drop, and a renewal that
-    duplicates an earlier line is not reported when it is left out."""
+    seen of that Lease's name (any line of it that ``clean`` cannot vouch for: never again).
+
+    That holds while the lines of each Lease name come in time order (then the answer applies them
+    in reading order, whatever it does with the others). A line of a name that steps back stops the
+    drops on that name; if one of them was made already, ``unsure`` says so and the caller reads
+    again without this. One for a whole stream (a directory's segments share it); ``hidden``: the
+    next lines are read but not the answer's (a later segment's keyframe), they only make dropping
+    rarer. What differs from reading every line: the line numbers of problems after the first drop,
+    and a renewal that duplicates an earlier line is not reported when it is left out."""
 
     def __init__(self, target: float, read_until: float, clean: Callable[[bytes], tuple[bool, float | None]],
                  early_slack: float) -> None:
@@ -927,14 +984,16 @@ class Supersession:
         self.anchor: float | None = None
         self.hidden = 0
         self.dropped = 0
+        self.unsure = False
         self.codec: _Codec | None = None
         self.queue: deque[Any] = deque()
         """Lines and renewals in reading order; the head goes out once it is decided (``ready``)."""
-        self._on = True
         self._synced: dict[Any, float] = {}
         self._newest: dict[Any, int] = {}
         self._pending: dict[tuple, _Renewal] = {}
-        self._last = -math.inf
+        self._last: dict[Any, float] = {}
+        """The latest time of a line of each Lease name."""
+        self._dropped_names: set[Any] = set()
         self._hi = -math.inf
 
     def header(self, header: Any) -> None:
@@ -956,26 +1015,26 @@ class Supersession:
     def _renewal(self, r: _Renewal) -> None:
         tpl = r.tpl
         t = r.t
+        name = tpl.name
         self.queue.append(r)
         hidden = self.hidden > 0
         if not hidden:
-            if t < self._last:
-                self._off()
-            self._last = t
+            self._in_order(name, t)
             if t > self._hi:
                 self._hi = t
-        key = (tpl.cluster, tpl.name)
+        key = (tpl.cluster, name)
         p = self._pending.pop(key, None)
-        newest = self._newest.get(tpl.name, -_NEVER)
+        newest = self._newest.get(name, -_NEVER)
         if p is not None:
-            if (self._on and not hidden and r.renew > newest and t <= self.target and self._hi <= self.read_until
+            if (not hidden and r.renew > newest and t <= self.target and self._hi <= self.read_until
                     and t >= (self.anchor or -math.inf) and self._synced.get(tpl.cluster, math.inf) <= t):
                 p.drop = True
                 self.dropped += 1
+                self._dropped_names.add(name)
             p.final = True
         if r.renew > newest:
-            self._newest[tpl.name] = r.renew
-        if self._on and tpl.droppable and not hidden:
+            self._newest[name] = r.renew
+        if tpl.droppable and not hidden and self._newest[name] != _NEVER:
             self._pending[key] = r
         else:
             r.final = True
@@ -996,11 +1055,6 @@ class Supersession:
         obj = line.get("object")
         meta = obj.get("metadata") if type(obj) is dict else None
         name = meta.get("name") if type(meta) is dict else None
-        if not hidden:
-            if type(t) is not float or t < self._last:
-                self._off()
-            else:
-                self._last = t
         p = self._pending.pop((cluster, name), None)
         if p is not None:
             p.final = True
@@ -1011,16 +1065,23 @@ class Supersession:
             us = math.ceil(renew * 1_000_000) + 1
             if us > self._newest.get(name, -_NEVER):
                 self._newest[name] = us
+        if not hidden:
+            self._in_order(name, t if type(t) is float else -math.inf)
         tpl = self.codec.leases.get((cluster, meta.get("namespace"), name)) if self.codec and type(meta) is dict else None
         if tpl is not None:
             tpl.droppable = clean
 
-    def _off(self) -> None:
-        """Lease lines out of time order: nothing more is dropped."""
-        self._on = False
-        for p in self._pending.values():
-            p.final = True
-        self._pending.clear()
+    def _in_order(self, name: Any, t: float) -> None:
+        """A line of Lease ``name`` at ``t``: one that steps back stops the drops on that name."""
+        last = self._last.get(name)
+        if last is None or t >= last:
+            self._last[name] = t
+            return
+        if name in self._dropped_names:
+            self.unsure = True
+        self._newest[name] = _NEVER
+        for key in [k for k in self._pending if k[1] == name]:
+            self._pending.pop(key).final = True
 
     def ready(self) -> Iterator[bytes]:
         """The lines decided at the head of the queue (a renewal waiting longer than
@@ -1029,7 +1090,7 @@ class Supersession:
         while q:
             x = q[0]
             if type(x) is _Renewal and not x.final:
-                if x.t >= self._last - PENDING_SECONDS:
+                if x.t >= self._hi - PENDING_SECONDS:
                     return
                 x.final = True
                 key = (x.tpl.cluster, x.tpl.name)

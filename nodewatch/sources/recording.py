@@ -82,7 +82,8 @@ def sanitize(obj: Any) -> Any:
             m["annotations"] = {k: v for k, v in ann.items() if _LAST_APPLIED not in str(k)}
         out["metadata"] = m
     spec = obj.get("spec")
-    if isinstance(spec, dict) and any(isinstance(spec.get(k), list) for k in _CONTAINER_LISTS):
+    if isinstance(spec, dict) and (isinstance(spec.get("containers"), list) or isinstance(spec.get("initContainers"), list)
+                                   or isinstance(spec.get("ephemeralContainers"), list)):  # _CONTAINER_LISTS
         s = dict(spec)
         for key in _CONTAINER_LISTS:
             containers = s.get(key)

@@ -77,10 +77,18 @@ def state_at(path: str, when: str | None, settings: Settings | None = None,
     (``superseded.py``); the state's renewal counts, heartbeat histories and node timelines are then
     not a full replay's, nothing a status answer shows differs. ``pods`` False (with ``compact``):
     the answer reads no Pods, leave them out."""
-    problems: list[str] = []
     supersede = None
     if compact and when is not None:
         path, supersede = _one_instant(path, when)
+    state, t, problems = _read_at(path, when, settings, compact, pods, supersede)
+    if supersede is not None and supersede.unsure:  # a Lease's lines out of time order: read all of them
+        state, t, problems = _read_at(path, when, settings, compact, pods, None)
+    return state, t, problems
+
+
+def _read_at(path: str, when: str | None, settings: Settings | None, compact: bool, pods: bool,
+             supersede: Supersession | None) -> tuple[ReplayState, Instant, list[str]]:
+    problems: list[str] = []
     stream = open_binary(path, supersede)
     collecting = gc.isenabled()
     gc.disable()  # hundreds of thousands of acyclic objects: the collector would walk them for nothing
@@ -123,7 +131,10 @@ def _one_instant(path: str, when: str) -> tuple[str, Supersession | None]:
         path = SegmentWindow(str(path), t, path.end if path.end is not None else t)
     elif not isinstance(path, SegmentWindow) and os.path.isdir(path):
         path = SegmentWindow(path, t, t)
-    return path, Supersession(t, t + REORDER_WINDOW, _clean_lease, EARLY_SLACK)
+    until = t + REORDER_WINDOW  # reading stops after that (``_apply_until``), or after the window's end
+    if isinstance(path, SegmentWindow) and path.end is not None:
+        until = min(until, path.end)
+    return path, Supersession(t, until, _clean_lease, EARLY_SLACK)
 
 
 def _clean_lease(line: bytes) -> tuple[bool, float | None]:
