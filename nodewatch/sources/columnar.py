@@ -258,7 +258,8 @@ def _rv_of(v: str) -> int | None:
 class _Template:
     """One Lease of the dictionary: its shape and what its next renewal is a delta from."""
 
-    __slots__ = ("shape", "parts", "kinds", "offset", "cluster", "index", "prefix", "name", "droppable")
+    __slots__ = ("shape", "parts", "kinds", "offset", "cluster", "index", "prefix", "name", "droppable", "has_rv",
+                 "n_mf")
 
     def __init__(self, shape: tuple, cluster: str | None, index: int, name: Any = None) -> None:
         self.name = name
@@ -267,6 +268,8 @@ class _Template:
         self.shape = shape[0]
         self.parts = shape[4]
         self.kinds = shape[5]
+        self.has_rv = "R" in self.kinds
+        self.n_mf = self.kinds.count("M")
         self.offset = 0
         self.cluster = cluster
         self.index = index
@@ -922,13 +925,16 @@ def _decode_block(body: bytes, c: _Codec, lazy: bool = False) -> Iterator[tuple[
             li += 1
             renew = t_us + tpl.offset
             rv = None
-            if "R" in tpl.kinds:
+            if tpl.has_rv:
                 rv = c.rv.get(tpl.cluster, 0) + rvs[ri]
                 c.rv[tpl.cluster] = rv
                 ri += 1
-            nm = tpl.kinds.count("M")
+            nm = tpl.n_mf
             base = renew // 1_000_000
-            seconds = [base + s for s in mfs[mi:mi + nm]]
+            if nm == 1:
+                seconds = [base + mfs[mi]]
+            else:
+                seconds = [base + s for s in mfs[mi:mi + nm]]
             mi += nm
             r = _Renewal(t, tpl, renew, rv, seconds)
             yield (r if lazy else r.line()), t, None
