@@ -50,6 +50,7 @@ import zstandard
 from ..core.clock import Clock, SystemClock
 from ..core.settings import Settings
 from ..core.timeutil import parse_time
+from .line_stream import SegmentStream
 from .recording import (
     FORMAT_VERSION,
     HEADER_KEY,
@@ -1145,8 +1146,6 @@ class Supersession:
 def open_columnar(raw: IO[bytes], name: str, supersede: Supersession | None = None) -> IO[bytes]:
     """An nwcol file as a buffered stream of its v1 lines (what ``recording.open_binary`` returns for
     one); ``supersede``: without the renewals it finds superseded."""
-    from .segments import SegmentStream
-
     problems: list[str] = []
     # named apart from the file: a reader must not map the file itself as v1 lines (replay/index.py)
     stream = SegmentStream(_closing(iter_file_lines(raw, name, problems, supersede), raw), f"{name} (columnar)")

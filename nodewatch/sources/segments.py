@@ -28,6 +28,7 @@ from typing import IO, Any, Iterator
 import orjson
 
 from ..core.timeutil import format_time, parse_time, parse_when
+from .line_stream import SegmentStream
 from .recording_format import HEADER_KEY, RecordingError
 
 SEGMENT_RE = re.compile(r"^nodewatch-(\d{8}T\d{6}Z)-(\d+)\.(?:jsonl(\.gz)?|nwcol)$")
@@ -170,31 +171,6 @@ def _line_time(line: bytes) -> float:
         return float(t) if isinstance(t, (int, float)) else float("-inf")
     except (orjson.JSONDecodeError, AttributeError):
         return float("-inf")
-
-
-class SegmentStream(io.RawIOBase):
-    """The lines of several segments as one readable binary stream (what ``open_binary`` returns
-    for a directory): replay and ``status`` read it like one recording."""
-
-    def __init__(self, lines: Iterator[bytes], name: str) -> None:
-        self._lines = lines
-        self._buf = b""
-        self.name = name
-        self.problems: list[str] = []
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        while not self._buf:
-            nxt = next(self._lines, None)
-            if nxt is None:
-                return 0
-            self._buf = nxt
-        n = min(len(b), len(self._buf))
-        b[:n] = self._buf[:n]
-        self._buf = self._buf[n:]
-        return n
 
 
 class SegmentWindow(str):
