@@ -260,10 +260,12 @@ class _Template:
     """One Lease of the dictionary: its shape and what its next renewal is a delta from."""
 
     __slots__ = ("shape", "parts", "kinds", "offset", "cluster", "index", "prefix", "name", "droppable", "has_rv",
-                 "n_mf")
+                 "n_mf", "key")
 
     def __init__(self, shape: tuple, cluster: str | None, index: int, name: Any = None) -> None:
         self.name = name
+        self.key = (cluster, name)
+        """What ``Supersession`` knows its Lease by (``Superseded``'s key, with the cluster)."""
         self.droppable = False
         """Its renewals may be left out where a later one supersedes them (``Supersession``)."""
         self.shape = shape[0]
@@ -853,10 +855,13 @@ def iter_file_lines(raw: IO[bytes], name: str, problems: list[str],
                             last_t = t
                             yield line
                     else:
-                        add = supersede.add
+                        add, renewal = supersede.add, supersede.renewal
                         for data, t, d in _decode_block(body, codec, True):
                             last_t = t
-                            add(data, t, d)
+                            if type(data) is _Renewal:
+                                renewal(data)
+                            else:
+                                add(data, t, d)
                         yield from supersede.ready()
                 except (ValueError, KeyError, IndexError, TypeError, struct.error, orjson.JSONDecodeError) as exc:
                     why = f"block {blocks} cannot be decoded ({type(exc).__name__}: {str(exc)[:60]})"
@@ -1012,6 +1017,8 @@ class Supersession:
         self._clean = clean
         self._slack = early_slack
         self.anchor: float | None = None
+        self._floor = -math.inf
+        """No line earlier than this is admitted (the anchor)."""
         self.hidden = 0
         self.dropped = 0
         self.unsure = False
@@ -1031,40 +1038,47 @@ class Supersession:
         if self.anchor is None:
             started = header.get("started_at") if isinstance(header, dict) else None
             t = parse_time(started) if isinstance(started, str) else None
-            self.anchor = -math.inf if t is None else t - self._slack
+            self.anchor = self._floor = -math.inf if t is None else t - self._slack
 
-    def add(self, data: Any, t: Any, line: dict | None) -> None:
-        if type(data) is _Renewal:
-            self._renewal(data)
-        else:
-            self.queue.append(data)
-            if line is not None:
-                self._line(data, t, line)
-        self.hidden = max(0, self.hidden - 1)
+    def add(self, data: bytes, t: Any, line: dict | None) -> None:
+        """A line read (``renewal`` takes the renewal rows)."""
+        self.queue.append(data)
+        if line is not None:
+            self._line(data, t, line)
+        if self.hidden:
+            self.hidden -= 1
 
-    def _renewal(self, r: _Renewal) -> None:
+    def renewal(self, r: _Renewal) -> None:
+        """A renewal row read: it may supersede the one of its Lease waiting, and waits in turn."""
         tpl = r.tpl
         t = r.t
         name = tpl.name
         self.queue.append(r)
         hidden = self.hidden > 0
-        if not hidden:
-            self._in_order(name, t)
+        if hidden:
+            self.hidden -= 1
+        else:
+            last = self._last.get(name)
+            if last is None or t >= last:
+                self._last[name] = t
+            else:
+                self._in_order(name, t)
             if t > self._hi:
                 self._hi = t
-        key = (tpl.cluster, name)
+        key = tpl.key
         p = self._pending.pop(key, None)
         newest = self._newest.get(name, -_NEVER)
+        renew = r.renew
         if p is not None:
-            if (not hidden and r.renew > newest and t <= self.target and self._hi <= self.read_until
-                    and t >= (self.anchor or -math.inf) and self._synced.get(tpl.cluster, math.inf) <= t):
+            if (not hidden and renew > newest and t <= self.target and self._hi <= self.read_until
+                    and t >= self._floor and self._synced.get(tpl.cluster, math.inf) <= t):
                 p.drop = True
                 self.dropped += 1
                 self._dropped_names.add(name)
             p.final = True
-        if r.renew > newest:
-            self._newest[name] = r.renew
-        if tpl.droppable and not hidden and self._newest[name] != _NEVER:
+        if renew > newest:
+            self._newest[name] = newest = renew
+        if tpl.droppable and not hidden and newest != _NEVER:
             self._pending[key] = r
         else:
             r.final = True
@@ -1123,7 +1137,7 @@ class Supersession:
                 if x.t >= self._hi - PENDING_SECONDS:
                     return
                 x.final = True
-                key = (x.tpl.cluster, x.tpl.name)
+                key = x.tpl.key
                 if self._pending.get(key) is x:
                     del self._pending[key]
             q.popleft()
