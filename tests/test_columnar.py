@@ -86,6 +86,34 @@ def _api_shaped(resource: str, obj: dict, rv: int, rng: random.Random) -> dict:
     return obj
 
 
+def _simulate(fleet, clock, write, delay, minutes, step, rng, first=None):
+    """The fleet's lists, then its events for ``minutes`` (stepped ``step`` seconds at a time), each
+    given what the API server adds and written with ``write`` ``delay(resource)`` seconds after it
+    happened (the clock set to then); ``first(t)``: called once the lists are written."""
+    rv = [1000]
+    t = fleet.now
+    for resource in ("nodes", "leases", "pods", "events", "certificatesigningrequests"):
+        for obj in fleet.objects(resource):
+            rv[0] += 1
+            write(resource, "ADDED", _api_shaped(resource, obj, rv[0], rng), t, listing=True)
+        write(resource, "SYNCED", None, t)
+
+    def sink(resource, etype, obj, at):
+        rv[0] += 1
+        shaped = _api_shaped(resource, obj, rv[0], rng)
+        rx = at + delay(resource)
+        clock.set(rx)
+        write(resource, etype, shaped, rx)
+
+    fleet.subscribe(sink)
+    if first is not None:
+        first(t)
+    end = fleet.now + minutes * 60
+    while t < end:
+        t = min(end, t + step)
+        fleet.step_to(t)
+
+
 def _record_both(tmp_path, nodes=40, minutes=6.0, scenario="incident+churn"):
     """The same events into JSON Lines and columnar (each with its own recorder, as the hub would)."""
     from nodewatch.sim.fleet import SimFleet
@@ -96,32 +124,17 @@ def _record_both(tmp_path, nodes=40, minutes=6.0, scenario="incident+churn"):
     recs = [Recorder(paths[0], {"name": "sim"}, fleet.settings, clock=clock),
             columnar.ColumnarRecorder(paths[1], {"name": "sim"}, fleet.settings, clock=clock)]
     rng = random.Random(5)
-    rv = [1000]
 
     def write(resource, etype, obj, t, listing=False):
         for r in recs:
             r.write(resource, etype, obj, t, listing)
 
-    t = fleet.now
-    for resource in ("nodes", "leases", "pods", "events", "certificatesigningrequests"):
-        for obj in fleet.objects(resource):
-            rv[0] += 1
-            write(resource, "ADDED", _api_shaped(resource, obj, rv[0], rng), t, listing=True)
-        write(resource, "SYNCED", None, t)
+    def first(t):
+        for r in recs:
+            r.write_health("leases", t + 1, connected=True, synced=True)
+            r.write_cert("node-x", t + 86400 * 30, "probe", t + 2)
 
-    def sink(resource, etype, obj, at):
-        rv[0] += 1
-        clock.set(at)
-        write(resource, etype, _api_shaped(resource, obj, rv[0], rng), at + rng.uniform(0.002, 0.040))
-
-    fleet.subscribe(sink)
-    for r in recs:
-        r.write_health("leases", t + 1, connected=True, synced=True)
-        r.write_cert("node-x", t + 86400 * 30, "probe", t + 2)
-    end = fleet.now + minutes * 60
-    while t < end:
-        t = min(end, t + 20)
-        fleet.step_to(t)
+    _simulate(fleet, clock, write, lambda resource: rng.uniform(0.002, 0.040), minutes, 20, rng, first)
     for r in recs:
         r.close()
     _record_both.lease_rows = recs[1]._w.lease_rows
@@ -224,20 +237,26 @@ class _Both:
         return call
 
 
-def test_the_flight_recorder_writes_columnar_segments_that_replay_as_the_jsonl_ones(tmp_path):
+def _demo_dirs(tmp_path, nodes: int, seed: int, steps: int) -> float:
+    """A demo run (5 s steps) into a hub directory of each format, 60 s segments; returns its start."""
     from nodewatch.sources.demo import DemoSource
 
-    src = DemoSource(nodes=40, scenario="incident", seed=1)
+    src = DemoSource(nodes=nodes, scenario="incident", seed=seed)
     recs = [SegmentedRecorder(tmp_path / fmt, {"kind": "demo"}, src.state.settings, segment_seconds=60.0,
                               clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None,
                               record_format=fmt) for fmt in ("jsonl", "columnar")]
     src.recorder = _Both(*recs)
     t0 = src.clock.now()
-    for i in range(1, 60):
+    for i in range(1, steps):
         src.advance_to(t0 + i * 5.0)
         src.clock.seek(t0 + i * 5.0)
     for r in recs:
         r.close()
+    return t0
+
+
+def test_the_flight_recorder_writes_columnar_segments_that_replay_as_the_jsonl_ones(tmp_path):
+    t0 = _demo_dirs(tmp_path, 40, 1, 60)
     views = []
     for fmt in ("jsonl", "columnar"):
         segs = list_segments(tmp_path / fmt)
@@ -360,7 +379,6 @@ def _record_dirs(tmp_path, nodes=30, minutes=5.0, segment_seconds=90.0):
                               clock=clock, records=state.node_records, keep_seconds=None, keep_bytes=None,
                               record_format=fmt) for fmt in ("jsonl", "columnar")]
     rng = random.Random(6)
-    rv = [1000]
 
     def write(resource, etype, obj, t, listing=False):
         if resource == "nodes" and obj is not None:
@@ -368,24 +386,8 @@ def _record_dirs(tmp_path, nodes=30, minutes=5.0, segment_seconds=90.0):
         for r in recs:
             r.write(resource, etype, obj, t, listing)
 
-    t = fleet.now
-    for resource in ("nodes", "leases", "pods", "events", "certificatesigningrequests"):
-        for obj in fleet.objects(resource):
-            rv[0] += 1
-            write(resource, "ADDED", _api_shaped(resource, obj, rv[0], rng), t, listing=True)
-        write(resource, "SYNCED", None, t)
-
-    def sink(resource, etype, obj, at):
-        rv[0] += 1
-        rx = at + (rng.uniform(0.001, 0.5) if resource == "leases" else 0.02)
-        clock.set(rx)
-        write(resource, etype, _api_shaped(resource, obj, rv[0], rng), rx)
-
-    fleet.subscribe(sink)
-    end = fleet.now + minutes * 60
-    while t < end:
-        t = min(end, t + 10)
-        fleet.step_to(t)
+    _simulate(fleet, clock, write, lambda resource: rng.uniform(0.001, 0.5) if resource == "leases" else 0.02,
+              minutes, 10, rng)
     for r in recs:
         r.close()
     return tmp_path / "jsonl", tmp_path / "columnar"
@@ -413,19 +415,8 @@ def test_status_at_of_a_hub_directory_is_the_answer_of_reading_it_all(tmp_path, 
 def test_status_at_reads_a_hub_directory_from_the_keyframe_before_the_instant(tmp_path, capsys, monkeypatch):
     from nodewatch.cli import main
     from nodewatch.sources import segments
-    from nodewatch.sources.demo import DemoSource
 
-    src = DemoSource(nodes=30, scenario="incident", seed=2)
-    recs = [SegmentedRecorder(tmp_path / fmt, {"kind": "demo"}, src.state.settings, segment_seconds=60.0,
-                              clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None,
-                              record_format=fmt) for fmt in ("jsonl", "columnar")]
-    src.recorder = _Both(*recs)
-    t0 = src.clock.now()
-    for i in range(1, 50):
-        src.advance_to(t0 + i * 5.0)
-        src.clock.seek(t0 + i * 5.0)
-    for r in recs:
-        r.close()
+    _demo_dirs(tmp_path, 30, 2, 50)
     opened = []
     real = segments.iter_segment_lines
     monkeypatch.setattr(segments, "iter_segment_lines", lambda segs, *a: opened.append(len(segs)) or real(segs, *a))
