@@ -86,6 +86,34 @@ def _api_shaped(resource: str, obj: dict, rv: int, rng: random.Random) -> dict:
     return obj
 
 
+def _simulate(fleet, clock, write, delay, minutes, step, rng, first=None):
+    """The fleet's lists, then its events for ``minutes`` (stepped ``step`` seconds at a time), each
+    given what the API server adds and written with ``write`` ``delay(resource)`` seconds after it
+    happened (the clock set to then); ``first(t)``: called once the lists are written."""
+    rv = [1000]
+    t = fleet.now
+    for resource in ("nodes", "leases", "pods", "events", "certificatesigningrequests"):
+        for obj in fleet.objects(resource):
+            rv[0] += 1
+            write(resource, "ADDED", _api_shaped(resource, obj, rv[0], rng), t, listing=True)
+        write(resource, "SYNCED", None, t)
+
+    def sink(resource, etype, obj, at):
+        rv[0] += 1
+        shaped = _api_shaped(resource, obj, rv[0], rng)
+        rx = at + delay(resource)
+        clock.set(rx)
+        write(resource, etype, shaped, rx)
+
+    fleet.subscribe(sink)
+    if first is not None:
+        first(t)
+    end = fleet.now + minutes * 60
+    while t < end:
+        t = min(end, t + step)
+        fleet.step_to(t)
+
+
 def _record_both(tmp_path, nodes=40, minutes=6.0, scenario="incident+churn"):
     """The same events into JSON Lines and columnar (each with its own recorder, as the hub would)."""
     from nodewatch.sim.fleet import SimFleet
@@ -96,32 +124,17 @@ def _record_both(tmp_path, nodes=40, minutes=6.0, scenario="incident+churn"):
     recs = [Recorder(paths[0], {"name": "sim"}, fleet.settings, clock=clock),
             columnar.ColumnarRecorder(paths[1], {"name": "sim"}, fleet.settings, clock=clock)]
     rng = random.Random(5)
-    rv = [1000]
 
     def write(resource, etype, obj, t, listing=False):
         for r in recs:
             r.write(resource, etype, obj, t, listing)
 
-    t = fleet.now
-    for resource in ("nodes", "leases", "pods", "events", "certificatesigningrequests"):
-        for obj in fleet.objects(resource):
-            rv[0] += 1
-            write(resource, "ADDED", _api_shaped(resource, obj, rv[0], rng), t, listing=True)
-        write(resource, "SYNCED", None, t)
+    def first(t):
+        for r in recs:
+            r.write_health("leases", t + 1, connected=True, synced=True)
+            r.write_cert("node-x", t + 86400 * 30, "probe", t + 2)
 
-    def sink(resource, etype, obj, at):
-        rv[0] += 1
-        clock.set(at)
-        write(resource, etype, _api_shaped(resource, obj, rv[0], rng), at + rng.uniform(0.002, 0.040))
-
-    fleet.subscribe(sink)
-    for r in recs:
-        r.write_health("leases", t + 1, connected=True, synced=True)
-        r.write_cert("node-x", t + 86400 * 30, "probe", t + 2)
-    end = fleet.now + minutes * 60
-    while t < end:
-        t = min(end, t + 20)
-        fleet.step_to(t)
+    _simulate(fleet, clock, write, lambda resource: rng.uniform(0.002, 0.040), minutes, 20, rng, first)
     for r in recs:
         r.close()
     _record_both.lease_rows = recs[1]._w.lease_rows
@@ -224,20 +237,26 @@ class _Both:
         return call
 
 
-def test_the_flight_recorder_writes_columnar_segments_that_replay_as_the_jsonl_ones(tmp_path):
+def _demo_dirs(tmp_path, nodes: int, seed: int, steps: int) -> float:
+    """A demo run (5 s steps) into a hub directory of each format, 60 s segments; returns its start."""
     from nodewatch.sources.demo import DemoSource
 
-    src = DemoSource(nodes=40, scenario="incident", seed=1)
+    src = DemoSource(nodes=nodes, scenario="incident", seed=seed)
     recs = [SegmentedRecorder(tmp_path / fmt, {"kind": "demo"}, src.state.settings, segment_seconds=60.0,
                               clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None,
                               record_format=fmt) for fmt in ("jsonl", "columnar")]
     src.recorder = _Both(*recs)
     t0 = src.clock.now()
-    for i in range(1, 60):
+    for i in range(1, steps):
         src.advance_to(t0 + i * 5.0)
         src.clock.seek(t0 + i * 5.0)
     for r in recs:
         r.close()
+    return t0
+
+
+def test_the_flight_recorder_writes_columnar_segments_that_replay_as_the_jsonl_ones(tmp_path):
+    t0 = _demo_dirs(tmp_path, 40, 1, 60)
     views = []
     for fmt in ("jsonl", "columnar"):
         segs = list_segments(tmp_path / fmt)
@@ -316,3 +335,107 @@ def test_the_incident_report_of_either_format_is_the_same(tmp_path):
     size = re.compile(r"[0-9.]+ [kMG]?B\)")  # the report names the file's size: the one thing that differs
     a, b = (size.sub("SIZE)", o.replace("incident-30.nwcol", "incident-30.jsonl.gz")) for o in outs)
     assert a == b and "SIZE)" in a and "Incident" in a
+
+
+# --- one instant: the renewals a later one supersedes are never made lines ------------------------
+
+
+def _state_views(state, at) -> dict:
+    return {v.name: view_to_wire(v) for v in state.evaluate(at).nodes}
+
+
+def test_one_instant_of_a_columnar_file_leaves_out_only_what_superseded_drops(tmp_path):
+    from nodewatch.core.timeutil import format_time
+    from nodewatch.sources.replay import state_at
+
+    jsonl, col = _record_both(tmp_path, nodes=30, minutes=5.0)
+    start = orjson.loads(_lines_of(jsonl)[1])["t"]
+    dropped = []
+    for offset in (20.0, 95.5, 200.0, 290.0):
+        at = format_time(start + offset, micro=True)
+        a, seen_a, pa = state_at(jsonl, at, compact=True)
+        b, seen_b, pb = state_at(col, at, compact=True)
+        full, _, _ = state_at(col, at)  # every line, nothing left out
+        assert seen_b.at == seen_a.at and seen_b.start == seen_a.start
+        want = _state_views(a, seen_a.at)
+        assert want and _state_views(b, seen_b.at) == want == _state_views(full, seen_a.at)
+        # the very same events were applied: the renewal counts are equal too
+        assert {k: v.renewals for k, v in b.leases.items()} == {k: v.renewals for k, v in a.leases.items()}
+        dropped.append(sum(v.renewals for v in full.leases.values()) - sum(v.renewals for v in b.leases.values()))
+    assert max(dropped) > 100
+    # and most of the renewals left out were never made lines: the columnar reader left them out
+    from nodewatch.sources.replay.instant import _one_instant
+
+    path, supersede = _one_instant(col, format_time(start + 290.0, micro=True))
+    read = sum(1 for _ in open_binary(path, supersede))
+    assert supersede.dropped > 300 and read + supersede.dropped == len(_lines_of(col))
+
+
+def _record_dirs(tmp_path, nodes=30, minutes=5.0, segment_seconds=90.0):
+    """The same events into a hub directory of each format (``SegmentedRecorder``, as the hub); each
+    Lease renewal received 1-500 ms after it was made (the lines of different Leases step back now and
+    then), the other events 20 ms after."""
+    from nodewatch.core.fleet import FleetState
+    from nodewatch.sim.fleet import SimFleet
+
+    fleet = SimFleet(nodes=nodes, scenario="incident+churn", seed=4)
+    clock = ManualClock(fleet.now)
+    state = FleetState(fleet.settings)
+    recs = [SegmentedRecorder(tmp_path / fmt, {"name": "sim"}, fleet.settings, segment_seconds=segment_seconds,
+                              clock=clock, records=state.node_records, keep_seconds=None, keep_bytes=None,
+                              record_format=fmt) for fmt in ("jsonl", "columnar")]
+    rng = random.Random(6)
+
+    def write(resource, etype, obj, t, listing=False):
+        if resource == "nodes" and obj is not None:
+            state.apply("nodes", etype, obj, t, listing=listing)
+        for r in recs:
+            r.write(resource, etype, obj, t, listing)
+
+    _simulate(fleet, clock, write, lambda resource: rng.uniform(0.001, 0.5) if resource == "leases" else 0.02,
+              minutes, 10, rng)
+    for r in recs:
+        r.close()
+    return tmp_path / "jsonl", tmp_path / "columnar"
+
+
+def test_status_at_of_a_hub_directory_is_the_answer_of_reading_it_all(tmp_path, capsys, monkeypatch):
+    from nodewatch.cli import main
+
+    jsonl, col = _record_dirs(tmp_path, nodes=80)
+    assert len(list_segments(col)) >= 3
+    at = ("+45", "+100", "+141", "+181.5", "+222", "+290")
+    fast = {}
+    for d in (jsonl, col):
+        for a in at:
+            main(["status", "--replay", str(d), "--at", a, "--format", "json"])
+            fast[d.name, a] = capsys.readouterr().out
+    monkeypatch.setattr("nodewatch.sources.replay.instant._one_instant", lambda path, when: (path, None))
+    for a in at:  # every segment from the first, every line
+        main(["status", "--replay", str(jsonl), "--at", a, "--format", "json"])
+        want = capsys.readouterr().out
+        assert orjson.loads(want)
+        assert fast["jsonl", a] == want and fast["columnar", a] == want, a
+
+
+def test_status_at_reads_a_hub_directory_from_the_keyframe_before_the_instant(tmp_path, capsys, monkeypatch):
+    from nodewatch.cli import main
+    from nodewatch.sources import segments
+
+    _demo_dirs(tmp_path, 30, 2, 50)
+    opened = []
+    real = segments.iter_segment_lines
+    monkeypatch.setattr(segments, "iter_segment_lines", lambda segs, *a: opened.append(len(segs)) or real(segs, *a))
+    out = {}
+    for fmt in ("jsonl", "columnar"):
+        for at in ("+150", "+230"):
+            main(["status", "--replay", str(tmp_path / fmt), "--at", at, "--format", "json"])
+            out[fmt, at] = orjson.loads(capsys.readouterr().out)
+    assert opened and max(opened) == 1  # one segment: the one that holds the instant
+    assert out["jsonl", "+150"] == out["columnar", "+150"] and out["jsonl", "+230"] == out["columnar", "+230"]
+    # the same answer as reading the directory from its first segment on
+    monkeypatch.setattr("nodewatch.sources.replay.instant._one_instant", lambda path, when: (path, None))
+    for at in ("+150", "+230"):
+        main(["status", "--replay", str(tmp_path / "columnar"), "--at", at, "--format", "json"])
+        assert orjson.loads(capsys.readouterr().out) == out["columnar", at]
+    assert max(opened) > 1

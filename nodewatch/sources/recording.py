@@ -82,7 +82,8 @@ def sanitize(obj: Any) -> Any:
             m["annotations"] = {k: v for k, v in ann.items() if _LAST_APPLIED not in str(k)}
         out["metadata"] = m
     spec = obj.get("spec")
-    if isinstance(spec, dict) and any(isinstance(spec.get(k), list) for k in _CONTAINER_LISTS):
+    if isinstance(spec, dict) and (isinstance(spec.get("containers"), list) or isinstance(spec.get("initContainers"), list)
+                                   or isinstance(spec.get("ephemeralContainers"), list)):  # _CONTAINER_LISTS
         s = dict(spec)
         for key in _CONTAINER_LISTS:
             containers = s.get(key)
@@ -353,14 +354,16 @@ class Entry:
     """The line's cluster, in a recording of several (None: the only one)."""
 
 
-def open_binary(path: str) -> IO[bytes]:
-    """The file (``-``: stdin), transparently gunzipped. Raises RecordingError when it cannot be opened."""
+def open_binary(path: str, supersede: Any = None) -> IO[bytes]:
+    """The file (``-``: stdin), transparently gunzipped. Raises RecordingError when it cannot be opened.
+    ``supersede`` (a ``columnar.Supersession``): columnar data is read without the renewals it finds
+    superseded (JSON Lines is read whole)."""
     if path == "-":
         raw: IO[bytes] = _stdin()
     elif os.path.isdir(path):  # the hub's flight recorder: a directory of segments, read as one
         from .segments import open_segments
 
-        return open_segments(path)
+        return open_segments(path, supersede=supersede)
     else:
         try:
             raw = open(path, "rb")  # noqa: SIM115
@@ -374,7 +377,7 @@ def open_binary(path: str) -> IO[bytes]:
     if head == b"NWCOL":  # the columnar format (``columnar.py``): read as the v1 lines it holds
         from .columnar import open_columnar
 
-        return open_columnar(raw, path)
+        return open_columnar(raw, path, supersede)
     if head[:2] == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     return raw

@@ -28,6 +28,7 @@ from typing import IO, Any, Iterator
 import orjson
 
 from ..core.timeutil import format_time, parse_time, parse_when
+from .line_stream import SegmentStream
 from .recording_format import HEADER_KEY, RecordingError
 
 SEGMENT_RE = re.compile(r"^nodewatch-(\d{8}T\d{6}Z)-(\d+)\.(?:jsonl(\.gz)?|nwcol)$")
@@ -85,9 +86,12 @@ def select_segments(segments: list[Segment], start: float | None, end: float | N
     return segments[first:last]
 
 
-def iter_segment_lines(segments: list[Segment], problems: list[str], end: float | None = None) -> Iterator[bytes]:
+def iter_segment_lines(segments: list[Segment], problems: list[str], end: float | None = None,
+                       supersede: Any = None) -> Iterator[bytes]:
     """The lines of ``segments`` as one v1 recording: the first header, every event line, the
-    keyframes of later segments skipped; stops after the first line later than ``end``."""
+    keyframes of later segments skipped; stops after the first line later than ``end``.
+    ``supersede`` (a ``columnar.Supersession``): columnar segments without the renewals it finds
+    superseded (it is told which keyframe lines are skipped)."""
     first = True
     for seg in segments:
         try:
@@ -97,7 +101,7 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
             continue
         with raw:
             if seg.path.name.endswith(COLUMNAR_EXT):
-                lines = _columnar_lines(raw, seg.path.name, problems)
+                lines = _columnar_lines(raw, seg.path.name, problems, supersede)
             else:
                 stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if seg.path.name.endswith(".gz") else raw
                 lines = _whole_lines(stream, seg.path.name, problems)
@@ -118,6 +122,8 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
                 segment = src.get("segment") if isinstance(src.get("segment"), dict) else {}
                 k = segment.get("keyframe_lines")
                 skip = k if isinstance(k, int) and k > 0 else 0
+                if supersede is not None:
+                    supersede.hidden = skip
             else:
                 yield head if head.endswith(b"\n") else head + b"\n"
             first = False
@@ -142,12 +148,12 @@ def _whole_lines(stream: IO[bytes], name: str, problems: list[str]) -> Iterator[
         problems.append(f"{name}: ends abruptly (the hub stopped without closing it); read up to there")
 
 
-def _columnar_lines(raw: IO[bytes], name: str, problems: list[str]) -> Iterator[bytes]:
+def _columnar_lines(raw: IO[bytes], name: str, problems: list[str], supersede: Any = None) -> Iterator[bytes]:
     """A columnar segment's v1 lines; one that cannot be read at all is named and skipped."""
     from .columnar import iter_file_lines
 
     try:
-        yield from iter_file_lines(raw, name, problems)
+        yield from iter_file_lines(raw, name, problems, supersede)
     except RecordingError as exc:
         problems.append(f"{exc}, skipped")
 
@@ -165,31 +171,6 @@ def _line_time(line: bytes) -> float:
         return float(t) if isinstance(t, (int, float)) else float("-inf")
     except (orjson.JSONDecodeError, AttributeError):
         return float("-inf")
-
-
-class SegmentStream(io.RawIOBase):
-    """The lines of several segments as one readable binary stream (what ``open_binary`` returns
-    for a directory): replay and ``status`` read it like one recording."""
-
-    def __init__(self, lines: Iterator[bytes], name: str) -> None:
-        self._lines = lines
-        self._buf = b""
-        self.name = name
-        self.problems: list[str] = []
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        while not self._buf:
-            nxt = next(self._lines, None)
-            if nxt is None:
-                return 0
-            self._buf = nxt
-        n = min(len(b), len(self._buf))
-        b[:n] = self._buf[:n]
-        self._buf = self._buf[n:]
-        return n
 
 
 class SegmentWindow(str):
@@ -246,7 +227,8 @@ def window(directory: str, start: str | None, end: str | None) -> tuple[SegmentW
             format_time(b, micro=True) if b is not None else None)
 
 
-def open_segments(directory: str, start: float | None = None, end: float | None = None) -> IO[bytes]:
+def open_segments(directory: str, start: float | None = None, end: float | None = None,
+                  supersede: Any = None) -> IO[bytes]:
     """A directory of segments as one buffered v1 stream (the hook in ``open_binary``)."""
     if isinstance(directory, SegmentWindow):
         start = directory.start if start is None else start
@@ -255,6 +237,6 @@ def open_segments(directory: str, start: float | None = None, end: float | None 
     if not segs:
         raise RecordingError(f"{directory}: is a directory, not a recording, and holds no hub recording segments")
     problems: list[str] = []
-    raw = SegmentStream(iter_segment_lines(segs, problems, end), f"{directory} ({len(segs)} segments)")
+    raw = SegmentStream(iter_segment_lines(segs, problems, end, supersede), f"{directory} ({len(segs)} segments)")
     raw.problems = problems
     return io.BufferedReader(raw, 1 << 20)

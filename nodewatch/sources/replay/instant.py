@@ -22,6 +22,7 @@ from __future__ import annotations
 import gc
 import heapq
 import math
+import os
 from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
@@ -29,9 +30,10 @@ from typing import Iterator
 from ...core.ingest import writes_follow_renewals
 from ...core.settings import Settings
 from ...core.timeutil import parse_when
+from ..columnar import Supersession
 from ..kubectl_format import iter_entries as kubectl_entries
 from ..kubectl_format import iter_blocks, looks_like_kubectl, sort_entries
-from ..line_guards import DuplicateFilter, TimeFrame
+from ..line_guards import EARLY_SLACK, DuplicateFilter, TimeFrame
 from ..recording import (
     Entry,
     RecordingError,
@@ -44,6 +46,7 @@ from .clusters import (RecordedCluster, ReplayState, cluster_settings, header_se
                        recorded_clusters, target)
 from .index import OUT_OF_ORDER_REPORT, apply_entry, learn_version
 from .lines import object_fits, parse, parse_decoded, plain_line
+from ..segments import SegmentWindow
 from .superseded import Deferred, Superseded, deferred
 
 REORDER_WINDOW = 30.0
@@ -75,8 +78,19 @@ def state_at(path: str, when: str | None, settings: Settings | None = None,
     (``superseded.py``); the state's renewal counts, heartbeat histories and node timelines are then
     not a full replay's, nothing a status answer shows differs. ``pods`` False (with ``compact``):
     the answer reads no Pods, leave them out."""
+    supersede = None
+    if compact and when is not None:
+        path, supersede = _one_instant(path, when)
+    state, t, problems = _read_at(path, when, settings, compact, pods, supersede)
+    if supersede is not None and supersede.unsure:  # a Lease's lines out of time order: read all of them
+        state, t, problems = _read_at(path, when, settings, compact, pods, None)
+    return state, t, problems
+
+
+def _read_at(path: str, when: str | None, settings: Settings | None, compact: bool, pods: bool,
+             supersede: Supersession | None) -> tuple[ReplayState, Instant, list[str]]:
     problems: list[str] = []
-    stream = open_binary(path)
+    stream = open_binary(path, supersede)
     collecting = gc.isenabled()
     gc.disable()  # hundreds of thousands of acyclic objects: the collector would walk them for nothing
     try:
@@ -103,6 +117,33 @@ def state_at(path: str, when: str | None, settings: Settings | None = None,
         if collecting:
             gc.enable()
     return state, t, problems
+
+
+def _one_instant(path: str, when: str) -> tuple[str, Supersession | None]:
+    """What a one-shot answer at ``when`` (an absolute time) needs to read: a hub's directory from
+    the keyframe of the segment that holds it (each segment starts with the fleet as it was: the
+    segments before change nothing it shows), and columnar data without the renewals a later one
+    supersedes (``columnar.Supersession``: the same ones ``Superseded`` would drop, never made
+    lines). A relative ``when`` is measured from the first event, not known yet: all is read."""
+    try:
+        t = parse_when(when, None)
+    except ValueError:
+        return path, None
+    if isinstance(path, SegmentWindow) and path.start is None:
+        path = SegmentWindow(str(path), t, path.end if path.end is not None else t)
+    elif not isinstance(path, SegmentWindow) and os.path.isdir(path):
+        path = SegmentWindow(path, t, t)
+    until = t + REORDER_WINDOW  # reading stops after that (``_apply_until``), or after the window's end
+    if isinstance(path, SegmentWindow) and path.end is not None:
+        until = min(until, path.end)
+    return path, Supersession(t, until, _clean_lease, EARLY_SLACK)
+
+
+def _clean_lease(line: bytes) -> tuple[bool, float | None]:
+    """Whether a Lease's line is one ``Superseded`` reads as a clean renewal, and its renewTime."""
+    d = plain_line(line)
+    e = deferred(0, line, d) if d is not None else None
+    return (e is not None and e.resource == "leases"), (e.renew if e is not None else None)
 
 
 def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, clusters: list[RecordedCluster] | None,

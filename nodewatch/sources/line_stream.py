@@ -1,0 +1,36 @@
+"""Lines as one readable binary stream: what ``recording.open_binary`` returns for a directory of
+segments (``segments.py``) or a columnar file (``columnar.py``), so that replay and ``status`` read
+either like one JSON Lines recording.
+
+Its own module so that ``columnar.py`` needs nothing of ``segments.py``, which reads columnar
+segments through it: the dependency goes one way."""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Iterator
+
+
+class SegmentStream(io.RawIOBase):
+    """The lines of several segments as one readable binary stream (what ``open_binary`` returns
+    for a directory): replay and ``status`` read it like one recording."""
+
+    def __init__(self, lines: Iterator[bytes], name: str) -> None:
+        self._lines = lines
+        self._buf = b""
+        self.name = name
+        self.problems: list[str] = []
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not self._buf:
+            nxt = next(self._lines, None)
+            if nxt is None:
+                return 0
+            self._buf = nxt
+        n = min(len(b), len(self._buf))
+        b[:n] = self._buf[:n]
+        self._buf = self._buf[n:]
+        return n
