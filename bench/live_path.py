@@ -43,7 +43,7 @@ def _serve(argv: list[str]) -> int:
     from nodewatch.sim.server import SimServer
     from nodewatch.sim.store import ObjectStore
 
-    from .objects import raw_lease, raw_node
+    from .objects import lease_managed_fields, raw_lease, raw_node
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, required=True)
@@ -101,7 +101,9 @@ def _serve(argv: list[str]) -> int:
             for i, o in enumerate(leases):
                 if skip and i % skip == 0:
                     continue
-                fresh.append({**o, "spec": {**o["spec"], "renewTime": format_time(t - (i % 10), micro=True)}})
+                renewed = t - (i % 10)
+                fresh.append({**o, "metadata": {**o["metadata"], "managedFields": lease_managed_fields(renewed)},
+                              "spec": {**o["spec"], "renewTime": format_time(renewed, micro=True)}})
             for a in range(0, len(fresh), EMIT_BATCH):
                 store.emit_many(("leases", "MODIFIED", o, None) for o in fresh[a:a + EMIT_BATCH])
             print(f"renewed {len(fresh)}", flush=True)
