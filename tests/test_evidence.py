@@ -89,3 +89,14 @@ def test_a_relist_of_a_lease_seen_renewing_keeps_its_receipt_time():
     assert view.node("a").state is NodeState.LATE  # 37 s of silence on our clock: no wait for it
     assert view.awaiting_renewals == 0
 
+
+
+def test_the_header_says_how_many_leases_are_awaited():
+    from nodewatch.ui.header import header_text
+    from nodewatch.ui.theme import DEFAULT_PALETTE as palette
+
+    s = live_start(["a", "b", "c"])
+    first = header_text("x", s.evaluate(LISTED + 0.2), LISTED + 0.2, palette, virtual=False).plain
+    assert "leases:3 awaiting a renewal" in first and "leases:ok" not in first
+    later = header_text("x", s.evaluate(LISTED + 12.0), LISTED + 12.0, palette, virtual=False).plain
+    assert "leases:ok" in later and "awaiting" not in later
