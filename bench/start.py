@@ -109,14 +109,20 @@ def _raw_main(kubeconfig: str, mode: str) -> int:
 
 
 def raw_transfer(kubeconfig: str, mode: str = "stream") -> tuple[float, dict[str, list[float]]]:
-    """(seconds from the command to both lists read, per list [seconds, bytes])."""
+    """(seconds from the command to both lists read, per list [seconds, bytes]; "cpu": [its CPU seconds])."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "bench.start", "raw", kubeconfig, mode], capture_output=True,
                          text=True, cwd=ROOT, timeout=600)
     took = time.perf_counter() - t
     if out.returncode != 0:
         raise RuntimeError(f"raw transfer failed: {out.stderr[-500:]}")
-    return took, json.loads(out.stdout)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    parts = json.loads(out.stdout)
+    parts["cpu"] = [after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime]
+    return took, parts
 
 
 def python_client_list_node(kubeconfig: str, timeout: float = 180) -> str:
@@ -198,6 +204,22 @@ class Tmux:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
 
 
+def tree_cpu(root: int) -> float:
+    """CPU seconds (user + system) a process and its live descendants have used so far."""
+    from .process_memory import _descendants
+
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in [root, *_descendants(root)]:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
 def _count(header: str, word: str) -> int:
     m = re.search(rf"{word} ([\d,]+)", header)
     return int(m.group(1).replace(",", "")) if m else -1
@@ -223,8 +245,11 @@ def dashboard(kubeconfig: str, nodes: int, stopped: int, timeout: float = 300) -
                 got["late_max"] = max(got["late_max"], late)
                 got["overdue_max"] = max(got["overdue_max"], overdue)
                 got["judged_max"] = max(got["judged_max"], late + overdue)
+                if "useful_cpu" not in got:
+                    got["useful_cpu"] = tree_cpu(tmux.pid)
                 if "nodes:ok" in header:
                     got["complete"] = now
+                    got["complete_cpu"] = tree_cpu(tmux.pid)
                     got["late_at_complete"] = _count(header, "Late")
                     got["overdue_at_complete"] = _count(header, "Overdue")
             time.sleep(CAPTURE_EVERY)
@@ -287,6 +312,7 @@ def run(nodes: int = 65_000, starts: int = 3, references: bool = True) -> list[F
     med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
     each = lambda key: " / ".join(f"{r[key]:.2f}" for r in runs)  # noqa: E731
     raw = statistics.median(r[0] for r in raws)
+    raw_cpu = " / ".join(f"{r[1]['cpu'][0]:.2f}" for r in raws)
     leases_raw = statistics.median(r[1]["leases"][0] for r in raws)
     sizes = raws[0][1]
     useful, complete = med("useful"), med("complete")
@@ -305,7 +331,9 @@ def run(nodes: int = 65_000, starts: int = 3, references: bool = True) -> list[F
                f"median of {starts} ({each('complete')} s), raw transfers {' / '.join(f'{r[0]:.2f}' for r in raws)} s "
                f"(nodes {sizes['nodes'][1] / 1e6:,.0f} MB in {sizes['nodes'][0]:.2f} s, leases "
                f"{sizes['leases'][1] / 1e6:,.0f} MB in {sizes['leases'][0]:.2f} s from the reader's start); "
-               f"unpaged GETs of both {get_s:.2f} s; " + "; ".join(extra)),
+               f"unpaged GETs of both {get_s:.2f} s; CPU to the complete frame (the dashboard and its list "
+               f"worker) {each('complete_cpu')} s against the raw reader's {raw_cpu} s "
+               f"(to the first useful frame {each('useful_cpu')} s); " + "; ".join(extra)),
         Figure(f"start: {nodes:,} nodes -> frames calling a node Late/Overdue before its evidence", f"{wrong:,}", "0",
                f"{nodes - renewed:,} nodes stopped renewing", wrong == 0,
                f"most Late + Overdue in one frame up to the complete one: {each('judged_max')} (most Late "
