@@ -51,6 +51,9 @@ STOPPED_ONE_IN = 15
 """One node in 15 stopped renewing its Lease (an incident: 4,334 of 65,000); the others renewed
 within the last 10 s, as a live fleet's kubelets do."""
 CAPTURE_EVERY = 0.02
+RENEWER_SLACK = 5.0
+"""The server's ``Renewer`` renews each Lease every 15 s: more than 5 s behind that, live Leases are
+older than two renew intervals on the server itself, and a frame calling them Late is right."""
 AFTER_COMPLETE = 3.0
 """Seconds the dashboard runs on after its complete frame (the memory peak's window)."""
 ROOT = Path(__file__).resolve().parent.parent
@@ -321,6 +324,7 @@ def run(nodes: int = 65_000, starts: int = 3, references: bool = True) -> list[F
     mem_target = 250 if nodes <= 65_000 else 400
     loads = "load average " + " -> ".join(f"{x:.1f}" for x in load) + " (2 cores, shared)"
     wrong = max(r["wrongly_late"] for r in runs)
+    behind_max = max(r["renewer_behind"] for r in runs)
     raw_ref = f"raw transfer of both lists {raw:.2f} s"
     return [
         Figure(f"start: {nodes:,} nodes -> first useful frame (from the Leases)", f"{useful:.2f} s", "<= 1.5 s",
@@ -337,10 +341,12 @@ def run(nodes: int = 65_000, starts: int = 3, references: bool = True) -> list[F
                f"worker) {each('complete_cpu')} s against the raw reader's {raw_cpu} s "
                f"(to the first useful frame {each('useful_cpu')} s); " + "; ".join(extra)),
         Figure(f"start: {nodes:,} nodes -> frames calling a node Late/Overdue before its evidence", f"{wrong:,}", "0",
-               f"{nodes - renewed:,} nodes stopped renewing", wrong == 0,
+               f"{nodes - renewed:,} nodes stopped renewing", None if behind_max > RENEWER_SLACK else wrong == 0,
                f"most Late + Overdue in one frame up to the complete one: {each('judged_max')} (most Late "
                f"{each('late_max')}, most Overdue {each('overdue_max')}); "
-               f"at the complete frame {each('late_at_complete')} + {each('overdue_at_complete')}"),
+               f"at the complete frame {each('late_at_complete')} + {each('overdue_at_complete')}; the server's renewer "
+               f"at most {behind_max:.1f} s behind (more than {RENEWER_SLACK:g} s: live Leases really were Late on the "
+               f"server, the figure is not judged)"),
         Figure(f"start: {nodes:,} nodes -> dashboard peak with children", f"{med('peak_mb'):.0f} MB",
                f"<= {mem_target} MB", ksm_reference(nodes), med("peak_mb") <= mem_target,
                f"runs {each('peak_mb')} MB, until {AFTER_COMPLETE:.0f} s after the complete frame"),
