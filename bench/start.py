@@ -279,9 +279,11 @@ def status(kubeconfig: str) -> tuple[float, float]:
     return took, peak.peak() / 1e6
 
 
-def run(nodes: int = 65_000, starts: int = 3, references: bool = True) -> list[Figure]:
+def run(nodes: int = 65_000, starts: int = 3, references: bool = True, live: bool = True) -> list[Figure]:
     """Medians of ``starts`` starts, each beside a raw transfer measured just before it (the
-    Leases renewed again before each); the note gives every run and the load average."""
+    Leases renewed again before each); the note gives every run and the load average. ``live``
+    False: the server renews nothing during a start (where its renewer cannot keep up: the Leases
+    then age during the start, and Late frames are the server's truth)."""
     print(f"  start: simulated API server with {nodes:,} production-shaped nodes (setup)", file=sys.stderr, flush=True)
     load = [os.getloadavg()[0]]
     # history: 20 s of the renewals (410 Gone for a watch behind it: with 10 events, as until issue 29,
@@ -293,22 +295,25 @@ def run(nodes: int = 65_000, starts: int = 3, references: bool = True) -> list[F
             print(f"  start: raw transfer, then the dashboard in tmux ({k + 1} of {starts})", file=sys.stderr,
                   flush=True)
             renewed = server.renew(STOPPED_ONE_IN)
-            server.renewing(STOPPED_ONE_IN)
+            if live:
+                server.renewing(STOPPED_ONE_IN)
             t = time.perf_counter()
             raws.append(raw_transfer(kc))
             runs.append(dashboard(kc, nodes, nodes - renewed))
-            stored, behind = server.stop_renewing()
+            stored, behind = server.stop_renewing() if live else (0, float("inf"))
             runs[-1]["renewals_per_s"] = stored / (time.perf_counter() - t)
             runs[-1]["renewer_behind"] = behind
             print(f"    raw {raws[-1][0]:.2f} s {raws[-1][1]}; dashboard {runs[-1]}", file=sys.stderr, flush=True)
             load.append(os.getloadavg()[0])
         server.renew(STOPPED_ONE_IN)
-        server.renewing(STOPPED_ONE_IN)
+        if live:
+            server.renewing(STOPPED_ONE_IN)
         status_s, status_mb = status(kc)
         print(f"    status {status_s:.2f} s {status_mb:.0f} MB", file=sys.stderr, flush=True)
         st_raw = raw_transfer(kc)[0]
         get_s = raw_transfer(kc, "get")[0]
-        server.stop_renewing()
+        if live:
+            server.stop_renewing()
         extra = []
         if references:
             print("  start: references (decode, Python client)", file=sys.stderr, flush=True)
@@ -363,4 +368,5 @@ if __name__ == "__main__":
     from .harness import print_table
 
     print_table(run(nodes=int(sys.argv[1]) if len(sys.argv) > 1 else 2_000,
-                    starts=int(sys.argv[2]) if len(sys.argv) > 2 else 3))
+                    starts=int(sys.argv[2]) if len(sys.argv) > 2 else 3,
+                    references="norefs" not in sys.argv[3:], live="static" not in sys.argv[3:]))
