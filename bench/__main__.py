@@ -18,7 +18,7 @@ QUICK = {
     "core_ingest": {"nodes": 500, "events": 20_000, "hot_nodes": 2_000},
     "memory": {"nodes": 2_000},
     "frame": {"sizes": (1_000, 5_000)},
-    "start": {"nodes": 2_000, "lever_repeat": 1, "starts": 1},
+    "start": {"nodes": 2_000, "starts": 1, "references": False},
     "replay_read": {"nodes": 200, "minutes": 3},
     "process_memory": {"nodes": 2_000, "seconds": 2.0},
     "live_path": {"nodes": 2_000, "seconds": 2.0},

@@ -8,6 +8,7 @@ cluster adds: a resourceVersion and managedFields.
 
 from __future__ import annotations
 
+from nodewatch.core.timeutil import format_time
 from nodewatch.sim import objects
 
 T0 = 1_800_000_000.0
@@ -70,6 +71,20 @@ def raw_node(i: int) -> dict:
 
 
 def raw_lease(node_name: str, renew: float, rv: int = 1) -> dict:
+    """A node's Lease as a v1.25+ API server stores it: with the kubelet's ``managedFields`` entry,
+    whose time the server moves on every renewal (so a listed lease is dated by the server's clock,
+    ``ingest.listed_renewal``). Until issue 29 the bench's Leases had none, which no real server of
+    those releases serves: every listed age rested on renewTime alone."""
     obj = objects.lease(node_name, renew, uid=f"lease-{node_name}", created=T0 - 86400, node_uid=f"uid-{node_name}")
     obj["metadata"]["resourceVersion"] = str(rv)
+    obj["metadata"]["managedFields"] = lease_managed_fields(renew)
     return obj
+
+
+def lease_managed_fields(renew: float) -> list[dict]:
+    """The kubelet's ``managedFields`` Update entry of a Lease renewed at ``renew`` (whole seconds,
+    as the API server writes it)."""
+    return [{"manager": "kubelet", "operation": "Update", "apiVersion": "coordination.k8s.io/v1",
+             "time": format_time(renew), "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:metadata": {"f:ownerReferences": {}},
+                          "f:spec": {"f:holderIdentity": {}, "f:leaseDurationSeconds": {}, "f:renewTime": {}}}}]

@@ -170,7 +170,8 @@ def test_lease_only_rows_until_the_node_list_is_in():
         s.apply("leases", "ADDED", lease(name, renewed), T0, True)
     s.apply("leases", "SYNCED", None, T0)
     s.update_health("leases", connected=True, synced=True, last_activity=T0)
-    view = s.evaluate(T0 + 1)
+    assert s.evaluate(T0 + 1).awaiting_renewals == 3  # renewTime alone dates them: core/evidence.py
+    view = s.evaluate(T0 + 13)  # a renewal interval later none renewed: the listed ages stand
     rows = {v.name: v for v in view.nodes}
     assert set(rows) == {"a", "b", "ghost"}  # every node listed from its heartbeat alone
     assert rows["a"].state is NodeState.READY and rows["b"].state is NodeState.OVERDUE
@@ -179,7 +180,7 @@ def test_lease_only_rows_until_the_node_list_is_in():
     s.apply("nodes", "ADDED", node("a"), T0 + 1, True)
     s.apply("nodes", "ADDED", node("b", "Unknown"), T0 + 1, True)
     s.apply("nodes", "SYNCED", None, T0 + 1)
-    rows = {v.name: v for v in s.evaluate(T0 + 2).nodes}
+    rows = {v.name: v for v in s.evaluate(T0 + 14).nodes}
     assert set(rows) == {"a", "b"}  # the lease without a Node is no row once the nodes are in
     assert rows["b"].state is NodeState.UNKNOWN
     assert all(c.kind is not CauseKind.NODE_AWAITED for v in rows.values() for c in v.causes)

@@ -61,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
         fleet = _make_fleet(args)
     except (ValueError, KeyError) as e:
         return fail(f"sim-server: {e}")
+    # Built from the wall time at its start: its clock is caught up to the wall before serving, or
+    # every kubelet stamps renewTime as far behind as the build took (65k nodes: ~30 s; a client
+    # listing the Leases saw every node late: issue 29). Here without subscribers (cheap), then
+    # for the store's load by the fleet thread (``SimServer.follow_wall``).
+    fleet.step_to(time.time())
     log = None
     if not args.quiet:
         log = open(args.log, "a", encoding="utf-8") if args.log else sys.stderr  # noqa: SIM115
@@ -78,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         log=log,
         server_version=args.server_version,
     )
+    server.follow_wall = True
     try:
         server.start()
     except OSError as e:

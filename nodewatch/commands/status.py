@@ -21,6 +21,7 @@ import os
 import sys
 import time
 
+from ..core.evidence import RENEWAL_MARGIN  # the dashboard's evidence window waits the same
 from ..core.multi import MultiFleet
 from ..core.rules import NodeState
 from ..core.text import safe
@@ -144,8 +145,6 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())[:500]
 
 
-RENEWAL_MARGIN = 2.0
-"""Beyond one renewal interval: the API server's write and the watch's delivery."""
 NOTE_NAMES = 10
 """Nodes named in the note on ages resting on the node's clock (then "and N more")."""
 
@@ -255,6 +254,7 @@ def _evaluate_source(args: argparse.Namespace, settings):
     if args.at:
         raise ValueError("--at needs --replay FILE or --demo")
     live = live_source_from_args(args, settings)
+    live.state.judge_lists_at_once()  # one answer now, its doubts named (node_clock_note), not waited for
     live.start()
     if args.node:
         live.focus_node(args.node)  # its pods and events are listed alongside the rest

@@ -44,6 +44,8 @@ def run_multi(args: argparse.Namespace, settings: Settings, specs: list[ClusterS
             source.stop()
             return fail(f"--node {args.node!r}: with several clusters name the node as CLUSTER/NAME "
                         f"(clusters: {', '.join(source.state.cluster_names)})")
+    for feed in source.feeds:
+        feed.state.judge_lists_at_once()  # one answer now, as ``status`` of one cluster
     source.start()
     if args.node:
         source.focus_node(args.node)

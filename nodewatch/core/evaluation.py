@@ -17,6 +17,7 @@ import msgspec
 from sortedcontainers import SortedKeyList
 
 from .causes import likely_causes
+from .evidence import UNDATED, awaiting_renewal, evidence_due
 from .fleet_data import Store, sort_key
 from .objects import AWAITED, NodeRecord
 from .rules import (
@@ -81,6 +82,9 @@ class Evaluator:
         eviction taint off (``rules.effective_taints``), so tainted nodes are judged again when it flips."""
         self._evaluated_at = -math.inf
         """``now`` of the last ``evaluate``: an earlier ``now`` (a replay stepping back) re-judges every node."""
+        self._awaiting_until = -math.inf
+        """The latest ``evidence_due`` of a view judged awaiting a renewal (``_awaiting_view``):
+        until then ``evaluate`` counts them for the header."""
 
     # --- told by ingest (under the store's lock) ---------------------------------------------
 
@@ -145,6 +149,10 @@ class Evaluator:
             if rec is None:
                 return None
         track = st.leases.get(name)
+        if track is not None and not blind and track.age_from in UNDATED:
+            listed = self._leases_listed_at()
+            if listed is not None and awaiting_renewal(track.age_from, listed, track.duration, now):
+                return self._awaiting_view(name, rec, track, now, grace, listed)
         if track is not None and not blind and not rec.taints and not rec.unschedulable:
             observed = track.observed_at
             if observed is not None:
@@ -191,6 +199,34 @@ class Evaluator:
         return NodeView(name, profile.zone, state, ready, observed, duration, grace, track.skew, None, rec.taints,
                         rec.unschedulable, (), False, cert_not_after, profile.kubelet_version, causes, since, nxt, math.inf,
                         profile.exclude_disruption or rec.awaited, self.cluster)
+
+    def _awaiting_view(self, name: str, rec: NodeRecord, track: LeaseTrack, now: float, grace: float,
+                       listed: float) -> NodeView:
+        """A node whose listed lease age is not evidence yet (``core/evidence.py``): judged as if
+        its lease age were unknown (the API server's conditions and taints still count), judged
+        again when its renewal comes or when the evidence is due."""
+        due = evidence_due(listed, track.duration)
+        if due > self._awaiting_until:
+            self._awaiting_until = due
+        v = self._judged_view(name, rec, track, now, True, grace)
+        return _replace(v, next_change=min(v.next_change, due))
+
+    def _leases_listed_at(self) -> float | None:
+        """When the live lease stream's last list completed, if frames wait for the evidence after
+        it (None: no live stream tracked, as ``leases_blind`` says, or ``judge_lists_at_once``)."""
+        st = self.store
+        if not st.await_evidence or "leases" not in st.health:
+            return None
+        return st.listed_at.get("leases")
+
+    def awaiting_renewals(self, now: float) -> int:
+        """How many leases' listed ages are not evidence yet at ``now`` (under the store's lock)."""
+        if now >= self._awaiting_until:
+            return 0
+        st = self.store
+        listed = self._leases_listed_at()
+        return sum(1 for name, t in st.leases.items()
+                   if name in self._views and awaiting_renewal(t.age_from, listed, t.duration, now))
 
     def _judged_view(self, name: str, rec: NodeRecord, track: LeaseTrack | None, now: float, blind: bool,
                      grace: float) -> NodeView:
@@ -344,6 +380,7 @@ class Evaluator:
                 statefulset_at_risk=at_risk,
                 controller_suspect=controller_suspect,
                 seq=self._seq,
+                awaiting_renewals=0 if blind else self.awaiting_renewals(now),
             )
             self._published = fv
             return fv

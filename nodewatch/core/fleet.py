@@ -90,6 +90,9 @@ class FleetState:
     def remember_cert(self, node: str, not_after: float, source: str) -> None:
         return self.ingest.remember_cert(node, not_after, source)
 
+    def judge_lists_at_once(self) -> None:
+        return self.ingest.judge_lists_at_once()
+
     def ages_in_doubt(self, now: float, names: Iterable[str] | None = None) -> dict[str, float]:
         return self.ingest.ages_in_doubt(now, names)
 

@@ -60,6 +60,13 @@ class Store:
         self.silence_seconds = silence_seconds
         """Lease stream silent this long (no event, no bookmark) = the dashboard may be blind.
         None: 2 x the renew interval."""
+        self.listed_at: dict[str, float] = {}
+        """Per resource: receive time of its last list's SYNCED. Until one renewal interval after
+        the leases', a lease the server did not date is not evidence yet (``core/evidence.py``).
+        Not in keyframes: a restored one starts without (judged as listed)."""
+        self.await_evidence = True
+        """False: judge listed leases by their list at once (a one-shot answer that names its
+        doubts in words; ``FleetState.judge_lists_at_once``)."""
         self.beats: dict[str, array[float]] = {}
         """Per node: receive times of its last ``MAX_BEATS`` observed lease renewals (``array('d')``,
         NaN = a gap). Derived from the lease events, so not in keyframes: a restored keyframe

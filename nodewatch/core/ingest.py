@@ -111,6 +111,8 @@ class Ingest:
                 h.last_activity = received_at
         if etype == "SYNCED":
             self.store.synced.add(resource)
+            if received_at is not None:
+                self.store.listed_at[resource] = received_at
             if resource == "nodes":
                 # placeholders of nodes that do not exist go (the others were judged again when
                 # their Node arrived)
@@ -215,6 +217,13 @@ class Ingest:
             track.renew_time = None
             track.observed_at = None
         self.evaluator.mark(name)
+
+    def judge_lists_at_once(self) -> None:
+        """Judge a listed lease by its list at once, however it is dated (``core/evidence.py``): for
+        an answer that cannot wait a renewal interval and names its doubts (``status``)."""
+        with self.store.lock:
+            self.store.await_evidence = False
+            self.evaluator.mark_all(self.store.leases)
 
     def ages_in_doubt(self, now: float, names: Iterable[str] | None = None) -> dict[str, float]:
         """Nodes the API server still calls Ready whose lease looks late only by when a list says it

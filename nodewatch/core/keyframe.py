@@ -93,4 +93,5 @@ def restore(state: Store, kf: Keyframe | None) -> None:
             state.last_received = kf.last_received
             state.pod_schedules = dict(kf.pod_schedules or {})
         state.beats = {}  # derived from lease events, not in keyframes (see ``Store.beats``)
+        state.listed_at = {}  # not in keyframes either (see ``Store.listed_at``)
         state.generation += 1

@@ -242,6 +242,9 @@ class FleetView:
     seq: int = 0
     """Which publication of its state this is (1, 2, ...; 0: not published by a state, e.g. a hub
     viewer's copy of the hub's frame). Two frames showed the same fleet if they hold the same seq."""
+    awaiting_renewals: int = 0
+    """Leases whose listed age is not evidence yet (``core/evidence.py``): their nodes are judged as
+    if the lease age were unknown until they renew on the watch or one renewal interval passes."""
 
     def node(self, name: str) -> NodeView | None:
         for v in self.nodes:

@@ -114,6 +114,10 @@ class SimServer(ReadHandlers, WatchStreaming):
         """Requests read so far; each is in ``request_log`` once it has ended (a test waits for both
         to agree: every request, watches included, has ended)."""
         self.fleet_lag = 0.0
+        self.follow_wall = False
+        """The fleet's clock is the wall's (``nodewatch sim-server``: built from ``time.time()``):
+        the fleet thread first catches it up to the wall, which moved on while the fleet was built
+        and loaded (else every kubelet stamps renewTime that much behind: issue 29)."""
         """How far (virtual seconds) the fleet thread was behind its target clock at its last step."""
         self.fleet_error: BaseException | None = None
 
@@ -173,6 +177,9 @@ class SimServer(ReadHandlers, WatchStreaming):
         if self.kubeconfig_path:
             write_kubeconfig(self.kubeconfig_path, self.url, self.identity)
         if self.run_fleet:
+            while self.follow_wall and time.time() - self.fleet.now > self.step_interval:
+                self.fleet.step_to(time.time())  # before anyone is told the address: no list sees it behind
+                self.store.advance(self.fleet.now)
             self._fleet_thread = threading.Thread(target=self._fleet_loop, name="sim-fleet", daemon=True)
             self._fleet_thread.start()
         return self

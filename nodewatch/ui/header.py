@@ -72,6 +72,9 @@ def header_text(source_name: str, view: FleetView, now: float, palette: Palette,
             t.append(f" {res}:down{since}", palette.bad)
         elif not h.synced:
             t.append(f" {res}:listing", palette.warn)
+        elif res == "leases" and view.awaiting_renewals:
+            # listed ages the server did not date: not judged until they renew (core/evidence.py)
+            t.append(f" leases:{humanize.intcomma(view.awaiting_renewals)} awaiting a renewal", palette.warn)
         else:
             t.append(f" {res}:ok", palette.muted)
     return t
