@@ -322,3 +322,41 @@ def test_a_kubelets_ready_false_is_tainted_by_the_pass_that_sees_it_as_the_outlo
     period = fleet.settings.monitor_period_seconds
     assert t_false <= t_taint <= t_false + period + 0.2
     assert window.earliest <= t_taint
+
+
+@pytest.mark.parametrize("version, in_the_flip_pass", [("v1.33.2", False), ("v1.34.0", True), ("v1.37.2", True)])
+def test_the_unknown_the_pass_writes_is_queued_by_that_pass_from_1_34(version: str, in_the_flip_pass: bool) -> None:
+    """kubernetes PR #120816 (1.34): ``processTaintBaseEviction`` is handed the Ready condition
+    after the pass's update, so the pass that writes Unknown queues the unreachable NoExecute taint
+    (v1.37.2 in the testbed: 2-3 s after the flip, its own writes); up to 1.33 the next pass does
+    (v1.20.2: one pass later). The outlook's "not before" is the simulator's taint time for each."""
+    from nodewatch.core.fleet import FleetState
+    from nodewatch.core.outlook import window_in
+
+    fleet = SimFleet(nodes=12, scenario="steady", seed=3, version=version)
+    state = FleetState(fleet.settings)
+    for r in ("nodes", "leases", "pods"):
+        for obj in fleet.objects(r):
+            state.apply(r, "ADDED", obj, fleet.now, listing=True)
+        state.apply(r, "SYNCED", None, fleet.now)
+    fleet.subscribe(lambda r, e, o, t: state.apply(r, e, o, t))
+    tape = Tape(fleet)
+    node = fleet.nodes[fleet.node_order[0]]
+    fleet.at(fleet.now + 7.7, fleet.stop_kubelet, node)
+    window = None
+    end = fleet.now + 120
+    while fleet.now < end and tape.taint_added(node.name, rules.TAINT_UNREACHABLE) is None:
+        fleet.step_to(fleet.now + 0.05)
+        if window is None and tape.ready_became(node.name, "Unknown") is not None:
+            view = state.evaluate(fleet.now)
+            window = window_in(view, view.node(node.name))
+    flipped = tape.ready_became(node.name, "Unknown")
+    tainted = tape.taint_added(node.name, rules.TAINT_UNREACHABLE)
+    assert flipped is not None and tainted is not None and window is not None
+    period = fleet.settings.monitor_period_seconds
+    delay = tainted - flipped
+    if in_the_flip_pass:
+        assert 0.0 <= delay <= 0.1 + 1e-6  # the next 100 ms tainting sweep
+    else:
+        assert period <= delay <= period + 0.1 + 1e-6
+    assert window.earliest <= tainted <= window.earliest + 0.1 + 1e-6

@@ -145,14 +145,16 @@ def node_grace(has_ready_condition: bool, grace: float, startup_grace: float) ->
     return grace if has_ready_condition else startup_grace
 
 
-def taint_queue_delay(ready: str | None, monitor_period: float) -> float:
+def taint_queue_delay(ready: str | None, monitor_period: float, in_the_flip_pass: bool = False) -> float:
     """How long after the Ready transition the NoExecute taint can be queued at the earliest.
 
-    ``processTaintBaseEviction`` is handed the Ready condition the pass *observed* before its own
-    update: Ready=False is posted by the kubelet, so the first pass that sees it queues the node
-    (the taint can land within a second of the transition); Ready=Unknown is written by the pass
-    itself, which saw True, so the next pass queues it, one monitor period later."""
-    return 0.0 if ready == "False" else monitor_period
+    Up to 1.33 ``processTaintBaseEviction`` is handed the Ready condition the pass *observed* before
+    its own update: Ready=False is posted by the kubelet, so the first pass that sees it queues the
+    node (the taint can land within a second of the transition); Ready=Unknown is written by the
+    pass itself, which saw True, so the next pass queues it, one monitor period later. From 1.34 it
+    is handed the condition after the update (``in_the_flip_pass``,
+    ``settings.taint_queued_in_the_flip_pass``): the pass that writes Unknown queues the node too."""
+    return 0.0 if ready == "False" or in_the_flip_pass else monitor_period
 
 
 def controller_removes_eviction_taints(ready: str | None, all_zones_down: bool) -> bool:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..core import rules
+from ..core.settings import taint_queued_in_the_flip_pass
 from .schedule import PRIO_CONTROLLER
 from .shapes import Cond, SimNode, SimTaint
 
@@ -88,6 +89,9 @@ class NodeLifecycleController:
         self.interval = self.period + PASS_DURATION
         """Start to start, as wait.Until's sliding period makes it."""
         self.grace = s.grace
+        self.in_the_flip_pass = taint_queued_in_the_flip_pass(s.server_version)
+        """processTaintBaseEviction judges by the Ready condition after this pass's update (1.34+)
+        rather than the one it observed before it (``settings.taint_queued_in_the_flip_pass``)."""
         self.startup_grace = s.startup_grace_seconds
         self.t0 = t0
         self.probe_floor = t0
@@ -193,16 +197,19 @@ class NodeLifecycleController:
     def monitor_pass(self) -> None:
         """monitorNodeHealth: expire probes, then taint work per node, then the zones.
 
-        processTaintBaseEviction sees the Ready condition as it was *before* this pass flipped it,
-        so a node that goes Unknown in this pass is only queued for its NoExecute taint on the
-        next pass: the taint lands one monitor period after the flip, as the real v1.20
-        controller was seen to do (docs/kubernetes-rules.md).
+        Up to 1.33 processTaintBaseEviction sees the Ready condition as it was *before* this pass
+        flipped it, so a node that goes Unknown in this pass is only queued for its NoExecute taint
+        on the next pass: the taint lands one monitor period after the flip, as the real v1.20
+        controller was seen to do. From 1.34 (kubernetes PR #120816) it sees the condition this
+        pass wrote, so the pass that flips the node queues it (v1.37.2 in the testbed;
+        docs/kubernetes-rules.md).
         """
         fleet = self.fleet
         now = fleet.now
         self.passes += 1
-        # processTaintBaseEviction looks at the Ready condition as it was before this pass updated it
-        observed = [(fleet.nodes[n], fleet.nodes[n].ready()) for n in sorted(self.attention) if n in fleet.nodes]
+        # up to 1.33, processTaintBaseEviction looks at the Ready condition as it was before this pass updated it
+        observed = ([] if self.in_the_flip_pass else
+                    [(fleet.nodes[n], fleet.nodes[n].ready()) for n in sorted(self.attention) if n in fleet.nodes])
         heap = self.deadlines
         while heap and heap[0][0] < now:
             deadline, _, name = heapq.heappop(heap)
@@ -214,6 +221,8 @@ class NodeLifecycleController:
                 self.mark_unknown(node)
             else:
                 self._arm(node)
+        if self.in_the_flip_pass:  # the condition as this pass left it (nodes it flipped are in attention now)
+            observed = [(fleet.nodes[n], fleet.nodes[n].ready()) for n in sorted(self.attention) if n in fleet.nodes]
         for node, status in observed:
             if not node.deleted:
                 self.process_taint_based_eviction(node, status)
@@ -256,9 +265,10 @@ class NodeLifecycleController:
             fleet.workloads.mark_pods_not_ready(node)
 
     def process_taint_based_eviction(self, node: SimNode, observed: str | None) -> None:
-        """``processTaintBaseEviction`` with the Ready status the pass observed before its own
-        update: a kubelet's Ready=False is queued by the first pass that sees it, an Unknown the pass
-        wrote is queued by the next (``rules.taint_queue_delay``); Ready again: the taints come off."""
+        """``processTaintBaseEviction`` with the Ready status the pass judges by (``monitor_pass``):
+        a kubelet's Ready=False is queued by the first pass that sees it, an Unknown the pass wrote
+        by that pass from 1.34 or by the next one up to 1.33 (``rules.taint_queue_delay``); Ready
+        again: the taints come off."""
         if observed == "False":
             if node.has_taint(rules.TAINT_UNREACHABLE, "NoExecute"):
                 self.swap_eviction_taint(node, rules.TAINT_NOT_READY)
