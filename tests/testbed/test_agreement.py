@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pytest
 from campaign import (
-    NOEXECUTE_AT_THE_FLIP,
     TAINTS_LEFT_IN_MASTER_DISRUPTION,
     EVICTION_RATE,
     GRACE,
@@ -214,8 +213,7 @@ def first_noexecute(obs: Observed, n: str) -> float:
                if k[0] == "agreement" and obs.pod_node.get(k) == n and p["metadata"].get("deletionTimestamp"))
 
 
-def test_what_nodewatch_said_of_the_coming_taint_is_what_the_controller_did(obs, request):
-    disagrees_from(request, obs.testbed_version, 37, NOEXECUTE_AT_THE_FLIP)
+def test_what_nodewatch_said_of_the_coming_taint_is_what_the_controller_did(obs):
     """Between the Ready flip and the NoExecute taint nodewatch says, by the node's zone, whether and
     when the taint comes (``core.outlook``); the real objects say whether and when it came."""
     said = {n: [s for s in obs.nodes[n] if s.outlook and s.t < obs.master_start] for n in nodes_in_role(obs, *CUT)}
