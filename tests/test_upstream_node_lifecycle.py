@@ -250,7 +250,7 @@ def test_a_kubelets_ready_false_is_queued_by_the_pass_that_sees_it():
 
 
 @pytest.mark.parametrize("version, queued_after", [
-    ("v1.34.0", 0.0), ("v1.37.2", 0.0), ("v1.33.13", 5.0), ("v1.20.2", 5.0), ("v1.33", 5.0), (None, 0.0),
+    ("v1.34.0", 0.0), ("v1.37.2", 0.0), ("v1.33.13", 5.0), ("v1.20.2", 5.0), ("v1.33", 5.0), (None, 5.0),
 ])
 def test_apply_no_execute_taints_to_unreachable_node_by_version(version, queued_after):
     """TestApplyNoExecuteTaintsToUnreachableNode came with PR #120816 (1.34): node0's Ready

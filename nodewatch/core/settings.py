@@ -186,7 +186,8 @@ own update: the Unknown it wrote was seen, and the node queued, one pass later."
 def taint_queued_in_the_flip_pass(version: str | None) -> bool:
     """Whether the controller of this API server version queues a node for its NoExecute taint in
     the monitor pass that writes its Ready=Unknown (1.34+, ``TAINT_IN_THE_FLIP_PASS_SINCE``), rather
-    than one pass later. Unknown version: True, the newest releases' behaviour and the earlier of
-    the two, so a "not before" said from it holds for every release."""
+    than one pass later, and so keeps the taints that pass added when it enters master disruption
+    mode (``rules.master_disruption_kept_since``). Unknown version: False, as the other version
+    inputs (a live source always knows it from ``/version``)."""
     mm = parse_minor(version)
-    return mm is None or mm >= TAINT_IN_THE_FLIP_PASS_SINCE
+    return mm is not None and mm >= TAINT_IN_THE_FLIP_PASS_SINCE

@@ -103,6 +103,8 @@ class NodeLifecycleController:
         self._seq = 0
         self._ticking = False
         self._noschedule_pending: set[str] = set()
+        self._listed_tainted: set[str] = set()
+        """Nodes with an eviction taint when the current pass began (its node list)."""
         self.passes = 0
 
     # probe timestamps ----------------------------------------------------------------------------
@@ -207,6 +209,8 @@ class NodeLifecycleController:
         fleet = self.fleet
         now = fleet.now
         self.passes += 1
+        # the node list the pass began with: what handleDisruption marks reachable from
+        self._listed_tainted = {n for n in self.attention if n in fleet.nodes and self._eviction_tainted(fleet.nodes[n])}
         # up to 1.33, processTaintBaseEviction looks at the Ready condition as it was before this pass updated it
         observed = ([] if self.in_the_flip_pass else
                     [(fleet.nodes[n], fleet.nodes[n].ready()) for n in sorted(self.attention) if n in fleet.nodes])
@@ -226,6 +230,11 @@ class NodeLifecycleController:
         for node, status in observed:
             if not node.deleted:
                 self.process_taint_based_eviction(node, status)
+        if self.in_the_flip_pass:
+            # The real pass takes seconds (its writes under the client's rate limit) and the
+            # tainting loop runs every 100 ms meanwhile: the nodes this pass queued are tainted, a
+            # token a zone, before handleDisruption decides the zones at its end.
+            self._sweep_queues(now)
         self.handle_disruption()
         fleet.at(self.pass_time(self.passes), self.monitor_pass, prio=PRIO_CONTROLLER)
 
@@ -292,9 +301,16 @@ class NodeLifecycleController:
         z.queue.append(node.name)
         self.ensure_ticking()
 
-    def mark_reachable(self, node: SimNode) -> None:
-        """Remove the NoExecute not-ready/unreachable taints and forget the node in its zone queue."""
+    @staticmethod
+    def _eviction_tainted(node: SimNode) -> bool:
+        return any(t.effect == "NoExecute" and t.key in rules.EVICTION_TAINTS for t in node.taints)
+
+    def mark_reachable(self, node: SimNode, listed_tainted: bool = True) -> None:
+        """Remove the NoExecute not-ready/unreachable taints and forget the node in its zone queue.
+        ``listed_tainted`` False: the copy the caller judged by had none, so none is removed."""
         self._dequeue(node)
+        if not listed_tainted:
+            return
         before = len(node.taints)
         node.taints = [t for t in node.taints if not (t.effect == "NoExecute" and t.key in rules.EVICTION_TAINTS)]
         if len(node.taints) != before:
@@ -323,9 +339,13 @@ class NodeLifecycleController:
         self.fleet.at(self.t0 + k * TAINT_PASS_PERIOD, self.tainting_pass, prio=PRIO_CONTROLLER)
 
     def tainting_pass(self) -> None:
-        """doNoExecuteTaintingPass: each zone's queue, as fast as its limiter allows."""
+        """doNoExecuteTaintingPass, every 100 ms while a queue holds nodes."""
         self._ticking = False
-        now = self.fleet.now
+        self._sweep_queues(self.fleet.now)
+        self.ensure_ticking()
+
+    def _sweep_queues(self, now: float) -> None:
+        """Each zone's queue, as fast as its limiter allows."""
         for key in sorted(self.zones):
             z = self.zones[key]
             while z.queue and z.limiter is not None and z.limiter.try_accept(now):
@@ -338,7 +358,6 @@ class NodeLifecycleController:
                 if want is None:
                     continue  # Ready again: no taint (the token is spent all the same)
                 self.swap_eviction_taint(node, want)
-        self.ensure_ticking()
 
     # zones and the "all zones down" mode ------------------------------------------------------------------
 
@@ -376,10 +395,13 @@ class NodeLifecycleController:
         all_full = rules.all_zones_full(new_states.values())
         if all_full and not self.all_full:
             # "Controller detected that all Nodes are not-Ready. Entering master disruption mode."
+            # From the node list the pass began with: RemoveTaintOffNode skips a node whose listed
+            # copy has no eviction taint, so a taint this pass added (from 1.34 the nodes it flipped
+            # and queued, and swaps) stays (rules.master_disruption_kept_since).
             for name in sorted(self.attention):
                 node = self.fleet.nodes.get(name)
                 if node is not None:
-                    self.mark_reachable(node)
+                    self.mark_reachable(node, listed_tainted=name in self._listed_tainted)
             for z in self.zones.values():
                 self.swap_limiter(z, 0.0)
         elif not all_full and self.all_full:
