@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pytest
 from campaign import (
-    TAINTS_LEFT_IN_MASTER_DISRUPTION,
     EVICTION_RATE,
     GRACE,
     LATENCY,
@@ -33,7 +32,8 @@ from campaign import (
     ready_condition,
     taints_of,
     zone_change,
-    disagrees_from,
+    entering_pass,
+    kept_in_master_disruption,
     zone_decisions,
 )
 
@@ -44,6 +44,7 @@ from nodewatch.core.rules import (
     condition_taints,
     wanted_eviction_taint,
 )
+from nodewatch.core.settings import taint_queued_in_the_flip_pass
 
 pytestmark = [pytest.mark.testbed, pytest.mark.timeout(900)]
 
@@ -238,10 +239,12 @@ def test_what_nodewatch_said_of_the_coming_taint_is_what_the_controller_did(obs)
                                                               "is in PartialDisruption")]
         assert none, (n, said[n])
         assert all(parse_time(t["timeAdded"]) <= none[0] + TRUNC for t in noexecute(obs.real_nodes_before_master[n]))
-    # every zone down: no taint and no eviction, and the controller took its taints away
-    assert {obs.nodes[n][-1].outlook for n in obs.roles} == {
+    # every zone down: no taint and no eviction, and the controller took its taints away (from
+    # 1.34 not those its entering pass added: test_all_zones_down_stops_evictions)
+    kept = kept_in_master_disruption(obs)
+    assert {obs.nodes[n][-1].outlook for n in obs.roles if n not in kept} == {
         "no NoExecute taint, no eviction: every zone is down, so the controller blames its own connectivity and stops"}
-    assert all(noexecute(node) == [] for node in obs.real_nodes.values())
+    assert all(obs.nodes[n][-1].outlook is None for n in kept if n in obs.nodes)  # tainted: the countdown says it
 
 
 def within_the_pass(obs: Observed, nodewatch_at: float, controller_at: float) -> bool:
@@ -261,21 +264,33 @@ def test_skewed_clocks_do_not_fool_either(obs):
         assert rc["status"] == "True" and parse_time(rc["lastTransitionTime"]) <= obs.start
 
 
-def test_all_zones_down_stops_evictions(obs, request):
+def test_all_zones_down_stops_evictions(obs):
     """Every node cut off: the controller enters master disruption mode and removes NoExecute taints;
-    nodewatch says all zones are down and predicts no eviction."""
-    disagrees_from(request, obs.testbed_version, 37, TAINTS_LEFT_IN_MASTER_DISRUPTION)
-    (entered, _), = kcm_lines(obs, "Entering master disruption mode")
+    nodewatch says all zones are down and predicts no eviction. From 1.34 the taints its entering
+    pass added stay (``rules.master_disruption_kept_since``: the pass marks nodes reachable from the
+    node list it began with, and queues the nodes it flips while the zones still have tokens):
+    nodewatch counts their pods down."""
+    started, entered = entering_pass(obs)
     assert entered > obs.master_start
     first_all = next(t for t, _, all_full in obs.zones if t > obs.master_start and all_full)
     assert within_the_pass(obs, first_all, entered)
-    assert all(noexecute(node) == [] for node in obs.real_nodes.values())
+    kept = kept_in_master_disruption(obs)
+    if taint_queued_in_the_flip_pass(obs.testbed_version):
+        # what stays is what that pass added (timeAdded in whole seconds)
+        assert all(started - TRUNC <= added <= entered for added in kept.values()), (kept, started, entered)
+    else:
+        assert kept == {}
     for key, pod in obs.real_pods.items():
         ts = pod["metadata"].get("deletionTimestamp")
         if ts:
-            assert parse_time(ts) - pod["metadata"]["deletionGracePeriodSeconds"] <= entered + TRUNC, key
+            deleted = parse_time(ts) - pod["metadata"]["deletionGracePeriodSeconds"]
+            node = obs.pod_node.get(key)
+            assert deleted <= entered + TRUNC or (node in kept and deleted >= kept[node]), key
     last_t = obs.zones[-1][0]
     assert obs.zones[-1][2] is True
-    assert {obs.nodes[n][-1].state for n in obs.roles} == {NodeState.UNKNOWN}
-    assert all(h[-1][1] is None for h in obs.pods.values() if h[-1][0] >= last_t - 1)
-
+    for n in obs.roles:
+        want = {NodeState.EVICTING, NodeState.EVICTED} if n in kept else {NodeState.UNKNOWN}
+        assert obs.nodes[n][-1].state in want, (n, obs.nodes[n][-1])
+    for key, h in obs.pods.items():
+        if h[-1][0] >= last_t - 1 and obs.pod_node.get(key) not in kept:
+            assert h[-1][1] is None, key
