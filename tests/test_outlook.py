@@ -116,6 +116,17 @@ def test_a_small_zone_in_partial_disruption_is_not_tainted():
                     "(at most 50) is not tainted at all")
 
 
+def test_from_1_34_the_pass_that_makes_a_small_zone_partial_may_still_taint_one_node():
+    """The pass queues the nodes it flips, and decides the zone's state only at its end: until
+    then its zone had the normal rate (v1.37.2 tainted one of three in the testbed)."""
+    caveat = "the monitor pass that flipped it may still taint one of the zone's nodes before it decides the zone"
+    objs = nodes("a", 1, 3) + nodes("b", 3, 0)  # flipped 2 s ago
+    assert outlook(objs, "a-down0", FROM_1_34).endswith(caveat)
+    assert caveat not in outlook(objs, "a-down0", UP_TO_1_33)
+    older = nodes("a", 1, 3, flipped=T0 - 30) + nodes("b", 3, 0)  # that pass is long over
+    assert caveat not in outlook(older, "a-down0", FROM_1_34)
+
+
 def test_a_large_zone_in_partial_disruption_is_tainted_at_the_secondary_rate():
     objs = nodes("a", 20, 40) + nodes("b", 3, 0)
     assert window(objs, "a-down0") == TaintWindow(T0 + 3, T0 + 3 + 39 * 100, 1, 40, 40)

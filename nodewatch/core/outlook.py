@@ -124,8 +124,14 @@ def noexecute_outlook(v: NodeView, zone: ZoneView | None, settings: Settings, wi
             return ("no NoExecute taint, no eviction: every zone is down, so the controller blames its own "
                     "connectivity and stops")
         if zone.state is ZoneState.PARTIAL:
-            return (f"no NoExecute taint while zone {name} is in PartialDisruption: a zone of {zone.nodes} nodes "
+            text = (f"no NoExecute taint while zone {name} is in PartialDisruption: a zone of {zone.nodes} nodes "
                     f"(at most {settings.large_cluster_threshold}) is not tainted at all")
+            if (now is not None and v.state_since is not None and now - v.state_since < settings.monitor_period_seconds
+                    and taint_queued_in_the_flip_pass(settings.server_version)):
+                # 1.34+: the pass that flipped it queued it before deciding the zone at its end
+                text += ("; the monitor pass that flipped it may still taint one of the zone's nodes "
+                         "before it decides the zone")
+            return text
         return "no NoExecute taint: the eviction rate is 0"
     partial = f"zone {name} is in PartialDisruption: " if zone.state is ZoneState.PARTIAL else ""
     if window is None:
