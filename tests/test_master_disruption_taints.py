@@ -28,8 +28,12 @@ def _every_zone_down(version: str | None):
             ("nodes", node("b0", "Unknown", zone="b", transition=T0 - 2,
                            taints=[taint(rules.TAINT_UNREACHABLE, "NoExecute", T0 - 1)])),
             ("nodes", node("b1", "Unknown", zone="b", transition=T0 - 2))]
-    objs += [("leases", lease(n, T0 - 100)) for n in ("a0", "b0", "b1")]
-    objs += [("pods", pod(f"p-{n}", n, tolerations=TOLERATIONS)) for n in ("a0", "b0", "b1")]
+    # c0: the kubelet's Ready=False long ago (not-ready taint then), Unknown by the entering pass,
+    # which swapped the taint for unreachable (nodewatch keeps its first timeAdded: keep_eviction_start)
+    objs += [("nodes", node("c0", "Unknown", zone="c", transition=T0 - 2,
+                            taints=[taint(rules.TAINT_UNREACHABLE, "NoExecute", T0 - 50)]))]
+    objs += [("leases", lease(n, T0 - 100)) for n in ("a0", "b0", "b1", "c0")]
+    objs += [("pods", pod(f"p-{n}", n, tolerations=TOLERATIONS)) for n in ("a0", "b0", "b1", "c0")]
     state = fleet(*objs, settings=s, received=T0)
     return state, state.evaluate(T0)
 
@@ -43,6 +47,7 @@ def test_from_1_34_the_taints_of_the_entering_pass_stay_and_their_pods_are_evict
     assert state.pods_on("b0", T0)[0].eviction_at == T0 - 1 + TOL
     assert state.pods_on("a0", T0)[0].eviction_at is None
     assert view.node("b1").state is NodeState.UNKNOWN
+    assert view.node("c0").state is NodeState.EVICTED  # flipped by that pass: its taint stays
 
 
 @pytest.mark.parametrize("version", ["v1.20.2", "v1.33.13", None])
@@ -50,7 +55,7 @@ def test_up_to_1_33_master_disruption_takes_every_eviction_taint_off(version):
     state, view = _every_zone_down(version)
     assert view.all_zones_full
     assert {v.state for v in view.nodes} == {NodeState.UNKNOWN}
-    assert all(state.pods_on(n, T0)[0].eviction_at is None for n in ("a0", "b0", "b1"))
+    assert all(state.pods_on(n, T0)[0].eviction_at is None for n in ("a0", "b0", "b1", "c0"))
 
 
 def test_the_entering_pass_is_told_by_the_last_flips():
@@ -64,3 +69,4 @@ def test_the_entering_pass_is_told_by_the_last_flips():
     assert rules.effective_taints((kept, gone, other), "Unknown", True, 140.0) == (kept, other)
     assert rules.effective_taints((kept, gone, other), "Unknown", True) == (other,)
     assert rules.effective_taints((kept, gone, other), "True", True, 140.0) == (other,)  # Ready again
+    assert rules.effective_taints((gone,), "Unknown", True, 140.0, flipped_at=141.0) == (gone,)  # flipped then

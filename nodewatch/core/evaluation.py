@@ -229,7 +229,8 @@ class Evaluator:
         probe_age = None if probe is None else now - probe
         taints = rec.taints
         if taints:
-            judged = effective_taints(taints, ready, self._all_down, self._kept_since)
+            judged = effective_taints(taints, ready, self._all_down, self._kept_since,
+                                      rc.last_transition if rc is not None else None)
             ev_taints = eviction_taints(judged)
             deadline = node_eviction_deadline(judged, s.toleration_seconds)
         else:

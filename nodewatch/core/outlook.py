@@ -150,8 +150,15 @@ def noexecute_outlook(v: NodeView, zone: ZoneView | None, settings: Settings, wi
     when = clock_time(w.earliest)
     if now is not None:
         when += " (due)" if w.earliest <= now else f" ({ago(w.earliest, now)})"
-    later = ("later if many nodes flip at once, or behind nodes the controller queues again while they wait"
-             if taint_queue_keeps_duplicates(settings.server_version) else "later if many nodes flip at once")
+    if taint_queue_keeps_duplicates(settings.server_version):
+        later = "later if many nodes flip at once, or behind nodes the controller queues again while they wait"
+    elif taint_queued_in_the_flip_pass(settings.server_version) and v.ready != "False":
+        # 1.34+: queued by the flip's own pass, the tainting loop may read the node from the
+        # controller's cache before the flip is in it ("ready now"): the token is spent, the next
+        # pass queues it again (seen on v1.37.2: 11 s after the flip instead of 2-3 s)
+        later = "later if many nodes flip at once, or a token later if the controller's cache lags its own flip"
+    else:
+        later = "later if many nodes flip at once"
     return (f"{partial}NoExecute taint not before {when}: {place} in the zone's queue at {rate:g} nodes/s "
             f"({later}); "
             f"then pods evicted as their tolerations run out, not before {clock_time(w.earliest + tol)} "

@@ -56,7 +56,8 @@ class Queries:
             # off at its next pass (Ready again, master disruption mode) count for nothing.
             ev = self.evaluator
             taints = (noexecute_taints(effective_taints(rec.taints, rec.ready, ev.master_disruption,
-                                                        ev.master_disruption_kept_since)) if rec else [])
+                                                        ev.master_disruption_kept_since,
+                                                        rec.conditions.last_transition("Ready"))) if rec else [])
             out = []
             for key in sorted(self.store.pods_by_node.get(node, ())):
                 p = self.store.pods.get(key)

@@ -168,12 +168,17 @@ def controller_removes_eviction_taints(ready: str | None, all_zones_down: bool) 
 
 
 def effective_taints(taints: Sequence[Taint], ready: str | None, all_zones_down: bool,
-                     kept_since: float | None = None) -> Sequence[Taint]:
+                     kept_since: float | None = None, flipped_at: float | None = None) -> Sequence[Taint]:
     """``taints`` without the eviction taints the controller is about to remove
     (``controller_removes_eviction_taints``): what the pods' countdowns are judged by.
     ``kept_since``: while every zone is down, the eviction taints added at or after it stay
-    (``master_disruption_kept_since``); None: every one comes off."""
+    (``master_disruption_kept_since``), and every one of a node whose Ready transition
+    (``flipped_at``) is that late: the entering pass flipped it, so whatever eviction taint it has
+    that pass wrote (a not-ready one swapped for unreachable keeps its first ``timeAdded`` here,
+    ``keep_eviction_start``, yet was written then); None: every one comes off."""
     if not controller_removes_eviction_taints(ready, all_zones_down):
+        return taints
+    if ready != "True" and kept_since is not None and flipped_at is not None and flipped_at >= kept_since:
         return taints
     if ready == "True" or kept_since is None:
         return tuple(t for t in taints if not (t.effect == "NoExecute" and t.key in EVICTION_TAINTS))

@@ -349,6 +349,16 @@ def taint_queued(obs: Observed, node: str) -> list[float]:
     return [t for t, _ in kcm_lines(obs, pattern)]
 
 
+def taint_request_ignored(obs: Observed, node: str) -> bool:
+    """Whether the controller's tainting loop took ``node`` off its zone's queue as "ready now"
+    (its V(4) line): from 1.34 the pass that flips a node queues it at once, and a loop run that
+    reads the node from the controller's cache before the cache has the flip spends the zone's
+    token for nothing; the next pass queues the node again, tainted a token (1/rate) later."""
+    pattern = (rf'"Node was in a taint queue, but it\'s ready now. Ignoring taint request" node="{re.escape(node)}"'
+               rf"|Node {re.escape(node)} was in a taint queue, but it's ready now")
+    return bool(kcm_lines(obs, pattern))
+
+
 def monitor_pass_of(obs: Observed, t: float) -> tuple[float, float]:
     """(first, last) stale-node visit of the monitor pass that logged a visit at ``t``.
 

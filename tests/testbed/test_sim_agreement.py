@@ -19,6 +19,8 @@ from campaign import (
     TRUNC,
     Observed,
     entering_pass,
+    taint_request_ignored,
+    EVICTION_RATE,
     kept_in_master_disruption,
     taint_queued,
     monitor_visits,
@@ -79,7 +81,7 @@ def _real_kubelet_stop(obs: Observed) -> dict[str, float]:
             "noexecute": times[(TAINT_UNREACHABLE, "NoExecute")] - flip,
             "eviction": evictions[-1] - times[(TAINT_UNREACHABLE, "NoExecute")],
             "queued_passes_after_flip": sum(1 for t in visits if visits[0] < t <= queued),
-            "pass_overrun": visits[1] - visits[0] - MONITOR}
+            "pass_overrun": visits[1] - visits[0] - MONITOR, "ignored": taint_request_ignored(obs, n)}
 
 
 def _sim_kubelet_stop(version: str) -> dict[str, float]:
@@ -114,7 +116,11 @@ def test_kubelet_stop_simulated_and_real_agree(obs):
         # takes none and the 100 ms sweep taints at once.
         assert real["queued_passes_after_flip"] == 0
         assert 0 <= sim["noexecute"] <= TRUNC
-        assert 0 <= real["noexecute"] <= real["pass_overrun"] + TRUNC + LATENCY
+        # ... unless the tainting loop read the node before the controller's cache had the flip:
+        # "ready now", the zone's token spent, the node queued again by the next pass and tainted
+        # a token later (seen once in three v1.37.2 campaigns: 11 s after the flip)
+        wasted = 1 / EVICTION_RATE if real["ignored"] else 0.0
+        assert 0 <= real["noexecute"] <= real["pass_overrun"] + wasted + TRUNC + LATENCY
     else:
         # Up to 1.33: queued by the monitor pass after the one that wrote Unknown, in both.
         # The real passes are a period apart *plus the pass's own work*: wait.Until starts the
