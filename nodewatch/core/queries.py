@@ -55,9 +55,11 @@ class Queries:
             # carry thousands of taints and hundreds of pods). Eviction taints the controller takes
             # off at its next pass (Ready again, master disruption mode) count for nothing.
             ev = self.evaluator
+            rc = rec.conditions.get("Ready") if rec else None
             taints = (noexecute_taints(effective_taints(rec.taints, rec.ready, ev.master_disruption,
                                                         ev.master_disruption_kept_since,
-                                                        rec.conditions.last_transition("Ready"))) if rec else [])
+                                                        rc.last_transition if rc is not None else None))
+                      if rec else [])
             out = []
             for key in sorted(self.store.pods_by_node.get(node, ())):
                 p = self.store.pods.get(key)
