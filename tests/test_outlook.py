@@ -13,8 +13,14 @@ from nodewatch.core.rules import TAINT_UNREACHABLE
 from nodewatch.core.settings import Settings
 
 
+UP_TO_1_33 = Settings().with_server_version("v1.33.1")
+"""A release whose controller queues the Unknown it writes one pass later (before PR #120816)."""
+FROM_1_34 = Settings().with_server_version("v1.37.2")
+"""A release whose controller queues it in the pass that writes it (PR #120816, 1.34)."""
+
+
 def judged(objs, settings: Settings | None = None):
-    return fleet(*objs, settings=settings).evaluate(T0)
+    return fleet(*objs, settings=settings or UP_TO_1_33).evaluate(T0)
 
 
 def outlook(objs, name: str, settings: Settings | None = None) -> str | None:
@@ -35,13 +41,27 @@ def nodes(zone: str, ready: int, down: int, ready_status: str = "Unknown", flipp
             + [("nodes", node(f"{zone}-down{i}", ready_status, zone=zone, transition=flipped)) for i in range(down)])
 
 
-def test_a_node_down_in_a_normal_zone_is_tainted_at_the_next_pass():
+def test_a_node_down_in_a_normal_zone_is_tainted_at_the_next_pass_up_to_1_33():
     objs = nodes("a", 9, 1)  # flipped 2 s ago: queued at the next pass, 3 s from now
-    assert window(objs, "a-down0") == TaintWindow(T0 + 3, T0 + 3, 1, 1, 1)
-    text = outlook(objs, "a-down0")
+    assert window(objs, "a-down0", UP_TO_1_33) == TaintWindow(T0 + 3, T0 + 3, 1, 1, 1)
+    text = outlook(objs, "a-down0", UP_TO_1_33)
     assert text == (f"NoExecute taint not before {clock_time(T0 + 3)} (in 3s): 1 of 1 in the zone's queue at "
                     f"0.1 nodes/s (later if many nodes flip at once); then pods evicted as their tolerations run "
                     f"out, not before {clock_time(T0 + 303)} with the default 300s")
+
+
+def test_from_1_34_the_pass_that_writes_unknown_queues_the_taint():
+    """PR #120816 (1.34): processTaintBaseEviction is handed the Ready condition after the pass's
+    update, so the node flipped 2 s ago was queued by that pass: its taint is due now, not in 3 s
+    (v1.37.2 tainted 2-3 s after the flip in the testbed, the flip pass's own writes)."""
+    objs = nodes("a", 9, 1)
+    for version in ("v1.34.0", "v1.37.2"):
+        s = Settings().with_server_version(version)
+        assert window(objs, "a-down0", s) == TaintWindow(T0 - 2, T0 - 2, 1, 1, 1), version
+        assert f"not before {clock_time(T0 - 2)} (due): 1 of 1" in outlook(objs, "a-down0", s)
+    assert window(objs, "a-down0", Settings()) == TaintWindow(T0 + 3, T0 + 3, 1, 1, 1)  # unknown: as up to 1.33
+    # a zone wholly down (others up): the pass queues all three, one token every 10 s from the flip
+    assert window(nodes("a", 0, 3) + nodes("b", 3, 0), "a-down1", FROM_1_34) == TaintWindow(T0 - 2, T0 + 18, 1, 3, 3)
 
 
 def test_a_ready_false_the_kubelet_posted_is_queued_by_the_pass_that_sees_it():
@@ -83,7 +103,7 @@ def test_the_queue_waits_for_the_zones_last_taint_and_for_earlier_passes():
 
 
 def test_the_settings_in_force_are_the_ones_said():
-    s = Settings().override(monitor_period_seconds=3.0, toleration_seconds=60.0, eviction_rate=0.5)
+    s = UP_TO_1_33.override(monitor_period_seconds=3.0, toleration_seconds=60.0, eviction_rate=0.5)
     objs = nodes("a", 9, 2)
     assert window(objs, "a-down0", s) == TaintWindow(T0 + 1, T0 + 3, 1, 2, 2)
     text = outlook(objs, "a-down0", s)
@@ -94,6 +114,17 @@ def test_a_small_zone_in_partial_disruption_is_not_tainted():
     text = outlook(nodes("a", 1, 3) + nodes("b", 3, 0), "a-down0")
     assert text == ("no NoExecute taint while zone r1/a is in PartialDisruption: a zone of 4 nodes "
                     "(at most 50) is not tainted at all")
+
+
+def test_from_1_34_the_pass_that_makes_a_small_zone_partial_may_still_taint_one_node():
+    """The pass queues the nodes it flips, and decides the zone's state only at its end: until
+    then its zone had the normal rate (v1.37.2 tainted one of three in the testbed)."""
+    caveat = "the monitor pass that flipped it may still taint one of the zone's nodes before it decides the zone"
+    objs = nodes("a", 1, 3) + nodes("b", 3, 0)  # flipped 2 s ago
+    assert outlook(objs, "a-down0", FROM_1_34).endswith(caveat)
+    assert caveat not in outlook(objs, "a-down0", UP_TO_1_33)
+    older = nodes("a", 1, 3, flipped=T0 - 30) + nodes("b", 3, 0)  # that pass is long over
+    assert caveat not in outlook(older, "a-down0", FROM_1_34)
 
 
 def test_a_large_zone_in_partial_disruption_is_tainted_at_the_secondary_rate():

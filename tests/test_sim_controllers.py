@@ -322,3 +322,86 @@ def test_a_kubelets_ready_false_is_tainted_by_the_pass_that_sees_it_as_the_outlo
     period = fleet.settings.monitor_period_seconds
     assert t_false <= t_taint <= t_false + period + 0.2
     assert window.earliest <= t_taint
+
+
+@pytest.mark.parametrize("version, in_the_flip_pass", [("v1.33.2", False), ("v1.34.0", True), ("v1.37.2", True)])
+def test_the_unknown_the_pass_writes_is_queued_by_that_pass_from_1_34(version: str, in_the_flip_pass: bool) -> None:
+    """kubernetes PR #120816 (1.34): ``processTaintBaseEviction`` is handed the Ready condition
+    after the pass's update, so the pass that writes Unknown queues the unreachable NoExecute taint
+    (v1.37.2 in the testbed: 2-3 s after the flip, its own writes); up to 1.33 the next pass does
+    (v1.20.2: one pass later). The outlook's "not before" is the simulator's taint time for each."""
+    from nodewatch.core.fleet import FleetState
+    from nodewatch.core.outlook import window_in
+
+    fleet = SimFleet(nodes=12, scenario="steady", seed=3, version=version)
+    state = FleetState(fleet.settings)
+    for r in ("nodes", "leases", "pods"):
+        for obj in fleet.objects(r):
+            state.apply(r, "ADDED", obj, fleet.now, listing=True)
+        state.apply(r, "SYNCED", None, fleet.now)
+    node = fleet.nodes[fleet.node_order[0]]
+    windows = []
+
+    def seen(r, e, o, t) -> None:
+        state.apply(r, e, o, t)
+        if r == "nodes" and o["metadata"]["name"] == node.name and not windows:
+            view = state.evaluate(t)  # what nodewatch says on seeing the flip, before any taint
+            v = view.node(node.name)
+            if v.ready == "Unknown" and not any(x["effect"] == "NoExecute" for x in o["spec"].get("taints", [])):
+                windows.append(window_in(view, v))
+
+    fleet.subscribe(seen)
+    tape = Tape(fleet)
+    fleet.at(fleet.now + 7.7, fleet.stop_kubelet, node)
+    end = fleet.now + 120
+    while fleet.now < end and tape.taint_added(node.name, rules.TAINT_UNREACHABLE) is None:
+        fleet.step_to(fleet.now + 0.05)
+    window = windows[0] if windows else None
+    flipped = tape.ready_became(node.name, "Unknown")
+    tainted = tape.taint_added(node.name, rules.TAINT_UNREACHABLE)
+    assert flipped is not None and tainted is not None and window is not None
+    period = fleet.settings.monitor_period_seconds
+    delay = tainted - flipped
+    if in_the_flip_pass:
+        assert 0.0 <= delay <= 0.1 + 1e-6  # the next 100 ms tainting sweep
+    else:
+        assert period <= delay <= period + 0.1 + 1e-6
+    assert window.earliest <= tainted <= window.earliest + 0.1 + 1e-6
+
+
+@pytest.mark.parametrize("version", ["v1.33.2", "v1.37.2"])
+def test_entering_master_disruption_keeps_only_the_taints_its_pass_added_from_1_34(version: str) -> None:
+    """handleDisruption marks every node reachable from the node list its pass began with, and
+    RemoveTaintOffNode skips a node whose listed copy has no eviction taint. From 1.34 the pass that
+    flips the last Ready nodes queues them, and the tainting loop taints one per zone with a token
+    while the pass still writes: those taints stay, and their pods are evicted (v1.37.2 kept 4 and 3
+    of 16 in the testbed). Up to 1.33 that pass queues nothing new: every taint comes off."""
+    fleet = SimFleet(nodes=12, scenario="steady", seed=8, version=version)
+    tape = Tape(fleet)
+    first = fleet.nodes[fleet.node_order[0]]
+    fleet.at(fleet.now + 1, fleet.stop_kubelet, first)
+    fleet.step_to(fleet.now + 90)
+    assert first.has_taint(rules.TAINT_UNREACHABLE, "NoExecute")
+    for name in fleet.node_order[1:]:
+        fleet.disconnect(fleet.nodes[name])
+    while not fleet.lifecycle.all_full:
+        fleet.step_to(fleet.now + 0.05)
+    entered = fleet.now  # within 50 ms after the entering pass
+    fleet.step_to(fleet.now + 60)
+    kept = sorted(n for n in fleet.node_order if fleet.nodes[n].has_taint(rules.TAINT_UNREACHABLE, "NoExecute"))
+    assert not first.has_taint(rules.TAINT_UNREACHABLE, "NoExecute")  # tainted before: taken off
+    zones = {fleet.nodes[n].zone_key for n in fleet.node_order}
+    if version == "v1.37.2":
+        # at most one a zone (a bucket's token), each tainted during the entering pass
+        assert kept and len(kept) <= len(zones)
+        assert len({fleet.nodes[n].zone_key for n in kept}) == len(kept)
+        for n in kept:
+            (added,) = [t.time_added for t in fleet.nodes[n].taints if t.effect == "NoExecute"]
+            assert entered - 0.05 <= added <= entered
+        # ... and the taint-eviction controller evicts their pods, master disruption or not
+        fleet.step_to(entered + fleet.settings.toleration_seconds + 30)
+        gone = {(o["involvedObject"]["namespace"], o["involvedObject"]["name"]) for t, e, o in tape.of("events")
+                if o["reason"] == "TaintManagerEviction" and t > entered}
+        assert gone and {fleet.pods[k].node for k in gone if k in fleet.pods} <= set(kept)
+    else:
+        assert kept == []

@@ -25,6 +25,8 @@ What cannot be expressed through nodewatch:
 - .../"NetworkDisruption: eviction should stop, only -master Node is healthy": that table's
   controller left a node named ``*-master`` out of the zone count; current releases leave out
   nodes labelled ``node.kubernetes.io/exclude-disruption``, which is what is ported.
+- TestApplyNoExecuteTaintsToUnreachableNode (PR #120816, 1.34): ported as the version input
+  ``settings.taint_queued_in_the_flip_pass`` and the outlook's queue time for the node the pass flips.
 - TestApplyNoExecuteTaintsToNodesEnqueueTwice (PR #96876): the queue's duplicate entries are a
   fact about the controller's heap, not about objects; ported as the version input that says
   which releases have them (``settings.taint_queue_keeps_duplicates``) and tests/test_outlook.py.
@@ -237,11 +239,38 @@ def test_apply_no_execute_taints_to_nodes_enqueue_twice_by_version(version, dupl
 
 
 def test_a_kubelets_ready_false_is_queued_by_the_pass_that_sees_it():
-    """processTaintBaseEviction is handed the observed condition: the kubelet's Ready=False is
-    queued by the first pass that sees it; the Unknown the pass writes, by the next one."""
+    """Up to 1.33 processTaintBaseEviction is handed the observed condition: the kubelet's
+    Ready=False is queued by the first pass that sees it; the Unknown the pass writes, by the next
+    one. From 1.34 (PR #120816) the current one: that pass queues the Unknown too."""
     assert rules.taint_queue_delay("False", 5.0) == 0.0
     assert rules.taint_queue_delay("Unknown", 5.0) == 5.0
     assert rules.taint_queue_delay(None, 5.0) == 5.0
+    assert rules.taint_queue_delay("Unknown", 5.0, in_the_flip_pass=True) == 0.0
+    assert rules.taint_queue_delay("False", 5.0, in_the_flip_pass=True) == 0.0
+
+
+@pytest.mark.parametrize("version, queued_after", [
+    ("v1.34.0", 0.0), ("v1.37.2", 0.0), ("v1.33.13", 5.0), ("v1.20.2", 5.0), ("v1.33", 5.0), (None, 5.0),
+])
+def test_apply_no_execute_taints_to_unreachable_node_by_version(version, queued_after):
+    """TestApplyNoExecuteTaintsToUnreachableNode came with PR #120816 (1.34): node0's Ready
+    condition older than the grace at time2, node1 heartbeating; one ``monitorNodeHealth`` pass
+    (which writes node0 Unknown) and one ``doNoExecuteTaintingPass`` later node0 has the unreachable
+    NoExecute taint, node1 none. Judged through nodewatch: node0 as that pass left it, flipped at
+    time2, and the queue's earliest for its taint; up to 1.33 it waited for the next pass."""
+    from nodewatch.core.outlook import window_in
+
+    time2 = F + 40.0 + 1.0
+    s = UPSTREAM.with_server_version(version)
+    assert nw_settings.taint_queued_in_the_flip_pass(version) is (queued_after == 0.0)
+    objs = [("nodes", node("node0", "Unknown", zone="zone1", region="region1", transition=time2, heartbeat=F,
+                           created=CREATED)),
+            ("nodes", node("node1", "True", zone="zone1", region="region1", transition=F, heartbeat=time2,
+                           created=CREATED))]
+    view = judged(*objs, now=time2, settings=s)
+    w = window_in(view, view.node("node0"))
+    assert w is not None and w.earliest == time2 + queued_after and (w.first, w.queued) == (1, 1)
+    assert view.node("node1").state is NodeState.READY and window_in(view, view.node("node1")) is None
 
 
 def test_the_startup_grace_is_for_a_node_without_ready_condition_only():

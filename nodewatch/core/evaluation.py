@@ -26,6 +26,7 @@ from .rules import (
     all_zones_full,
     effective_taints,
     eviction_taints,
+    master_disruption_kept_since,
     node_eviction_deadline,
     node_grace,
     node_state,
@@ -34,6 +35,7 @@ from .rules import (
     zone_state,
     zone_taint_rate,
 )
+from .settings import taint_queued_in_the_flip_pass
 from .views import AT_RISK_STATES, FleetView, LeaseTrack, NodeView, WatchHealth, ZoneView
 
 
@@ -80,6 +82,9 @@ class Evaluator:
         self._all_down = False
         """Every zone in FullDisruption at the last judgement: the controller takes every NoExecute
         eviction taint off (``rules.effective_taints``), so tainted nodes are judged again when it flips."""
+        self._kept_since: float | None = None
+        """While ``_all_down`` on 1.34+: the eviction taints added since the entering pass began stay
+        (``rules.master_disruption_kept_since``); None: every one comes off."""
         self._evaluated_at = -math.inf
         """``now`` of the last ``evaluate``: an earlier ``now`` (a replay stepping back) re-judges every node."""
         self._awaiting_until = -math.inf
@@ -260,7 +265,8 @@ class Evaluator:
         probe_age = None if probe is None else now - probe
         taints = rec.taints
         if taints:
-            judged = effective_taints(taints, ready, self._all_down)
+            judged = effective_taints(taints, ready, self._all_down, self._kept_since,
+                                      rc.last_transition if rc is not None else None)
             ev_taints = eviction_taints(judged)
             deadline = node_eviction_deadline(judged, s.toleration_seconds)
         else:
@@ -391,6 +397,12 @@ class Evaluator:
         mode: it takes every NoExecute eviction taint off; ``Queries.pods_on`` reads it)."""
         return self._all_down
 
+    @property
+    def master_disruption_kept_since(self) -> float | None:
+        """In master disruption mode on 1.34+, the eviction taints added since this stay
+        (``rules.master_disruption_kept_since``; ``Queries.pods_on`` reads it)."""
+        return self._kept_since
+
     def published(self) -> FleetView | None:
         """The latest ``FleetView`` an ``evaluate`` published (None before the first): for a reader
         that must not judge the fleet itself, nor move the evaluation's clock (a metrics scrape,
@@ -447,6 +459,13 @@ class Evaluator:
         if down == self._all_down:
             return
         self._all_down = down
+        self._kept_since = None
+        if down and taint_queued_in_the_flip_pass(self.store.settings.server_version):
+            records = self.store.nodes
+            flips = (records[n].conditions.last_transition("Ready") for n, v in self._views.items()
+                     if not v.excluded and v.ready != "True" and n in records)
+            self._kept_since = master_disruption_kept_since((t for t in flips if t is not None),
+                                                            self.store.settings.monitor_period_seconds)
         for name, v in list(self._views.items()):
             if v.taints and any(t.effect == "NoExecute" for t in v.taints):
                 self._refresh(name, now, blind, grace)

@@ -54,7 +54,12 @@ class Queries:
             # Only NoExecute taints decide an eviction: filter once, not once per pod (a node may
             # carry thousands of taints and hundreds of pods). Eviction taints the controller takes
             # off at its next pass (Ready again, master disruption mode) count for nothing.
-            taints = noexecute_taints(effective_taints(rec.taints, rec.ready, self.evaluator.master_disruption)) if rec else []
+            ev = self.evaluator
+            rc = rec.conditions.get("Ready") if rec else None
+            taints = (noexecute_taints(effective_taints(rec.taints, rec.ready, ev.master_disruption,
+                                                        ev.master_disruption_kept_since,
+                                                        rc.last_transition if rc is not None else None))
+                      if rec else [])
             out = []
             for key in sorted(self.store.pods_by_node.get(node, ())):
                 p = self.store.pods.get(key)

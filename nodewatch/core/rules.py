@@ -145,34 +145,65 @@ def node_grace(has_ready_condition: bool, grace: float, startup_grace: float) ->
     return grace if has_ready_condition else startup_grace
 
 
-def taint_queue_delay(ready: str | None, monitor_period: float) -> float:
+def taint_queue_delay(ready: str | None, monitor_period: float, in_the_flip_pass: bool = False) -> float:
     """How long after the Ready transition the NoExecute taint can be queued at the earliest.
 
-    ``processTaintBaseEviction`` is handed the Ready condition the pass *observed* before its own
-    update: Ready=False is posted by the kubelet, so the first pass that sees it queues the node
-    (the taint can land within a second of the transition); Ready=Unknown is written by the pass
-    itself, which saw True, so the next pass queues it, one monitor period later."""
-    return 0.0 if ready == "False" else monitor_period
+    Up to 1.33 ``processTaintBaseEviction`` is handed the Ready condition the pass *observed* before
+    its own update: Ready=False is posted by the kubelet, so the first pass that sees it queues the
+    node (the taint can land within a second of the transition); Ready=Unknown is written by the
+    pass itself, which saw True, so the next pass queues it, one monitor period later. From 1.34 it
+    is handed the condition after the update (``in_the_flip_pass``,
+    ``settings.taint_queued_in_the_flip_pass``): the pass that writes Unknown queues the node too."""
+    return 0.0 if ready == "False" or in_the_flip_pass else monitor_period
 
 
 def controller_removes_eviction_taints(ready: str | None, all_zones_down: bool) -> bool:
     """Whether the node lifecycle controller takes the node's ``not-ready``/``unreachable``
     NoExecute taints off at its next pass: the node is Ready again (``processTaintBaseEviction``:
     ``markNodeAsReachable``), or every zone is in FullDisruption ("Entering master disruption
-    mode": ``handleDisruption`` marks every node reachable). The taint manager then cancels the
-    pods' scheduled evictions."""
+    mode": ``handleDisruption`` marks every node reachable; from 1.34 not the taints its entering
+    pass added, ``master_disruption_kept_since``). The taint manager then cancels the pods'
+    scheduled evictions."""
     return ready == "True" or all_zones_down
 
 
-def effective_taints(taints: Sequence[Taint], ready: str | None, all_zones_down: bool) -> Sequence[Taint]:
+def effective_taints(taints: Sequence[Taint], ready: str | None, all_zones_down: bool,
+                     kept_since: float | None = None, flipped_at: float | None = None) -> Sequence[Taint]:
     """``taints`` without the eviction taints the controller is about to remove
-    (``controller_removes_eviction_taints``): what the pods' countdowns are judged by."""
+    (``controller_removes_eviction_taints``): what the pods' countdowns are judged by.
+    ``kept_since``: while every zone is down, the eviction taints added at or after it stay
+    (``master_disruption_kept_since``), and every one of a node whose Ready transition
+    (``flipped_at``) is that late: the entering pass flipped it, so whatever eviction taint it has
+    that pass wrote (a not-ready one swapped for unreachable keeps its first ``timeAdded`` here,
+    ``keep_eviction_start``, yet was written then); None: every one comes off."""
     if not controller_removes_eviction_taints(ready, all_zones_down):
         return taints
-    return tuple(t for t in taints if not (t.effect == "NoExecute" and t.key in EVICTION_TAINTS))
+    if ready != "True" and kept_since is not None and flipped_at is not None and flipped_at >= kept_since:
+        return taints
+    if ready == "True" or kept_since is None:
+        return tuple(t for t in taints if not (t.effect == "NoExecute" and t.key in EVICTION_TAINTS))
+    return tuple(t for t in taints if not (t.effect == "NoExecute" and t.key in EVICTION_TAINTS
+                                           and (t.time_added is None or t.time_added < kept_since)))
 
 
-# --- taints and tolerations -------------------------------------------------------------------
+def master_disruption_kept_since(transitions: Iterable[float], monitor_period: float) -> float | None:
+    """From 1.34 (``settings.taint_queued_in_the_flip_pass``): the start of the monitor pass that
+    entered master disruption mode, as the Ready transitions tell it (the earliest of those within
+    one monitor period of the latest: the passes run a whole period apart); the eviction taints
+    added since stay on while every zone is down. None without transitions.
+
+    Why they stay: ``handleDisruption`` marks every node reachable from the node list the pass
+    began with, and ``RemoveTaintOffNode`` skips a node whose listed copy has no such taint. From
+    1.34 the pass queues each node it flips (``processTaintBaseEviction`` with the current Ready
+    condition), and the tainting loop, every 100 ms, taints one per zone with a token while the
+    pass is still writing (seconds, under the client's rate limit); a not-ready taint is swapped
+    for unreachable at once. Those taints are not in the list: on v1.37.2, 4 and 3 of 16 nodes
+    kept theirs (docs/real-control-plane.md), and the taint-eviction controller evicts their pods."""
+    times = sorted(transitions)
+    if not times:
+        return None
+    last = times[-1]
+    return next(t for t in times if t > last - monitor_period)
 
 
 @dataclass(frozen=True, slots=True)

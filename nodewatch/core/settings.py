@@ -172,3 +172,22 @@ def taint_queue_keeps_duplicates(version: str | None) -> bool:
     if mm[:2] == (1, 20):
         return mm < TAINT_QUEUE_FIXED_IN[0]
     return False
+
+
+TAINT_IN_THE_FLIP_PASS_SINCE = (1, 34)
+"""kubernetes PR #120816 ("NoExecute taint should be added when a Node's ready condition becomes
+Unknown", issue #120815), first in 1.34.0 (read in the released trees: v1.33.13's
+``monitorNodeHealth`` still hands ``&observedReadyCondition`` to ``processTaintBaseEviction``,
+v1.34.0's hands ``currentReadyCondition``; upstream test ``TestApplyNoExecuteTaintsToUnreachableNode``
+came with it). Before, the pass judged the node by the Ready condition it had *observed*, before its
+own update: the Unknown it wrote was seen, and the node queued, one pass later."""
+
+
+def taint_queued_in_the_flip_pass(version: str | None) -> bool:
+    """Whether the controller of this API server version queues a node for its NoExecute taint in
+    the monitor pass that writes its Ready=Unknown (1.34+, ``TAINT_IN_THE_FLIP_PASS_SINCE``), rather
+    than one pass later, and so keeps the taints that pass added when it enters master disruption
+    mode (``rules.master_disruption_kept_since``). Unknown version: False, as the other version
+    inputs (a live source always knows it from ``/version``)."""
+    mm = parse_minor(version)
+    return mm is not None and mm >= TAINT_IN_THE_FLIP_PASS_SINCE

@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from ..core import rules
-from ..core.settings import Settings
+from ..core.settings import Settings, taint_queued_in_the_flip_pass
 from .events import EventRecorder
 from .pod_controllers import TaintEvictionController, Workloads
 from .schedule import PRIO_CONTROLLER
@@ -98,6 +98,9 @@ class NodeLifecycleController:
         self.interval = self.period + PASS_DURATION
         """Start to start, as wait.Until's sliding period makes it."""
         self.grace = s.grace
+        self.in_the_flip_pass = taint_queued_in_the_flip_pass(s.server_version)
+        """processTaintBaseEviction judges by the Ready condition after this pass's update (1.34+)
+        rather than the one it observed before it (``settings.taint_queued_in_the_flip_pass``)."""
         self.startup_grace = s.startup_grace_seconds
         self.t0 = t0
         self.probe_floor = t0
@@ -109,6 +112,8 @@ class NodeLifecycleController:
         self._seq = 0
         self._ticking = False
         self._noschedule_pending: set[str] = set()
+        self._listed_tainted: set[str] = set()
+        """Nodes with an eviction taint when the current pass began (its node list)."""
         self.passes = 0
 
     # probe timestamps ----------------------------------------------------------------------------
@@ -203,16 +208,21 @@ class NodeLifecycleController:
     def monitor_pass(self) -> None:
         """monitorNodeHealth: expire probes, then taint work per node, then the zones.
 
-        processTaintBaseEviction sees the Ready condition as it was *before* this pass flipped it,
-        so a node that goes Unknown in this pass is only queued for its NoExecute taint on the
-        next pass: the taint lands one monitor period after the flip, as the real v1.20
-        controller was seen to do (docs/kubernetes-rules.md).
+        Up to 1.33 processTaintBaseEviction sees the Ready condition as it was *before* this pass
+        flipped it, so a node that goes Unknown in this pass is only queued for its NoExecute taint
+        on the next pass: the taint lands one monitor period after the flip, as the real v1.20
+        controller was seen to do. From 1.34 (kubernetes PR #120816) it sees the condition this
+        pass wrote, so the pass that flips the node queues it (v1.37.2 in the testbed;
+        docs/kubernetes-rules.md).
         """
         world = self.world
         now = world.now
         self.passes += 1
-        # processTaintBaseEviction looks at the Ready condition as it was before this pass updated it
-        observed = [(world.nodes[n], world.nodes[n].ready()) for n in sorted(self.attention) if n in world.nodes]
+        # the node list the pass began with: what handleDisruption marks reachable from
+        self._listed_tainted = {n for n in self.attention if n in world.nodes and self._eviction_tainted(world.nodes[n])}
+        # up to 1.33, processTaintBaseEviction looks at the Ready condition as it was before this pass updated it
+        observed = ([] if self.in_the_flip_pass else
+                    [(world.nodes[n], world.nodes[n].ready()) for n in sorted(self.attention) if n in world.nodes])
         heap = self.deadlines
         while heap and heap[0][0] < now:
             deadline, _, name = heapq.heappop(heap)
@@ -224,9 +234,16 @@ class NodeLifecycleController:
                 self.mark_unknown(node)
             else:
                 self._arm(node)
+        if self.in_the_flip_pass:  # the condition as this pass left it (nodes it flipped are in attention now)
+            observed = [(world.nodes[n], world.nodes[n].ready()) for n in sorted(self.attention) if n in world.nodes]
         for node, status in observed:
             if not node.deleted:
                 self.process_taint_based_eviction(node, status)
+        if self.in_the_flip_pass:
+            # The real pass takes seconds (its writes under the client's rate limit) and the
+            # tainting loop runs every 100 ms meanwhile: the nodes this pass queued are tainted, a
+            # token a zone, before handleDisruption decides the zones at its end.
+            self._sweep_queues(now)
         self.handle_disruption()
         world.at(self.pass_time(self.passes), self.monitor_pass, prio=PRIO_CONTROLLER)
 
@@ -266,9 +283,10 @@ class NodeLifecycleController:
             self.workloads.mark_pods_not_ready(node)
 
     def process_taint_based_eviction(self, node: SimNode, observed: str | None) -> None:
-        """``processTaintBaseEviction`` with the Ready status the pass observed before its own
-        update: a kubelet's Ready=False is queued by the first pass that sees it, an Unknown the pass
-        wrote is queued by the next (``rules.taint_queue_delay``); Ready again: the taints come off."""
+        """``processTaintBaseEviction`` with the Ready status the pass judges by (``monitor_pass``):
+        a kubelet's Ready=False is queued by the first pass that sees it, an Unknown the pass wrote
+        by that pass from 1.34 or by the next one up to 1.33 (``rules.taint_queue_delay``); Ready
+        again: the taints come off."""
         if observed == "False":
             if node.has_taint(rules.TAINT_UNREACHABLE, "NoExecute"):
                 self.swap_eviction_taint(node, rules.TAINT_NOT_READY)
@@ -292,9 +310,16 @@ class NodeLifecycleController:
         z.queue.append(node.name)
         self.ensure_ticking()
 
-    def mark_reachable(self, node: SimNode) -> None:
-        """Remove the NoExecute not-ready/unreachable taints and forget the node in its zone queue."""
+    @staticmethod
+    def _eviction_tainted(node: SimNode) -> bool:
+        return any(t.effect == "NoExecute" and t.key in rules.EVICTION_TAINTS for t in node.taints)
+
+    def mark_reachable(self, node: SimNode, listed_tainted: bool = True) -> None:
+        """Remove the NoExecute not-ready/unreachable taints and forget the node in its zone queue.
+        ``listed_tainted`` False: the copy the caller judged by had none, so none is removed."""
         self._dequeue(node)
+        if not listed_tainted:
+            return
         before = len(node.taints)
         node.taints = [t for t in node.taints if not (t.effect == "NoExecute" and t.key in rules.EVICTION_TAINTS)]
         if len(node.taints) != before:
@@ -323,9 +348,13 @@ class NodeLifecycleController:
         self.world.at(self.t0 + k * TAINT_PASS_PERIOD, self.tainting_pass, prio=PRIO_CONTROLLER)
 
     def tainting_pass(self) -> None:
-        """doNoExecuteTaintingPass: each zone's queue, as fast as its limiter allows."""
+        """doNoExecuteTaintingPass, every 100 ms while a queue holds nodes."""
         self._ticking = False
-        now = self.world.now
+        self._sweep_queues(self.world.now)
+        self.ensure_ticking()
+
+    def _sweep_queues(self, now: float) -> None:
+        """Each zone's queue, as fast as its limiter allows."""
         for key in sorted(self.zones):
             z = self.zones[key]
             while z.queue and z.limiter is not None and z.limiter.try_accept(now):
@@ -338,7 +367,6 @@ class NodeLifecycleController:
                 if want is None:
                     continue  # Ready again: no taint (the token is spent all the same)
                 self.swap_eviction_taint(node, want)
-        self.ensure_ticking()
 
     # zones and the "all zones down" mode ------------------------------------------------------------------
 
@@ -376,10 +404,13 @@ class NodeLifecycleController:
         all_full = rules.all_zones_full(new_states.values())
         if all_full and not self.all_full:
             # "Controller detected that all Nodes are not-Ready. Entering master disruption mode."
+            # From the node list the pass began with: RemoveTaintOffNode skips a node whose listed
+            # copy has no eviction taint, so a taint this pass added (from 1.34 the nodes it flipped
+            # and queued, and swaps) stays (rules.master_disruption_kept_since).
             for name in sorted(self.attention):
                 node = self.world.nodes.get(name)
                 if node is not None:
-                    self.mark_reachable(node)
+                    self.mark_reachable(node, listed_tainted=name in self._listed_tainted)
             for z in self.zones.values():
                 self.swap_limiter(z, 0.0)
         elif not all_full and self.all_full:

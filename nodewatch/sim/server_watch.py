@@ -52,6 +52,14 @@ PRE_DEADLINE_BOOKMARK = 2.0
 """Seconds before a watch's ``timeoutSeconds`` deadline that the server sends a bookmark."""
 GATE_ON = {(1, 32)}
 """Minors of 1.27-1.33 whose default turns the WatchList gate on (1.34+ are on too)."""
+
+
+def watch_list_gate_on_by_default(minor: tuple[int, int]) -> bool:
+    """The WatchList gate's default in a release of 1.27 or later (``GATE_ON``, 1.34+): whether a
+    real API server of that minor, started with its default gates, serves streaming lists."""
+    return minor in GATE_ON or minor >= (1, 34)
+
+
 OLD_ETCD_MESSAGE = ("a watch stream was requested by the client but the required storage feature "
                     "RequestWatchProgress is disabled")
 
@@ -168,7 +176,7 @@ class WatchStreaming(ServerParts):
         if mode == "auto":
             return "on"
         if mode == "default-gates":
-            return "on" if minor in GATE_ON or minor >= (1, 34) else "gate-off"
+            return "on" if watch_list_gate_on_by_default(minor) else "gate-off"
         return mode
 
     def _watch_list_options(self, req: Request) -> bool:

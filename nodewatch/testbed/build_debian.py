@@ -22,7 +22,9 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from .build import (
+from .build_common import (
+    component_builder,
+    stamp_version,
     DEBIAN_VERSION,
     Binaries,
     BuildError,
@@ -261,23 +263,13 @@ def _generate_openapi(layout: Layout, progress: Progress) -> None:
 
 
 def version_ldflags(version: str = KUBERNETES_VERSION) -> str:
-    """Stamp ``/version`` (nodewatch reads it to choose the grace default)."""
-    major, minor = version.lstrip("v").split(".")[:2]
-    flags = ["-s", "-w"]
-    for pkg in ("client-go/pkg/version", "component-base/version"):
-        prefix = f"{K8S_IMPORT}/vendor/k8s.io/{pkg}"
-        flags += [f"-X {prefix}.gitVersion={version}", f"-X {prefix}.gitMajor={major}",
-                  f"-X {prefix}.gitMinor={minor}", f"-X {prefix}.gitTreeState=clean"]
-    return " ".join(flags)
+    """Stamp ``/version`` (nodewatch reads it to choose the grace default): the vendored packages."""
+    return stamp_version(version, f"{K8S_IMPORT}/vendor/k8s.io/")
 
 
 def _builder(layout: Layout, component: str) -> Callable[[], None]:
-    def build_one() -> None:
-        layout.bin.mkdir(parents=True, exist_ok=True)
-        out = layout.bin / component
-        tmp = out.with_name(out.name + ".partial")
+    def go_build(tmp: Path) -> None:
         run(niced([layout.shared.go, "build", "-o", str(tmp), "-ldflags", version_ldflags(),
                    f"{K8S_IMPORT}/cmd/{component}"]),
             f"building {component}", cwd=layout.tree, env=gopath_env(layout.shared, layout.gopath))
-        tmp.rename(out)
-    return build_one
+    return component_builder(layout.bin, component, go_build)

@@ -22,7 +22,9 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from .build import (
+from .build_common import (
+    component_builder,
+    stamp_version,
     Binaries,
     BuildError,
     Progress,
@@ -166,24 +168,15 @@ def _wrapper(layout: Layout, progress: Progress) -> None:
 
 def version_ldflags(release: str) -> str:
     """Stamp ``/version`` (nodewatch reads it to choose the grace default), as Kubernetes' build does."""
-    major, minor = release.lstrip("v").split(".")[:2]
-    flags = ["-s", "-w"]
-    for pkg in ("k8s.io/client-go/pkg/version", "k8s.io/component-base/version"):
-        flags += [f"-X {pkg}.gitVersion={release}", f"-X {pkg}.gitMajor={major}",
-                  f"-X {pkg}.gitMinor={minor}", f"-X {pkg}.gitTreeState=clean"]
-    return " ".join(flags)
+    return stamp_version(release)
 
 
 def _builder(layout: Layout, component: str) -> Callable[[], None]:
-    def build_one() -> None:
-        layout.bin.mkdir(parents=True, exist_ok=True)
-        out = layout.bin / component
-        tmp = out.with_name(out.name + ".partial")
+    def go_build(tmp: Path) -> None:
         _go_fetch(layout, niced([layout.shared.go, "build", "-trimpath", "-o", str(tmp), "-ldflags",
                                  version_ldflags(layout.release), f"{KUBERNETES_MODULE}/cmd/{component}"]),
                   f"building {component} {layout.release}", layout.wrapper)
-        tmp.rename(out)
-    return build_one
+    return component_builder(layout.bin, component, go_build)
 
 
 # --- etcd -------------------------------------------------------------------------------------------------

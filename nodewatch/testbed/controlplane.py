@@ -27,7 +27,7 @@ import yaml
 from . import pki as pki_mod
 from . import processes
 from .api import ApiStatus, Client
-from .build import Binaries
+from .build_common import Binaries
 
 STATE_FILE = "testbed.json"
 READY_TIMEOUT = 90.0

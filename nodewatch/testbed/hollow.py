@@ -38,7 +38,7 @@ import yaml
 
 from . import pki as pki_mod
 from . import processes
-from .build import Binaries
+from .build_common import Binaries
 from .controlplane import Testbed, TestbedError, kubeconfig
 
 PREFIX = processes.CLIENT_PREFIX
@@ -388,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import json
 
-    from .build import built
+    from .build_common import built
 
     ap = argparse.ArgumentParser(prog="python -m nodewatch.testbed.hollow")
     ap.add_argument("--dir", required=True, type=Path)

@@ -349,6 +349,16 @@ def taint_queued(obs: Observed, node: str) -> list[float]:
     return [t for t, _ in kcm_lines(obs, pattern)]
 
 
+def taint_request_ignored(obs: Observed, node: str) -> bool:
+    """Whether the controller's tainting loop took ``node`` off its zone's queue as "ready now"
+    (its V(4) line): from 1.34 the pass that flips a node queues it at once, and a loop run that
+    reads the node from the controller's cache before the cache has the flip spends the zone's
+    token for nothing; the next pass queues the node again, tainted a token (1/rate) later."""
+    pattern = (rf'"Node was in a taint queue, but it\'s ready now. Ignoring taint request" node="{re.escape(node)}"'
+               rf"|Node {re.escape(node)} was in a taint queue, but it's ready now")
+    return bool(kcm_lines(obs, pattern))
+
+
 def monitor_pass_of(obs: Observed, t: float) -> tuple[float, float]:
     """(first, last) stale-node visit of the monitor pass that logged a visit at ``t``.
 
@@ -386,18 +396,14 @@ def disagrees_from(request, version: str, minor: int, reason: str) -> None:
         request.applymarker(pytest.mark.xfail(strict=True, reason=f"{version}: {reason}"))
 
 
-# Disagreements measured on v1.37.2 (docs/real-control-plane.md), marked where they show.
-NOEXECUTE_AT_THE_FLIP = (
-    'v1.37.2 queues the unreachable NoExecute taint in the monitor pass that flips Ready (2-3 s after the '
-    "flip in two campaigns); v1.20.2 one pass later, which nodewatch's outlook and the simulator model "
-    '(docs/real-control-plane.md)')
-TAINTS_LEFT_IN_MASTER_DISRUPTION = (
-    'in master disruption mode (every node cut off) v1.37.2 kept the unreachable NoExecute taint on 3 '
-    'or 4 of the 16 nodes (two runs), where v1.20.2 removed every one (docs/real-control-plane.md)')
-STREAMING_LISTS_NOT_PAGED = (
-    'v1.37.2 serves streaming lists (WatchList on by default): nodewatch lists once with '
-    "sendInitialEvents, so no pages; the live path's own tests against this release are the live-path "
-    'work of issue 23')
-FORBIDDEN_STREAM_UNSEEN = (
-    'on v1.37.2 the stream its role does not allow is not reported forbidden within 30 s (a streaming '
-    'list; not diagnosed here: the live-path work of issue 23)')
+def entering_pass(obs: Observed) -> tuple[float, float]:
+    """(start, decision) of the monitor pass that entered master disruption mode: its first stale
+    visit, and its "Entering master disruption mode" line (the end of the pass)."""
+    (entered, _), = kcm_lines(obs, "Entering master disruption mode")
+    started, _ = monitor_pass_of(obs, max(t for t, _ in kcm_lines(obs, STALE_VISIT) if t <= entered))
+    return started, entered
+
+
+def kept_in_master_disruption(obs: Observed) -> dict[str, float]:
+    """node -> timeAdded of the NoExecute taint it still has at the end (every node cut off)."""
+    return {n: parse_time(t["timeAdded"]) for n, node in obs.real_nodes.items() for t in noexecute(node)}

@@ -15,16 +15,11 @@ import time
 import pytest
 from simserver import wait_until
 import yaml
-from campaign import (
-    FORBIDDEN_STREAM_UNSEEN,
-    GRACE,
-    STREAMING_LISTS_NOT_PAGED,
-    TOLERATION,
-    disagrees_from,
-)
+from campaign import GRACE, TOLERATION
 
 from nodewatch.core.rules import NodeState
-from nodewatch.core.settings import Settings
+from nodewatch.core.settings import Settings, parse_minor
+from nodewatch.sim.server_watch import WATCH_LIST_SINCE, watch_list_gate_on_by_default
 from nodewatch.sources.kubeconfig import Connection
 from nodewatch.sources.live import LiveSource
 from nodewatch.sources.reflector import CSRS, NODES, Reflector
@@ -80,24 +75,48 @@ def _name(obj) -> str:
     return obj["metadata"]["name"] if isinstance(obj, dict) else obj.name
 
 
-def test_paged_list_with_continue_gets_every_node_once(testbed, fleet, request):
-    disagrees_from(request, testbed.version, 37, STREAMING_LISTS_NOT_PAGED)
+def _listed_nodes(testbed, **reflector_args) -> tuple[Reflector, list[list], list[str]]:
+    """One list of the Nodes through the viewer's RBAC: the reflector, its listing batches, and the
+    names the server has."""
     got = Collected()
     conn = Connection(str(testbed.viewer_kubeconfig))
-    r = Reflector(conn, NODES, got.sink, got.on_health, got.on_problem, page_size=2)
+    r = Reflector(conn, NODES, got.sink, got.on_health, got.on_problem, page_size=2, **reflector_args)
     r.start()
     try:
         assert _until(lambda: got.synced_count() >= 1)
     finally:
         r.stop()
         conn.close()
-    pages = [b for b in got.batches if b and b[0][4]]
-    names = [_name(item[2]) for b in pages for item in b]
     admin = testbed.admin()
     server = sorted(o["metadata"]["name"] for o in admin.get("/api/v1/nodes")["items"])
     admin.close()
+    return r, [b for b in got.batches if b and b[0][4]], server
+
+
+def test_paged_list_with_continue_gets_every_node_once(testbed, fleet):
+    """Paged lists (``limit``/``continue``, page size 2), asked for on every release: what
+    nodewatch falls back to where a server does not stream lists."""
+    r, pages, server = _listed_nodes(testbed, watch_list=False)
+    names = [_name(item[2]) for b in pages for item in b]
     assert sorted(names) == server and len(names) == len(set(names))
     assert len(pages) == math.ceil(len(server) / 2) and len(server) > 2
+    assert r.watch_list is False
+
+
+def test_the_default_list_streams_or_pages_as_the_release_serves_it(testbed, fleet):
+    """nodewatch's default list: a streaming list where the release serves one with its default
+    gates (the WatchList gate: on in 1.32 and from 1.34; v1.20 refuses ``sendInitialEvents`` with
+    422), else paged lists after that refusal; every node once either way."""
+    minor = parse_minor(testbed.version)
+    assert minor is not None
+    streams = minor >= WATCH_LIST_SINCE and watch_list_gate_on_by_default(minor)
+    r, pages, server = _listed_nodes(testbed)
+    names = [_name(item[2]) for b in pages for item in b]
+    assert sorted(names) == server and len(names) == len(set(names))
+    assert r.watch_list is streams and r.offer.offered is streams, (testbed.version, r.offer.reason)
+    if not streams:
+        assert r.offer.refused and "422" in r.offer.reason
+        assert len(pages) == math.ceil(len(server) / 2)
 
 
 def test_410_gone_after_an_api_server_restart_means_a_relist(testbed):
@@ -177,8 +196,35 @@ def test_api_server_restart_loses_nothing_and_blames_no_node(testbed, fleet):
         "no node blamed for the API server's restart"
 
 
-def test_a_role_without_one_resource_makes_only_that_stream_forbidden(testbed, request):
-    disagrees_from(request, testbed.version, 37, FORBIDDEN_STREAM_UNSEEN)
+def _service_account_token(admin, ns: str, sa: str) -> str:
+    """A token of the ServiceAccount, by the TokenRequest API (GA in 1.20, and the only way on
+    1.24+, where the token controller no longer makes a Secret for every ServiceAccount: the test
+    waited 30 s for one on v1.37.2); the Secret the token controller made, where TokenRequest is
+    not served."""
+    try:
+        made = admin.create(f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}/token", {
+            "apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})
+        return made["status"]["token"]
+    except ApiStatus as exc:
+        if exc.status not in (404, 405):
+            raise
+    token: list[str] = []
+
+    def secret_token() -> bool:
+        try:
+            secrets = admin.get(f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}").get("secrets") or []
+            if secrets:
+                data = admin.get(f"/api/v1/namespaces/{ns}/secrets/{secrets[0]['name']}")["data"]
+                token.append(base64.b64decode(data["token"]).decode())
+        except ApiStatus:
+            return False
+        return bool(token)
+
+    assert _until(secret_token)
+    return token[0]
+
+
+def test_a_role_without_one_resource_makes_only_that_stream_forbidden(testbed):
     admin = testbed.admin()
     ns, sa = "nodewatch", "partial-viewer"
     admin.create_or_get(f"/api/v1/namespaces/{ns}/serviceaccounts",
@@ -198,22 +244,10 @@ def test_a_role_without_one_resource_makes_only_that_stream_forbidden(testbed, r
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
         "metadata": {"name": "nodewatch-leases-partial", "namespace": "kube-node-lease"}, "subjects": subject,
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "nodewatch-leases"}})
-    token: list[str] = []
-
-    def sa_token() -> bool:  # the token controller creates the ServiceAccount's secret
-        try:
-            secrets = admin.get(f"/api/v1/namespaces/{ns}/serviceaccounts/{sa}").get("secrets") or []
-            if secrets:
-                data = admin.get(f"/api/v1/namespaces/{ns}/secrets/{secrets[0]['name']}")["data"]
-                token.append(base64.b64decode(data["token"]).decode())
-        except ApiStatus:
-            return False
-        return bool(token)
-
-    assert _until(sa_token)
+    token = _service_account_token(admin, ns, sa)
     admin.close()
     cfg = testbed.dir / "partial.kubeconfig"
-    cfg.write_text(yaml.safe_dump(kubeconfig(testbed.server, testbed.pki.ca_cert.read_bytes(), token[0], sa)))
+    cfg.write_text(yaml.safe_dump(kubeconfig(testbed.server, testbed.pki.ca_cert.read_bytes(), token, sa)))
     cfg.chmod(0o600)
     src = LiveSource(Settings(), kubeconfig=str(cfg), cert_cache_dir=str(testbed.dir / "certcache-partial"))
     src.start()
