@@ -26,7 +26,7 @@ the process RSS and the size of every container of the state are printed.
 "Flat" means: after the warm-up sample, no container grows with time, only with the fleet:
 per-node maps hold at most the nodes that exist, stored events at most those the cluster still
 has, and RSS grows by at most a few percent. ``check`` states those bounds; the scaled-down
-test (``tests/test_soak.py``) asserts them.
+test (``tests/sim/test_soak.py``) asserts them.
 """
 
 from __future__ import annotations

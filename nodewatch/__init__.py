@@ -1,6 +1,6 @@
 """nodewatch: is every node of a Kubernetes fleet still alive?
 
-Layers (enforced by tests/test_layers.py):
+Layers (enforced by tests/project/test_layers.py):
 
 - ``nodewatch.core``: Kubernetes objects -> per-node heartbeat state, the lifecycle rules. No UI.
 - ``nodewatch.sources``: live cluster, recording, replay and demo feeds into the core. No UI.

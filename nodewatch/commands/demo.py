@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from .common import add_demo_arguments, add_settings_arguments, open_recorder, say_recording_stopped, settings_from_args
-from .metrics_options import MetricsServices, add_metrics_arguments
 from .dashboard import add_dashboard_arguments, run_app
+from .metrics_options import MetricsServices, add_metrics_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

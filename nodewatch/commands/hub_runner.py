@@ -90,10 +90,10 @@ class HubRunner:
             self.metrics = services
 
     def _open_doors(self) -> None:
-        from .common import CommandError
         from ..frontdoor.background import DoorThread
         from ..frontdoor.doors import open_doors
         from ..frontdoor.viewer import default_viewer_command
+        from .common import CommandError
 
         self._door_thread = DoorThread()
         try:
@@ -143,8 +143,8 @@ def _source(args: argparse.Namespace, settings: Settings) -> Any:
     if specs is not None:
         return HubMultiSource(specs, settings, cert_cache_dir=args.cert_cache_dir,
                               probe_kubelet_tls=args.probe_kubelet_tls, kubelet_metrics=args.kubelet_metrics)
-    from ..sources.live import KubeconfigError
     from ..hub.live import HubLiveSource
+    from ..sources.live import KubeconfigError
 
     try:
         return HubLiveSource(settings, kubeconfig=args.kubeconfig, context=args.context,

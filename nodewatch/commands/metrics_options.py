@@ -69,9 +69,9 @@ class MetricsServices:
         return bool(getattr(self.args, "metrics", None) or getattr(self.args, "alertmanager", None))
 
     def start(self) -> "MetricsServices":
-        from .common import CommandError
         from ..metrics.sample import take_sample
         from ..metrics.server import MetricsServer, parse_address
+        from .common import CommandError
 
         args = self.args
         nodes = getattr(args, "metrics_nodes", NODES_ALL)

@@ -24,7 +24,6 @@ import signal
 import sys
 import threading
 import time
-
 from typing import Any
 
 from ..core.text import safe

@@ -32,11 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..core.history import sample_recording
     from ..core.incident_report import RecordingInfo, build_report
-    from ..core.report_render import to_html, to_markdown
     from ..core.multi import MultiFleet
+    from ..core.report_render import to_html, to_markdown
     from ..core.timeutil import parse_when
-    from ..sources.replay.index import EventIndex
     from ..sources.recording import RecordingError
+    from ..sources.replay.index import EventIndex
 
     fmt = "markdown"
     if args.output:

@@ -26,7 +26,6 @@ from ..core.multi import MultiFleet
 from ..core.rules import NodeState
 from ..core.text import safe
 from ..core.timeutil import format_time, parse_when
-from .status_output import OutputError, add_output_arguments, nodes_shown, output_of, watch, write_answer
 from .common import (
     add_live_arguments,
     add_multi_arguments,
@@ -36,6 +35,7 @@ from .common import (
     live_source_from_args,
     settings_from_args,
 )
+from .status_output import OutputError, add_output_arguments, nodes_shown, output_of, watch, write_answer
 
 LIST_WAIT = 30.0
 """Seconds ``status`` waits for the initial lists when ``--wait`` is not given."""

@@ -14,8 +14,8 @@ from .common import (
     say_recording_stopped,
     settings_from_args,
 )
-from .metrics_options import MetricsServices, add_metrics_arguments
 from .dashboard import add_dashboard_arguments, run_app
+from .metrics_options import MetricsServices, add_metrics_arguments
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -38,7 +38,6 @@ from .rules import (
 from .settings import taint_queued_in_the_flip_pass
 from .views import AT_RISK_STATES, FleetView, LeaseTrack, NodeView, WatchHealth, ZoneView
 
-
 _NOT_YET_JUDGED = (NodeState.READY, NodeState.LATE, NodeState.OVERDUE)
 """The states a lease or probe age alone gives: what a node without a Ready condition is not."""
 
@@ -146,7 +145,7 @@ class Evaluator:
         The hot loop of a rebuild (65,000 calls on the first frame and again when the Nodes are in).
         The common case, a Ready node judged by a trusted lease, without taints, cordon, pressure or
         network trouble (or its placeholder), takes ``_plain_view``; every other node the whole
-        judgement of ``_judged_view``. Both build the same view (tests/test_evaluation_paths.py)."""
+        judgement of ``_judged_view``. Both build the same view (tests/core/test_evaluation_paths.py)."""
         st = self.store
         rec = st.nodes.get(name)
         if rec is None:
@@ -200,7 +199,7 @@ class Evaluator:
         else:
             since = rec.conditions.last_transition("Ready")
             causes = ()
-        # positional, in NodeView's field order (tests/test_evaluation_paths.py keeps it)
+        # positional, in NodeView's field order (tests/core/test_evaluation_paths.py keeps it)
         return NodeView(name, profile.zone, state, ready, observed, duration, grace, track.skew, None, rec.taints,
                         rec.unschedulable, (), False, cert_not_after, profile.kubelet_version, causes, since, nxt, math.inf,
                         profile.exclude_disruption or rec.awaited, self.cluster)
@@ -334,7 +333,7 @@ class Evaluator:
         else:
             sort_deadline = since if since is not None else math.inf
         profile = rec.profile
-        # positional, in NodeView's field order (tests/test_evaluation_paths.py keeps it)
+        # positional, in NodeView's field order (tests/core/test_evaluation_paths.py keeps it)
         return NodeView(name, profile.zone, state, ready, observed, duration, grace, track.skew if track else None,
                         deadline, taints, rec.unschedulable, pressure, network_unavailable, cert_not_after,
                         profile.kubelet_version, causes, since, nxt, sort_deadline,
@@ -595,7 +594,7 @@ def _swap(order: SortedKeyList, old: NodeView, new: NodeView, hints: dict[str, i
     used only when the live list holds ``old`` itself at that place, so a stale one costs a bisect
     of the key, never a wrong write. Leans on sortedcontainers' layout (``_maxes``, ``_keys``,
     ``_lists``, unchanged since 2.0; pinned <3 in pyproject.toml) and falls back to the public
-    calls if the list does not look as expected (tests/test_fleet_state.py runs both paths and the
+    calls if the list does not look as expected (tests/core/test_fleet_state.py runs both paths and the
     list's own ``_check``)."""
     name = old.name
     lists = getattr(order, "_lists", None)

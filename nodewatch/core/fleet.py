@@ -169,7 +169,7 @@ class FleetState:
         return self.queries.batch()
 
     # --- the store's fields, read-only: for the core's own tools, tests and benchmarks. Readers
-    # outside the core ask the methods above (tests/test_layers.py); nothing writes through here.
+    # outside the core ask the methods above (tests/project/test_layers.py); nothing writes through here.
     @property
     def lock(self) -> threading.RLock:
         return self.store.lock

@@ -6,7 +6,7 @@
 written only by itself) and ``queries.Queries`` (no fields: it reads both under the lock). Until
 this session the four were mixins of one object over 26 shared fields, and which part wrote which
 field could only be found by reading all five files. Readers outside the core use ``FleetState``'s
-methods and the published views, never these fields (tests/test_layers.py keeps it so).
+methods and the published views, never these fields (tests/project/test_layers.py keeps it so).
 """
 
 from __future__ import annotations

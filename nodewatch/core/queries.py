@@ -3,20 +3,20 @@ and timeline, counts, and what the sources need to decide what to watch.
 
 Every answer is a copy or an immutable record, taken under the state's lock: readers (the UI
 thread, ``status``, the sources) never hold the lock while they draw, and never touch the state's
-fields (tests/test_layers.py checks that no module outside the core does).
+fields (tests/project/test_layers.py checks that no module outside the core does).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from contextlib import AbstractContextManager
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 
 from .evaluation import Evaluator
 from .fleet_data import Store
 from .objects import EventRecord, NodeRecord, PodRecord
-from .rules import effective_taints, process_pod_on_node, noexecute_taints, pod_eviction_at
+from .rules import effective_taints, noexecute_taints, pod_eviction_at, process_pod_on_node
 from .views import (
     AT_RISK_STATES,
     PROBLEM_NOTICE,
@@ -26,7 +26,6 @@ from .views import (
     PodView,
     Problem,
 )
-
 
 MAX_TAINTS_IN_TIMELINE = 32
 """A hostile node may carry thousands of taints: the timeline takes the first few."""

@@ -10,7 +10,6 @@ rescan 65,000 label sets.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
 from typing import TYPE_CHECKING
 
 from .views import NodeView

@@ -16,7 +16,7 @@ from .views import FleetView, NodeDetails, Problem
 class FleetReader(Protocol):
     """Every question a reader (the dashboard, the fleet history, the label search) may ask of the
     fleet. ``FleetState`` answers them from watch events; a hub viewer's ``ViewerState`` answers
-    them from the hub's frames. tests/test_layers.py checks that both implement all of it, and that
+    them from the hub's frames. tests/project/test_layers.py checks that both implement all of it, and that
     the UI asks nothing else."""
 
     def evaluate(self, now: float) -> FleetView:

@@ -98,7 +98,7 @@ class NodeView(msgspec.Struct, frozen=True, gc=False):
     for a renewal). Not tracked by the garbage collector (``gc=False``: a view holds only strings,
     numbers, enums and tuples of frozen records, never a cycle), so 65,000 of them add nothing to a
     collection's pause. Fields in this order: the evaluator and the hub's codec build views
-    positionally (tests/test_evaluation_paths.py keeps the order)."""
+    positionally (tests/core/test_evaluation_paths.py keeps the order)."""
 
     name: str
     zone: str

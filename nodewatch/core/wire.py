@@ -12,7 +12,7 @@ back to the forgiving dict readers of ``objects.py`` for that page or line (``Wi
 paths give the same records and the same reports.
 
 Both record builders here and the dict readers in ``objects.py`` produce the same ``NodeRecord``
-and ``LeaseRecord``; tests/test_decode.py checks that they agree field by field.
+and ``LeaseRecord``; tests/sources/test_decode.py checks that they agree field by field.
 """
 
 from __future__ import annotations

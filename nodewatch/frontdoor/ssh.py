@@ -26,9 +26,9 @@ from pathlib import Path
 import asyncssh
 
 from ..loop_thread import keep
+from .child_guard import parent_environment
 from .files import host_key
 from .listen import parse_listen
-from .child_guard import parent_environment
 from .pty_child import PtyChild
 from .viewer import CommandFor, KeyOptionError
 

@@ -79,7 +79,7 @@ HANDSHAKE_SECONDS = 10.0
 TLS_READ_BUFFER = 16 * 1024
 """The read buffer of each TLS connection (one TLS record). asyncio allocates 256 KiB for every
 accepted TLS connection before its handshake (``sslproto.SSLProtocol.max_size``): 1,000 idle or
-half-open connections cost the hub 300 MB (tests/test_hub_hostile.py measured it); with one
+half-open connections cost the hub 300 MB (tests/hub/test_hub_hostile.py measured it); with one
 record's worth, ~64 MB (the rest is OpenSSL's own, per connection until its handshake ends). Set on asyncio's class when the hub opens its TCP listener: the
 only asyncio TLS server in a hub's process (its API client is urllib3)."""
 REFUSAL_LOG_SECONDS = 10.0

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import threading
 import time
-from sys import intern
 from dataclasses import dataclass, field
+from sys import intern
 from typing import Any
 
 from sortedcontainers import SortedKeyList
@@ -31,9 +31,9 @@ from sortedcontainers import SortedKeyList
 from ..core.fleet_data import sort_key
 from ..core.format import clock_time
 from ..core.multi import merged_order
+from ..core.objects import PodRecord
 from ..core.rules import NodeState
 from ..core.settings import Settings
-from ..core.objects import PodRecord
 from ..core.views import PROBLEM_NOTICE, ClusterView, FleetView, NodeDetails, NodeView, Problem, WatchHealth, ZoneView
 from .codec import WireError, from_wire, view_from_wire
 

@@ -3,7 +3,7 @@
 (what ``--alertmanager`` pushes without a Prometheus).
 
 ``deploy/prometheus/nodewatch-rules.yaml`` and the PrometheusRule beside it are written from
-``RULES`` (``python -m nodewatch.metrics.alerts``); tests/test_metrics_rules.py checks the files
+``RULES`` (``python -m nodewatch.metrics.alerts``); tests/metrics/test_metrics_rules.py checks the files
 are what this module writes and runs ``promtool test rules`` on them.
 
 Why these: kubernetes-mixin's KubeNodeNotReady waits ``for: 15m`` on the Ready condition, which
@@ -246,7 +246,7 @@ def prometheus_rule_manifest() -> dict:
 
 
 HEADER = ("# Written by `python -m nodewatch.metrics.alerts` from nodewatch/metrics/alerts.py: edit that, not this.\n"
-          "# Tested by tests/test_metrics_rules.py (promtool test rules).\n")
+          "# Tested by tests/metrics/test_metrics_rules.py (promtool test rules).\n")
 
 
 def render(doc: dict) -> str:

@@ -7,8 +7,8 @@ from typing import Callable
 
 from ..core import rules
 from . import objects, pki
-from .schedule import PRIO_CONTROLLER
 from .objects import fmt_time
+from .schedule import PRIO_CONTROLLER
 from .shapes import SimNode, make_uid, public_copy, rand_suffix
 from .world import SimWorld
 

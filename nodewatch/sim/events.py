@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from . import objects
-from .schedule import PRIO_CONTROLLER
 from .objects import fmt_time
+from .schedule import PRIO_CONTROLLER
 from .shapes import SimNode, SimPod, make_uid, public_copy
 from .world import SimWorld
 

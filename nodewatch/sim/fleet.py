@@ -54,7 +54,7 @@ from .shapes import (
     pod_object,
     zones_for,
 )
-from .world import Sink, SimWorld
+from .world import SimWorld, Sink
 
 WARMUP = 60.0
 """Virtual seconds simulated before ``start`` even for a scenario without history."""

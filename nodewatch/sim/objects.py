@@ -1,7 +1,7 @@
 """The one builder of Kubernetes objects (plain dicts, as the API server returns them).
 
 The simulator renders its records with these (``shapes``, ``events``, ``csrs``), the tests build
-their hand-made fleets with them (``tests/factories.py``) and the benchmarks their production-sized
+their hand-made fleets with them (``tests/support/factories.py``) and the benchmarks their production-sized
 Nodes (``bench/objects.py``), so a field the API writes in one shape is written the same way
 everywhere. Times are floats (seconds since the epoch), written as ``metav1.Time`` (whole seconds)
 or, for a Lease's ``renewTime``, ``metav1.MicroTime``. Optional parts are left out when not given,

@@ -23,14 +23,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .build_common import (
-    component_builder,
-    stamp_version,
     DEBIAN_VERSION,
     Binaries,
     BuildError,
     Progress,
     Shared,
     built_in,
+    component_builder,
     fetch_wheel,
     go_steps,
     gopath_env,
@@ -38,6 +37,7 @@ from .build_common import (
     record_built,
     run,
     run_steps,
+    stamp_version,
     unpack_wheel,
 )
 

@@ -23,13 +23,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .build_common import (
-    component_builder,
-    stamp_version,
     Binaries,
     BuildError,
     Progress,
     Shared,
     built_in,
+    component_builder,
     list_versions,
     minor_of,
     module_env,
@@ -38,6 +37,7 @@ from .build_common import (
     record_built,
     run,
     run_steps,
+    stamp_version,
 )
 
 KUBERNETES_MODULE = "k8s.io/kubernetes"

@@ -21,8 +21,6 @@ Scenario verbs: ``stop`` (SIGKILL: the process is gone, as a crashed kubelet), `
 
 from __future__ import annotations
 
-from functools import partial
-
 import os
 import select
 import shutil
@@ -32,6 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import yaml

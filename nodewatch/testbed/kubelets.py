@@ -39,8 +39,8 @@ import urllib3
 
 from ..core import rules
 from ..sim import scenarios as sim_scenarios
-from ..sim.kubelet import RENEW_INTERVAL, RENEW_JITTER, REPORT_PERIOD, SYNC_PERIOD, desired_conditions
 from ..sim.catalogue import POOLS
+from ..sim.kubelet import RENEW_INTERVAL, RENEW_JITTER, REPORT_PERIOD, SYNC_PERIOD, desired_conditions
 from ..sim.objects import fmt_micro, fmt_time
 from ..sim.shapes import (
     DAY,

@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterable
 from rich.text import Text
 from textual import on
 from textual.app import App, ComposeResult, SystemCommand
-from textual.css.query import NoMatches
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.widgets import Footer, Input
+from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
+from textual.widgets import Footer, Input
 from textual.worker import Worker, WorkerState
 
 from ..config import UserConfig, remember_theme, remembered_theme
@@ -36,6 +36,7 @@ from ..core.search import LabelSearch
 from ..core.source import Source
 from ..core.text import safe
 from ..core.views import FleetView
+from .ascii import AsciiFilter
 from .cells import RowContext
 from .cluster_strip import ClusterStrip, cluster_text, wall_cluster_text
 from .commands import NodewatchCommands
@@ -47,10 +48,8 @@ from .keymap import keymap_path, load_keymap
 from .messages import NodeChosen
 from .problems import ProblemsScreen
 from .replay_bar import NextChange, ReplayBar
+from .rows import COLUMN_KEYS, NOT_READY, WALL_COLUMNS, RowQuery, cordoned_count, select_rows, state_slice, with_cluster
 from .source_actions import SourceActions
-from .rows import (COLUMN_KEYS, NOT_READY, WALL_COLUMNS, RowQuery, cordoned_count, select_rows, state_slice,
-                   with_cluster)
-from .ascii import AsciiFilter
 from .terminal import MODERN, Terminal
 from .theme import ANSI_THEMES, Palette, palette_16, palette_from_variables
 from .timeline import FleetTimeline, history_for, live_span

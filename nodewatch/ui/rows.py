@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass, replace
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ..core.format import version_key

@@ -14,11 +14,11 @@ from textual.widgets import Digits, Static
 
 from ..core.rules import NodeState
 from ..core.views import FleetView
-from .fleet_table import FleetTable
 from .cells import CORDON_MARK
+from .cluster_strip import ClusterStrip
+from .fleet_table import FleetTable
 from .rows import WALL_COLUMNS, cordoned_count
 from .theme import Palette
-from .cluster_strip import ClusterStrip
 from .zone_strip import ZoneStrip
 
 STATES_BY_RANK = tuple(sorted(NodeState, key=lambda s: s.rank))

@@ -22,10 +22,10 @@ import subprocess
 import sys
 import threading
 import time
-
-import pytest
 from dataclasses import dataclass, field
 from datetime import datetime
+
+import pytest
 
 from nodewatch.core.outlook import TaintWindow, outlook_in, window_in
 from nodewatch.core.rules import NodeState, ZoneState

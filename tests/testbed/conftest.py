@@ -24,7 +24,6 @@ from campaign import APISERVER_FLAGS, CONTROLLER_FLAGS, Observed, run_campaign
 from nodewatch.testbed.build import ensure_built
 from nodewatch.testbed.controlplane import down, up
 
-
 DEFAULT_VERSIONS = ("1.20", "latest")
 
 

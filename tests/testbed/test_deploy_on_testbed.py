@@ -3,7 +3,7 @@
 ServiceAccount token the real server minted (TokenRequest, what a pod's projected token is) for the
 `nodewatch` ServiceAccount reads the whole fleet through the shipped RBAC, and nothing more; and a
 hub started as the Deployment's pod starts it (in-cluster configuration only, the minted token in a
-projected-volume directory, ``tests/in_pod.py``) watches the fleet on that token, and goes on when
+projected-volume directory, ``tests/support/in_pod.py``) watches the fleet on that token, and goes on when
 the kubelet writes a newly minted one.
 """
 
@@ -14,13 +14,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 import yaml
-from urllib.parse import urlparse
 
-from in_pod import FLEET_STREAMS, hub_in_pod, kubelet_writes
-from simserver import free_port, wait_until
+from nodewatch.testbed.kubelets import TestbedFleet
+from support.in_pod import FLEET_STREAMS, hub_in_pod, kubelet_writes
+from support.simserver import free_port, wait_until
 
 pytestmark = pytest.mark.testbed
 
@@ -93,7 +94,18 @@ def test_a_minted_service_account_token_reads_the_fleet_and_nothing_more(testbed
     assert len(listed["nodes"]) == len(nodes)
 
 
-def test_a_hub_in_a_pod_watches_the_fleet_on_a_minted_token(testbed, tmp_path):
+@pytest.fixture(scope="module")
+def renewing(testbed):
+    """Three renewing nodes of their own zone: the hub must have a Ready node to open (the
+    campaign's nodes, when it ran first, may all be cut off by now; alone, there are none)."""
+    fleet = TestbedFleet(testbed.admin(), layout=[("eu-north-1", "eu-north-1a")] * 3, seed=11, pods_per_node=1,
+                         version=testbed.version)
+    fleet.setup()
+    yield fleet
+    fleet.stop()
+
+
+def test_a_hub_in_a_pod_watches_the_fleet_on_a_minted_token(testbed, renewing, tmp_path):
     """The Deployment's hub, but for its image: KUBERNETES_SERVICE_HOST/PORT, the token and the
     CA in a projected-volume directory, no kubeconfig. Every stream it needs (nodes, leases in
     kube-node-lease, CSRs) lists and watches through the shipped RBAC; then a second minted token

@@ -6,13 +6,12 @@ opens works with it, and nothing it could write is allowed.
 
 from __future__ import annotations
 
-
 import pytest
-from simserver import wait_until
 
 from nodewatch.core.settings import Settings
 from nodewatch.sources.live import LiveSource
 from nodewatch.testbed.api import ApiStatus
+from support.simserver import wait_until
 
 pytestmark = [pytest.mark.testbed, pytest.mark.timeout(900)]
 

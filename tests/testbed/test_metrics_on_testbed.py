@@ -20,10 +20,10 @@ import time
 
 import pytest
 from campaign import GRACE, TOLERATION
-from metrics_support import HAVE_ALL, mixin_page, prometheus_and_alertmanager, series_count
-from simserver import free_port, wait_until
 
 from nodewatch.testbed.kubelets import TestbedFleet
+from support.metrics_support import HAVE_ALL, mixin_page, prometheus_and_alertmanager, series_count
+from support.simserver import free_port, wait_until
 
 pytestmark = [pytest.mark.testbed, pytest.mark.timeout(600),
               pytest.mark.skipif(not HAVE_ALL, reason="needs Debian's prometheus and prometheus-alertmanager")]

@@ -13,7 +13,6 @@ import threading
 import time
 
 import pytest
-from simserver import wait_until
 import yaml
 from campaign import GRACE, TOLERATION
 
@@ -26,6 +25,7 @@ from nodewatch.sources.reflector import CSRS, NODES, Reflector
 from nodewatch.testbed.api import ApiStatus
 from nodewatch.testbed.controlplane import kubeconfig, restart_apiserver
 from nodewatch.testbed.kubelets import TestbedFleet
+from support.simserver import wait_until
 
 pytestmark = [pytest.mark.testbed, pytest.mark.timeout(900)]
 

@@ -12,6 +12,7 @@ import math
 
 import pytest
 from campaign import (
+    EVICTION_RATE,
     GRACE,
     LATENCY,
     MONITOR,
@@ -19,13 +20,12 @@ from campaign import (
     TRUNC,
     Observed,
     entering_pass,
-    taint_request_ignored,
-    EVICTION_RATE,
     kept_in_master_disruption,
-    taint_queued,
     monitor_visits,
     parse_time,
     ready_condition,
+    taint_queued,
+    taint_request_ignored,
     taints_of,
 )
 

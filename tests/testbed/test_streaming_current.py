@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 
 import pytest
-from simserver import wait_until
 
 from nodewatch.core.settings import Settings
 from nodewatch.sources.live import LiveSource
+from support.simserver import wait_until
 
 pytestmark = [pytest.mark.testbed, pytest.mark.timeout(900)]
 

@@ -21,13 +21,13 @@ import time
 
 import orjson
 import pytest
-from simserver import wait_until
 
 from nodewatch.core.settings import Settings
 from nodewatch.sources.kubeconfig import ApiError, Connection
 from nodewatch.sources.live import LiveSource
 from nodewatch.sources.reflector import CSRS, INITIAL_EVENTS_END, Reflector
 from nodewatch.testbed.kubelets import TestbedFleet
+from support.simserver import wait_until
 
 pytestmark = [pytest.mark.testbed, pytest.mark.timeout(900)]
 

@@ -6,9 +6,8 @@ patches and flags, the PKI, and stopping processes by pid are checked here witho
 
 from __future__ import annotations
 
-import os
-
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -178,7 +177,7 @@ def test_a_recorded_process_that_ended_says_how(tmp_path):
     """The testbed's "exited during startup" names the exit status or the signal."""
     import signal as _signal
 
-    from simserver import wait_until
+    from support.simserver import wait_until
 
     processes.start(tmp_path, "quits", ["/bin/sh", "-c", "exit 3"])
     wait_until(lambda: "quits" not in processes.running(tmp_path))
@@ -358,7 +357,7 @@ def test_a_process_started_through_a_launcher_is_recorded_as_its_program(tmp_pat
     started = processes.start(tmp_path, "hollow-x", ["/bin/sh", "-c", 'exec "$@"', "sh", "/bin/sleep", "30"],
                               program="/bin/sleep")
     try:
-        from simserver import wait_until
+        from support.simserver import wait_until
 
         wait_until(lambda: processes.running(tmp_path) == {"hollow-x": started.pid})
         assert started.argv0 == "/bin/sleep"

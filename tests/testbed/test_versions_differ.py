@@ -10,7 +10,7 @@ re-tainted with a fresh ``timeAdded`` (1.20.2's ``SetRemove`` bug, fixed by kube
 from __future__ import annotations
 
 import pytest
-from campaign import OWN_TOLERATION, TOLERATION, Observed, noexecute, nodes_in_role, parse_time
+from campaign import OWN_TOLERATION, TOLERATION, Observed, nodes_in_role, noexecute, parse_time
 
 from nodewatch.core.rules import TAINT_UNREACHABLE
 

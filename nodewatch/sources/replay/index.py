@@ -34,8 +34,8 @@ import orjson
 from ...core.objects import NodeRecord
 from ...core.settings import Settings
 from ...core.views import WatchHealth
-from ..kubectl_format import iter_entries as kubectl_entries
 from ..kubectl_format import iter_blocks, looks_like_kubectl
+from ..kubectl_format import iter_entries as kubectl_entries
 from ..line_guards import DuplicateFilter, TimeFrame
 from ..recording import (
     Entry,
@@ -45,8 +45,16 @@ from ..recording import (
     open_binary,
     parse_header,
 )
-from .clusters import (RecordedCluster, ReplayState, header_settings, misplaced, new_state, recorded_clusters,
-                       settings_payload_of, target)
+from .clusters import (
+    RecordedCluster,
+    ReplayState,
+    header_settings,
+    misplaced,
+    new_state,
+    recorded_clusters,
+    settings_payload_of,
+    target,
+)
 from .frozen import FreezeHold
 from .lines import parse, stamp, stamp_parsed
 

@@ -31,8 +31,8 @@ from ...core.ingest import writes_follow_renewals
 from ...core.settings import Settings
 from ...core.timeutil import parse_when
 from ..columnar import Supersession
-from ..kubectl_format import iter_entries as kubectl_entries
 from ..kubectl_format import iter_blocks, looks_like_kubectl, sort_entries
+from ..kubectl_format import iter_entries as kubectl_entries
 from ..line_guards import EARLY_SLACK, DuplicateFilter, TimeFrame
 from ..recording import (
     Entry,
@@ -42,11 +42,19 @@ from ..recording import (
     open_binary,
     parse_header,
 )
-from .clusters import (RecordedCluster, ReplayState, cluster_settings, header_settings, misplaced, new_state,
-                       recorded_clusters, target)
+from ..segments import SegmentWindow
+from .clusters import (
+    RecordedCluster,
+    ReplayState,
+    cluster_settings,
+    header_settings,
+    misplaced,
+    new_state,
+    recorded_clusters,
+    target,
+)
 from .index import OUT_OF_ORDER_REPORT, apply_entry, learn_version
 from .lines import object_fits, parse, parse_decoded, plain_line
-from ..segments import SegmentWindow
 from .superseded import Deferred, Superseded, deferred
 
 REORDER_WINDOW = 30.0

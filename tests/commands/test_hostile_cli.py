@@ -1,0 +1,136 @@
+"""``status`` and the dashboard on hostile or empty input: no good news from an empty answer,
+JSON as safe to ``cat`` as the table, and a recording's damaged lines shown in the dashboard too."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodewatch.cli import main
+from nodewatch.core.report import terminal_safe_json
+from nodewatch.core.timeutil import format_time
+from nodewatch.ui.app import NodewatchApp
+from support.factories import T0, event, lease, node
+from support.simserver import TinyFleet, running_server
+
+STEERING = ["\x9b31m", "\x9d0;x\x9c", "\x85", "\u202e", "\u2066", "\u200b", "\u200d", "\ufeff", "\u2028", "\x7f",
+            "\x1b[2J", "\U000e0001", "\u00ad"]
+
+
+def header(started: float = T0) -> bytes:
+    return orjson.dumps({"nodewatch_recording": 1, "started_at": format_time(started), "source": {"name": "x"},
+                         "settings": {"server_version": "v1.33.0"}})
+
+
+def write(tmp_path, lines: list[dict]) -> str:
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(b"\n".join([header()] + [orjson.dumps(d) for d in lines]) + b"\n")
+    return str(path)
+
+
+def status(capsys, *args: str) -> tuple[int, str, str]:
+    rc = main(["status", *args])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def hostile_recording(tmp_path) -> str:
+    name = "n" + "".join(STEERING)
+    return write(tmp_path, [
+        {"t": T0, "resource": "nodes", "type": "ADDED", "object": node(name, zone="z" + "".join(STEERING),
+                                                                       reason="".join(STEERING)), "list": True},
+        {"t": T0, "resource": "leases", "type": "ADDED", "object": lease(name, T0)},
+        {"t": T0 + 1, "resource": "events", "type": "ADDED",
+         "object": event("e1", name, "".join(STEERING), "".join(STEERING), T0)},
+    ])
+
+
+# --- empty answers ---------------------------------------------------------------------------------
+
+
+def test_a_recording_with_a_header_and_no_events_is_an_error(tmp_path, capsys):
+    rc, out, err = status(capsys, "--replay", write(tmp_path, []))
+    assert rc == 2 and "no usable events" in err and out == ""
+
+
+def test_a_moment_without_nodes_is_an_error_that_says_so(tmp_path, capsys):
+    path = write(tmp_path, [{"t": T0, "resource": "leases", "type": "ADDED", "object": lease("a", T0)},
+                            {"t": T0 + 30, "resource": "leases", "type": "MODIFIED", "object": lease("a", T0 + 30)}])
+    rc, _, err = status(capsys, "--replay", path, "--format", "json")
+    assert rc == 2 and "no nodes in" in err
+
+
+@pytest.mark.parametrize("at", ["-60", "+3600", format_time(T0 - 1), format_time(T0 + 3600)])
+def test_at_outside_the_recording_is_an_error(tmp_path, capsys, at):
+    path = write(tmp_path, [{"t": T0, "resource": "nodes", "type": "ADDED", "object": node("a"), "list": True},
+                            {"t": T0 + 30, "resource": "leases", "type": "ADDED", "object": lease("a", T0 + 30)}])
+    rc, out, err = status(capsys, "--replay", path, f"--at={at}")
+    assert rc == 2 and ("before the recording" in err or "after the recording" in err) and out == ""
+
+
+def test_a_demo_without_nodes_is_an_error(capsys):
+    rc, _, err = status(capsys, "--demo", "--nodes", "0")
+    assert rc == 2 and "node" in err
+
+
+def test_a_live_cluster_that_really_has_no_nodes_says_so(tmp_path, capsys):
+    with running_server(tmp_path, fleet=TinyFleet(nodes=0)) as srv:
+        rc, out, err = status(capsys, "--kubeconfig", str(srv.kubeconfig_path), "--wait", "20",
+                              "--cert-cache-dir", str(tmp_path / "c"))
+    assert rc == 0 and "the cluster has no nodes" in err and "no nodes" in out
+
+
+# --- terminal-safe JSON ----------------------------------------------------------------------------
+
+
+def test_status_json_escapes_every_steering_character(tmp_path, capsys):
+    rc, out, _ = status(capsys, "--replay", hostile_recording(tmp_path), "--format", "json")
+    assert rc in (0, 1)
+    bad = [c for c in out if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") and c != "\n"]
+    assert not bad, bad
+    doc = json.loads(out)
+    assert doc["nodes"][0]["name"] == "n" + "".join(STEERING)  # the value itself is unchanged
+    assert "\\u009b" in out and "\\u202e" in out and "\\u200b" in out
+
+
+@given(st.text())
+def test_terminal_safe_json_keeps_the_value_and_drops_every_steering_character(s):
+    data = terminal_safe_json(orjson.dumps({"k": s}))
+    assert orjson.loads(data) == {"k": s}
+    assert not [c for c in data.decode() if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp")]
+
+
+# --- the dashboard shows what the recording's reader skipped ------------------------------------
+
+
+async def test_skipped_lines_are_shown_in_the_dashboard_with_line_numbers(tmp_path, open_replay):
+    good = [{"t": T0, "resource": "nodes", "type": "ADDED", "object": node("a"), "list": True},
+            {"t": T0 + 10, "resource": "leases", "type": "ADDED", "object": lease("a", T0 + 10)}]
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b"\n".join([header(), orjson.dumps(good[0]), b'{"t": 1e308, "resource": "nodes"}',
+                                 b"garbage", orjson.dumps(good[1]), b'{"t": 12, "resou']))
+    src = open_replay(path)
+    app = NodewatchApp(src, refresh_seconds=3600, source_problems=src.problems)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        shown = "\n".join(n.message for n in app._notifications)
+    assert "line 3:" in shown and "line 4:" in shown and "line 6:" in shown
+
+
+def test_replay_hands_the_problems_to_the_dashboard(tmp_path, monkeypatch):
+    from nodewatch.ui import app as app_module
+
+    seen: dict = {}
+    monkeypatch.setenv("NODEWATCH_FORCE_TTY", "1")
+    monkeypatch.setattr(app_module, "load_keymap", lambda *a: ({}, []))
+    monkeypatch.setattr(app_module.NodewatchApp, "run", lambda self: seen.setdefault("problems", self.source_problems))
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b"\n".join([header(), b"garbage", orjson.dumps(
+        {"t": T0, "resource": "nodes", "type": "ADDED", "object": node("a"), "list": True})]) + b"\n")
+    assert main(["replay", str(path)]) == 0
+    assert any(p.startswith("line 2:") for p in seen["problems"])

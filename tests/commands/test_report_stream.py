@@ -1,0 +1,71 @@
+"""The streamed ``status`` output is byte for byte the one-piece output it replaced."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from nodewatch.core import report
+from nodewatch.core.fleet import FleetState
+from nodewatch.core.report import fleet_json, fleet_table, fleet_table_lines, terminal_safe_json, write_fleet_json
+from nodewatch.core.text import safe
+from nodewatch.sources.demo import DemoSource
+
+T0 = 1_800_000_000.0
+
+
+def _state(nodes: int) -> tuple[FleetState, float]:
+    """A demo incident a few minutes in (as ``status --demo --at +300``): states, taints, causes."""
+    demo = DemoSource(nodes=nodes, scenario="incident", seed=3)
+    now = demo.clock.now() + 300
+    demo.advance_to(now)
+    return demo.state, now
+
+
+def _streamed(state: FleetState, now: float, node: str | None) -> bytes:
+    out: list[bytes] = []
+    write_fleet_json(out.append, state, state.evaluate(now), node)
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1000])
+def test_streamed_json_is_the_one_piece_json(monkeypatch, chunk):
+    monkeypatch.setattr(report, "STREAM_CHUNK", chunk)
+    state, now = _state(40)
+    view = state.evaluate(now)
+    name = view.nodes[3].name
+    for node in (None, name, "no-such-node"):
+        whole = terminal_safe_json(orjson.dumps(fleet_json(state, view, node), option=orjson.OPT_INDENT_2))
+        assert _streamed(state, now, node) == whole
+        assert orjson.loads(whole)["nodes"] == ([] if node == "no-such-node" else orjson.loads(whole)["nodes"])
+    assert len(orjson.loads(_streamed(state, now, None))["nodes"]) == 40
+
+
+def test_streamed_json_of_an_empty_fleet_and_of_steering_characters():
+    state = FleetState()
+    view = state.evaluate(T0)
+    assert _streamed(state, T0, None) == orjson.dumps(fleet_json(state, view), option=orjson.OPT_INDENT_2)
+    state.apply("leases", "ADDED", {"metadata": {"name": "n\u202e\u0085x", "namespace": "kube-node-lease"},
+                                    "spec": {"renewTime": "2027-01-15T08:00:00.000000Z",
+                                             "leaseDurationSeconds": 40}}, T0, False)
+    state.apply("nodes", "ADDED", {"metadata": {"name": "n\u202e\u0085x"}}, T0, False)
+    view = state.evaluate(T0)
+    whole = terminal_safe_json(orjson.dumps(fleet_json(state, view), option=orjson.OPT_INDENT_2))
+    assert _streamed(state, T0, None) == whole
+    assert "\u202e".encode() not in whole and orjson.loads(whole)["nodes"][0]["name"] == "n\u202e\u0085x"
+
+
+def test_table_rows_line_up_under_their_titles():
+    state, now = _state(25)
+    view = state.evaluate(now)
+    lines = list(fleet_table_lines(state, view))
+    assert "\n".join(lines) == fleet_table(state, view)
+    header = next(i for i, ln in enumerate(lines) if ln.startswith("NODE  "))
+    rows = lines[header + 1:header + 1 + len(view.nodes)]
+    starts = [lines[header].index(t) for t in ("ZONE", "STATE", "LEASE AGE", "CAUSE")]
+    assert any(v.state.word != "Ready" for v in view.nodes)
+    for v, row in zip(view.nodes, rows):
+        assert row[:starts[0]].rstrip() == v.name  # widths from every row, the longest name included
+        assert row[starts[1]:starts[2]].strip() == f"{v.state.symbol} {v.state.word}"
+        assert row[starts[3]:] == (safe(v.cause, 120) or "-")
+    assert max(len(v.name) for v in view.nodes) + 2 == starts[0]

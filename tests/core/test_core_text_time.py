@@ -1,0 +1,83 @@
+"""Timestamps, untrusted text and certificates: the small core helpers."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nodewatch.core.certs import certificate_not_after
+from nodewatch.core.text import safe
+from nodewatch.core.timeutil import format_time, parse_time, parse_when
+from support.factories import make_cert_pem
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2026-11-29T10:00:00Z", 1795946400.0),
+    ("2026-11-29T10:00:00.123456Z", 1795946400.123456),
+    ("2026-11-29T12:00:00+02:00", 1795946400.0),
+    ("2026-11-29T10:00:00", None),          # no offset: not RFC 3339
+    ("2026-13-29T10:00:00Z", None),
+    ("", None), ("yesterday", None), (None, None), (["x"], None), ("9" * 100, None),
+])
+def test_parse_time(text, expected):
+    got = parse_time(text)
+    assert got == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_format_round_trip():
+    assert format_time(1795946400.0) == "2026-11-29T10:00:00Z"
+    assert format_time(1795946400.5, micro=True) == "2026-11-29T10:00:00.500000Z"
+    assert parse_time(format_time(1795946400.25, micro=True)) == pytest.approx(1795946400.25)
+    assert format_time(None) is None
+
+
+def test_parse_when():
+    assert parse_when("+90", 1000.0) == 1090.0
+    assert parse_when("2026-11-29T10:00:00Z", None) == 1795946400.0
+    with pytest.raises(ValueError, match="RFC 3339"):
+        parse_when("soon", 0.0)
+    with pytest.raises(ValueError, match="start time is unknown"):
+        parse_when("+5", None)
+
+
+@given(st.text(max_size=60))
+def test_parse_time_never_raises(s):
+    r = parse_time(s)
+    assert r is None or isinstance(r, float)
+
+
+@pytest.mark.parametrize("raw, shown", [
+    ("node-1", "node-1"),
+    ("[red]boom[/red]", "[red]boom[/red]"),           # markup stays literal text (the UI renders Text)
+    ("\x1b[2Jclear", "\\x1b[2Jclear"),
+    ("\x1b]52;c;ZXZpbA==\x07", "\\x1b]52;c;ZXZpbA==\\x07"),
+    ("a\u202eb", "a\\u202eb"),
+    ("zero\u200bwidth", "zero\\u200bwidth"),
+    ("line\nbreak", "line break"),
+    ("\x9b31m", "\\x9b31m"),
+])
+def test_safe_makes_escapes_visible(raw, shown):
+    assert safe(raw) == shown
+
+
+@given(st.text())
+def test_safe_output_has_no_control_characters(s):
+    out = safe(s, 80)
+    assert len(out) <= 80
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in out)
+    assert "\u202e" not in out and "\u200b" not in out
+
+
+def test_certificate_not_after_pem_and_base64():
+    pem = make_cert_pem("system:node:a", 1_900_000_000.0)
+    assert certificate_not_after(pem.decode()) == pytest.approx(1_900_000_000.0)
+    assert certificate_not_after(base64.b64encode(pem).decode()) == pytest.approx(1_900_000_000.0)
+
+
+@pytest.mark.parametrize("junk", [None, "", "not base64!!", base64.b64encode(b"nope").decode(),
+                                  "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----", 12])
+def test_certificate_not_after_junk(junk):
+    assert certificate_not_after(junk) is None

@@ -1,0 +1,101 @@
+"""No frame calls a node Late on evidence it has not received (issue 29, ``core/evidence.py``).
+
+The shape seen at 65,000 nodes against the simulated server: Leases listed with a renewTime 25 s
+old on the node's clock (the server writes no managedFields, so nothing dates the renewal), their
+kubelets alive and renewing on the watch a few seconds later. On the old code the first frame after
+the list called every one of them Late."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodewatch.core.fleet import FleetState
+from nodewatch.core.rules import NodeState
+from nodewatch.core.settings import Settings
+from support.factories import T0, lease, node
+
+BEHIND = 25.0
+"""How far behind our clock the nodes' clocks are (renewTime, heartbeats)."""
+LISTED = T0 + 1.0
+"""Receive time of the lease list's SYNCED."""
+
+
+def live_start(names: list[str], settings: Settings | None = None, written: float | None = None) -> FleetState:
+    """A state as a live start leaves it: both streams listed, Nodes Ready, their Leases listed with
+    renewTime (and heartbeat) ``BEHIND`` seconds ago on the node's clock (``written``: a server
+    write time on every Lease, ``managedFields``)."""
+    s = FleetState(settings or Settings())
+    for res in ("nodes", "leases"):
+        s.update_health(res, connected=True, synced=False, down_since=None, last_error="")
+    for n in names:
+        s.apply("nodes", "ADDED", node(n, heartbeat=T0 - BEHIND), T0 + 0.5, True)
+        s.apply("leases", "ADDED", lease(n, T0 - BEHIND, written=written), T0 + 0.5, True)
+    s.apply("nodes", "SYNCED", None, T0 + 0.6, True)
+    s.update_health("nodes", synced=True, last_activity=T0 + 0.6)
+    s.apply("leases", "SYNCED", None, LISTED, True)
+    s.update_health("leases", synced=True, last_activity=LISTED)
+    return s
+
+
+def states(s: FleetState, now: float) -> dict[str, NodeState]:
+    return {v.name: v.state for v in s.evaluate(now).nodes}
+
+
+def test_a_listed_age_on_the_nodes_clock_is_not_late_before_a_renewal_could_come():
+    s = live_start(["a", "b"])
+    first = s.evaluate(LISTED + 0.2)
+    # The old code: both Late (26 s > two renew intervals) in the first frame after the list.
+    assert [v.state for v in first.nodes] == [NodeState.READY, NodeState.READY]
+    assert all(v.lease_age(LISTED + 0.2) is None for v in first.nodes)  # "lease age unknown"
+    assert first.awaiting_renewals == 2  # the header says what is still arriving
+    # "a" renews on the watch: timed by its receipt, judged at once
+    s.apply("leases", "MODIFIED", lease("a", T0 - BEHIND + 10), LISTED + 3.0)
+    view = s.evaluate(LISTED + 3.1)
+    assert view.node("a").lease_age(LISTED + 3.1) == pytest.approx(0.1, abs=1e-6)
+    assert view.awaiting_renewals == 1
+    # one renewal interval (10 s) + margin after the list, "b" never renewed: the list's age stands
+    assert states(s, LISTED + 11.9) == {"a": NodeState.READY, "b": NodeState.READY}
+    after = s.evaluate(LISTED + 12.0)
+    assert after.node("b").state is NodeState.LATE and after.awaiting_renewals == 0
+    assert after.node("b").lease_age(LISTED + 12.0) == BEHIND + 13.0
+
+
+def test_the_api_servers_own_verdict_still_counts_while_a_lease_is_awaited():
+    s = live_start(["a"])
+    s.apply("nodes", "MODIFIED", node("a", "Unknown", heartbeat=T0 - BEHIND), LISTED + 0.1)
+    assert states(s, LISTED + 0.2) == {"a": NodeState.UNKNOWN}
+
+
+def test_a_lease_the_server_dates_is_evidence_at_once():
+    # v1.25 on, managedFields' time follows renewals: the server's clock says 26 s
+    s = live_start(["a"], Settings(server_version="v1.33.2"), written=T0 - BEHIND)
+    assert states(s, LISTED + 0.2) == {"a": NodeState.LATE}
+
+
+def test_a_one_shot_answer_judges_by_the_list_at_once():
+    s = live_start(["a"])
+    s.judge_lists_at_once()  # status: answers now and names the doubt (node_clock_note)
+    assert states(s, LISTED + 0.2) == {"a": NodeState.LATE}
+
+
+def test_a_relist_of_a_lease_seen_renewing_keeps_its_receipt_time():
+    s = live_start(["a"])
+    s.apply("leases", "MODIFIED", lease("a", T0 - BEHIND + 10), LISTED + 3.0)
+    # the watch breaks; the relist brings the same renewal back, then SYNCED again
+    s.apply("leases", "ADDED", lease("a", T0 - BEHIND + 10), LISTED + 40.0, True)
+    s.apply("leases", "SYNCED", None, LISTED + 40.0, True)
+    view = s.evaluate(LISTED + 40.1)
+    assert view.node("a").state is NodeState.LATE  # 37 s of silence on our clock: no wait for it
+    assert view.awaiting_renewals == 0
+
+
+
+def test_the_header_says_how_many_leases_are_awaited():
+    from nodewatch.ui.header import header_text
+    from nodewatch.ui.theme import DEFAULT_PALETTE as palette
+
+    s = live_start(["a", "b", "c"])
+    first = header_text("x", s.evaluate(LISTED + 0.2), LISTED + 0.2, palette, virtual=False).plain
+    assert "leases:3 awaiting a renewal" in first and "leases:ok" not in first
+    later = header_text("x", s.evaluate(LISTED + 12.0), LISTED + 12.0, palette, virtual=False).plain
+    assert "leases:ok" in later and "awaiting" not in later

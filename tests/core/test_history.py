@@ -1,0 +1,188 @@
+"""The fleet history (core/history.py): samples, node changes, marks, bounded memory, a recording."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from nodewatch.core.fleet import FleetState
+from nodewatch.core.history import HistoryRecorder, MarkKind, Sample, sample_recording
+from nodewatch.core.rules import TAINT_UNREACHABLE, NodeState, ZoneState
+from nodewatch.core.settings import Settings
+from nodewatch.core.views import RESOURCES
+from support.factories import T0, lease, node, pod, taint
+
+RECORDING = Path(__file__).parents[1] / "data" / "incident-30.jsonl.gz"
+
+
+def _fleet(n: int = 3, zone: str = "z1") -> FleetState:
+    st = FleetState(Settings())
+    for i in range(n):
+        st.apply("nodes", "ADDED", node(f"n{i}", zone=zone), T0)
+        st.apply("leases", "ADDED", lease(f"n{i}", T0), T0)
+    for r in RESOURCES:
+        st.apply(r, "SYNCED", None, T0)
+    return st
+
+
+def _renew(st: FleetState, names: list[str], t: float) -> None:
+    for name in names:
+        st.apply("leases", "MODIFIED", lease(name, t), t)
+
+
+def _set_ready(st: FleetState, names: list[str], status: str, t: float) -> None:
+    for name in names:
+        st.apply("nodes", "MODIFIED", node(name, status, transition=t), t)
+
+
+def _run(st: FleetState, rec: HistoryRecorder, t0: float, t1: float, healthy: list[str]) -> None:
+    """One sample a second; the ``healthy`` nodes renew every 10 s."""
+    t = t0
+    while t <= t1:
+        if int(t - T0) % 10 == 0:
+            _renew(st, healthy, t)
+        rec.observe(st, st.evaluate(t))
+        t += 1
+
+
+def test_a_node_going_down_is_a_run_of_changes_with_a_taint_and_an_eviction_mark():
+    st = _fleet()
+    st.apply("pods", "ADDED", pod("web-1", "n0"), T0)
+    st.apply("pods", "ADDED", pod("db-0", "n0", owner_kind="StatefulSet", owner_name="db"), T0)
+    rec = HistoryRecorder()
+    _run(st, rec, T0, T0 + 60, ["n1", "n2"])  # n0 stops renewing after T0
+    # the controller: Unknown, then the NoExecute taint, then the taint manager deletes the web pod
+    added = T0 + 61.0
+    st.apply("nodes", "MODIFIED", node("n0", "Unknown", transition=T0 + 60,
+                                       taints=[taint(TAINT_UNREACHABLE, "NoExecute", added)]), T0 + 61.2)
+    _run(st, rec, T0 + 61, T0 + 70, ["n1", "n2"])
+    st.apply("pods", "MODIFIED", pod("web-1", "n0", deleting=T0 + 101), T0 + 70.5)
+    _run(st, rec, T0 + 71, T0 + 75, ["n1", "n2"])
+
+    changes = [(c.node, c.before, c.after) for c in rec.changes]
+    assert changes == [
+        ("n0", NodeState.READY, NodeState.LATE),
+        ("n0", NodeState.LATE, NodeState.OVERDUE),
+        ("n0", NodeState.OVERDUE, NodeState.EVICTING),
+    ]
+    overdue = rec.changes[1]
+    assert overdue.stopped_renewing == T0  # the last renewal seen
+    assert overdue.at == T0 + st.settings.grace + 1  # the first sample past the (strict) grace
+    kinds = [(m.kind, m.subject, m.at) for m in rec.marks]
+    assert kinds == [(MarkKind.TAINT, "n0", T0 + 61), (MarkKind.EVICTION, "default/web-1", T0 + 71)]
+    assert rec.marks[0].happened == added
+    assert [(p.name, p.node) for p in rec.evictions] == [("web-1", "n0")]
+    assert [(p.name, p.at) for p in rec.statefulset_at_risk] == [("db-0", T0 + 61)]
+    last = rec.all_samples()[-1]
+    assert last.count(NodeState.EVICTING) == 1 and last.count(NodeState.READY) == 2
+
+
+def test_recovery_and_deletion_are_changes_too():
+    st = _fleet()
+    rec = HistoryRecorder()
+    _run(st, rec, T0, T0 + 45, ["n1", "n2"])  # n0 and... only n0 stops
+    _renew(st, ["n0"], T0 + 46)
+    st.apply("nodes", "DELETED", node("n1"), T0 + 46)
+    st.apply("nodes", "MODIFIED", node("n2", "False", reason="KubeletNotReady", message="runtime down",
+                                       transition=T0 + 46), T0 + 46)
+    rec.observe(st, st.evaluate(T0 + 47))
+    st.apply("nodes", "DELETED", node("n2"), T0 + 48)
+    rec.observe(st, st.evaluate(T0 + 48))
+    tail = [(c.node, c.before, c.after) for c in rec.changes if c.at >= T0 + 47]
+    assert ("n0", NodeState.OVERDUE, NodeState.READY) in tail
+    assert ("n2", NodeState.READY, NodeState.NOT_READY) in tail
+    assert ("n2", NodeState.NOT_READY, None) in tail  # deleted while down
+    assert not any(c.node == "n1" for c in rec.changes)  # deleted while Ready: nothing to say
+
+
+def test_a_zone_entering_partial_disruption_is_a_mark():
+    st = _fleet(4)
+    rec = HistoryRecorder()
+    rec.observe(st, st.evaluate(T0))
+    _set_ready(st, ["n0", "n1", "n2"], "Unknown", T0 + 50)
+    rec.observe(st, st.evaluate(T0 + 50))
+    zone_marks = [m for m in rec.marks if m.kind is MarkKind.ZONE]
+    assert len(zone_marks) == 1
+    assert zone_marks[0].text == "Normal -> PartialDisruption"
+    z = rec.zone_changes[-1]
+    assert z.after is ZoneState.PARTIAL and z.not_ready == 3 and z.taint_rate == 0.0  # a small zone: tainting stops
+
+
+def test_memory_is_bounded_and_a_short_outage_survives_the_merging():
+    rec = HistoryRecorder(max_samples=16)
+    ok = (0, 0, 0, 0, 0, 0, 10)
+    bad = (0, 0, 3, 0, 0, 0, 7)
+    for i in range(1000):
+        rec._add_sample(T0 + i, bad if i == 517 else ok)
+    samples = rec.all_samples()
+    assert len(samples) <= 16
+    assert rec.step >= 1000 / 16
+    assert sum(1 for s in samples if s.count(NodeState.UNKNOWN) == 3) == 1
+    assert samples[0].at == T0
+
+
+def test_next_mark_skips_the_one_it_stands_on():
+    st = _fleet(4)
+    rec = HistoryRecorder()
+    rec.observe(st, st.evaluate(T0))
+    _set_ready(st, ["n0", "n1", "n2"], "Unknown", T0 + 5)
+    rec.observe(st, st.evaluate(T0 + 5))
+    _set_ready(st, ["n0", "n1", "n2"], "True", T0 + 9)
+    rec.observe(st, st.evaluate(T0 + 9))
+    first = rec.next_mark(T0)
+    assert first is not None and first.at == T0 + 5
+    second = rec.next_mark(first.at)
+    assert second is not None and second.at == T0 + 9 and second.text == "PartialDisruption -> Normal"
+    assert rec.next_mark(second.at) is None
+
+
+def test_blind_periods_follow_the_lease_stream_health():
+    st = _fleet()
+    st.update_health("leases", connected=True, synced=True, last_activity=T0)
+    rec = HistoryRecorder()
+    rec.observe(st, st.evaluate(T0))
+    st.update_health("leases", connected=False, down_since=T0 + 1, last_error="connection refused")
+    rec.observe(st, st.evaluate(T0 + 2))
+    rec.observe(st, st.evaluate(T0 + 3))
+    st.update_health("leases", connected=True, last_activity=T0 + 4)
+    rec.observe(st, st.evaluate(T0 + 4))
+    assert len(rec.blind) == 1
+    b = rec.blind[0]
+    assert (b.start, b.end) == (T0 + 2, T0 + 4)
+    assert "connection refused" in b.reason
+
+
+def _evicted_in_file() -> set[str]:
+    """Pods the file shows getting a deletionTimestamp after its start, read without nodewatch."""
+    names = set()
+    with gzip.open(RECORDING, "rt") as f:
+        next(f)
+        for line in f:
+            d = json.loads(line)
+            if d.get("resource") == "pods" and d.get("type") == "MODIFIED" and not d.get("list"):
+                if (d["object"].get("metadata") or {}).get("deletionTimestamp"):
+                    names.add(d["object"]["metadata"]["name"])
+    return names
+
+
+def test_the_committed_recording_in_one_pass():
+    from nodewatch.sources.replay.index import EventIndex
+
+    idx = EventIndex(str(RECORDING))
+    try:
+        rec = sample_recording(idx, idx.settings(None))
+    finally:
+        idx.close()
+    assert rec.complete
+    samples = rec.all_samples()
+    assert samples[0].at == idx.start and idx.end - 1 < samples[-1].at <= idx.end and rec.end == idx.end
+    assert len(samples) == int(idx.end - idx.start) + 1  # one a second (the end shares the last second's)
+    assert all(sum(s.counts) == 30 for s in samples)
+    assert {p.name for p in rec.evictions} == _evicted_in_file()
+    assert sorted(m.subject.split("/")[1] for m in rec.marks if m.kind is MarkKind.EVICTION) == sorted(_evicted_in_file())
+    taints = [m for m in rec.marks if m.kind is MarkKind.TAINT]
+    assert [m.subject for m in taints] == ["general-euw1b-01"]
+    assert taints[0].happened is not None and taints[0].happened <= taints[0].at
+    peak = rec.peak()
+    assert isinstance(peak, Sample) and peak.down >= 7

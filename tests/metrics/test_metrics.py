@@ -1,0 +1,401 @@
+"""``--metrics`` and ``--alertmanager``: what a scrape says of the fleet, against the state's own
+views; /healthz and /readyz; OpenMetrics and TLS; the pusher's firing, resending and resolving."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from nodewatch.core.rules import NodeState
+from nodewatch.core.settings import Settings
+from nodewatch.core.views import AT_RISK_STATES
+from nodewatch.metrics.alertmanager import AlertPusher
+from nodewatch.metrics.sample import STALE_SECONDS, FleetSample, take_sample
+from nodewatch.metrics.server import MetricsServer, parse_address
+from nodewatch.sources.demo import DemoSource
+from support.hub_support import advance, demo_hub
+from support.simserver import make_fleet, running_server, wait_until
+from tests.sources.test_multi_live import three  # noqa: F401 - alpha works, beta is killed, gamma rejects us
+
+
+def _scrape(url: str, accept: str = "text/plain", context: ssl.SSLContext | None = None) -> dict:
+    req = urllib.request.Request(url + "/metrics", headers={"Accept": accept})
+    with urllib.request.urlopen(req, timeout=30, context=context) as resp:
+        text = resp.read().decode()
+    out: dict = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out.setdefault(s.name, []).append((s.labels, s.value))
+    return out
+
+
+def _by_node(series, value_of=lambda v: v):
+    return {labels["node"]: value_of(v) for labels, v in series}
+
+
+def test_a_scrape_says_what_the_state_says(tmp_path):
+    with demo_hub(tmp_path, nodes=60) as hub:
+        advance(hub, 150.0)
+        src = hub.source
+        srv = MetricsServer(src, ("127.0.0.1", 0))
+        srv.start()
+        try:
+            got = _scrape(srv.url)
+            now = src.clock.now()  # the demo's clock stands still between advances
+            view = src.state.evaluate(now)
+        finally:
+            srv.stop()
+    states = {}
+    for labels, v in got["nodewatch_node_state"]:
+        if v == 1.0:
+            assert labels["node"] not in states, "one state a node"
+            states[labels["node"]] = labels["state"]
+    assert states == {v.name: v.state.word for v in view.nodes}
+    assert len(got["nodewatch_node_state"]) == 7 * len(view.nodes)
+    ages = _by_node(got["nodewatch_node_lease_age_seconds"])
+    for v in view.nodes:
+        if v.lease_observed_at is not None:
+            assert ages[v.name] == pytest.approx(now - v.lease_observed_at)
+    assert _by_node(got["nodewatch_node_eviction_timestamp_seconds"]) == {
+        v.name: pytest.approx(v.eviction_at) for v in view.nodes if v.eviction_at is not None}
+    counts = {labels["state"]: v for labels, v in got["nodewatch_nodes"]}
+    assert counts == {s.word: float(n) for s, n in view.counts.items()}
+    risky = [v.name for v in view.nodes if v.state in AT_RISK_STATES]
+    pods = src.state.pod_records_on(risky)
+    expected = {n: float(sum(p.owner_kind == "StatefulSet" for p in pods[n])) for n in risky}
+    assert _by_node(got["nodewatch_statefulset_pods_at_risk"]) == {n: c for n, c in expected.items() if c}
+    assert any(c for c in expected.values()), "the incident puts StatefulSet pods at risk"
+    zones = {(l["zone"], l["state"]) for l, v in got["nodewatch_zone_state"] if v == 1.0}
+    assert zones == {(z.name, z.state.value) for z in view.zones}
+    assert got["nodewatch_clock_timestamp_seconds"][0][1] == pytest.approx(now)
+    assert got["nodewatch_build_info"][0][0]["version"]
+
+
+def test_a_scrape_reads_the_published_frame_and_judges_nothing():
+    """The sample is the last frame's (its time, its views); a scrape publishes nothing, so it
+    neither costs a judgement under the lock nor moves the evaluation's clock. On the old adapter
+    (evaluate at the source's clock) the published snapshot changed at every scrape."""
+    src = DemoSource(nodes=40, scenario="incident", seed=2, speed=0.0)
+    src.advance_to(src.clock.now() + 90.0)
+    frame = src.state.evaluate(src.clock.now())
+    src.advance_to(src.clock.now() + STALE_SECONDS / 2)  # the fleet moves on; the next frame is not due yet
+    sample = take_sample(src)
+    assert src.state.published() is frame, "a scrape published a snapshot of its own"
+    assert sample.at == frame.at
+    assert [(n.name, n.state) for n in sample.nodes] == [(v.name, v.state) for v in frame.nodes]
+    assert {n.name: n.lease_age for n in sample.nodes} == {
+        v.name: (None if v.lease_observed_at is None else frame.at - v.lease_observed_at) for v in frame.nodes}
+
+
+def test_a_scrape_before_the_first_frame_judges_once():
+    src = DemoSource(nodes=20, scenario="steady", seed=2, speed=0.0)
+    src.advance_to(src.clock.now() + 5.0)
+    assert src.state.published() is None
+    sample = take_sample(src)
+    assert src.state.published() is not None and sample.at == src.clock.now()
+    assert len(sample.nodes) == 20
+
+
+def test_a_scrape_with_no_frame_coming_judges_the_fleet_itself():
+    """A snapshot older than STALE_SECONDS (a headless source, a stopped screen) is not served."""
+    src = DemoSource(nodes=20, scenario="kubelet-stop", seed=2, speed=0.0)
+    frame = src.state.evaluate(src.clock.now())
+    src.advance_to(src.clock.now() + STALE_SECONDS + 1.0)
+    sample = take_sample(src)
+    assert src.state.published() is not frame and sample.at == src.clock.now()
+
+
+def test_not_ready_mode_keeps_the_aggregates_and_the_nodes_not_ready(tmp_path):
+    with demo_hub(tmp_path, nodes=60) as hub:
+        advance(hub, 150.0)
+        srv = MetricsServer(hub.source, ("127.0.0.1", 0), nodes="not-ready")
+        srv.start()
+        try:
+            got = _scrape(srv.url)
+            view = hub.source.state.evaluate(hub.source.clock.now())
+        finally:
+            srv.stop()
+    bad = {v.name for v in view.nodes if v.state is not NodeState.READY}
+    assert bad and len(bad) < len(view.nodes)
+    assert {l["node"] for l, _ in got["nodewatch_node_state"]} == bad
+    assert sum(v for _, v in got["nodewatch_nodes"]) == len(view.nodes)
+
+
+def test_openmetrics_by_accept_and_gzip(tmp_path):
+    with demo_hub(tmp_path, nodes=20) as hub:
+        srv = MetricsServer(hub.source, ("127.0.0.1", 0))
+        srv.start()
+        try:
+            req = urllib.request.Request(srv.url + "/metrics", headers={
+                "Accept": "application/openmetrics-text; version=1.0.0; charset=utf-8", "Accept-Encoding": "gzip"})
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                assert resp.headers["Content-Type"].startswith("application/openmetrics-text")
+                assert resp.headers["Content-Encoding"] == "gzip"
+                import gzip
+
+                text = gzip.decompress(resp.read()).decode()
+        finally:
+            srv.stop()
+    assert text.endswith("# EOF\n")
+    assert "# TYPE nodewatch_api_requests counter" in text or "nodewatch_blind_seconds_total" in text
+
+
+def test_tls_with_the_hubs_own_certificate(tmp_path):
+    from nodewatch.hub.tls import load_or_create
+
+    ctx, _ = load_or_create(tmp_path / "hubdir", "127.0.0.1", 0)
+    with demo_hub(tmp_path, nodes=10) as hub:
+        srv = MetricsServer(hub.source, ("127.0.0.1", 0), ssl_context=ctx)
+        srv.start()
+        try:
+            client = ssl.create_default_context(cafile=str(tmp_path / "hubdir" / "tls" / "ca.pem"))
+            got = _scrape(srv.url, context=client)
+            with pytest.raises(urllib.error.URLError):  # no CA: not trusted
+                urllib.request.urlopen(srv.url + "/healthz", timeout=10, context=ssl.create_default_context())
+        finally:
+            srv.stop()
+    assert srv.url.startswith("https://")
+    assert "nodewatch_node_state" in got
+
+
+def test_readyz_waits_for_every_stream_and_healthz_does_not(tmp_path):
+    from nodewatch.sources.live import LiveSource
+
+    with running_server(tmp_path, fleet=make_fleet(nodes=5)) as api:
+        src = LiveSource(Settings(), kubeconfig=str(api.kubeconfig_path), cert_cache_dir=str(tmp_path / "c"))
+        srv = MetricsServer(src, ("127.0.0.1", 0))
+        srv.start()
+        try:
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(srv.url + "/readyz", timeout=10)
+            assert err.value.code == 503
+            assert urllib.request.urlopen(srv.url + "/healthz", timeout=10).status == 200
+            src.start()
+            assert src.wait_synced(20)
+            wait_until(src.watching)
+            src.state.evaluate(src.clock.now())  # the frame the screen publishes each second: a scrape reads it
+            wait_until(lambda: urllib.request.urlopen(srv.url + "/readyz", timeout=10).status == 200)
+            got = _scrape(srv.url)
+            reqs = got["nodewatch_api_requests_total"][0]
+            assert reqs[1] >= 3 and got["nodewatch_api_received_bytes_total"][0][1] > 1000
+            assert {l["resource"]: v for l, v in got["nodewatch_stream_up"]}["leases"] == 1.0
+            api.go_down(timeout=10)
+            wait_until(lambda: _ready_code(srv.url) == 503, timeout=30)
+        finally:
+            srv.stop()
+            src.stop()
+
+
+def _ready_code(url: str) -> int:
+    try:
+        return urllib.request.urlopen(url + "/readyz", timeout=10).status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_parse_address():
+    assert parse_address("127.0.0.1:9910") == ("127.0.0.1", 9910)
+    assert parse_address("[::1]:0") == ("::1", 0)
+    for bad in ("9910", "host:", "host:99999", ":80"):
+        with pytest.raises(ValueError):
+            parse_address(bad)
+
+
+def test_a_bad_metrics_address_is_one_line_without_traceback(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "nodewatch", "hub", "--demo", "--dir", str(tmp_path / "h"),
+                          "--no-record", "--metrics", "nohost"], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "HOST:PORT" in out.stderr and "Traceback" not in out.stderr
+
+
+# --- the Alertmanager pusher -----------------------------------------------------------------------------
+
+
+def _samples(tmp_path, times):
+    """Samples of the demo incident at these virtual times (seconds after its start)."""
+    out = []
+    with demo_hub(tmp_path, nodes=60) as hub:
+        t0 = hub.source.clock.now()
+        for t in times:
+            advance(hub, t0 + t - hub.source.clock.now())
+            out.append(take_sample(hub.source, nodes="not-ready"))
+    return out
+
+
+def test_the_pusher_fires_resends_and_resolves_on_the_sources_clock(tmp_path):
+    posts: list[list[dict]] = []
+    pusher = AlertPusher("http://127.0.0.1:1", lambda: None, post=posts.append, resend=30.0)  # type: ignore[arg-type]
+    s0, s1, s2 = _samples(tmp_path, [150.0, 155.0, 190.0])
+    first = pusher.evaluate(s0)
+    names = {a["labels"]["alertname"] for a in first}
+    assert "NodewatchNodeEvicting" in names and "NodewatchStatefulSetPodsAtRisk" in names
+    from nodewatch.metrics.alertmanager import rfc3339
+
+    assert all(a["startsAt"] == rfc3339(s0.at) for a in first)
+    ev = next(a for a in first if a["labels"]["alertname"] == "NodewatchNodeEvicting")
+    assert "evicted at" in ev["annotations"]["description"] and ev["annotations"]["eviction_time"]
+    ss = next(a for a in first if a["labels"]["alertname"] == "NodewatchStatefulSetPodsAtRisk")
+    assert "fence" in ss["annotations"]["fencing"]
+    assert pusher.evaluate(s1) == [] or all(a["endsAt"] == rfc3339(s1.at) for a in posts[-1]
+                                             if a["labels"]["alertname"] not in names)
+    later = pusher.evaluate(s2)  # 40 s on: a resend of every alert still firing
+    assert later and len(posts) >= 2
+    still = {json.dumps(a["labels"], sort_keys=True) for a in later if a["endsAt"] > rfc3339(s2.at)}
+    assert still
+    # Everything resolved: an empty fleet fires nothing; each firing alert ends at the sample's time.
+    empty = FleetSample(s2.at + 1, (), (), (), ())
+    gone = pusher.evaluate(empty)
+    assert {json.dumps(a["labels"], sort_keys=True) for a in gone} == still
+    assert all(a["endsAt"] == rfc3339(empty.at) for a in gone)
+    assert pusher.evaluate(FleetSample(s2.at + 2, (), (), (), ())) == []
+
+
+def test_a_rule_with_for_waits_and_a_failed_post_keeps_the_resolution(tmp_path):
+    from nodewatch.metrics.sample import ClusterSample
+
+    def blind(at: float, on: bool) -> FleetSample:
+        c = ClusterSample("prod", 3, ((NodeState.READY, 3),), "", on, "lease stream down", False, False, 50.0, True)
+        return FleetSample(at, (), (), (), (c,))
+
+    posts: list[list[dict]] = []
+    fail = [False]
+
+    def post(alerts):
+        if fail[0]:
+            raise OSError("refused")
+        posts.append(alerts)
+
+    pusher = AlertPusher("http://x:1", lambda: None, post=post)  # type: ignore[arg-type]
+    assert pusher.evaluate(blind(1000.0, True)) == []
+    assert pusher.evaluate(blind(1059.0, True)) == []
+    fired = pusher.evaluate(blind(1060.0, True))
+    assert [a["labels"]["alertname"] for a in fired] == ["NodewatchBlind"]
+    fail[0] = True
+    pusher.evaluate(blind(1070.0, False))
+    assert pusher.errors == 1
+    fail[0] = False
+    again = pusher.evaluate(blind(1071.0, False))
+    assert [a["labels"]["alertname"] for a in again] == ["NodewatchBlind"]
+    assert again[0]["endsAt"].startswith("1970-01-01T00:17:50")
+
+
+def test_the_pusher_takes_only_http_urls():
+    with pytest.raises(ValueError):
+        AlertPusher("alertmanager:9093", lambda: None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("command", ["hub", "watch", "demo"])
+def test_the_flags_are_on_hub_watch_and_demo(command):
+    from nodewatch.cli import build_parser
+
+    args = build_parser().parse_args([command, "--metrics", "127.0.0.1:9910", "--metrics-nodes", "not-ready",
+                                      "--alertmanager", "http://am:9093"])
+    assert (args.metrics, args.metrics_nodes, args.alertmanager) == ("127.0.0.1:9910", "not-ready", "http://am:9093")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--metrics-nodes", "some"])
+
+
+def test_the_expected_taint_time_is_the_outlooks_on_the_whole_fleet(tmp_path):
+    """The sample works the zone queues out on the nodes not Ready only: the same earliest times as
+    ``outlook.window_in`` on the whole fleet's view, at every step of the incident."""
+    from nodewatch.core.outlook import window_in
+
+    seen = 0
+    with demo_hub(tmp_path, nodes=60) as hub:
+        for _ in range(12):
+            advance(hub, 10.0)
+            sample = take_sample(hub.source)
+            view = hub.source.state.evaluate(hub.source.clock.now())
+            want = {v.name: w.earliest for v in view.nodes if (w := window_in(view, v)) is not None}
+            got = {n.name: n.taint_expected_at for n in sample.nodes if n.taint_expected_at is not None}
+            assert got == want
+            seen += len(got)
+    assert seen, "the incident has nodes waiting for their taint"
+
+
+def _published_since(state, t: float) -> bool:
+    view = state.published()
+    return view is not None and view.at >= t
+
+
+def test_a_hub_over_several_clusters_labels_each_and_readyz_names_the_broken_one(three, tmp_path):
+    """``nodewatch hub --context alpha --context beta --context gamma --metrics``: alpha works,
+    gamma rejects the hub's token. Each cluster's series carry its name; readyz says gamma."""
+    from nodewatch.cli import build_parser
+    from nodewatch.commands.common import settings_from_args
+    from nodewatch.commands.hub_runner import HubRunner
+    from nodewatch.hub import paths
+
+    kc, fleets, servers = three
+    directory = paths.ensure_private_dir(tmp_path / "hub")
+    args = build_parser().parse_args(["hub", "--dir", str(directory), "--kubeconfig", str(kc), "--context", "alpha",
+                                      "--context", "beta", "--context", "gamma", "--no-record",
+                                      "--cert-cache-dir", str(tmp_path / "cache"), "--metrics", "127.0.0.1:0"])
+    runner = HubRunner(args, directory, settings_from_args(args))
+    runner.start()
+    try:
+        assert any("metrics: http://127.0.0.1:" in line for line in runner.banner())
+        url = runner.metrics.server.url
+        runner.source.wait_settled(15)
+        settled = runner.source.clock.now()
+        # a scrape reads the hub's last frame: the one after the lists are in (a tick a second)
+        wait_until(lambda: _published_since(runner.source.state, settled))
+        got = _scrape(url)
+        code = _ready_code(url)
+        why = _ready_body(url)
+    finally:
+        runner.stop()
+    nodes = {(l["cluster"], l["state"]): v for l, v in got["nodewatch_nodes"]}
+    assert nodes[("alpha", "Ready")] + nodes[("alpha", "Late")] + nodes[("alpha", "Overdue")] >= 2
+    assert {l["cluster"] for l, _ in got["nodewatch_node_state"]} >= {"alpha", "beta"}
+    readable = {l["cluster"]: v for l, v in got["nodewatch_cluster_readable"]}
+    assert readable["alpha"] == 1.0 and readable["gamma"] == 0.0
+    assert code == 503 and why.startswith("gamma: ")
+    assert {l["cluster"] for l, _ in got["nodewatch_api_requests_total"]} == {"alpha", "beta", "gamma"}
+
+
+def _ready_body(url: str) -> str:
+    try:
+        return urllib.request.urlopen(url + "/readyz", timeout=10).read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.read().decode()
+
+
+def _demo_runner(tmp_path, *options: str):
+    from nodewatch.cli import build_parser
+    from nodewatch.commands.common import settings_from_args
+    from nodewatch.commands.hub_runner import HubRunner
+    from nodewatch.hub import paths
+
+    directory = paths.ensure_private_dir(tmp_path / "hub")
+    args = build_parser().parse_args(["hub", "--demo", "--demo-nodes", "20", "--dir", str(directory), "--no-record",
+                                      *options])
+    return HubRunner(args, directory, settings_from_args(args)), directory
+
+
+def test_hub_metrics_tls_reuses_the_hubs_certificate(tmp_path):
+    runner, directory = _demo_runner(tmp_path, "--metrics", "127.0.0.1:0", "--metrics-tls")
+    runner.start()
+    try:
+        url = runner.metrics.server.url
+        assert url.startswith("https://127.0.0.1:")
+        got = _scrape(url, context=ssl.create_default_context(cafile=str(directory / "tls" / "ca.pem")))
+    finally:
+        runner.stop()
+    assert got["nodewatch_nodes"]
+
+
+def test_a_certificate_without_its_key_is_refused_in_one_line(tmp_path):
+    from nodewatch.commands.common import CommandError
+
+    runner, _ = _demo_runner(tmp_path, "--metrics", "127.0.0.1:0", "--metrics-tls-cert", str(tmp_path / "x.pem"))
+    with pytest.raises(CommandError, match="go together"):
+        runner.start()
+    runner.stop()

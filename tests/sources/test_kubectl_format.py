@@ -1,0 +1,236 @@
+"""Replaying what `kubectl get -w --output-watch-events -o json` writes (real kubectl output)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nodewatch.core.rules import NodeState
+from nodewatch.core.timeutil import parse_time
+from nodewatch.sources.kubectl_format import (
+    iter_entries,
+    looks_like_kubectl,
+    object_time,
+)
+from support.simserver import wait_until
+
+DATA = Path(__file__).parents[1] / "data"
+LEASES = DATA / "kubectl-watch-leases.json"  # compact lines, as kubectl 1.3x writes them
+NODES = DATA / "kubectl-watch-nodes-pretty.json"  # pretty-printed documents, as older kubectl writes them
+
+
+def states(src, t: float) -> dict[str, NodeState]:
+    return {v.name: v.state for v in src.state.evaluate(t).nodes}
+
+
+@pytest.fixture
+def concatenated(tmp_path) -> Path:
+    path = tmp_path / "both.json"
+    path.write_bytes(NODES.read_bytes() + LEASES.read_bytes())
+    return path
+
+
+def test_a_concatenated_kubectl_log_replays(concatenated, open_replay):
+    src = open_replay(concatenated)
+    assert src.replay.index.format == "kubectl"
+    assert src.problems == []
+    assert src.replay.events == 4 + 18
+    end = src.replay.end
+    assert end == parse_time("2026-11-29T10:01:00Z")  # the newest renewTime
+    src.replay.seek(end)
+    got = states(src, end)
+    assert got == {"node-000": NodeState.READY, "node-001": NodeState.UNKNOWN, "node-002": NodeState.READY}
+    # no receive times: lease ages are measured from renewTime
+    track = src.state.leases["node-002"]
+    assert track.observed_at == track.renew_time == parse_time("2026-11-29T10:00:58Z")
+    # before node-001's Node turned Unknown, its lease was still being renewed
+    src.replay.seek(parse_time("2026-11-29T09:59:45Z"))
+    assert states(src, parse_time("2026-11-29T09:59:45Z"))["node-001"] is NodeState.READY
+
+
+def test_leases_alone_go_late_and_overdue_from_object_times(open_replay):
+    src = open_replay(LEASES, settings=None)
+    # node-001's last renewal is 10:00:29; at 10:01:00 it is 31s old: Late (grace 40s, unknown version)
+    t = parse_time("2026-11-29T10:01:00Z")
+    src.replay.seek(t)
+    assert src.state.leases["node-001"].renew_time == parse_time("2026-11-29T10:00:29Z")
+
+
+def test_stdin_is_read(monkeypatch, open_replay):
+    class Stdin:
+        buffer = io.BufferedReader(io.BytesIO(LEASES.read_bytes()))
+
+    monkeypatch.setattr(sys, "stdin", Stdin)
+    src = open_replay("-")
+    assert src.replay.events == 18
+    assert src.name == "replay stdin"
+
+
+def test_text_between_documents_is_reported(tmp_path):
+    path = tmp_path / "noise.json"
+    path.write_text(LEASES.read_text()[:0] + "Error from server: oops\n" + LEASES.read_text())
+    problems: list[str] = []
+    with open(path, "rb") as f:
+        entries = list(iter_entries(enumerate(f, 1), problems))
+    assert problems == ["line 1: text outside a JSON document, skipped"]
+    assert len(entries) == 18
+
+
+def test_broken_documents_are_reported_and_skipped(tmp_path, open_replay):
+    pretty = NODES.read_text().splitlines(keepends=True)
+    cut = pretty[:20]  # a document cut off in the middle
+    text = "".join(cut) + "not json at all\n" + LEASES.read_text() + '{"type": "ADDED", "object": {"kind": "Lea'
+    path = tmp_path / "broken.json"
+    path.write_text(text)
+    src = open_replay(path)
+    joined = "\n".join(src.problems)
+    # the garbage line falls inside the open document, which the next document shows was cut off
+    assert "line 1: truncated JSON document (lines 1-21)" in joined
+    assert "line 40: truncated JSON document at the end of the input" in joined
+    assert len(src.problems) == 2
+    assert src.replay.events == 18  # every lease event still replays
+
+
+def test_lists_plain_objects_error_events_and_unknown_kinds():
+    lines = [
+        json.dumps({"kind": "NodeList", "apiVersion": "v1", "items": [
+            {"metadata": {"name": "a"}, "status": {"conditions": [
+                {"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-01-01T00:00:00Z"}]}}]}),
+        json.dumps({"kind": "Lease", "metadata": {"name": "a", "namespace": "kube-node-lease"},
+                    "spec": {"renewTime": "2026-01-01T00:00:05.000000Z"}}),
+        json.dumps({"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old resource version"}}),
+        json.dumps({"type": "ADDED", "object": {"kind": "ConfigMap", "metadata": {"name": "x"}}}),
+        json.dumps({"type": "ADDED", "object": {"kind": "ConfigMap", "metadata": {"name": "y"}}}),
+        json.dumps({"type": "BOOKMARK", "object": {"kind": "Lease", "metadata": {"resourceVersion": "9"}}}),
+    ]
+    problems: list[str] = []
+    entries = list(iter_entries(((i + 1, (x + "\n").encode()) for i, x in enumerate(lines)), problems))
+    assert [(e.resource, e.etype, e.listing) for e in entries] == [("nodes", "ADDED", True), ("leases", "ADDED", False)]
+    assert entries[0].obj["kind"] == "Node"
+    assert entries[1].t == parse_time("2026-01-01T00:00:05Z")
+    assert any("too old resource version" in p for p in problems)
+    assert sum("ConfigMap" in p for p in problems) == 1  # reported once
+
+
+def test_object_time_sources():
+    node = {"metadata": {"creationTimestamp": "2020-01-01T00:00:00Z"},
+            "spec": {"taints": [{"key": "k", "effect": "NoExecute", "timeAdded": "2026-01-01T00:10:00Z"}]},
+            "status": {"conditions": [{"type": "Ready", "lastHeartbeatTime": "2026-01-01T00:05:00Z",
+                                       "lastTransitionTime": "2026-01-01T00:01:00Z"}]}}
+    assert object_time("nodes", "MODIFIED", node) == parse_time("2026-01-01T00:10:00Z")
+    deleted = {"metadata": {"deletionTimestamp": "2026-01-01T01:00:00Z"}}
+    assert object_time("pods", "DELETED", deleted) == parse_time("2026-01-01T01:00:00Z")
+    ev = {"metadata": {}, "eventTime": "2026-01-01T00:00:01.500000Z"}
+    assert object_time("events", "ADDED", ev) == parse_time("2026-01-01T00:00:01.5Z")
+    assert object_time("leases", "ADDED", {"metadata": {}, "spec": {}}) is None
+
+
+def test_format_detection():
+    assert looks_like_kubectl(b"{\n")
+    assert looks_like_kubectl(LEASES.read_bytes().splitlines()[0])
+    assert not looks_like_kubectl(b'{"nodewatch_recording": 1, "started_at": "x"}\n')
+    assert not looks_like_kubectl(b"hello\n")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzz_the_kubectl_reader(tmp_path_factory, replay_through, data):
+    base = NODES.read_bytes()[:6000] + LEASES.read_bytes()[:3000]
+    b = bytearray(base)
+    for _ in range(data.draw(st.integers(0, 10))):
+        i = data.draw(st.integers(0, len(b) - 1))
+        b[i] = data.draw(st.sampled_from(list(b'{}[]":,\n x0\x00\xff')))
+    if data.draw(st.booleans()):
+        start = data.draw(st.integers(0, len(b) - 1))
+        del b[start:start + data.draw(st.integers(1, 400))]
+    path = tmp_path_factory.mktemp("kfz") / "k.json"
+    path.write_bytes(b"{\n" + bytes(b) if data.draw(st.booleans()) else bytes(b))
+    replay_through(str(path))
+
+
+@pytest.mark.kubectl
+def test_real_kubectl_output_replays(tmp_path, open_replay):
+    """The real kubectl, watching the simulated API server; its output replays."""
+    from support.simserver import START, TinyFleet, kubectl_path, running_server
+
+    kubectl = kubectl_path()
+    if kubectl is None:
+        pytest.skip("kubectl not installed")
+    fleet = TinyFleet(nodes=2, start=START)
+    out = tmp_path / "watch.json"
+    with running_server(tmp_path, fleet=fleet) as srv:
+        env = dict(os.environ, KUBECONFIG=str(srv.kubeconfig_path))
+        with open(out, "w") as f:
+            proc = subprocess.Popen([kubectl, "get", "leases", "-n", "kube-node-lease", "--watch",
+                                     "--output-watch-events", "-o", "json"], stdout=f, env=env)
+            try:
+                wait_until(lambda: out.stat().st_size > 0, timeout=20)
+                fleet.step_to(START + 30)
+                wait_until(lambda: out.read_text().count("MODIFIED") >= 6, timeout=20)
+            finally:
+                proc.terminate()
+                proc.wait(10)
+    src = open_replay(out)
+    assert src.problems == []
+    assert src.replay.events >= 8
+    src.replay.seek(src.replay.end)
+    assert set(states(src, src.replay.end)) == set()  # leases only: no Node objects, so no node rows
+    assert set(src.state.leases) == {"node-000", "node-001"}
+    assert src.replay.end >= START + 20
+
+
+def _hostile_log() -> bytes:
+    """kubectl documents with every way the reader must notice: cut off, text between, one-line
+    documents, ``\\r\\n``, ``{`` with spaces after it, blank lines, a log that ends in a document."""
+    pretty, leases = NODES.read_bytes(), LEASES.read_bytes()
+    cut = b"".join(pretty.splitlines(keepends=True)[:20])
+    crlf = leases.replace(b"\n", b"\r\n")
+    one = b'{"type": "ADDED", "object": {"kind": "Lease", "metadata": {"name": "z", "namespace": "kube-node-lease"}}}\n'
+    spaced = leases.replace(b"{\n", b"{  \n", 1)
+    return (cut + b"not json at all\n" + leases + b"\n\n" + one + b"Error from server: oops\n" + crlf + spaced
+            + pretty + b'{"type": "ADDED", "object": {"kind": "Lea')
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 1000, 1 << 20])
+def test_blocks_read_as_lines_are(tmp_path, monkeypatch, block):
+    """``iter_blocks`` + the block reader give the very entries and problems of the line by line
+    reader, wherever the blocks cut the documents."""
+    from nodewatch.sources import kubectl_format
+    from nodewatch.sources.recording import iter_lines
+
+    path = tmp_path / "log.json"
+    path.write_bytes(b"\n" + _hostile_log())
+    by_line: list[str] = []
+    with open(path, "rb") as f:
+        want = [(e.line, e.t, e.resource, e.etype, e.obj) for e in iter_entries(iter_lines(f, by_line), by_line)]
+    monkeypatch.setattr(kubectl_format, "BLOCK_BYTES", block)
+    by_block: list[str] = []
+    with open(path, "rb") as f:
+        lines = iter_lines(f, by_block)
+        first = next(lines)
+        got = [(e.line, e.t, e.resource, e.etype, e.obj)
+               for e in iter_entries([first, *kubectl_format.iter_blocks(f, by_block, first[0])], by_block)]
+    assert got == want and by_block == by_line
+    assert len(want) > 30 and len(by_line) == 3
+
+
+def test_a_truncated_gzip_log_in_blocks_keeps_what_was_read(tmp_path):
+    import gzip
+
+    from nodewatch.sources.kubectl_format import iter_blocks
+
+    data = gzip.compress(LEASES.read_bytes() * 50)
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(data[: len(data) * 3 // 4])
+    problems: list[str] = []
+    with gzip.open(path, "rb") as f:
+        entries = list(iter_entries(iter_blocks(f, problems), problems))
+    assert any("ends abruptly" in p for p in problems) and len(entries) > 18 * 30

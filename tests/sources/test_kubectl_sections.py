@@ -1,0 +1,226 @@
+"""Concatenated kubectl logs (``cat nodes.log leases.log pods.log events.log``) and Lists, replayed
+at every ``--at``: each section of the log placed by its own objects' times.
+
+``kubectl get -w`` watches one resource per command, so a log of an incident is several files
+concatenated: each file's order is time order, the whole's is not. These tests build such an
+incident (node ``b`` stops at T0+10, turns Unknown at T0+50, is deleted at the end; node ``a`` renews
+to T0+600), write it as four sections and as one interleaved file, and ask the replay (seek) and
+the one-pass answer (``status --replay --at``) the same questions at several instants.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import orjson
+import pytest
+
+from nodewatch.core.rules import NodeState
+from nodewatch.core.timeutil import format_time
+from nodewatch.sources.kubectl_format import iter_entries, sort_entries
+from nodewatch.sources.replay import state_at
+from support.factories import T0, event, lease, node, pod, taint
+
+
+def watch(etype: str, obj: dict) -> dict:
+    return {"type": etype, "object": obj}
+
+
+def kinded(kind: str, obj: dict) -> dict:
+    return {**obj, "kind": kind}
+
+
+def incident() -> dict[str, list[tuple[float, dict]]]:
+    """(true time, watch event) per resource: what four ``kubectl get -w`` wrote."""
+    a0 = kinded("Node", node("a", transition=T0))
+    b0 = kinded("Node", node("b", transition=T0))
+    b_unknown = kinded("Node", node("b", "Unknown", transition=T0 + 50, reason="NodeStatusUnknown",
+                                    taints=[taint("node.kubernetes.io/unreachable", added=T0 + 50)]))
+    b_unknown["status"]["conditions"][0]["lastHeartbeatTime"] = format_time(T0)
+    nodes = [(T0, watch("ADDED", a0)), (T0, watch("ADDED", b0)), (T0 + 50, watch("MODIFIED", b_unknown)),
+             (T0 + 590, watch("DELETED", copy.deepcopy(b_unknown)))]
+    leases = [(T0, watch("ADDED", kinded("Lease", lease("a", T0)))),
+              (T0, watch("ADDED", kinded("Lease", lease("b", T0))))]
+    leases.append((T0 + 10, watch("MODIFIED", kinded("Lease", lease("b", T0 + 10)))))
+    for k in range(1, 61):
+        leases.append((T0 + 10 * k, watch("MODIFIED", kinded("Lease", lease("a", T0 + 10 * k)))))
+    leases.sort(key=lambda x: x[0])
+    p = kinded("Pod", pod("web-1", "b"))
+    p["metadata"]["creationTimestamp"] = format_time(T0 - 3600)
+    pods = [(T0, watch("ADDED", p))]
+    events = [(T0 + 50, watch("ADDED", kinded("Event", event("b.1", "b", "NodeNotReady",
+                                                               "Node b status is now: NodeNotReady", T0 + 50,
+                                                               component="node-controller"))))]
+    return {"nodes": nodes, "leases": leases, "pods": pods, "events": events}
+
+
+def concatenated(tmp_path, order=("nodes", "leases", "pods", "events")):
+    data = incident()
+    path = tmp_path / "incident.json"
+    path.write_bytes(b"".join(orjson.dumps(d, option=orjson.OPT_INDENT_2) + b"\n"
+                              for r in order for _, d in data[r]))
+    return path
+
+
+def interleaved(tmp_path):
+    """The same events as four watches appending to one file (``>>``): in time order across them."""
+    data = incident()
+    allev = sorted(((t, i, d) for r in data for i, (t, d) in enumerate(data[r])), key=lambda x: x[0])
+    path = tmp_path / "interleaved.json"
+    path.write_bytes(b"".join(orjson.dumps(d) + b"\n" for _, _, d in allev))
+    return path
+
+
+def rows(state, t):
+    return {v.name: v.state for v in state.evaluate(t).nodes}
+
+
+AT = [T0 + 5, T0 + 30, T0 + 300, T0 + 600]
+
+
+def expect(state, t):
+    """What the incident's state is at ``t``."""
+    got = rows(state, t)
+    if t < T0 + 590:
+        assert set(got) == {"a", "b"}, t
+        assert set(state.leases) == {"a", "b"}, t
+        assert state.leases["a"].renew_time == T0 + 10 * int((t - T0) // 10), t
+        assert ("default", "web-1") in state.pods, t
+        assert got["a"] is NodeState.READY
+    else:
+        assert set(got) == {"a"}, t  # deleted, at the end
+    if t >= T0 + 50:
+        assert len(state.events) == 1
+        if t < T0 + 590:
+            assert got["b"] in (NodeState.UNKNOWN, NodeState.EVICTING)  # its pod counts down from T0+50
+    else:
+        assert not state.events
+
+
+@pytest.mark.parametrize("t", AT)
+@pytest.mark.parametrize("layout", ["concatenated", "reversed", "interleaved"])
+def test_a_concatenated_log_replays_right_at_every_instant(tmp_path, open_replay, layout, t):
+    path = (interleaved(tmp_path) if layout == "interleaved" else
+            concatenated(tmp_path, ("events", "pods", "leases", "nodes") if layout == "reversed" else
+                         ("nodes", "leases", "pods", "events")))
+    src = open_replay(path)
+    assert src.replay.index.format == "kubectl"
+    assert src.replay.start == T0 - 3600 and src.replay.end == T0 + 600  # the pod, dated by its creation
+    src.replay.seek(t)
+    expect(src.state, t)
+    state, instant, _problems = state_at(str(path), format_time(t))
+    assert instant.at == t
+    expect(state, t)
+
+
+def test_an_undated_deletion_waits_for_its_sections_next_time_and_is_reported(tmp_path):
+    problems: list[str] = []
+    path = concatenated(tmp_path)
+    got = sort_entries(iter_entries(enumerate(path.read_bytes().splitlines(keepends=True), 1), problems))
+    deletion = next(e for e in got if e.etype == "DELETED")
+    assert deletion.t == T0 + 600  # the log's end: the node section tells no later time
+    assert any("deletion carries no time of its own" in p for p in problems)
+
+
+def test_an_interleaved_log_dates_an_undated_deletion_by_its_place(tmp_path):
+    problems: list[str] = []
+    path = interleaved(tmp_path)
+    got = list(iter_entries(enumerate(path.read_bytes().splitlines(keepends=True), 1), problems))
+    deletion = next(e for e in got if e.etype == "DELETED")
+    assert deletion.t == T0 + 580  # the lease renewal before it in the file
+    assert problems == []
+
+
+def test_the_sections_keep_their_own_order_and_times():
+    """A later section steps back to its own first time, not to the first section's end."""
+    docs = [watch("MODIFIED", kinded("Lease", lease("a", T0 + s))) for s in (0, 100, 200)]
+    docs += [watch("MODIFIED", kinded("Node", node("a", transition=T0 + s))) for s in (10, 110)]
+    problems: list[str] = []
+    got = list(iter_entries([(i + 1, orjson.dumps(d)) for i, d in enumerate(docs)], problems))
+    assert [(e.resource, e.t) for e in got] == [("leases", T0), ("leases", T0 + 100), ("leases", T0 + 200),
+                                              ("nodes", T0 + 10), ("nodes", T0 + 110)]
+    assert [e.t for e in sort_entries(got)] == [T0, T0 + 10, T0 + 100, T0 + 110, T0 + 200]
+    assert problems == []
+
+
+# --- a List dated by the right object ------------------------------------------------------------
+
+
+def node_list(tmp_path):
+    """The API server lists by name: ``a-dead`` (two days dead) first, ``b-live`` last."""
+    dead = node("a-dead", "Unknown", transition=T0 - 2 * 86400, reason="NodeStatusUnknown")
+    live = node("b-live", transition=T0)
+    doc = {"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "9"}, "items": [dead, live]}
+    path = tmp_path / "nodes.json"
+    path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    return path
+
+
+def test_a_node_list_is_dated_by_its_newest_node_not_its_first(tmp_path, open_replay):
+    path = node_list(tmp_path)
+    state, instant, problems = state_at(str(path), None)
+    assert instant.at == T0
+    assert rows(state, instant.at) == {"a-dead": NodeState.UNKNOWN, "b-live": NodeState.READY}
+    assert len(problems) == 1 and "dated by its newest object (Node 'b-live'" in problems[0]
+    src = open_replay(path)
+    assert src.replay.start == src.replay.end == T0
+
+
+def test_a_list_of_several_kinds_is_one_instant(tmp_path):
+    doc = {"kind": "List", "items": [kinded("Node", node("a", transition=T0 - 30)),
+                                     kinded("Lease", lease("a", T0 - 5)), kinded("Lease", lease("b", T0))]}
+    problems: list[str] = []
+    got = list(iter_entries([(1, orjson.dumps(doc))], problems))
+    assert [e.t for e in got] == [T0, T0, T0] and all(e.listing for e in got)
+    assert problems == []
+
+
+def test_status_replay_of_the_node_list_answers_for_its_newest_node(tmp_path, capsys):
+    import json
+
+    from nodewatch.cli import main
+
+    rc = main(["status", "--replay", str(node_list(tmp_path)), "--format", "json"])
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["at"] == format_time(T0)  # not two days earlier
+    assert {n["name"]: n["state"] for n in doc["nodes"]} == {"a-dead": "Unknown", "b-live": "Ready"}
+    assert len(err.strip().splitlines()) == 1 and "dated by its newest object" in err
+    assert rc == 1
+
+
+@pytest.mark.parametrize("t", AT)
+def test_status_replay_at_every_instant_of_a_concatenated_log(tmp_path, capsys, t):
+    import json
+
+    from nodewatch.cli import main
+
+    path = concatenated(tmp_path)
+    rc = main(["status", "--replay", str(path), "--at", format_time(t), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    names = {n["name"] for n in doc["nodes"]}
+    assert names == ({"a", "b"} if t < T0 + 590 else {"a"})
+    a = next(n for n in doc["nodes"] if n["name"] == "a")
+    assert a["state"] == "Ready" and a["lease_age_seconds"] < 10  # its lease section is there at t
+    assert rc == (1 if T0 + 50 <= t < T0 + 590 else 0)  # b is not Ready from its flip to its deletion
+
+
+def test_a_watch_opening_is_dated_as_its_list_is():
+    """``kubectl get nodes -w`` opens with one ADDED per node in name order: the dead node first,
+    the live one last. That opening is the list, dated by its newest node (event by event, the live
+    node's time was a lone jump the guard did not take: it stayed two days back)."""
+    dead = kinded("Node", node("a-dead", "Unknown", transition=T0 - 2 * 86400, reason="NodeStatusUnknown"))
+    live = kinded("Node", node("b-live", transition=T0))
+    later = kinded("Node", node("b-live", transition=T0 + 10))
+    docs = [watch("ADDED", dead), watch("ADDED", live), watch("MODIFIED", later)]
+    problems: list[str] = []
+    got = list(iter_entries([(i + 1, orjson.dumps(d)) for i, d in enumerate(docs)], problems))
+    assert [(e.etype, e.t) for e in got] == [("ADDED", T0), ("ADDED", T0), ("MODIFIED", T0 + 10)]
+    assert len(problems) == 1 and "dated by its newest object (Node 'b-live'" in problems[0]
+
+
+def test_an_events_log_is_no_list():
+    """Every Event is an ADDED of its own: an events section is never dated as one list."""
+    docs = [watch("ADDED", kinded("Event", event(f"e{k}", "a", "R", "m", T0 + 60 * k))) for k in range(3)]
+    got = list(iter_entries([(i + 1, orjson.dumps(d)) for i, d in enumerate(docs)], []))
+    assert [e.t for e in got] == [T0, T0 + 60, T0 + 120]

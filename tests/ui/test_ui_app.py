@@ -1,0 +1,555 @@
+"""The dashboard driven by Pilot: every key and every pane, around a fake source in virtual time.
+
+The app ticks once per ``refresh_seconds``; the tests set it to an hour and call ``app.tick()``
+after moving the ManualClock, so nothing waits for a timer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from textual.binding import Binding
+from textual.geometry import Region
+
+from nodewatch.core.rules import TAINT_UNREACHABLE, NodeState
+from nodewatch.ui import app as app_module
+from nodewatch.ui.app import NodewatchApp, run_dashboard
+from nodewatch.ui.commands import NodewatchCommands
+from nodewatch.ui.drilldown import FENCING_ADVICE, DrillDown
+from nodewatch.ui.fleet_table import FleetTable
+from nodewatch.ui.header import header_text
+from nodewatch.ui.help import HelpScreen
+from nodewatch.ui.problems import ProblemsScreen
+from nodewatch.ui.replay_bar import ReplayBar
+from nodewatch.ui.rows import COLUMN_KEYS, NOT_READY
+from support.factories import T0, node, taint
+from support.ui_support import incident_source
+
+SIZE = (160, 40)
+
+
+def make_app(*, replay: bool = False, wall: bool = False, focus: str | None = None):
+    src = incident_source(replay=replay)
+    return src, NodewatchApp(src, wall=wall, focus=focus, refresh_seconds=3600)
+
+
+def table_lines(app: NodewatchApp, selector: str = "#table") -> list[str]:
+    t = app.query_one(selector, FleetTable)
+    return [t.render_line(y).text for y in range(t.size.height)]
+
+
+def shown(app: NodewatchApp, selector: str = "#table") -> list[str]:
+    return [v.name for v in app.query_one(selector, FleetTable).rows]
+
+
+def static_text(widget) -> str:
+    """What the widget shows, as plain text (lines joined with newlines, trailing blanks cut)."""
+    w, h = widget.outer_size
+    return "\n".join(s.text.rstrip() for s in widget.render_lines(Region(0, 0, w, h)))
+
+
+async def test_main_screen_shows_header_zones_summary_and_worst_first():
+    src, app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        header = static_text(app.query_one("#header"))
+        assert "fake: incident, 12 nodes" in header
+        assert "grace 50s (server v1.33.2)" in header and "toleration 300s (default)" in header
+        assert "2027-01-15 08:00:00Z" in header and "virtual" in header
+        assert "✖ Evicted 1" in header and "» Evicting 3" in header and "✓ Ready 6" in header
+        zones = static_text(app.query_one("#zones"))
+        assert "eu-1b ○ FullDisruption 0/3 · 0.1/s" in zones and "eu-1a ● Normal 4/4" in zones
+        summary = static_text(app.query_one("#summary"))
+        assert "StatefulSet pods at risk: 2" in summary
+        assert "eu-1/eu-1b (FullDisruption)" in summary
+        names = shown(app)
+        assert names[0] == "worker-c-runtime" and names[1:4] == ["worker-b-0", "worker-b-1", "worker-b-2"]
+        lines = table_lines(app)
+        assert lines[0].startswith("STATE ▼")
+        assert "evict in 3m00s" in lines[2]
+        assert not app.query("#replay")  # no replay controls for a source without them
+        assert not app.query_one("#banner").has_class("-on")
+        assert src.focused == [] and not src.started  # the app never starts the source
+
+
+async def test_tick_moves_countdowns_with_the_source_clock():
+    src, app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "evict in 3m00s" in table_lines(app)[2]
+        src.clock.advance(61)
+        app.tick()
+        await pilot.pause()
+        assert "evict in 1m59s" in table_lines(app)[2]
+        src.clock.advance(200)  # past the deadline: the three nodes are Evicted now
+        app.tick()
+        await pilot.pause()
+        assert app.view.counts[NodeState.EVICTED] == 4
+        assert "✖ Evicted 4" in static_text(app.query_one("#header"))
+
+
+async def test_cursor_keys_and_enter_open_the_drilldown_and_escape_closes_it():
+    src, app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.query_one("#table", FleetTable)
+        await pilot.press("down", "j")
+        assert table.cursor == 2
+        await pilot.press("up")
+        assert table.cursor == 1
+        await pilot.press("end")
+        assert table.cursor == len(table.rows) - 1
+        await pilot.press("home", "pagedown")
+        assert table.cursor == len(table.rows) - 1  # 12 rows fit on one page
+        await pilot.press("pageup", "down")
+        assert table.current.name == "worker-b-0"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DrillDown) and app.screen.node == "worker-b-0"
+        assert src.focused == ["worker-b-0"]
+        pods = static_text(app.screen.query_one("#dd-pods"))
+        advice = FENCING_ADVICE.split(":")[0]
+        assert "prod/db-0 ⚠ at risk" in pods and advice in pods
+        everything = "\n".join(static_text(w) for w in app.screen.query("#dd-summary, .section"))
+        assert everything.count(advice) == 1  # the advice is said once, with the pods
+        assert app.screen.query_one("#dd-pods").has_class("-risk")
+        cause = static_text(app.screen.query_one("#dd-cause"))
+        assert "systemctl status kubelet" in cause and "6443" in cause
+        lease = static_text(app.screen.query_one("#dd-lease"))
+        # listed, not seen renewing: the age is from renewTime and the skew is not known yet
+        assert "holder" in lease and "2m50s" in lease and "observed skew  ?" in lease
+        assert "age from       renewTime: node clock" in lease
+        timeline = static_text(app.screen.query_one("#dd-timeline"))
+        assert "eviction due" in timeline and "in 3m00s" in timeline
+        events = static_text(app.screen.query_one("#dd-events"))
+        assert events.index("NodeNotReady") < events.index("Starting")  # newest first
+        conds = static_text(app.screen.query_one("#dd-conditions"))
+        assert "NodeStatusUnknown" in conds and "Kubelet stopped" in conds
+        taints = static_text(app.screen.query_one("#dd-taints"))
+        assert "node.kubernetes.io/unreachable" in taints and "2027-01-15 07:58:00Z" in taints
+        # the drill-down ticks too
+        src.clock.advance(10)
+        app.tick()
+        await pilot.pause()
+        assert "evict in 2m50s" in static_text(app.screen.query_one("#dd-summary"))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, DrillDown)
+        assert src.focused == ["worker-b-0", None]
+        assert table.current.name == "worker-b-0"  # the cursor stayed on the node
+
+
+async def test_focus_argument_opens_the_drilldown_and_cert_pane():
+    src, app = make_app(focus="worker-c-cert")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, DrillDown)
+        cert = static_text(app.screen.query_one("#dd-cert"))
+        assert "5d (critical)" in cert and "CSR csr-c-cert" in cert
+        node_info = static_text(app.screen.query_one("#dd-node"))
+        assert "topology.kubernetes.io/zone=eu-1c" in node_info
+        await pilot.press("q")  # q closes the drill-down, it does not quit
+        await pilot.pause()
+        assert app.is_running and not isinstance(app.screen, DrillDown)
+
+
+async def test_state_filter_zone_filter_sort_and_reverse_keys():
+    src, app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("f")
+        assert app.query_rows.states == NOT_READY
+        assert len(shown(app)) == 6
+        await pilot.press("f")
+        assert app.query_rows.states is NodeState.EVICTED and shown(app) == ["worker-c-runtime"]
+        await pilot.press("escape")
+        assert app.query_rows.states is None and len(shown(app)) == 12
+        await pilot.press("z", "z")
+        assert app.query_rows.zone == "eu-1/eu-1b"
+        assert set(shown(app)) == {"worker-b-0", "worker-b-1", "worker-b-2"}
+        await pilot.press("escape")
+        await pilot.press("s")
+        assert app.query_rows.sort == COLUMN_KEYS[1] == "name"
+        assert shown(app) == sorted(shown(app))
+        assert "NODE ▼" in table_lines(app)[0]
+        await pilot.press("r")
+        assert shown(app) == sorted(shown(app), reverse=True)
+        assert "NODE ▲" in table_lines(app)[0]
+        for _ in range(len(COLUMN_KEYS) - 1):
+            await pilot.press("s")
+        assert app.query_rows.sort == "state"
+        assert "sort state reversed" in app.sub_title
+
+
+async def test_search_names_and_labels():
+    src, app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("slash")
+        box = app.query_one("#search")
+        assert box.has_focus and box.has_class("-on")
+        await pilot.press(*"late")
+        await pilot.pause()
+        assert shown(app) == ["worker-a-late"]
+        await pilot.press("enter")
+        assert app.query_one("#table").has_focus
+        assert shown(app) == ["worker-a-late"]
+        await pilot.press("slash", *"\b\b\b\b")
+        await pilot.press(*"zone=eu-1b")
+        await pilot.pause()
+        assert set(shown(app)) == {"worker-b-0", "worker-b-1", "worker-b-2"}
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(shown(app)) == 12 and not box.has_class("-on")
+
+
+async def test_wall_mode_toggles_and_lists_only_nodes_not_ready():
+    src, app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("w")
+        await pilot.pause()
+        assert app.wall and app.query_one("#wall").display and not app.query_one("#main").display
+        wall_rows = shown(app, "#wall-table")
+        assert len(wall_rows) == 6 and "worker-a-0" not in wall_rows
+        assert app.query_one("#wall-table", FleetTable).current is None  # no cursor
+        # the cordoned node is Ready (not in the wall's table): the title counts it
+        assert static_text(app.query_one("#wall-title")).strip() == "6 of 12 nodes not Ready  ⊘ 1 cordoned"
+        assert app.query_one("#count-evicting").display and not app.query_one("#count-unknown").display
+        lines = table_lines(app, "#wall-table")
+        assert all(len(line) <= 80 for line in lines) and "Evicting" in lines[2]
+        await pilot.press("f")  # filters are off in wall mode
+        assert app.query_rows.states is None
+        await pilot.press("w")
+        await pilot.pause()
+        assert not app.wall and app.query_one("#main").display
+
+
+async def test_wall_flag_and_every_node_ready():
+    src, app = make_app(wall=True)
+    with src.state.lock:
+        for name in list(src.state.nodes):
+            src.state.apply("nodes", "DELETED", node(name), T0)
+    async with app.run_test(size=(300, 80)) as pilot:
+        await pilot.pause()
+        assert app.wall
+        assert "every node is Ready" in table_lines(app, "#wall-table")[1]
+
+
+async def test_help_lists_every_binding():
+    src, app = make_app(replay=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = static_text(app.screen.query_one("#help-table"))
+        ids = [b.id for b in [*NodewatchApp.BINDINGS, *FleetTable.BINDINGS, *DrillDown.BINDINGS]]
+        for binding_id in ids:
+            assert binding_id in text, binding_id
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+
+
+def test_every_binding_has_an_id():
+    for cls in (NodewatchApp, FleetTable, DrillDown, HelpScreen):
+        for b in cls.BINDINGS:
+            assert isinstance(b, Binding) and b.id, (cls.__name__, b)
+    ids = [b.id for cls in (NodewatchApp, FleetTable, DrillDown, HelpScreen) for b in cls.BINDINGS]
+    assert len(ids) == len(set(ids))
+
+
+async def test_replay_controls_drive_the_replay():
+    src, app = make_app(replay=True)
+    r = src.replay
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        bar = app.query_one("#replay", ReplayBar)
+        assert "paused" in static_text(bar) and "next state change in 30s" in static_text(bar)
+        await pilot.press("space")
+        assert r.playing and "playing" in static_text(bar)
+        await pilot.press("space")
+        assert not r.playing
+        await pilot.press("plus", "plus")
+        assert r.speed == 4.0
+        await pilot.press("minus")
+        assert r.speed == 2.0
+        await pilot.press("full_stop")
+        assert r.position() == T0 + 1
+        await pilot.press("comma")
+        assert r.position() == T0
+        await pilot.press("right_square_bracket")
+        assert r.position() == T0 + 10
+        await pilot.press("left_curly_bracket")
+        assert r.position() == T0 - 50
+        await pilot.press("right_curly_bracket", "right_curly_bracket")
+        assert r.position() == T0 + 70
+        await pilot.press("left_square_bracket")
+        assert r.position() == T0 + 60
+        await pilot.press("n")
+        assert r.position() == T0 + 180
+        assert app.now == T0 + 180  # the dashboard re-evaluated at once
+        assert app.view.counts[NodeState.EVICTED] == 4
+        await pilot.press("n")  # nothing further: a notice, no move
+        assert r.position() == T0 + 180
+        for _ in range(20):
+            await pilot.press("right_curly_bracket")
+        assert r.position() == r.end  # seeks are clamped to the recording
+        assert "08:10:00Z" in static_text(bar)
+
+
+async def test_replay_keys_do_nothing_without_replay():
+    src, app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        before = src.clock.now()
+        await pilot.press("space", "n", "right_square_bracket")
+        assert src.clock.now() == before
+        assert app.check_action("replay_toggle", ()) is False
+
+
+async def test_blind_banner():
+    src, app = make_app()
+    src.state.update_health("leases", connected=False, down_since=T0 - 30, last_error="connection reset by peer")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        banner = app.query_one("#banner")
+        assert banner.has_class("-on")
+        text = static_text(banner)
+        assert "dashboard blind" in text and "connection reset by peer" in text and "since 07:59:30Z" in text
+        assert "leases:down 30s" in static_text(app.query_one("#header"))
+        row = next(line for line in table_lines(app) if "worker-a-0" in line)
+        assert "? since 07:59:30" in row
+        src.state.update_health("leases", connected=True, synced=True, last_activity=T0)
+        app.tick()
+        await pilot.pause()
+        assert not banner.has_class("-on")
+
+
+async def test_theme_toggle_keeps_the_table_readable():
+    src, app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        dark = app.palette
+        await pilot.press("T")
+        await pilot.pause()
+        assert not app.current_theme.dark
+        assert app.palette is not dark and app.palette.bad.color != dark.bad.color
+        assert "» Evicting" in table_lines(app)[2]
+
+
+async def test_command_palette_provider_offers_the_actions():
+    src, app = make_app(replay=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        provider = NodewatchCommands(app.screen)
+        titles = [t for t, _, _ in provider._commands()]
+        for expected in ("Toggle wall mode", "Sort by node", "Filter: not Ready", "Zone: eu-1/eu-1b",
+                         "Replay: play/pause", "Open node worker-b-0", "Show keys (help)"):
+            assert expected in titles
+        hits = [h async for h in provider.search("wall")]
+        assert hits and hits[0].text == "Toggle wall mode"
+        dict((t, cb) for t, cb, _ in provider._commands())["Filter: Unknown only"]()
+        assert app.query_rows.states is NodeState.UNKNOWN
+        dict((t, cb) for t, cb, _ in provider._commands())["Open node worker-b-1"]()
+        await pilot.pause()
+        assert isinstance(app.screen, DrillDown) and src.focused[-1] == "worker-b-1"
+
+
+async def test_untrusted_text_on_screen_is_literal():
+    src, app = make_app()
+    evil = node("evil-[red]x[/red]-\x1b[2J", "Unknown", zone="z\x1b]52;c;ZXZpbA==\x07", region="",
+                reason="[bold]Boom\u202e", message="\x1b[31mred\x1b[0m " + "A" * 5000,
+                labels={"note": "[link=http://x]click[/link]"},
+                taints=[taint(TAINT_UNREACHABLE, "NoExecute", T0 - 1)])
+    assert src.state.apply("nodes", "ADDED", evil, T0)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        screen_text = "\n".join(table_lines(app))
+        assert "evil-[red]x[/red]-\\x1b[2J" in screen_text, screen_text
+        assert "\x1b" not in screen_text and "\u202e" not in screen_text
+        zones = static_text(app.query_one("#zones"))
+        assert "z\\x1b]52;c;ZXZpbA==\\x07" in zones.replace("\n", "")
+        app.open_node(evil["metadata"]["name"])
+        await pilot.pause()
+        assert isinstance(app.screen, DrillDown)
+        for section in app.screen.query(".section"):
+            text = static_text(section)
+            assert "\x1b" not in text and "\u202e" not in text
+        conds = static_text(app.screen.query_one("#dd-conditions"))
+        assert "[bold]Boom\\u202e" in conds
+        assert "[link=http://x]click[/link]" in static_text(app.screen.query_one("#dd-node"))
+        app.pop_screen()
+        provider = NodewatchCommands(app.screen)
+        hits = [h async for h in provider.search("open node evil")]
+        evil_hit = next(h for h in hits if h.text.startswith("Open node evil"))
+        assert "evil-[red]x[/red]-\\x1b[2J" in evil_hit.match_display.plain
+        app.save_screenshot("/dev/null")  # the whole screen renders
+
+
+def test_run_dashboard_starts_and_stops_the_source(monkeypatch):
+    src = incident_source()
+    ran = []
+
+    def fake_run(self, *a, **k):
+        assert src.started and not src.stopped
+        ran.append(self.wall)
+
+    monkeypatch.setattr(app_module.NodewatchApp, "run", fake_run)
+    assert run_dashboard(src, wall=True) == 0
+    assert ran == [True] and src.stopped
+
+
+def test_run_dashboard_stops_the_source_on_error(monkeypatch):
+    src = incident_source()
+
+    def boom(self, *a, **k):
+        raise RuntimeError("terminal gone")
+
+    monkeypatch.setattr(app_module.NodewatchApp, "run", boom)
+    with pytest.raises(RuntimeError):
+        run_dashboard(src)
+    assert src.stopped
+
+
+async def test_big_fleets_evaluate_in_a_worker_thread(monkeypatch):
+    monkeypatch.setattr(app_module, "THREADED_EVALUATE_NODES", 1)
+    src, app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        ticks = app.ticks
+        src.clock.advance(61)
+        app._scheduled_tick()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.ticks == ticks + 1 and app.now == T0 + 61
+        assert "evict in 1m59s" in table_lines(app)[2]
+        # a result that a key press overtook is dropped
+        app._show_if_current(app._tick_seq - 1, src.state.evaluate(T0), T0, 0.0)
+        assert app.now == T0 + 61
+
+
+@pytest.mark.parametrize("width", [60, 80, 100, 120, 160])
+async def test_the_zone_strip_breaks_between_zones_never_inside_one(width):
+    src, app = make_app()
+    # more zones, with long names, so that the strip wraps at every width
+    for i in range(9):
+        assert src.state.apply("nodes", "ADDED", node(f"extra-{i}", zone=f"us-east-{i}-long-zone-name",
+                                                      region=f"us-east-{i}"), T0)
+    async with app.run_test(size=(width, 40)) as pilot:
+        await pilot.pause()
+        lines = static_text(app.query_one("#zones")).split("\n")
+        assert len(lines) > 1
+        joined = " │ ".join(line.strip(" │") for line in lines)
+        hidden = int(joined.rsplit("+", 1)[1].split()[0]) if "more zones" in joined else 0
+        shown_zones = sum(joined.count(sym) for sym in "●◐○")
+        assert len(lines) <= 5 and shown_zones + hidden == 12  # the zones left out are counted, not lost
+        assert (hidden > 0) == (width < 100), (width, hidden)  # the compact form is tried first
+        for z in [*(f"us-east-{i}-long-zone-name ● " for i in range(9 - hidden)), "eu-1b ○ FullDisruption 0/3"]:
+            assert z in joined, (z, lines)  # every item whole on one line
+        for line in lines[1:]:
+            assert line.startswith(" ") and not line.startswith("  "), lines  # one space in, none lost
+
+
+async def test_header_names_errors_and_notices_and_p_lists_them():
+    src, app = make_app()
+    state = src.state
+    assert not state.apply("nodes", "ADDED", {"kind": "Node", "metadata": {}}, T0 - 60)  # unusable: an error
+    state.notice(T0 - 30, "pods/events", f"{4338:,} nodes need pod and event watches; only 50 are watched")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        header = static_text(app.query_one("#header"))
+        assert "1 error · 1 notice (p)" in header and "unusable" not in header
+        await pilot.press("p")
+        await pilot.pause()
+        assert isinstance(app.screen, ProblemsScreen)
+        text = static_text(app.screen.query_one("#problems-table"))
+        lines = [line for line in text.split("\n") if "error" in line or "notice" in line]
+        assert lines[0].lstrip().startswith("error") and "07:59:00Z (1m00s ago)" in lines[0]
+        assert "nodes ADDED" in lines[0]
+        assert lines[1].lstrip().startswith("notice") and "pods/events" in lines[1] and "4,338 nodes" in lines[1]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ProblemsScreen)
+
+
+async def test_header_counts_read_with_thousands_and_fit_a_narrow_terminal():
+    src, app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        header = static_text(app.query_one("#header")).split("\n")[1]
+        assert header.startswith(" ✖1 »3 ?0 ✗0 !1 ~1 ✓6 ⊘1 │ 12 nodes")  # symbol-first: the counts fit
+    view = src.state.evaluate(T0)
+    cordoned = next(v for v in view.nodes if v.cordoned)
+    text = header_text("x", dataclasses.replace(view, nodes=(cordoned,) * 65_000), T0, app.palette, virtual=False)
+    assert "65,000 nodes" in text.plain and "⊘ cordoned 65,000" in text.plain
+
+
+async def test_a_completed_list_is_drawn_at_once_not_at_the_next_tick():
+    """At start the Leases' list completing puts every heartbeat on screen: the app looks for a
+    completed list every ``LIST_CHECK_SECONDS`` rather than waiting for its next tick (1 s)."""
+    from nodewatch.core.clock import ManualClock
+    from nodewatch.core.fleet import FleetState
+    from nodewatch.core.settings import Settings
+    from support.factories import lease
+    from support.ui_support import FakeSource
+
+    state = FleetState(Settings())
+    for stream in ("nodes", "leases"):
+        state.update_health(stream, connected=True, synced=False)
+    src = FakeSource(state, ManualClock(T0))
+    app = NodewatchApp(src, refresh_seconds=3600)  # no tick of its own within the test
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert shown(app) == []
+        for i in range(5):
+            state.apply("leases", "ADDED", lease(f"n{i}", T0 - 1), T0, True)
+        app._tick_if_listed()  # what its interval runs: no list completed yet, nothing drawn
+        await pilot.pause()
+        assert shown(app) == []
+        state.apply("leases", "SYNCED", None, T0)
+        state.update_health("leases", connected=True, synced=True, last_activity=T0)
+        app._tick_if_listed()
+        await pilot.pause()
+        assert shown(app) == [f"n{i}" for i in range(5)]  # placeholders, judged by their Leases
+        assert "listed" in {t.name for t in app._timers}  # and the interval that runs it is there
+
+
+async def test_until_the_user_moves_it_the_cursor_stays_on_the_worst_node():
+    """At start-up the first frame shows placeholders (Leases only); when the Nodes arrive the
+    order changes. The cursor must not follow the node the first frame happened to show first (it
+    scrolled the worst nodes out of sight): it stays on the top row until the user moves it, and
+    from then on follows the node the user chose."""
+    from nodewatch.core.clock import ManualClock
+    from nodewatch.core.fleet import FleetState
+    from nodewatch.core.settings import Settings
+    from support.factories import lease
+    from support.ui_support import FakeSource
+
+    state = FleetState(Settings())
+    for stream in ("nodes", "leases"):
+        state.update_health(stream, connected=True, synced=False)
+    for i in range(30):
+        state.apply("leases", "ADDED", lease(f"n{i:02d}", T0 - 1), T0, True)
+    state.apply("leases", "SYNCED", None, T0)
+    state.update_health("leases", connected=True, synced=True, last_activity=T0)
+    src = FakeSource(state, ManualClock(T0))
+    app = NodewatchApp(src, refresh_seconds=3600)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.query_one("#table", FleetTable)
+        assert shown(app)[0] == "n00" and table.cursor == 0  # placeholders, by name
+        for i in range(30):  # the Nodes: the last ones are in trouble, worst first now
+            state.apply("nodes", "ADDED", node(f"n{i:02d}", "Unknown" if i >= 27 else "True"), T0, True)
+        state.apply("nodes", "SYNCED", None, T0)
+        app.tick()
+        await pilot.pause()
+        assert shown(app)[0] != "n00" and table.cursor == 0 and table.current.name == shown(app)[0]
+        await pilot.press("down")  # the user chooses a node: from now on the cursor follows it
+        chosen = table.current.name
+        state.apply("nodes", "MODIFIED", node(chosen, "False"), T0, False)
+        app.tick()
+        await pilot.pause()
+        assert table.current.name == chosen
