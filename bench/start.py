@@ -197,8 +197,11 @@ class Tmux:
         self.pid = int(self._tmux(["display", "-p", "-t", "b", "#{pane_pid}"]).strip())
 
     def _tmux(self, args: list[str]) -> str:
+        # COLUMNS/LINES of the caller (a test runner may set 80x24) would reach the dashboard through
+        # tmux's global environment and override the pane's size: the pane decides
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
         return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True, check=True,
-                              timeout=30).stdout
+                              timeout=30, env=env).stdout
 
     def screen(self) -> str:
         return self._tmux(["capture-pane", "-p", "-t", "b"])

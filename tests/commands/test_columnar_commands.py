@@ -19,7 +19,7 @@ from nodewatch.sources.recording import Recorder
 from nodewatch.sources.replay import ReplaySource
 from nodewatch.sources.segments import list_segments
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 
 
 def _hub_dir(directory, fmt="columnar", seconds=300):

@@ -24,7 +24,7 @@ from nodewatch.sources.replay import ReplaySource
 from nodewatch.sources.replay.lines import parse
 from nodewatch.sources.segments import list_segments
 
-DATA = os.path.join(os.path.dirname(__file__), "data")
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
 
 
 def _lines_of(path) -> list[bytes]:
