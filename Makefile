@@ -45,7 +45,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 
 test-fast: $(STAMP) system-deps lint
-	$(BIN)/python -m pytest -n 2 -q $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$rc
+	$(BIN)/python -m pytest -n 2 -q --durations=15 $(ARGS); rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests ran" >&2; exit 1; fi; exit $$rc
 
 # The tier runs on every release in TESTBED_VERSIONS (v1.20.2 from Debian's source package, and the
 # newest release the Go module proxy served when this line was last changed: named exactly, so that a
