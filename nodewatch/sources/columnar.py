@@ -15,7 +15,7 @@ heartbeat times and little else).
 Lossless by construction: what a reader gets back is the JSON Lines v1 recording, line for line
 (the same values of the same JSON types, in the same order, with the same key order; byte for byte
 when nodewatch wrote the lines, its JSON being orjson's), which is how every reader of recordings
-reads this format (``iter_file_lines``; ``recording.open_binary`` sniffs the magic). A row is only
+reads this format (``iter_file_lines``; ``recording_input.open_binary`` sniffs the magic). A row is only
 made compact when rebuilding it gives back the very same bytes (``_lease_shape``); anything else
 stays a whole line. A receive time is kept as microseconds and the float's distance from them in
 units of its last place (``micros``): the very same float comes back.
@@ -1158,7 +1158,7 @@ class Supersession:
 
 
 def open_columnar(raw: IO[bytes], name: str, supersede: Supersession | None = None) -> IO[bytes]:
-    """An nwcol file as a buffered stream of its v1 lines (what ``recording.open_binary`` returns for
+    """An nwcol file as a buffered stream of its v1 lines (what ``recording_input.open_binary`` returns for
     one); ``supersede``: without the renewals it finds superseded."""
     problems: list[str] = []
     # named apart from the file: a reader must not map the file itself as v1 lines (replay/index.py)
@@ -1168,7 +1168,7 @@ def open_columnar(raw: IO[bytes], name: str, supersede: Supersession | None = No
 
 
 def _closing(lines: Iterator[bytes], raw: IO[bytes]) -> Iterator[bytes]:
-    """The lines, the file closed after them (stdin stays open, as ``recording.close_input`` keeps it)."""
+    """The lines, the file closed after them (stdin stays open, as ``recording_input.close_input`` keeps it)."""
     import sys
 
     try:

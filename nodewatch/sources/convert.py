@@ -16,7 +16,8 @@ import orjson
 
 from .kubectl_format import iter_entries as kubectl_entries
 from .kubectl_format import looks_like_kubectl
-from .recording import FORMAT_VERSION, HEADER_KEY, RecordingError, close_input, iter_lines, open_binary, parse_header
+from .recording import FORMAT_VERSION, HEADER_KEY, RecordingError, iter_lines, parse_header
+from .recording_input import close_input, open_binary
 from .segments import _line_time
 
 

@@ -1,4 +1,4 @@
-"""Lines as one readable binary stream: what ``recording.open_binary`` returns for a directory of
+"""Lines as one readable binary stream: what ``recording_input.open_binary`` returns for a directory of
 segments (``segments.py``) or a columnar file (``columnar.py``), so that replay and ``status`` read
 either like one JSON Lines recording.
 

@@ -33,8 +33,6 @@ names): a listed renewal is timed by them. nodewatch never reads Secrets, and cr
 from __future__ import annotations
 
 import gzip
-import os
-import sys
 import threading
 import zlib
 from dataclasses import dataclass
@@ -354,41 +352,6 @@ class Entry:
     """The line's cluster, in a recording of several (None: the only one)."""
 
 
-def open_binary(path: str, supersede: Any = None) -> IO[bytes]:
-    """The file (``-``: stdin), transparently gunzipped. Raises RecordingError when it cannot be opened.
-    ``supersede`` (a ``columnar.Supersession``): columnar data is read without the renewals it finds
-    superseded (JSON Lines is read whole)."""
-    if path == "-":
-        raw: IO[bytes] = _stdin()
-    elif os.path.isdir(path):  # the hub's flight recorder: a directory of segments, read as one
-        from .segments import open_segments
-
-        return open_segments(path, supersede=supersede)
-    else:
-        try:
-            raw = open(path, "rb")  # noqa: SIM115
-        except FileNotFoundError:
-            raise RecordingError(f"{path}: no such file") from None
-        except IsADirectoryError:
-            raise RecordingError(f"{path}: is a directory, not a recording") from None
-        except OSError as exc:
-            raise RecordingError(f"{path}: cannot open ({exc.strerror or exc})") from None
-    head = _peek(raw, 5)
-    if head == b"NWCOL":  # the columnar format (``columnar.py``): read as the v1 lines it holds
-        from .columnar import open_columnar
-
-        return open_columnar(raw, path, supersede)
-    if head[:2] == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    return raw
-
-
-def _peek(raw: Any, n: int) -> bytes:
-    if hasattr(raw, "peek"):
-        return raw.peek(n)[:n]
-    return b""
-
-
 def iter_lines(stream: IO[bytes], problems: list[str]) -> Iterator[tuple[int, bytes]]:
     """(line number, bytes) for each line; a truncated gzip ends the iteration with a problem."""
     n = 0
@@ -490,32 +453,6 @@ def parse_line(n: int, line: bytes, problems: list[str]) -> Entry | None:
     return Entry(n, t, resource, etype, obj, d.get("list") is True, None, cluster)
 
 
-def read_recording(path: str) -> tuple[dict, list[Entry], list[str]]:
-    """Header, usable entries and problems of a whole v1 recording (small files, tests, tools)."""
-    problems: list[str] = []
-    stream = open_binary(path)
-    try:
-        lines = iter_lines(stream, problems)
-        first = next(lines, None)
-        if first is None:
-            raise RecordingError(f"{path}: empty file")
-        header = parse_header(first[1])
-        entries = [e for n, line in lines if (e := parse_line(n, line, problems)) is not None]
-    finally:
-        close_input(stream)
-    return header, entries, problems
-
-
-def close_input(stream: IO[bytes]) -> None:
-    """Close what ``open_binary`` opened; stdin stays open (someone else may read it after us)."""
-    if stream is not _stdin():
-        stream.close()
-
-
-def _stdin() -> IO[bytes]:
-    return sys.stdin.buffer
-
-
 def _short(exc: BaseException) -> str:
     return (str(exc) or type(exc).__name__)[:120]
 
@@ -526,11 +463,8 @@ __all__ = [
     "FORMAT_VERSION",
     "Recorder",
     "RecordingError",
-    "close_input",
-    "open_binary",
     "parse_header",
     "parse_line",
-    "read_recording",
     "sanitize",
     "settings_payload",
 ]

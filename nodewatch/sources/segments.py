@@ -8,7 +8,7 @@ header of the first segment, then every line in order, the keyframes of the late
 to the last that starts at or before ``end``, and no line after ``end``. A segment cut short by a
 crash is read up to its last whole line and the next one carries on.
 
-``open_binary`` (``recording.py``) hands a directory to ``open_segments``; a ``SegmentWindow`` (a
+``open_binary`` (``recording_input.py``) hands a directory to ``open_segments``; a ``SegmentWindow`` (a
 directory path that also carries the window) is how ``replay --from/--to`` and ``status --at``
 narrow the segments read.
 """
@@ -28,6 +28,7 @@ from typing import IO, Any, Iterator
 import orjson
 
 from ..core.timeutil import format_time, parse_time, parse_when
+from .columnar import iter_file_lines
 from .line_stream import SegmentStream
 from .recording_format import HEADER_KEY, RecordingError
 
@@ -150,8 +151,6 @@ def _whole_lines(stream: IO[bytes], name: str, problems: list[str]) -> Iterator[
 
 def _columnar_lines(raw: IO[bytes], name: str, problems: list[str], supersede: Any = None) -> Iterator[bytes]:
     """A columnar segment's v1 lines; one that cannot be read at all is named and skipped."""
-    from .columnar import iter_file_lines
-
     try:
         yield from iter_file_lines(raw, name, problems, supersede)
     except RecordingError as exc:

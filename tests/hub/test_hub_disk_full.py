@@ -21,7 +21,7 @@ from nodewatch.hub.codec import view_to_wire
 from nodewatch.hub.flight_recorder import DISK_FULL, KEEP_WHEN_FULL, MAX_RETRY_SECONDS, SegmentedRecorder
 from nodewatch.hub.server import Hub
 from nodewatch.sources.demo import DemoSource
-from nodewatch.sources.recording import read_recording
+from nodewatch.sources.recording_input import read_recording
 from nodewatch.sources.segments import list_segments
 from support.hub_support import viewer
 from support.simserver import wait_until

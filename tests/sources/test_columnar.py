@@ -19,7 +19,8 @@ from nodewatch.hub.codec import view_to_wire
 from nodewatch.hub.flight_recorder import SegmentedRecorder
 from nodewatch.sources import columnar
 from nodewatch.sources.convert import v1_lines
-from nodewatch.sources.recording import Recorder, RecordingError, iter_lines, open_binary
+from nodewatch.sources.recording import Recorder, RecordingError, iter_lines
+from nodewatch.sources.recording_input import open_binary
 from nodewatch.sources.replay import ReplaySource
 from nodewatch.sources.replay.lines import parse
 from nodewatch.sources.segments import list_segments

@@ -14,7 +14,8 @@ from typing import Any
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
 from nodewatch.sources.live import LiveSource
-from nodewatch.sources.recording import Recorder, read_recording
+from nodewatch.sources.recording import Recorder
+from nodewatch.sources.recording_input import read_recording
 from support.simserver import TinyFleet, running_server, wait_until
 
 

@@ -23,7 +23,7 @@ from nodewatch.commands.common import open_recorder, say_recording_stopped
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
 from nodewatch.metrics.sample import take_sample
-from nodewatch.sources.recording import read_recording
+from nodewatch.sources.recording_input import read_recording
 from nodewatch.sources.recording_stop import DISK_FULL
 from support.simserver import TinyFleet, running_server, wait_until
 from tests.hub.test_hub_disk_full import fill, small_disk

@@ -24,9 +24,9 @@ from nodewatch.sources.recording import (
     FLUSH_INTERVAL,
     Recorder,
     RecordingError,
-    read_recording,
     sanitize,
 )
+from nodewatch.sources.recording_input import read_recording
 from nodewatch.sources.replay import ReplaySource
 from support.factories import T0, lease, node, pod
 from support.simserver import wait_until

@@ -13,7 +13,8 @@ from nodewatch.core.fleet import FleetState
 from nodewatch.core.multi import MultiFleet
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
-from nodewatch.sources.recording import Recorder, read_recording, settings_payload
+from nodewatch.sources.recording import Recorder, settings_payload
+from nodewatch.sources.recording_input import read_recording
 from nodewatch.sources.replay import keyframes, state_at
 from support.factories import T0, lease, node
 

@@ -12,7 +12,8 @@ from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
 from nodewatch.sources.certcache import CertCache
 from nodewatch.sources.live import CERT_SAVE_INTERVAL, LiveSource
-from nodewatch.sources.recording import Recorder, read_recording
+from nodewatch.sources.recording import Recorder
+from nodewatch.sources.recording_input import read_recording
 from nodewatch.sources.reflector import Backoff
 from support.simserver import TinyFleet, running_server, wait_until
 

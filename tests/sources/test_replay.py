@@ -10,7 +10,8 @@ import pytest
 from nodewatch.core.fleet import FleetState
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
-from nodewatch.sources.recording import Recorder, RecordingError, read_recording
+from nodewatch.sources.recording import Recorder, RecordingError
+from nodewatch.sources.recording_input import read_recording
 from nodewatch.sources.replay import ReplaySource, keyframes
 from nodewatch.sources.replay.instant import state_at
 from support.factories import T0, lease, node, taint

@@ -13,7 +13,7 @@ import pytest
 
 from bench import foreign_recording
 from nodewatch.core.timeutil import parse_when
-from nodewatch.sources.recording import read_recording
+from nodewatch.sources.recording_input import read_recording
 from nodewatch.sources.replay import state_at
 from nodewatch.sources.replay.clusters import new_state
 from nodewatch.sources.replay.index import apply_entry

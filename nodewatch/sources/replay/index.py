@@ -40,11 +40,10 @@ from ..line_guards import DuplicateFilter, TimeFrame
 from ..recording import (
     Entry,
     RecordingError,
-    close_input,
     iter_lines,
-    open_binary,
     parse_header,
 )
+from ..recording_input import close_input, open_binary
 from .clusters import (
     RecordedCluster,
     ReplayState,

@@ -37,11 +37,10 @@ from ..line_guards import EARLY_SLACK, DuplicateFilter, TimeFrame
 from ..recording import (
     Entry,
     RecordingError,
-    close_input,
     iter_lines,
-    open_binary,
     parse_header,
 )
+from ..recording_input import close_input, open_binary
 from ..segments import SegmentWindow
 from .clusters import (
     RecordedCluster,
