@@ -131,8 +131,13 @@ def test_kubelet_stop_simulated_and_real_agree(obs):
         assert real["queued_passes_after_flip"] == 1
         assert MONITOR <= sim["noexecute"] <= MONITOR + TRUNC
         assert abs(sim["noexecute"] - (real["noexecute"] - real["pass_overrun"])) <= TRUNC + LATENCY
-    # Eviction: the NoExecute taint plus the toleration.
-    assert abs(sim["eviction"] - real["eviction"]) <= TRUNC
+    # Eviction: the NoExecute taint plus the toleration. The taint-eviction controller starts a pod's
+    # timer when it sees the taint (processPodOnNode: now), and the node lifecycle controller stamps
+    # timeAdded before its write, which from 1.34 waits in the flip pass's client-side rate limit: the
+    # real eviction may come up to that pass's own work after timeAdded + toleration (seen: +2 s on
+    # v1.37.2 in CI), never before. nodewatch counts from timeAdded: at most that much early.
+    lag = real["pass_overrun"] if in_the_flip_pass else 0.0
+    assert -TRUNC <= real["eviction"] - sim["eviction"] <= TRUNC + lag, (real, sim)
     assert math.isclose(sim["eviction"], TOLERATION, abs_tol=TRUNC)
 
 
