@@ -16,6 +16,7 @@ from collections import deque
 from typing import Any, Iterable
 
 from .evaluation import Evaluator
+from .evidence import UNDATED
 from .fleet_data import Store
 from .objects import (
     BadObject,
@@ -236,7 +237,7 @@ class Ingest:
         with self.store.lock:
             tracks = self.store.leases.items() if names is None else ((n, self.store.leases.get(n)) for n in names)
             for name, track in tracks:
-                if track is None or track.age_from not in ("renewTime", "server-bound") or track.observed_at is None:
+                if track is None or track.age_from not in UNDATED or track.observed_at is None:
                     continue
                 rec = self.store.nodes.get(name)
                 interval = renew_interval(track.duration)
