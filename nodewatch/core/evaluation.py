@@ -71,6 +71,8 @@ class Evaluator:
         """Worst first. A sorted list of sublists: moving a node costs O(log n), not a memmove of
         the whole fleet (which made a 20,000-node zone outage cost seconds)."""
         self._counts: dict[NodeState, int] = {st: 0 for st in NodeState}
+        self._cordoned = 0
+        """How many of ``_views`` are cordoned (``spec.unschedulable``): kept as the counts are."""
         self._tally: dict[str, list[int]] = {}
         """Per zone: [Ready, not Ready] nodes, as the node lifecycle controller counts them."""
         self._due: list[tuple[float, str]] = []
@@ -386,6 +388,7 @@ class Evaluator:
                 controller_suspect=controller_suspect,
                 seq=self._seq,
                 awaiting_renewals=0 if blind else self.awaiting_renewals(now),
+                cordoned=self._cordoned,
             )
             self._published = fv
             return fv
@@ -481,6 +484,7 @@ class Evaluator:
         make = self._view
         tally_add = self._tally_add
         inf = math.inf
+        cordoned = 0
         # In name order: the order's sort then finds long runs already sorted (every Ready node
         # is ordered by name alone) and takes half the time (65k views: 129 -> 63 ms, + 14 ms
         # for sorting the names).
@@ -490,11 +494,13 @@ class Evaluator:
                 continue
             views[name] = v
             by_rank[v.state.rank] += 1
+            cordoned += v.cordoned
             if not v.excluded:
                 tally_add(v, 1)
             if v.next_change != inf:
                 due.append((v.next_change, name))
         self._counts = {st: by_rank[st.rank] for st in NodeState}
+        self._cordoned = cordoned
         heapq.heapify(due)
         self._due = due
         self._order = SortedKeyList(views.values(), key=sort_key)
@@ -517,6 +523,7 @@ class Evaluator:
         elif sort_key(old) == sort_key(new):
             # Same place in the order (and so the same state): only the zone tally may move.
             self._tally_add(old, -1)
+            self._cordoned += new.cordoned - old.cordoned
             views[name] = new
             _swap(self._order, old, new, self._hints)
             self._tally_add(new, 1)
@@ -530,11 +537,13 @@ class Evaluator:
     def _place(self, v: NodeView) -> None:
         self._order.add(v)
         self._counts[v.state] += 1
+        self._cordoned += v.cordoned
         self._tally_add(v, 1)
 
     def _unplace(self, v: NodeView) -> None:
         self._order.remove(v)
         self._counts[v.state] -= 1
+        self._cordoned -= v.cordoned
         self._tally_add(v, -1)
 
     def _tally_add(self, v: NodeView, n: int) -> None:

@@ -171,6 +171,7 @@ def merge_views(named: list[tuple[str, FleetView]], clusters: list[ClusterView],
         health=health, generation=sum(v.generation for _, v in named),
         statefulset_at_risk=sum(v.statefulset_at_risk for _, v in named),
         controller_suspect=any(v.controller_suspect for _, v in named), clusters=tuple(clusters), seq=seq,
+        awaiting_renewals=sum(v.awaiting_renewals for _, v in named), cordoned=sum(v.cordoned for _, v in named),
     )
 
 

@@ -245,6 +245,9 @@ class FleetView:
     awaiting_renewals: int = 0
     """Leases whose listed age is not evidence yet (``core/evidence.py``): their nodes are judged as
     if the lease age were unknown until they renew on the watch or one renewal interval passes."""
+    cordoned: int = 0
+    """How many of ``nodes`` are cordoned (``spec.unschedulable``), whatever their state: counted by
+    the evaluator as it counts states, so a frame's header costs nothing per node."""
 
     def node(self, name: str) -> NodeView | None:
         for v in self.nodes:

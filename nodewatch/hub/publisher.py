@@ -167,6 +167,8 @@ def _meta(view: FleetView, problems: int, recent: list | None = None) -> dict[st
         "generation": view.generation,
         "statefulset_at_risk": view.statefulset_at_risk,
         "controller_suspect": view.controller_suspect,
+        "awaiting_renewals": view.awaiting_renewals,
+        "cordoned": view.cordoned,
         "problems": problems,
         "recent_problems": to_wire(recent or []),
         "clusters": to_wire(view.clusters),

@@ -241,6 +241,7 @@ class ViewerState:
                 blind_reason=reason, health=health, generation=int(m.get("generation", 0)),
                 statefulset_at_risk=int(m.get("statefulset_at_risk", 0)),
                 controller_suspect=bool(m.get("controller_suspect")), clusters=tuple(self._clusters),
+                awaiting_renewals=int(m.get("awaiting_renewals", 0)), cordoned=int(m.get("cordoned", 0)),
             )
             return fv
 

@@ -48,7 +48,7 @@ from .keymap import keymap_path, load_keymap
 from .messages import NodeChosen
 from .problems import ProblemsScreen
 from .replay_bar import NextChange, ReplayBar
-from .rows import COLUMN_KEYS, NOT_READY, WALL_COLUMNS, RowQuery, cordoned_count, select_rows, state_slice, with_cluster
+from .rows import COLUMN_KEYS, NOT_READY, WALL_COLUMNS, RowQuery, select_rows, state_slice, with_cluster
 from .source_actions import SourceActions
 from .terminal import MODERN, Terminal
 from .theme import ANSI_THEMES, Palette, palette_16, palette_from_variables
@@ -333,7 +333,6 @@ class NodewatchApp(SourceActions, App):
         now = self.source.clock.now()
         view = self.source.state.evaluate(now)
         self._sample_history(view)
-        cordoned_count(view)  # counted here, off the event loop (O(fleet)); the header then reads it
         # Collect the evaluation's young garbage here, in the worker, rather than letting the
         # collector fire in the middle of the next paint on the event loop (~2 ms at 65k nodes).
         gc.collect(0)

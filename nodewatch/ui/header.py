@@ -15,7 +15,6 @@ from ..core.rules import NodeState
 from ..core.text import duration, safe
 from ..core.views import FleetView
 from .cells import CORDON_MARK
-from .rows import cordoned_count
 from .theme import Palette
 
 STATES_BY_RANK = tuple(sorted(NodeState, key=lambda s: s.rank))
@@ -48,7 +47,7 @@ def header_text(source_name: str, view: FleetView, now: float, palette: Palette,
         t.append(f"{s.symbol}{count}" if narrow else f"{s.symbol} {s.word} {count}",
                  palette.state(s) if n else palette.muted)
         t.append(" " if narrow else "  ")
-    cordoned = cordoned_count(view)
+    cordoned = view.cordoned
     if cordoned:
         t.append(f"{CORDON_MARK}{cordoned}" if narrow else f"{CORDON_MARK} cordoned {humanize.intcomma(cordoned)}",
                  palette.warn)

@@ -8,7 +8,6 @@ worst first, so one state is a slice of it.
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -198,22 +197,6 @@ def state_slice(view: FleetView, states: str | NodeState) -> Sequence[NodeView]:
             return view.nodes[start:start + counts.get(s, 0)]
         start += counts.get(s, 0)
     return ()
-
-
-_cordoned_seen: list = [None, 0]
-
-
-def cordoned_count(view: FleetView) -> int:
-    """How many nodes are cordoned (for the header and the wall). O(fleet): 2-4 ms at 65,000 nodes
-    on an idle core, so it is counted once per published node tuple (a frame drawn again costs
-    nothing), and for a big fleet in the evaluating worker thread, not on the event loop."""
-    nodes = view.nodes
-    if _cordoned_seen[0] is not nodes:
-        _cordoned_seen[:] = [nodes, sum(map(_is_cordoned, nodes))]
-    return _cordoned_seen[1]
-
-
-_is_cordoned = operator.attrgetter("cordoned")
 
 
 def select_rows(view: FleetView, query: RowQuery, search: LabelSearch | None = None) -> Sequence[NodeView]:

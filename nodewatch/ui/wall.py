@@ -17,7 +17,7 @@ from ..core.views import FleetView
 from .cells import CORDON_MARK
 from .cluster_strip import ClusterStrip
 from .fleet_table import FleetTable
-from .rows import WALL_COLUMNS, cordoned_count
+from .rows import WALL_COLUMNS
 from .theme import Palette
 from .zone_strip import ZoneStrip
 
@@ -75,7 +75,7 @@ class WallView(Vertical):
         title = Text()
         title.append(f" {not_ready} of {len(view.nodes)} nodes not Ready ",
                      palette.bad if not_ready else palette.good)
-        cordoned = cordoned_count(view)
+        cordoned = view.cordoned
         if cordoned:  # a cordoned node may be Ready (not in the table below): count them all here
             title.append(f" {CORDON_MARK} {cordoned} cordoned ", palette.warn)
         self.query_one("#wall-title", Static).update(title)

@@ -120,3 +120,28 @@ def test_views_are_built_positionally_in_the_field_order_they_declare():
     v = st.evaluate(NOW).node("plain-0")
     assert (v.name, v.state, v.ready, v.lease_observed_at, v.grace, v.cluster) == (
         "plain-0", NodeState.READY, "True", NOW - 1.0, st.settings.grace, "")
+
+
+def test_the_cordoned_count_is_kept_through_every_path_a_view_takes():
+    """``FleetView.cordoned`` is kept incrementally (``_place``/``_unplace``, the in-place swap of a
+    renewed node, the full rebuild): after cordoning and uncordoning a Ready node (same place in the
+    order), cordoning a Late one (it moves), deleting a cordoned node, it equals a recount."""
+    st = _fleet(nodes_listing=False)
+
+    def check(now: float) -> int:
+        view = st.evaluate(now)
+        assert view.cordoned == sum(v.cordoned for v in view.nodes)
+        return view.cordoned
+
+    first = check(NOW)
+    assert first == 7  # one cordoned node per age
+    st.apply("nodes", "MODIFIED", node("plain-0", unschedulable=True), NOW + 1)  # Ready: swapped in place
+    assert check(NOW + 1) == first + 1
+    st.apply("nodes", "MODIFIED", node("plain-0"), NOW + 2)
+    assert check(NOW + 2) == first
+    st.apply("nodes", "MODIFIED", node("plain-5", unschedulable=True), NOW + 3)  # Overdue: moves
+    assert check(NOW + 3) == first + 1
+    st.apply("nodes", "DELETED", node("cordoned-0", unschedulable=True), NOW + 4)
+    st.apply("leases", "DELETED", lease("cordoned-0", NOW), NOW + 4)
+    assert check(NOW + 4) == first
+    assert check(NOW + 60) == first  # time alone moves views (Late, Overdue): the count follows

@@ -27,6 +27,7 @@ def _viewer_wire(v: ViewerSource) -> dict[str, list]:
 def test_every_viewer_shows_exactly_what_the_hub_evaluated_at_the_hubs_now(tmp_path):
     with demo_hub(tmp_path, nodes=80) as hub, viewer(hub) as a, viewer(hub) as b, viewer(hub) as c:
         states_seen: set[NodeState] = set()
+        cordoned_seen = 0
         for _ in range(12):
             seq = advance(hub, 15)
             wait_until(lambda: all(v.state.seq == seq for v in (a, b, c)))
@@ -39,9 +40,12 @@ def test_every_viewer_shows_exactly_what_the_hub_evaluated_at_the_hubs_now(tmp_p
                 assert _viewer_wire(v) == expected
                 assert [n.name for n in fv.nodes] == [n.name for n in hv.nodes]  # worst first, same order
                 assert fv.counts == hv.counts and to_wire(fv.zones) == to_wire(hv.zones)
+                assert (fv.cordoned, fv.awaiting_renewals) == (hv.cordoned, hv.awaiting_renewals)  # the header's
                 assert fv.health[HUB_STREAM].connected and not fv.leases_blind
             states_seen |= {n.state for n in hv.nodes}
+            cordoned_seen = max(cordoned_seen, hv.cordoned)
         assert len(states_seen) >= 3, "the incident moved nodes through several states"
+        assert cordoned_seen, "the demo cordons a node: the viewers showed its count"
 
 
 def test_a_snapshot_comes_worst_first_in_parts_that_add_up_to_the_fleet(tmp_path, monkeypatch):

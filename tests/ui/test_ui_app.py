@@ -483,7 +483,7 @@ async def test_header_counts_read_with_thousands_and_fit_a_narrow_terminal():
         assert header.startswith(" ✖1 »3 ?0 ✗0 !1 ~1 ✓6 ⊘1 │ 12 nodes")  # symbol-first: the counts fit
     view = src.state.evaluate(T0)
     cordoned = next(v for v in view.nodes if v.cordoned)
-    text = header_text("x", dataclasses.replace(view, nodes=(cordoned,) * 65_000), T0, app.palette, virtual=False)
+    text = header_text("x", dataclasses.replace(view, nodes=(cordoned,) * 65_000, cordoned=65_000), T0, app.palette, virtual=False)
     assert "65,000 nodes" in text.plain and "⊘ cordoned 65,000" in text.plain
 
 
