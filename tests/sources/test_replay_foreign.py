@@ -159,3 +159,21 @@ def test_a_foreign_kubectl_log_answers_as_its_seek_at_every_instant(foreign_kube
     """Issue 22's concatenated logs, written by another generator: the one-shot answer (with and
     without Pods), the full one-pass replay and the indexed replay's seek agree at every instant."""
     assert _same_answer(foreign_kubectl, at, open_replay) > 0
+
+
+@pytest.mark.parametrize("compact", [True, False])
+def test_a_kubectl_logs_renewals_are_left_out_of_a_one_shot_answer_only(foreign_kubectl, monkeypatch, compact):
+    """The lever on a kubectl log: its Leases made records for the sort are left out once superseded
+    (on the old code nothing of a kubectl log was), and nothing is without ``compact`` (a full
+    replay keeps every renewal)."""
+    made: list[Superseded] = []
+    original = Superseded.__init__
+
+    def spy(self, *args, **kw):
+        original(self, *args, **kw)
+        made.append(self)
+
+    monkeypatch.setattr(Superseded, "__init__", spy)
+    state_at(foreign_kubectl, None, compact=compact, pods=False)
+    renewals = sum(1 for e in made[0].events if e is None or e.resource == "leases")
+    assert (made[0].dropped > 0.8 * renewals) if compact else made[0].dropped == 0

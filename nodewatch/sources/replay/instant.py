@@ -118,7 +118,7 @@ def _read_at(path: str, when: str | None, settings: Settings | None, compact: bo
             clusters = recorded_clusters(header, problems)
             entries = _v1_entries(lines, header, clusters, problems, compact, pods)
         state = new_state(header, clusters, settings, problems)
-        t = _apply_until(state, entries, when, known, header, clusters, settings, problems, pods)
+        t = _apply_until(state, entries, when, known, header, clusters, settings, problems, pods, compact)
     finally:
         close_input(stream)
         if collecting:
@@ -183,11 +183,12 @@ def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, clusters: list
 
 def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: str | None, known: bool,
                  header: dict, clusters: list[RecordedCluster] | None, given: Settings | None,
-                 problems: list[str], pods: bool = True) -> Instant:
+                 problems: list[str], pods: bool = True, compact: bool = False) -> Instant:
     """Put the events up to ``when`` in the order a replay applies them (``Superseded``), then apply
     them (what a later renewal supersedes left out)."""
     order = Superseded(several=clusters is not None, pods=pods,
-                       follows=lambda cluster: _follows(header, clusters, given, cluster))
+                       follows=lambda cluster: _follows(header, clusters, given, cluster), received_known=known,
+                       records=compact)
     heap: list[tuple[float, int, Entry | Deferred]] = []
     target = math.inf
     start: float | None = None
