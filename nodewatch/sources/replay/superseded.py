@@ -94,7 +94,7 @@ class Deferred(msgspec.Struct, gc=False):
 class _LeaseLine(_Line, gc=False):
     """A recording line whose object is read as a Lease in the same decode (``deferred_lease``)."""
 
-    object: Optional[_Lease] = None  # type: ignore[assignment]
+    object: Optional[_Lease] = None
 
 
 _decode_lease_line = msgspec.json.Decoder(_LeaseLine).decode
