@@ -69,8 +69,8 @@ def test_a_foreign_recording_replays_to_the_generic_paths_state(foreign, at):
         _answers(full, seen.at, nodes=False)
 
 
-def test_renewals_are_left_out_without_a_synced_line(foreign, monkeypatch):
-    """The lever, not a timing: on the old code a recording without SYNCED dropped nothing."""
+def _left_out(path: str, monkeypatch, compact: bool = True) -> tuple[int, int]:
+    """(events ``Superseded`` left out, renewals it was given) of the answer at the end."""
     made: list[Superseded] = []
     original = Superseded.__init__
 
@@ -79,9 +79,14 @@ def test_renewals_are_left_out_without_a_synced_line(foreign, monkeypatch):
         made.append(self)
 
     monkeypatch.setattr(Superseded, "__init__", spy)
-    state_at(foreign, None, compact=True, pods=False)
-    renewals = sum(1 for e in made[0].events if e is None or e.resource == "leases")
-    assert made[0].dropped > 0.8 * renewals
+    state_at(path, None, compact=compact, pods=False)
+    return made[0].dropped, sum(1 for e in made[0].events if e is None or e.resource == "leases")
+
+
+def test_renewals_are_left_out_without_a_synced_line(foreign, monkeypatch):
+    """The lever, not a timing: on the old code a recording without SYNCED dropped nothing."""
+    dropped, renewals = _left_out(foreign, monkeypatch)
+    assert dropped > 0.8 * renewals
 
 
 _ODD_LEASE_LINES = [
@@ -166,14 +171,5 @@ def test_a_kubectl_logs_renewals_are_left_out_of_a_one_shot_answer_only(foreign_
     """The lever on a kubectl log: its Leases made records for the sort are left out once superseded
     (on the old code nothing of a kubectl log was), and nothing is without ``compact`` (a full
     replay keeps every renewal)."""
-    made: list[Superseded] = []
-    original = Superseded.__init__
-
-    def spy(self, *args, **kw):
-        original(self, *args, **kw)
-        made.append(self)
-
-    monkeypatch.setattr(Superseded, "__init__", spy)
-    state_at(foreign_kubectl, None, compact=compact, pods=False)
-    renewals = sum(1 for e in made[0].events if e is None or e.resource == "leases")
-    assert (made[0].dropped > 0.8 * renewals) if compact else made[0].dropped == 0
+    dropped, renewals = _left_out(foreign_kubectl, monkeypatch, compact)
+    assert (dropped > 0.8 * renewals) if compact else dropped == 0
