@@ -62,9 +62,33 @@ def read_end_to_end(path: str) -> float:
     return time.perf_counter() - t
 
 
-def run(nodes: int = 5_000, minutes: float = 60) -> list[Figure]:
+def time_seeks(path: str) -> tuple[float, float, list[float], int]:
+    """``ReplaySource`` on ``path``: (seconds to open it (the index), to its keyframes, of each of
+    ``SEEKS`` seeks (end, start, middle, seeded random; forward and back), nodes at the last)."""
     from nodewatch.sources.replay import ReplaySource
 
+    t = time.perf_counter()
+    src = ReplaySource(path)
+    opened = time.perf_counter() - t
+    try:
+        src.replay.wait_indexed()
+        keyframed = time.perf_counter() - t
+        if src.problems:
+            raise RuntimeError(f"the recording has problems: {src.problems[:3]}")
+        rng = random.Random(1)
+        targets = [src.replay.end, src.replay.start, (src.replay.start + src.replay.end) / 2] + \
+                  [rng.uniform(src.replay.start, src.replay.end) for _ in range(SEEKS - 3)]
+        took = []
+        for target in targets:
+            t = time.perf_counter()
+            src.replay.seek(target)
+            took.append(time.perf_counter() - t)
+        return opened, keyframed, took, len(src.state.nodes)
+    finally:
+        src.stop()
+
+
+def run(nodes: int = 5_000, minutes: float = 60) -> list[Figure]:
     with tempfile.TemporaryDirectory(prefix="nodewatch-bench-replay-") as d:
         path = os.path.join(d, "fleet.ndjson")
         print(f"  replay: recording {minutes:g} min of {nodes:,} nodes (setup)", file=sys.stderr, flush=True)
@@ -73,32 +97,14 @@ def run(nodes: int = 5_000, minutes: float = 60) -> list[Figure]:
         made = time.perf_counter() - t
         size = os.path.getsize(path)
         print(f"  replay: {lines:,} lines, {size / 1e6:,.0f} MB in {made:.0f}s; opening", file=sys.stderr, flush=True)
-        t = time.perf_counter()
-        src = ReplaySource(path)
-        opened = time.perf_counter() - t
-        try:
-            src.replay.wait_indexed()
-            keyframed = time.perf_counter() - t
-            if src.problems:
-                raise RuntimeError(f"the recording has problems: {src.problems[:3]}")
-            rng = random.Random(1)
-            targets = [src.replay.end, src.replay.start, (src.replay.start + src.replay.end) / 2] + \
-                      [rng.uniform(src.replay.start, src.replay.end) for _ in range(SEEKS - 3)]
-            took = []
-            for target in targets:
-                t = time.perf_counter()
-                src.replay.seek(target)
-                took.append(time.perf_counter() - t)
-            nodes_at_end = len(src.state.nodes)
-        finally:
-            src.stop()
+        opened, keyframed, took, nodes_at_end = time_seeks(path)
         print("  replay: reading the recording end to end", file=sys.stderr, flush=True)
         ref = read_end_to_end(path)
     worst, median = max(took), statistics.median(took)
     return [Figure(f"replay: seek in {minutes:g} min x {nodes:,} nodes", f"max {worst:.2f} s (median {median:.2f} s)",
                    "<= 1 s", f"read end to end {ref:.2f} s", worst <= 1.0,
                    f"{lines:,} lines, {size / 1e6:,.0f} MB; open (index) {opened:.1f} s, keyframes ready after "
-                   f"{keyframed:.1f} s; {len(targets)} seeks (end, start, middle, random; forward and back); "
+                   f"{keyframed:.1f} s; {len(took)} seeks (end, start, middle, random; forward and back); "
                    f"{nodes_at_end:,} nodes at the last seek")]
 
 

@@ -23,6 +23,7 @@ from typing import IO, Any, Iterable, Iterator
 
 import orjson
 
+from ..core.objects import lease_from_dict
 from ..core.timeutil import format_time, parse_time
 from .recording import MAX_LINE_BYTES, Entry, _short
 
@@ -229,8 +230,23 @@ OPENING_LISTS = frozenset({"nodes", "leases", "pods", "certificatesigningrequest
 
 
 def sort_entries(entries: Iterable[Entry]) -> list[Entry]:
-    """The entries of a kubectl log in time order; stable, so each section's own order is kept."""
-    return sorted(entries, key=_entry_time)
+    """The entries of a kubectl log in time order; stable, so each section's own order is kept.
+
+    A Lease's object is made its record on the way (``lease_from_dict``, what applying it does
+    first; one that would not make one stays the dict, and applying it reports why): a log is
+    sorted whole, and the dicts of a 5,000-node log's 300,000 renewals held for the sort were 1.5 GB.
+    As records, the renewals a later one supersedes are left out of a one-shot answer too
+    (``replay/superseded.py``)."""
+    return sorted(map(_typed_lease, entries), key=_entry_time)
+
+
+def _typed_lease(e: Entry) -> Entry:
+    if e.resource == "leases" and isinstance(e.obj, dict):
+        try:
+            e.obj = lease_from_dict(e.obj)
+        except Exception:  # noqa: BLE001 - applied as the dict, whose problem is reported then
+            pass
+    return e
 
 
 def _entry_time(e: Entry) -> float:

@@ -53,8 +53,8 @@ from .clusters import (
     target,
 )
 from .index import OUT_OF_ORDER_REPORT, apply_entry, learn_version
-from .lines import object_fits, parse, parse_decoded, plain_line
-from .superseded import Deferred, Superseded, deferred
+from .lines import object_fits, parse_decoded, plain_line
+from .superseded import Deferred, Superseded, deferred, deferred_lease
 
 REORDER_WINDOW = 30.0
 """Seconds a line may step back in time and still be applied in time order."""
@@ -118,7 +118,7 @@ def _read_at(path: str, when: str | None, settings: Settings | None, compact: bo
             clusters = recorded_clusters(header, problems)
             entries = _v1_entries(lines, header, clusters, problems, compact, pods)
         state = new_state(header, clusters, settings, problems)
-        t = _apply_until(state, entries, when, known, header, clusters, settings, problems, pods)
+        t = _apply_until(state, entries, when, known, header, clusters, settings, problems, pods, compact)
     finally:
         close_input(stream)
         if collecting:
@@ -160,12 +160,13 @@ def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, clusters: list
     dup = DuplicateFilter(2048)
     frame = TimeFrame(header, problems)
     for n, line in lines:
-        d = plain_line(line)
-        e: Entry | Deferred | None = None
-        if compact and d is not None:
-            e = deferred(n, line, d, pods)  # its object is one: the typed decoder read it
+        e: Entry | Deferred | None = deferred_lease(n, line) if compact else None  # a renewal: one decode
         if e is None:
-            e = parse_decoded(n, line, d if d is not None and object_fits(d) else None, problems)
+            d = plain_line(line)
+            if compact and d is not None:
+                e = deferred(n, line, d, pods)  # its object is one: the typed decoder read it
+            if e is None:
+                e = parse_decoded(n, line, d if d is not None and object_fits(d) else None, problems)
         if e is None or not frame.admit(e):
             continue
         if e.etype != "SETTINGS":
@@ -182,11 +183,12 @@ def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, clusters: list
 
 def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: str | None, known: bool,
                  header: dict, clusters: list[RecordedCluster] | None, given: Settings | None,
-                 problems: list[str], pods: bool = True) -> Instant:
+                 problems: list[str], pods: bool = True, compact: bool = False) -> Instant:
     """Put the events up to ``when`` in the order a replay applies them (``Superseded``), then apply
     them (what a later renewal supersedes left out)."""
     order = Superseded(several=clusters is not None, pods=pods,
-                       follows=lambda cluster: _follows(header, clusters, given, cluster))
+                       follows=lambda cluster: _follows(header, clusters, given, cluster), received_known=known,
+                       records=compact)
     heap: list[tuple[float, int, Entry | Deferred]] = []
     target = math.inf
     start: float | None = None
@@ -266,7 +268,7 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: 
             if e is None:
                 continue  # superseded
             if type(e) is Deferred:
-                e = parse(e.line, e.data, problems)
+                e = e.entry(problems)
                 if e is None:
                     continue
             elif type(e) is _Learned:

@@ -61,14 +61,19 @@ def plain_line(line: bytes) -> _Line | None:
         d = _decode_line(line)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
+    return d if plain_fields(d) else None
+
+
+def plain_fields(d: _Line) -> bool:
+    """The checks of ``plain_line`` on a decoded line (also of a ``_Line`` subclass that types its
+    object, ``superseded.deferred_lease``): an event line with a valid time and a known resource
+    and type, nothing ``parse_line`` would read or report otherwise."""
     t = d.t  # a float (msgspec makes an int one): valid_time's range check is all there is to do
     if t is None or d.health is not None or d.cert is not None or d.settings is not None:
-        return None
+        return False
     if d.resource not in _RESOURCES or d.type not in _EVENT_TYPES or not MIN_TIME <= t <= MAX_TIME:
-        return None  # parse_line reports it (a time out of range, NaN, infinite)
-    if d.cluster == "":
-        return None  # parse_line reads an empty cluster as none
-    return d
+        return False  # parse_line reports it (a time out of range, NaN, infinite)
+    return d.cluster != ""  # parse_line reads an empty cluster as none
 
 
 def parse(n: int, line: bytes, problems: list[str]) -> Entry | None:

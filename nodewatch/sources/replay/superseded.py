@@ -31,15 +31,23 @@ and each stream's last activity come from the last event of each object, which i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import msgspec
 
 from ...core.ingest import listed_renewal
 from ...core.objects import LeaseRecord
 from ...core.rules import EVICTION_TAINTS
-from ...core.wire import _Lease, _micro_time, _Node, _Pod, lease_write_time  # the typed decoder's own: what it reads
+from ...core.wire import (  # the typed decoder's own: what it reads, and the record it builds
+    _Lease,
+    _lease_record,
+    _micro_time,
+    _Node,
+    _Pod,
+    lease_write_time,
+)
 from ..recording import Entry
+from .lines import _Line, parse, plain_fields
 
 NODE_LEASE_NAMESPACES = ("", "kube-node-lease")
 """Namespaces whose Leases are node heartbeats (``Ingest._on_lease`` ignores the others)."""
@@ -51,10 +59,10 @@ _DECODE = {
 }
 
 
-@dataclass(slots=True)
-class Deferred:
-    """A clean event line of a Lease, Node or Pod, its object not made a record yet (``parse``
-    does, if the line is applied)."""
+class Deferred(msgspec.Struct, gc=False):
+    """A clean event line of a Lease, Node or Pod, its object not made a record yet (``entry``
+    does, if the line is applied). A Struct untracked by the cyclic collector: made for every
+    line, it holds no cycle (cheaper to make and free than a dataclass)."""
 
     line: int
     t: float
@@ -67,10 +75,46 @@ class Deferred:
     """A Lease's renewTime, as its record will have it."""
     replaces: bool
     """A Node's update that replaces its record whole (no eviction taint)."""
-    data: bytes
-    """The line itself."""
+    data: bytes | None
+    """The line itself (None for a Lease: its record is built from ``lease``)."""
     lease: Any = None
     """A Lease's typed object (its kubelet's write time is read from it only if needed)."""
+
+    def entry(self, problems: list[str]) -> Entry | None:
+        """The entry ``lines.parse`` makes of the line, now that it is applied. A Lease's record is
+        built from its typed object, as ``parse`` would build it from the same decode: the line's
+        bytes are not kept while the renewal waits (a foreign renewal line is ~1 KB, and 30 s of
+        them wait in the reorder window)."""
+        if self.lease is not None:
+            return Entry(self.line, self.t, self.resource, self.etype, _lease_record(self.lease), self.listing,
+                         None, self.cluster)
+        return parse(self.line, self.data or b"", problems)
+
+
+class _LeaseLine(_Line, gc=False):
+    """A recording line whose object is read as a Lease in the same decode (``deferred_lease``)."""
+
+    object: Optional[_Lease] = None
+
+
+_decode_lease_line = msgspec.json.Decoder(_LeaseLine).decode
+
+
+def deferred_lease(n: int, line: bytes) -> Deferred | None:
+    """``deferred`` of a clean Lease line, decoded in one pass: nine lines in ten are renewals, and
+    reading the line (its object kept raw) then the object again was two passes over the same
+    bytes. None for any other line, and for one this decode refuses: the caller reads it the
+    ordinary way (``plain_line``, then ``deferred``), which gives the same for a line read here
+    (the same checks, ``_Lease`` the same type)."""
+    if b'"leases"' not in line:  # a cheap sieve only: a line spelt otherwise goes the ordinary way
+        return None
+    try:
+        d = _decode_lease_line(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if d.resource != "leases" or d.type not in ("ADDED", "MODIFIED") or d.object is None or not plain_fields(d):
+        return None
+    return _made(n, line, d, "leases", d.object)
 
 
 def deferred(n: int, line: bytes, d: Any, pods: bool = True) -> Deferred | None:
@@ -90,6 +134,11 @@ def deferred(n: int, line: bytes, d: Any, pods: bool = True) -> Deferred | None:
         obj = decode(d.object)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
+    return _made(n, line, d, resource, obj)
+
+
+def _made(n: int, line: bytes, d: Any, resource: str, obj: Any) -> Deferred | None:
+    """The ``Deferred`` of line ``n`` (decoded: ``d``, its object typed: ``obj``), or None."""
     meta = obj.metadata
     if meta is None or not meta.name:
         return None
@@ -102,8 +151,9 @@ def deferred(n: int, line: bytes, d: Any, pods: bool = True) -> Deferred | None:
     elif resource == "nodes":
         taints = obj.spec.taints if obj.spec is not None else None
         replaces = not taints or not any(t.key in EVICTION_TAINTS and t.effect == "NoExecute" for t in taints)
-    return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, replaces, line,
-                    obj if resource == "leases" else None)
+    if resource == "leases":
+        return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, False, None, obj)
+    return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, replaces, line)
 
 
 class Superseded:
@@ -116,10 +166,17 @@ class Superseded:
     whether the API server moves a manager's write time on every renewal (``ingest.writes_follow_renewals``
     of the server version the cluster's state has when the event is applied; None: not known, no
     listed renewal is then left out); the caller calls ``settings_changed`` when a settings line
-    is added."""
+    is added. ``received_known`` False: the events are applied without a receive time (a kubectl
+    log, ``received_at=None``), so none is a renewal "known" by its receipt.
+
+    ``records``: an ``Entry`` whose object is a ``LeaseRecord`` already (a kubectl log's Leases,
+    made records for its sort: ``kubectl_format.sort_entries``) is a clean renewal too, left out
+    like a ``Deferred`` one: its renewTime and write time are the record's, and applying it records
+    no problem (False: such an entry is followed, never left out: a full replay)."""
 
     def __init__(self, several: bool, pods: bool = True,
-                 follows: Callable[[str | None], bool | None] | None = None) -> None:
+                 follows: Callable[[str | None], bool | None] | None = None, received_known: bool = True,
+                 records: bool = False) -> None:
         self.events: list[Any] = []
         self.skipped = 0
         self._several = several
@@ -129,6 +186,8 @@ class Superseded:
         self._synced: set[str | None] = set()
         self._follows_of = follows or (lambda cluster: None)
         self._follows: dict[str | None, bool | None] = {}
+        self._received_known = received_known
+        self._records = records
 
     def settings_changed(self) -> None:
         """A settings line was added: the server version may have changed from here on."""
@@ -144,7 +203,7 @@ class Superseded:
                 k = self._leases.get(key)
                 if k is None:
                     k = self._leases[key] = _LeaseSeen()
-                if self._renewal(k, e):
+                if self._renewal(k, e.renew, e.t, e.listing, e.cluster, e.lease):
                     for i in k.pending:  # this renewal sets all the track alone
                         out[i] = None
                     k.pending.clear()
@@ -164,13 +223,20 @@ class Superseded:
                 pending = []
             pending.append(len(out))
         elif type(e) is Entry and e.resource == "leases":
-            self._lease_entry(e)
+            k = self._lease_entry(e)
+            if k is not None:  # a clean renewal's record
+                if self._renewal(k, e.obj.renew_time, e.t, e.listing, e.cluster, e.obj):
+                    for i in k.pending:
+                        out[i] = None
+                    k.pending.clear()
+                k.pending.append(len(out))
         out.append(e)
 
-    def _renewal(self, k: _LeaseSeen, e: Deferred) -> bool:
-        """Follow ``k`` through the clean lease line ``e`` as ``Ingest._on_lease`` moves the track;
-        True when the track it leaves is the one ``e`` alone leaves (on a new track)."""
-        renew = e.renew
+    def _renewal(self, k: _LeaseSeen, renew: float | None, t: float | None, listing: bool, cluster: str | None,
+                 lease: Any) -> bool:
+        """Follow ``k`` through a clean lease event (renewTime ``renew``, line time ``t``, its typed
+        ``_Lease`` or its ``LeaseRecord``) as ``Ingest._on_lease`` moves the track; True when the
+        track it leaves is the one the event alone leaves (on a new track)."""
         if not k.exact:
             return False
         if not k.exists:  # a new track: LeaseTrack(renewTime, None, None, ...), no renewals
@@ -185,9 +251,9 @@ class Superseded:
             return False
         if renew is None:  # a new track without a renewTime: nothing moves
             return False
-        cluster = e.cluster if self._several else None
-        received = e.t
-        if received is not None and not e.listing and cluster in self._synced:  # "known"
+        cluster = cluster if self._several else None
+        received = t if self._received_known else None
+        if received is not None and not listing and cluster in self._synced:  # "known"
             k.renew, k.observed, k.seen, k.skew = renew, received, True, received - renew
             return True
         follows = self._follows.get(cluster, _UNSET)
@@ -198,7 +264,8 @@ class Superseded:
             return False
         seen_before = k.observed if k.seen else None
         if follows or seen_before is not None:
-            written = lease_write_time(e.lease) if e.lease is not None else None
+            written = lease.written_at if type(lease) is LeaseRecord else \
+                lease_write_time(lease) if lease is not None else None
             observed, age_from, skew = listed_renewal(renew, written, received, seen_before, follows)
             alone = (observed, age_from, skew) == listed_renewal(renew, written, received, None, follows)
         else:  # neither "server" nor a renewal seen before: the write time moves no field read here
@@ -214,11 +281,13 @@ class Superseded:
         """Events left out: superseded, or Pods not read."""
         return self.events.count(None) + self.skipped
 
-    def _lease_entry(self, e: Entry) -> None:
+    def _lease_entry(self, e: Entry) -> _LeaseSeen | None:
+        """Follow a lease's ``Entry``; its lease's ``_LeaseSeen`` when it is a clean renewal (an
+        ADDED or MODIFIED ``LeaseRecord``) for ``_renewal`` to follow, else None."""
         cluster = e.cluster if self._several else None
         if e.etype == "SYNCED":
             self._synced.add(cluster)
-            return
+            return None
         obj = e.obj
         if type(obj) is LeaseRecord:
             name, namespace = obj.name, obj.namespace
@@ -227,17 +296,21 @@ class Superseded:
             name = meta.get("name") if isinstance(meta, dict) else None
             namespace = ""
         else:
-            return
+            return None
         if not isinstance(name, str) or namespace not in NODE_LEASE_NAMESPACES:
-            return  # no lease the state tracks
+            return None  # no lease the state tracks
         key = (cluster, name) if self._several else name
         k = self._leases.get(key)
         if k is None:
             k = self._leases[key] = _LeaseSeen()
-        if e.etype == "DELETED" and type(obj) is LeaseRecord:
-            k.exists, k.exact = False, True  # the track is gone: any renewal after starts it afresh
-        else:
-            k.exact = False  # renewTime unknown here: no renewal after may drop what came before
+        if type(obj) is LeaseRecord:
+            if e.etype in ("ADDED", "MODIFIED") and self._records:
+                return k
+            if e.etype == "DELETED":
+                k.exists, k.exact = False, True  # the track is gone: any renewal after starts it afresh
+                return None
+        k.exact = False  # renewTime unknown here: no renewal after may drop what came before
+        return None
 
 
 _UNSET: Any = object()
