@@ -61,7 +61,9 @@ from .recording import (
     settings_payload,
 )
 
-VERSION = 1
+VERSION = 2
+"""2: integer columns two's complement (read in C); 1: zigzag. This nodewatch reads both."""
+VERSIONS = (1, 2)
 MAGIC = b"NWCOL" + bytes([VERSION]) + b"\r\n"
 """8 bytes: ``NWCOL``, the format version, CR LF (a text-mode copy that mangles line ends is caught)."""
 MAGIC_PREFIX = b"NWCOL"
@@ -177,23 +179,45 @@ def from_micros(us: int, resid: int) -> float:
 
 
 def _pack(values: list[int]) -> bytes:
-    """Zigzag, 8 bytes each, byte-planed (all first bytes, then all second bytes...): the planes of
-    small numbers are zeros, which zstd stores in a few bytes."""
+    """Version 2: 8-byte two's complement integers, byte-planed (all first bytes, then all second
+    bytes...): the planes above a small number's first byte are all 0x00 or all 0xFF (its sign), which
+    zstd stores in a few bytes (a plane equal to the one before is one match), and a reader turns
+    them back into ints in C (``array``), not one at a time as zigzag needs."""
+    if not values:
+        return b""
+    raw = array("q", values).tobytes()
+    return b"".join(raw[i::8] for i in range(8))
+
+
+def _pack_v1(values: list[int]) -> bytes:
+    """Version 1: zigzag, 8 bytes each, byte-planed (kept to write a version-1 file in tests)."""
     if not values:
         return b""
     raw = array("Q", [((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF for v in values]).tobytes()
     return b"".join(raw[i::8] for i in range(8))
 
 
-def _unpack(data: bytes | memoryview, n: int) -> list[int]:
-    if n == 0:
-        return []
+def _unplane(data: bytes | memoryview, n: int) -> bytes:
     if len(data) != 8 * n:
         raise ValueError("column of the wrong length")
     raw = bytearray(8 * n)
     for i in range(8):
         raw[i::8] = data[i * n:(i + 1) * n]
-    return [(v >> 1) ^ -(v & 1) for v in array("Q", bytes(raw))]
+    return bytes(raw)
+
+
+def _unpack(data: bytes | memoryview, n: int) -> list[int]:
+    return array("q", _unplane(data, n)).tolist() if n else []
+
+
+def _unpack_v1(data: bytes | memoryview, n: int) -> list[int]:
+    if n == 0:
+        return []
+    return [(v >> 1) ^ -(v & 1) for v in array("Q", _unplane(data, n))]
+
+
+_PACKERS = {1: (_pack_v1, _unpack_v1), 2: (_pack, _unpack)}
+"""The integer columns of each version (the rest of the layout is the same)."""
 
 
 # --- Leases as rows --------------------------------------------------------------------------------
@@ -467,6 +491,8 @@ class _Codec:
         self._zc = zstandard.ZstdCompressor(level=1)
         self._zd = zstandard.ZstdDecompressor()
         self.last_us = 0
+        self.unpack: Callable[[Any, int], list[int]] = _unpack
+        """The integer columns' decoder of the file's version (a reader's)."""
 
     def learn_line(self, line: dict, t_us: int) -> None:
         """A whole line went by: a Lease's shape enters (or leaves) the dictionary; an object's version is kept."""
@@ -521,16 +547,18 @@ class ColumnarWriter:
     """Appends recording lines (as dicts, or a Lease renewal as its parts) to an nwcol file. Not
     thread-safe (``ColumnarRecorder`` is). ``out``: a binary file; the header is the v1 header."""
 
-    def __init__(self, out: IO[bytes], header: dict, level: int = LEVEL) -> None:
+    def __init__(self, out: IO[bytes], header: dict, level: int = LEVEL, version: int = VERSION) -> None:
         self._out = out
         self._z = zstandard.ZstdCompressor(level=level).compressobj()
         self._c = _Codec()
+        self._pack = _PACKERS[version][0]
+        """``version``: what a test writes to show older files still read (the hub writes ``VERSION``)."""
         self._reset()
         self.rows = 0
         self.lease_rows = 0
         """Renewals written as rows (the rest of the rows are whole lines)."""
         self.blocks = 0
-        out.write(MAGIC)
+        out.write(MAGIC_PREFIX + bytes([version]) + b"\r\n")
         self._emit(orjson.dumps(header, default=str))
 
     def _reset(self) -> None:
@@ -640,8 +668,9 @@ class ColumnarWriter:
             self._out.flush()
             return
         blobs = orjson.dumps(self._blobs, default=str)
-        cols = [bytes(self._kinds), _pack(self._rx), _pack(self._res), _pack(self._idx), _pack(self._off), _pack(self._rv),
-                _pack(self._mf), blobs]
+        pack = self._pack
+        cols = [bytes(self._kinds), pack(self._rx), pack(self._res), pack(self._idx), pack(self._off), pack(self._rv),
+                pack(self._mf), blobs]
         body = b"".join([_U32.pack(len(self._kinds)), _U32.pack(len(self._rv)), _U32.pack(len(self._mf))]
                         + [_U32.pack(len(c)) + c for c in cols])
         self._reset()
@@ -809,12 +838,13 @@ def iter_file_lines(raw: IO[bytes], name: str, problems: list[str],
     head = raw.read(len(MAGIC))
     if not head.startswith(MAGIC_PREFIX):
         raise RecordingError(f"{name}: not a columnar recording")
-    if head != MAGIC:
-        version = head[5] if len(head) > 5 else None
+    version = head[5] if len(head) > 5 else None
+    if version not in VERSIONS or head[6:] != MAGIC[6:]:
         raise RecordingError(f"{name}: columnar recording format version {version!r} is not supported "
-                             f"(this nodewatch reads version {VERSION})")
+                             f"(this nodewatch reads versions {', '.join(map(str, VERSIONS))})")
     dz = zstandard.ZstdDecompressor().decompressobj()
     codec = _Codec()
+    codec.unpack = _PACKERS[version][1]
     buf = bytearray()
     pos = 0
     blocks = 0
@@ -855,13 +885,8 @@ def iter_file_lines(raw: IO[bytes], name: str, problems: list[str],
                             last_t = t
                             yield line
                     else:
-                        add, renewal = supersede.add, supersede.renewal
-                        for data, t, d in _decode_block(body, codec, True):
-                            last_t = t
-                            if type(data) is _Renewal:
-                                renewal(data)
-                            else:
-                                add(data, t, d)
+                        supersede.block(body, codec)
+                        last_t = codec.last_us / 1_000_000
                         yield from supersede.ready()
                 except (ValueError, KeyError, IndexError, TypeError, struct.error, orjson.JSONDecodeError) as exc:
                     why = f"block {blocks} cannot be decoded ({type(exc).__name__}: {str(exc)[:60]})"
@@ -895,9 +920,9 @@ def _at(t: float | None) -> str:
     return f" ({format_time(t, micro=True)})"
 
 
-def _decode_block(body: bytes, c: _Codec, lazy: bool = False) -> Iterator[tuple[Any, float, dict | None]]:
-    """(line, its time, the line as a dict when it was a whole one) for each row of a block. ``lazy``:
-    a renewal row is a ``_Renewal`` instead (its line built only if it is wanted)."""
+def _columns(body: bytes, unpack: Callable[[Any, int], list[int]] = _unpack) -> tuple[int, bytes, list[int], list[int], list[int], list[int], list[int], list[int],
+                                    Iterator[Any]]:
+    """A data block's columns: (rows, kinds, rx, res, lease, offset, rv, mf, the whole lines)."""
     n, n_rv, n_mf = struct.unpack_from("<III", body, 0)
     cols = []
     p = 12
@@ -910,18 +935,56 @@ def _decode_block(body: bytes, c: _Codec, lazy: bool = False) -> Iterator[tuple[
     if len(kinds) != n:
         raise ValueError("row kinds of the wrong length")
     n_lease = kinds.count(_ROW_LEASE)
-    rx = _unpack(cols[1], n)
-    res = _unpack(cols[2], n)
-    idx = _unpack(cols[3], n_lease)
-    off = _unpack(cols[4], n_lease)
-    rvs = _unpack(cols[5], n_rv)
-    mfs = _unpack(cols[6], n_mf)
     blobs = iter(orjson.loads(cols[7]) if len(cols[7]) else [])
+    return (n, kinds, unpack(cols[1], n), unpack(cols[2], n), unpack(cols[3], n_lease), unpack(cols[4], n_lease),
+            unpack(cols[5], n_rv), unpack(cols[6], n_mf), blobs)
+
+
+_ulp = math.ulp
+
+
+def _time_of(t_us: int, resid: int) -> float:
+    """``from_micros``, cheaply where the float is in the binade of ``t_us / 1e6`` (nearly always)."""
+    base = t_us / 1_000_000
+    if not resid:
+        return base
+    u = _ulp(base)
+    t = base + resid * u
+    return t if _ulp(t) == u else from_micros(t_us, resid)
+
+
+def _whole_row(kind: int, blob: Any, c: _Codec, t: float, t_us: int) -> tuple[bytes, Any, dict]:
+    """A row kept as a whole line (its object patched back when it is a patch): (the line, its time,
+    the line as a dict)."""
+    if kind == _ROW_PATCHED:
+        payload, p_, ns, nm_ = blob
+        obj = c.previous((payload.get("cluster"), payload.get("resource"), ns, nm_))
+        if obj is None:
+            raise ValueError("a patch of an object not in the file")
+        payload["object"] = obj if p_ is None else patch(obj, p_)
+    elif kind == _ROW_LINE:
+        payload = blob
+    else:
+        raise ValueError(f"unknown row kind {kind}")
+    if "t" in payload:
+        line = payload
+        tt = payload["t"]
+    else:
+        line = {"t": t}
+        line.update(payload)
+        tt = t
+    c.learn_line(line, t_us)
+    return orjson.dumps(line) + b"\n", tt, line
+
+
+def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, Any, dict | None]]:
+    """(line, its time, the line as a dict when it was a whole one) for each row of a block."""
+    n, kinds, rx, res, idx, off, rvs, mfs, blobs = _columns(body, c.unpack)
     li = ri = mi = 0
     for k in range(n):
         t_us = c.last_us + rx[k]
         c.last_us = t_us
-        t = from_micros(t_us, res[k])
+        t = _time_of(t_us, res[k])
         kind = kinds[k]
         if kind == _ROW_LEASE:
             tpl = c.by_index[idx[li]]
@@ -937,52 +1000,26 @@ def _decode_block(body: bytes, c: _Codec, lazy: bool = False) -> Iterator[tuple[
                 ri += 1
             nm = tpl.n_mf
             base = renew // 1_000_000
-            if nm == 1:
-                seconds = [base + mfs[mi]]
-            else:
-                seconds = [base + s for s in mfs[mi:mi + nm]]
+            seconds = [base + mfs[mi]] if nm == 1 else [base + s for s in mfs[mi:mi + nm]]
             mi += nm
-            r = _Renewal(t, tpl, renew, rv, seconds)
-            yield (r if lazy else r.line()), t, None
+            yield _line_of(t, tpl, renew, rv, seconds), t, None
             continue
-        blob = next(blobs)
-        if kind == _ROW_PATCHED:
-            payload, p_, ns, nm_ = blob
-            obj = c.previous((payload.get("cluster"), payload.get("resource"), ns, nm_))
-            if obj is None:
-                raise ValueError("a patch of an object not in the file")
-            payload["object"] = obj if p_ is None else patch(obj, p_)
-        else:
-            payload = blob
-        if "t" in payload:
-            line = payload
-            tt = payload["t"]
-        else:
-            line = {"t": t}
-            line.update(payload)
-            tt = t
-        c.learn_line(line, t_us)
-        yield orjson.dumps(line) + b"\n", tt, line
+        yield _whole_row(kind, next(blobs), c, t, t_us)
 
 
-class _Renewal:
-    """A renewal row read, its line not built yet (``line``)."""
+def _line_of(t: float, tpl: _Template, renew: int, rv: int | None, seconds: list[int]) -> bytes:
+    """The v1 line of a renewal row."""
+    return b'{"t":' + orjson.dumps(t) + tpl.prefix + tpl.build(renew, rv, seconds) + b"}\n"
 
-    __slots__ = ("t", "tpl", "renew", "rv", "seconds", "final", "drop")
 
-    def __init__(self, t: float, tpl: _Template, renew: int, rv: int | None, seconds: list[int]) -> None:
-        self.t = t
-        self.tpl = tpl
-        self.renew = renew
-        self.rv = rv
-        self.seconds = seconds
-        self.final = False
-        """Whether it is kept or left out is decided (``Supersession``)."""
-        self.drop = False
+# A renewal row read by ``Supersession``, its line not built yet: a list (cheaper than an object at
+# hundreds of thousands a segment) of these fields.
+_T, _TPL, _RENEW, _RV, _SECONDS, _FINAL, _DROP = range(7)
+"""``_FINAL``: whether it is kept or left out is decided; ``_DROP``: left out."""
 
-    def line(self) -> bytes:
-        tpl = self.tpl
-        return b'{"t":' + orjson.dumps(self.t) + tpl.prefix + tpl.build(self.renew, self.rv, self.seconds) + b"}\n"
+
+def _renewal_line(r: list) -> bytes:
+    return _line_of(r[_T], r[_TPL], r[_RENEW], r[_RV], r[_SECONDS])
 
 
 _NEVER = 1 << 62
@@ -1027,7 +1064,7 @@ class Supersession:
         """Lines and renewals in reading order; the head goes out once it is decided (``ready``)."""
         self._synced: dict[Any, float] = {}
         self._newest: dict[Any, int] = {}
-        self._pending: dict[tuple, _Renewal] = {}
+        self._pending: dict[tuple, list] = {}
         self._last: dict[Any, float] = {}
         """The latest time of a line of each Lease name."""
         self._dropped_names: set[Any] = set()
@@ -1048,40 +1085,91 @@ class Supersession:
         if self.hidden:
             self.hidden -= 1
 
-    def renewal(self, r: _Renewal) -> None:
-        """A renewal row read: it may supersede the one of its Lease waiting, and waits in turn."""
-        tpl = r.tpl
-        t = r.t
-        name = tpl.name
-        self.queue.append(r)
-        hidden = self.hidden > 0
-        if hidden:
-            self.hidden -= 1
-        else:
-            last = self._last.get(name)
-            if last is None or t >= last:
-                self._last[name] = t
+    def block(self, body: bytes, c: _Codec) -> None:
+        """A data block read: its whole lines through ``add``, its renewal rows decoded here, each
+        one deciding the renewal of its Lease waiting (``_pending``) and waiting in turn. The rows are
+        decoded as ``_decode_block`` decodes them (the same arithmetic, inline: a segment holds
+        hundreds of thousands), and a renewal is a list, its line built only if it is kept."""
+        n, kinds, rx, res, idx, off, rvs, mfs, blobs = _columns(body, c.unpack)
+        append = self.queue.append
+        last_of = self._last
+        pending = self._pending
+        newest_of = self._newest
+        synced = self._synced
+        by_index = c.by_index
+        crv = c.rv
+        target, read_until = self.target, self.read_until
+        floor = self._floor
+        never = -_NEVER
+        li = ri = mi = 0
+        t_us = c.last_us
+        for k in range(n):
+            t_us += rx[k]
+            r_ = res[k]
+            if r_:
+                base = t_us / 1_000_000
+                u = _ulp(base)
+                t = base + r_ * u
+                if _ulp(t) != u:
+                    t = from_micros(t_us, r_)
             else:
-                self._in_order(name, t)
-            if t > self._hi:
-                self._hi = t
-        key = tpl.key
-        p = self._pending.pop(key, None)
-        newest = self._newest.get(name, -_NEVER)
-        renew = r.renew
-        if p is not None:
-            if (not hidden and renew > newest and t <= self.target and self._hi <= self.read_until
-                    and t >= self._floor and self._synced.get(tpl.cluster, math.inf) <= t):
-                p.drop = True
-                self.dropped += 1
-                self._dropped_names.add(name)
-            p.final = True
-        if renew > newest:
-            self._newest[name] = newest = renew
-        if tpl.droppable and not hidden and newest != _NEVER:
-            self._pending[key] = r
-        else:
-            r.final = True
+                t = t_us / 1_000_000
+            kind = kinds[k]
+            if kind != _ROW_LEASE:
+                c.last_us = t_us
+                self.add(*_whole_row(kind, next(blobs), c, t, t_us))
+                continue
+            tpl = by_index[idx[li]]
+            if tpl is None:
+                raise ValueError(f"row of a Lease no longer in the dictionary ({idx[li]})")
+            offset = tpl.offset + off[li]
+            tpl.offset = offset
+            li += 1
+            renew = t_us + offset
+            rv = None
+            if tpl.has_rv:
+                cluster = tpl.cluster
+                rv = crv.get(cluster, 0) + rvs[ri]
+                crv[cluster] = rv
+                ri += 1
+            nm = tpl.n_mf
+            if nm == 1:
+                seconds = [renew // 1_000_000 + mfs[mi]]
+            else:
+                base_s = renew // 1_000_000
+                seconds = [base_s + s for s in mfs[mi:mi + nm]]
+            mi += nm
+            r = [t, tpl, renew, rv, seconds, False, False]
+            append(r)
+            name = tpl.name
+            hidden = self.hidden > 0
+            if hidden:
+                self.hidden -= 1
+            else:
+                last = last_of.get(name)
+                if last is None or t >= last:
+                    last_of[name] = t
+                else:
+                    self._in_order(name, t)
+                if t > self._hi:
+                    self._hi = t
+            key = tpl.key
+            p = pending.pop(key, None)
+            newest = newest_of.get(name, never)
+            if p is not None:
+                if (not hidden and renew > newest and t <= target and self._hi <= read_until
+                        and t >= floor and synced.get(tpl.cluster, math.inf) <= t):
+                    p[_DROP] = True
+                    self.dropped += 1
+                    self._dropped_names.add(name)
+                p[_FINAL] = True
+            if renew > newest:
+                newest_of[name] = newest = renew
+            if tpl.droppable and not hidden and newest != _NEVER:
+                pending[key] = r
+            else:
+                r[_FINAL] = True
+        c.last_us = t_us
 
     def _line(self, data: bytes, t: Any, line: dict) -> None:
         """A whole line: a lease list done, or a Lease's line (it ends what was waiting of that Lease)."""
@@ -1101,7 +1189,7 @@ class Supersession:
         name = meta.get("name") if type(meta) is dict else None
         p = self._pending.pop((cluster, name), None)
         if p is not None:
-            p.final = True
+            p[_FINAL] = True
         clean, renew = self._clean(data) if etype in ("ADDED", "MODIFIED") else (False, None)
         if not clean:
             self._newest[name] = _NEVER
@@ -1125,7 +1213,7 @@ class Supersession:
             self.unsure = True
         self._newest[name] = _NEVER
         for key in [k for k in self._pending if k[1] == name]:
-            self._pending.pop(key).final = True
+            self._pending.pop(key)[_FINAL] = True
 
     def ready(self) -> Iterator[bytes]:
         """The lines decided at the head of the queue (a renewal waiting longer than
@@ -1133,23 +1221,23 @@ class Supersession:
         q = self.queue
         while q:
             x = q[0]
-            if type(x) is _Renewal and not x.final:
-                if x.t >= self._hi - PENDING_SECONDS:
+            if type(x) is list and not x[_FINAL]:
+                if x[_T] >= self._hi - PENDING_SECONDS:
                     return
-                x.final = True
-                key = x.tpl.key
+                x[_FINAL] = True
+                key = x[_TPL].key
                 if self._pending.get(key) is x:
                     del self._pending[key]
             q.popleft()
-            if type(x) is not _Renewal:
+            if type(x) is not list:
                 yield x
-            elif not x.drop:
-                yield x.line()
+            elif not x[_DROP]:
+                yield _renewal_line(x)
 
     def finish(self) -> Iterator[bytes]:
         """The end of a file: whatever waits is kept."""
         for p in self._pending.values():
-            p.final = True
+            p[_FINAL] = True
         self._pending.clear()
         yield from self.ready()
 

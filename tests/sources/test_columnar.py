@@ -440,3 +440,20 @@ def test_status_at_reads_a_hub_directory_from_the_keyframe_before_the_instant(tm
         main(["status", "--replay", str(tmp_path / "columnar"), "--at", at, "--format", "json"])
         assert orjson.loads(capsys.readouterr().out) == out["columnar", at]
     assert max(opened) > 1
+
+
+def test_a_version_1_file_still_reads_line_for_line():
+    """``incident-30.v1.nwcol`` was written by the version-1 writer (zigzag integer columns) from
+    ``incident-30.jsonl.gz``: a reader of version 2 gives back the same lines, and so does a
+    version-1 file written today."""
+    want = _lines_of(os.path.join(DATA, "incident-30.jsonl.gz"))
+    old = open(os.path.join(DATA, "incident-30.v1.nwcol"), "rb").read()
+    assert old.startswith(b"NWCOL\x01\r\n")
+    assert _back(old) == want
+    out = io.BytesIO()
+    w = columnar.ColumnarWriter(out, orjson.loads(want[0]), version=1)
+    for line in want[1:]:
+        w.add_line(orjson.loads(line))
+    w.close()
+    assert out.getvalue().startswith(b"NWCOL\x01\r\n") and _back(out.getvalue()) == want
+    assert _to_columnar(want).startswith(columnar.MAGIC) and columnar.MAGIC[5] == 2
