@@ -33,6 +33,7 @@ segment, each headed by its keyframe.
 from __future__ import annotations
 
 import calendar
+import functools
 import io
 import math
 import re
@@ -61,9 +62,7 @@ from .recording import (
     settings_payload,
 )
 
-VERSION = 2
-"""2: integer columns two's complement (read in C); 1: zigzag. This nodewatch reads both."""
-VERSIONS = (1, 2)
+VERSION = 1
 MAGIC = b"NWCOL" + bytes([VERSION]) + b"\r\n"
 """8 bytes: ``NWCOL``, the format version, CR LF (a text-mode copy that mangles line ends is caught)."""
 MAGIC_PREFIX = b"NWCOL"
@@ -178,46 +177,44 @@ def from_micros(us: int, resid: int) -> float:
 # --- integer columns -------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=128)
+def _lanes(n: int) -> tuple[int, int, int, int]:
+    """Masks over ``n`` 64-bit lanes of one big integer: each lane's bit 0, every bit, every bit
+    but bit 0, every bit but bit 63."""
+    low = int.from_bytes(b"\x01\x00\x00\x00\x00\x00\x00\x00" * n, "little")
+    ones = (low << 64) - low
+    return low, ones, ones ^ low, ones ^ (low << 63)
+
+
 def _pack(values: list[int]) -> bytes:
-    """Version 2: 8-byte two's complement integers, byte-planed (all first bytes, then all second
-    bytes...): the planes above a small number's first byte are all 0x00 or all 0xFF (its sign), which
-    zstd stores in a few bytes (a plane equal to the one before is one match), and a reader turns
-    them back into ints in C (``array``), not one at a time as zigzag needs."""
+    """Zigzag, 8 bytes each, byte-planed (all first bytes, then all second bytes...): the planes of
+    small numbers are zeros, which zstd stores in a few bytes. The zigzag of every value at once, on
+    the column as one big integer of 64-bit lanes (in C: ``(v << 1) ^ (v >> 63)`` lane by lane, the
+    bit shifted in from the next lane masked away)."""
     if not values:
         return b""
-    raw = array("q", values).tobytes()
+    n = len(values)
+    low, _, not_low, _ = _lanes(n)
+    x = int.from_bytes(array("q", values).tobytes(), "little")
+    sign = (x >> 63) & low
+    raw = (((x << 1) & not_low) ^ ((sign << 64) - sign)).to_bytes(8 * n, "little")
     return b"".join(raw[i::8] for i in range(8))
 
 
-def _pack_v1(values: list[int]) -> bytes:
-    """Version 1: zigzag, 8 bytes each, byte-planed (kept to write a version-1 file in tests)."""
-    if not values:
-        return b""
-    raw = array("Q", [((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF for v in values]).tobytes()
-    return b"".join(raw[i::8] for i in range(8))
-
-
-def _unplane(data: bytes | memoryview, n: int) -> bytes:
+def _unpack(data: bytes | memoryview, n: int) -> list[int]:
+    """``_pack``'s values back: un-planed by slice copies, un-zigzagged lane by lane as ``_pack``
+    does (``(z >> 1) ^ -(z & 1)``), read by ``array``: no Python operation per value."""
+    if n == 0:
+        return []
     if len(data) != 8 * n:
         raise ValueError("column of the wrong length")
     raw = bytearray(8 * n)
     for i in range(8):
         raw[i::8] = data[i * n:(i + 1) * n]
-    return bytes(raw)
-
-
-def _unpack(data: bytes | memoryview, n: int) -> list[int]:
-    return array("q", _unplane(data, n)).tolist() if n else []
-
-
-def _unpack_v1(data: bytes | memoryview, n: int) -> list[int]:
-    if n == 0:
-        return []
-    return [(v >> 1) ^ -(v & 1) for v in array("Q", _unplane(data, n))]
-
-
-_PACKERS = {1: (_pack_v1, _unpack_v1), 2: (_pack, _unpack)}
-"""The integer columns of each version (the rest of the layout is the same)."""
+    low, _, _, not_top = _lanes(n)
+    x = int.from_bytes(raw, "little")
+    sign = x & low
+    return array("q", (((x >> 1) & not_top) ^ ((sign << 64) - sign)).to_bytes(8 * n, "little")).tolist()
 
 
 # --- Leases as rows --------------------------------------------------------------------------------
@@ -491,8 +488,6 @@ class _Codec:
         self._zc = zstandard.ZstdCompressor(level=1)
         self._zd = zstandard.ZstdDecompressor()
         self.last_us = 0
-        self.unpack: Callable[[Any, int], list[int]] = _unpack
-        """The integer columns' decoder of the file's version (a reader's)."""
 
     def learn_line(self, line: dict, t_us: int) -> None:
         """A whole line went by: a Lease's shape enters (or leaves) the dictionary; an object's version is kept."""
@@ -547,18 +542,16 @@ class ColumnarWriter:
     """Appends recording lines (as dicts, or a Lease renewal as its parts) to an nwcol file. Not
     thread-safe (``ColumnarRecorder`` is). ``out``: a binary file; the header is the v1 header."""
 
-    def __init__(self, out: IO[bytes], header: dict, level: int = LEVEL, version: int = VERSION) -> None:
+    def __init__(self, out: IO[bytes], header: dict, level: int = LEVEL) -> None:
         self._out = out
         self._z = zstandard.ZstdCompressor(level=level).compressobj()
         self._c = _Codec()
-        self._pack = _PACKERS[version][0]
-        """``version``: what a test writes to show older files still read (the hub writes ``VERSION``)."""
         self._reset()
         self.rows = 0
         self.lease_rows = 0
         """Renewals written as rows (the rest of the rows are whole lines)."""
         self.blocks = 0
-        out.write(MAGIC_PREFIX + bytes([version]) + b"\r\n")
+        out.write(MAGIC)
         self._emit(orjson.dumps(header, default=str))
 
     def _reset(self) -> None:
@@ -668,7 +661,7 @@ class ColumnarWriter:
             self._out.flush()
             return
         blobs = orjson.dumps(self._blobs, default=str)
-        pack = self._pack
+        pack = _pack
         cols = [bytes(self._kinds), pack(self._rx), pack(self._res), pack(self._idx), pack(self._off), pack(self._rv),
                 pack(self._mf), blobs]
         body = b"".join([_U32.pack(len(self._kinds)), _U32.pack(len(self._rv)), _U32.pack(len(self._mf))]
@@ -838,13 +831,12 @@ def iter_file_lines(raw: IO[bytes], name: str, problems: list[str],
     head = raw.read(len(MAGIC))
     if not head.startswith(MAGIC_PREFIX):
         raise RecordingError(f"{name}: not a columnar recording")
-    version = head[5] if len(head) > 5 else None
-    if version not in VERSIONS or head[6:] != MAGIC[6:]:
+    if head != MAGIC:
+        version = head[5] if len(head) > 5 else None
         raise RecordingError(f"{name}: columnar recording format version {version!r} is not supported "
-                             f"(this nodewatch reads versions {', '.join(map(str, VERSIONS))})")
+                             f"(this nodewatch reads version {VERSION})")
     dz = zstandard.ZstdDecompressor().decompressobj()
     codec = _Codec()
-    codec.unpack = _PACKERS[version][1]
     buf = bytearray()
     pos = 0
     blocks = 0
@@ -920,7 +912,7 @@ def _at(t: float | None) -> str:
     return f" ({format_time(t, micro=True)})"
 
 
-def _columns(body: bytes, unpack: Callable[[Any, int], list[int]] = _unpack) -> tuple[int, bytes, list[int], list[int], list[int], list[int], list[int], list[int],
+def _columns(body: bytes) -> tuple[int, bytes, list[int], list[int], list[int], list[int], list[int], list[int],
                                     Iterator[Any]]:
     """A data block's columns: (rows, kinds, rx, res, lease, offset, rv, mf, the whole lines)."""
     n, n_rv, n_mf = struct.unpack_from("<III", body, 0)
@@ -936,8 +928,8 @@ def _columns(body: bytes, unpack: Callable[[Any, int], list[int]] = _unpack) -> 
         raise ValueError("row kinds of the wrong length")
     n_lease = kinds.count(_ROW_LEASE)
     blobs = iter(orjson.loads(cols[7]) if len(cols[7]) else [])
-    return (n, kinds, unpack(cols[1], n), unpack(cols[2], n), unpack(cols[3], n_lease), unpack(cols[4], n_lease),
-            unpack(cols[5], n_rv), unpack(cols[6], n_mf), blobs)
+    return (n, kinds, _unpack(cols[1], n), _unpack(cols[2], n), _unpack(cols[3], n_lease), _unpack(cols[4], n_lease),
+            _unpack(cols[5], n_rv), _unpack(cols[6], n_mf), blobs)
 
 
 _ulp = math.ulp
@@ -979,7 +971,7 @@ def _whole_row(kind: int, blob: Any, c: _Codec, t: float, t_us: int) -> tuple[by
 
 def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, Any, dict | None]]:
     """(line, its time, the line as a dict when it was a whole one) for each row of a block."""
-    n, kinds, rx, res, idx, off, rvs, mfs, blobs = _columns(body, c.unpack)
+    n, kinds, rx, res, idx, off, rvs, mfs, blobs = _columns(body)
     li = ri = mi = 0
     for k in range(n):
         t_us = c.last_us + rx[k]
@@ -1090,7 +1082,7 @@ class Supersession:
         one deciding the renewal of its Lease waiting (``_pending``) and waiting in turn. The rows are
         decoded as ``_decode_block`` decodes them (the same arithmetic, inline: a segment holds
         hundreds of thousands), and a renewal is a list, its line built only if it is kept."""
-        n, kinds, rx, res, idx, off, rvs, mfs, blobs = _columns(body, c.unpack)
+        n, kinds, rx, res, idx, off, rvs, mfs, blobs = _columns(body)
         append = self.queue.append
         last_of = self._last
         pending = self._pending
@@ -1103,6 +1095,8 @@ class Supersession:
         never = -_NEVER
         li = ri = mi = 0
         t_us = c.last_us
+        hidden_n, hi, dropped = self.hidden, self._hi, 0  # kept here, given back around ``add``
+        dropped_names = self._dropped_names
         for k in range(n):
             t_us += rx[k]
             r_ = res[k]
@@ -1117,7 +1111,9 @@ class Supersession:
             kind = kinds[k]
             if kind != _ROW_LEASE:
                 c.last_us = t_us
+                self.hidden, self._hi = hidden_n, hi
                 self.add(*_whole_row(kind, next(blobs), c, t, t_us))
+                hidden_n, hi = self.hidden, self._hi
                 continue
             tpl = by_index[idx[li]]
             if tpl is None:
@@ -1142,26 +1138,26 @@ class Supersession:
             r = [t, tpl, renew, rv, seconds, False, False]
             append(r)
             name = tpl.name
-            hidden = self.hidden > 0
+            hidden = hidden_n > 0
             if hidden:
-                self.hidden -= 1
+                hidden_n -= 1
             else:
                 last = last_of.get(name)
                 if last is None or t >= last:
                     last_of[name] = t
                 else:
                     self._in_order(name, t)
-                if t > self._hi:
-                    self._hi = t
+                if t > hi:
+                    hi = t
             key = tpl.key
             p = pending.pop(key, None)
             newest = newest_of.get(name, never)
             if p is not None:
-                if (not hidden and renew > newest and t <= target and self._hi <= read_until
+                if (not hidden and renew > newest and t <= target and hi <= read_until
                         and t >= floor and synced.get(tpl.cluster, math.inf) <= t):
                     p[_DROP] = True
-                    self.dropped += 1
-                    self._dropped_names.add(name)
+                    dropped += 1
+                    dropped_names.add(name)
                 p[_FINAL] = True
             if renew > newest:
                 newest_of[name] = newest = renew
@@ -1170,6 +1166,8 @@ class Supersession:
             else:
                 r[_FINAL] = True
         c.last_us = t_us
+        self.hidden, self._hi = hidden_n, hi
+        self.dropped += dropped
 
     def _line(self, data: bytes, t: Any, line: dict) -> None:
         """A whole line: a lease list done, or a Lease's line (it ends what was waiting of that Lease)."""
