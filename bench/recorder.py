@@ -65,8 +65,10 @@ def _dir_bytes(d: str) -> int:
     return sum(e.stat().st_size for e in os.scandir(d) if e.is_file())
 
 
-def record(base: str, nodes: int, minutes: float, seed: int = 11) -> dict:
-    """Both recordings of the same run; returns the counts and CPU seconds."""
+def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool = False) -> dict:
+    """Both recordings of the same run; returns the counts and CPU seconds. ``freeze``: ``gc.freeze()``
+    after the list (the objects alive then, the fleet's and the recorders', are never walked again by
+    the collector: the suspect of the write cost at 65k)."""
     from nodewatch.core.clock import ManualClock
     from nodewatch.core.fleet import FleetState
     from nodewatch.hub.flight_recorder import SegmentedRecorder
@@ -105,6 +107,11 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11) -> dict:
         write(resource, "SYNCED", None, t0)
     listed = {fmt: _dir_bytes(os.path.join(base, fmt)) for fmt in recs}
     cpu_listed = dict(cpu)
+    if freeze:
+        import gc
+
+        gc.collect()
+        gc.freeze()
 
     def sink(resource: str, etype: str, obj: dict, at: float) -> None:
         if not _recorded(resource, obj, focused):
@@ -146,7 +153,26 @@ def _status_at(directory: str, at: str) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def run(nodes: int = 5_000, minutes: float = 30, status: bool = True, keep: str | None = None) -> list[Figure]:
+def _seek(directory: str, start: float, minutes: float) -> tuple[float, float]:
+    """(the slowest, the median) CPU seconds of ``replay.state_at`` (what ``status --replay DIR --at T``
+    answers with, in this process) at instants spread over the recording: a seek to each one reads
+    the segment that holds it from its keyframe to ``T`` (the directory's file names are the index of
+    segments by time)."""
+    import statistics
+
+    from nodewatch.core.timeutil import format_time
+    from nodewatch.sources.replay import state_at
+
+    took = []
+    for f in (0.05, 0.3, 0.45, 0.55, 0.7, 0.97):
+        c = time.process_time()
+        state_at(directory, format_time(start + f * minutes * 60, micro=True), compact=True, pods=False)
+        took.append(time.process_time() - c)
+    return max(took), statistics.median(took)
+
+
+def run(nodes: int = 5_000, minutes: float = 30, status: bool = True, keep: str | None = None,
+        freeze: bool = False) -> list[Figure]:
     """``keep``: record into this directory (kept: ``status`` may be timed on it again) instead of a
     temporary one."""
     from nodewatch.hub.flight_recorder import KEEP_BYTES
@@ -156,11 +182,13 @@ def run(nodes: int = 5_000, minutes: float = 30, status: bool = True, keep: str 
         os.makedirs(d, exist_ok=True)
         print(f"  recorder: {minutes:g} virtual min of {nodes:,} nodes into both formats", file=sys.stderr, flush=True)
         w = time.perf_counter()
-        r = record(d, nodes, minutes)
+        r = record(d, nodes, minutes, freeze=freeze)
         print(f"  recorder: recorded in {time.perf_counter() - w:.0f} s; status --replay", file=sys.stderr, flush=True)
         at = f"+{minutes * 60 * 0.9:.0f}"
         st_col = _status_at(os.path.join(d, "columnar"), at) if status else None
         st_json = _status_at(os.path.join(d, "jsonl"), at) if status else None
+        seek_col = _seek(os.path.join(d, "columnar"), r["start"], minutes) if status else None
+        seek_json = _seek(os.path.join(d, "jsonl"), r["start"], minutes) if status else None
     n = r["counts"]["renewals"]
     col, js = r["bytes"]["columnar"], r["bytes"]["jsonl"]
     per_col, per_js = col / n, js / n
@@ -179,7 +207,8 @@ def run(nodes: int = 5_000, minutes: float = 30, status: bool = True, keep: str 
                f"{r['listed']['jsonl'] / 1e6:.1f} MB) and a keyframe per 15-min segment"),
         Figure(f"recorder: write CPU at 65k (from {label})", f"{cpu_col * 100:.1f} % of a core",
                "<= 5 %", f"gzip JSON Lines {cpu_js * 100:.1f} %", cpu_col <= 0.05,
-               f"load average {os.getloadavg()[0]:.1f}; process time in SegmentedRecorder.write per simulated second "
+               f"load average {os.getloadavg()[0]:.1f}; gc.freeze() after the list: {'yes' if freeze else 'no'}; "
+               f"process time in SegmentedRecorder.write per simulated second "
                f"(sanitize, keyframe bookkeeping, encoding, compression), x {scale:g} for 65,000 nodes"),
         Figure("recorder: the default cap at 65k", f"{hours:.0f} h in {KEEP_BYTES / 2**30:.0f} GiB",
                ">= 24 h", f"gzip JSON Lines {KEEP_BYTES / rate_js / 3600:.1f} h", hours >= 24,
@@ -192,6 +221,16 @@ def run(nodes: int = 5_000, minutes: float = 30, status: bool = True, keep: str 
                               f"JSON Lines directory {st_json[0]:.2f} s ({st_json[1]:.2f} s CPU)", st_col[0] <= 2.0,
                               f"a child process (interpreter start included); wall time, and the child's CPU time "
                               f"(user + system); load average {load:.1f} on {os.cpu_count()} cores"))
+    if seek_col is not None and seek_json is not None:
+        segment = 15 * 60
+        worst_65k = seek_col[0] * scale
+        figures.append(Figure(f"recorder: seek (state at T, in process), {label}",
+                              f"max {seek_col[0]:.2f} s CPU (median {seek_col[1]:.2f} s)", "<= 1 s at 24 h x 65k",
+                              f"JSON Lines directory max {seek_json[0]:.2f} s (median {seek_json[1]:.2f} s)",
+                              worst_65k <= 1.0,
+                              f"6 instants; a seek reads the segment that holds T from its keyframe, so it grows with "
+                              f"nodes x (T - the segment's start, at most {segment // 60} min) and not with the "
+                              f"recording's length: at 65k about {worst_65k:.1f} s (x {scale:g}, not measured)"))
     return figures
 
 
@@ -202,6 +241,7 @@ if __name__ == "__main__":
     p.add_argument("--nodes", type=int, default=5_000)
     p.add_argument("--minutes", type=float, default=30)
     p.add_argument("--no-status", action="store_true", help="skip status --replay (slow at 65k)")
+    p.add_argument("--gc-freeze", action="store_true", help="gc.freeze() after the initial list")
     p.add_argument("--keep", metavar="DIR", help="record into DIR and keep it (default: a temporary directory)")
     a = p.parse_args()
-    print_table(run(nodes=a.nodes, minutes=a.minutes, status=not a.no_status, keep=a.keep))
+    print_table(run(nodes=a.nodes, minutes=a.minutes, status=not a.no_status, keep=a.keep, freeze=a.gc_freeze))

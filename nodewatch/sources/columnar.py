@@ -33,6 +33,7 @@ segment, each headed by its keyframe.
 from __future__ import annotations
 
 import calendar
+import functools
 import io
 import math
 import re
@@ -176,16 +177,33 @@ def from_micros(us: int, resid: int) -> float:
 # --- integer columns -------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=128)
+def _lanes(n: int) -> tuple[int, int, int, int]:
+    """Masks over ``n`` 64-bit lanes of one big integer: each lane's bit 0, every bit, every bit
+    but bit 0, every bit but bit 63."""
+    low = int.from_bytes(b"\x01\x00\x00\x00\x00\x00\x00\x00" * n, "little")
+    ones = (low << 64) - low
+    return low, ones, ones ^ low, ones ^ (low << 63)
+
+
 def _pack(values: list[int]) -> bytes:
     """Zigzag, 8 bytes each, byte-planed (all first bytes, then all second bytes...): the planes of
-    small numbers are zeros, which zstd stores in a few bytes."""
+    small numbers are zeros, which zstd stores in a few bytes. The zigzag of every value at once, on
+    the column as one big integer of 64-bit lanes (in C: ``(v << 1) ^ (v >> 63)`` lane by lane, the
+    bit shifted in from the next lane masked away)."""
     if not values:
         return b""
-    raw = array("Q", [((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF for v in values]).tobytes()
+    n = len(values)
+    low, _, not_low, _ = _lanes(n)
+    x = int.from_bytes(array("q", values).tobytes(), "little")
+    sign = (x >> 63) & low
+    raw = (((x << 1) & not_low) ^ ((sign << 64) - sign)).to_bytes(8 * n, "little")
     return b"".join(raw[i::8] for i in range(8))
 
 
 def _unpack(data: bytes | memoryview, n: int) -> list[int]:
+    """``_pack``'s values back: un-planed by slice copies, un-zigzagged lane by lane as ``_pack``
+    does (``(z >> 1) ^ -(z & 1)``), read by ``array``: no Python operation per value."""
     if n == 0:
         return []
     if len(data) != 8 * n:
@@ -193,7 +211,10 @@ def _unpack(data: bytes | memoryview, n: int) -> list[int]:
     raw = bytearray(8 * n)
     for i in range(8):
         raw[i::8] = data[i * n:(i + 1) * n]
-    return [(v >> 1) ^ -(v & 1) for v in array("Q", bytes(raw))]
+    low, _, _, not_top = _lanes(n)
+    x = int.from_bytes(raw, "little")
+    sign = x & low
+    return array("q", (((x >> 1) & not_top) ^ ((sign << 64) - sign)).to_bytes(8 * n, "little")).tolist()
 
 
 # --- Leases as rows --------------------------------------------------------------------------------
@@ -640,8 +661,9 @@ class ColumnarWriter:
             self._out.flush()
             return
         blobs = orjson.dumps(self._blobs, default=str)
-        cols = [bytes(self._kinds), _pack(self._rx), _pack(self._res), _pack(self._idx), _pack(self._off), _pack(self._rv),
-                _pack(self._mf), blobs]
+        pack = _pack
+        cols = [bytes(self._kinds), pack(self._rx), pack(self._res), pack(self._idx), pack(self._off), pack(self._rv),
+                pack(self._mf), blobs]
         body = b"".join([_U32.pack(len(self._kinds)), _U32.pack(len(self._rv)), _U32.pack(len(self._mf))]
                         + [_U32.pack(len(c)) + c for c in cols])
         self._reset()
@@ -855,13 +877,8 @@ def iter_file_lines(raw: IO[bytes], name: str, problems: list[str],
                             last_t = t
                             yield line
                     else:
-                        add, renewal = supersede.add, supersede.renewal
-                        for data, t, d in _decode_block(body, codec, True):
-                            last_t = t
-                            if type(data) is _Renewal:
-                                renewal(data)
-                            else:
-                                add(data, t, d)
+                        supersede.block(body, codec)
+                        last_t = codec.last_us / 1_000_000
                         yield from supersede.ready()
                 except (ValueError, KeyError, IndexError, TypeError, struct.error, orjson.JSONDecodeError) as exc:
                     why = f"block {blocks} cannot be decoded ({type(exc).__name__}: {str(exc)[:60]})"
@@ -895,9 +912,9 @@ def _at(t: float | None) -> str:
     return f" ({format_time(t, micro=True)})"
 
 
-def _decode_block(body: bytes, c: _Codec, lazy: bool = False) -> Iterator[tuple[Any, float, dict | None]]:
-    """(line, its time, the line as a dict when it was a whole one) for each row of a block. ``lazy``:
-    a renewal row is a ``_Renewal`` instead (its line built only if it is wanted)."""
+def _columns(body: bytes) -> tuple[int, bytes, list[int], list[int], list[int], list[int], list[int], list[int],
+                                    Iterator[Any]]:
+    """A data block's columns: (rows, kinds, rx, res, lease, offset, rv, mf, the whole lines)."""
     n, n_rv, n_mf = struct.unpack_from("<III", body, 0)
     cols = []
     p = 12
@@ -910,18 +927,56 @@ def _decode_block(body: bytes, c: _Codec, lazy: bool = False) -> Iterator[tuple[
     if len(kinds) != n:
         raise ValueError("row kinds of the wrong length")
     n_lease = kinds.count(_ROW_LEASE)
-    rx = _unpack(cols[1], n)
-    res = _unpack(cols[2], n)
-    idx = _unpack(cols[3], n_lease)
-    off = _unpack(cols[4], n_lease)
-    rvs = _unpack(cols[5], n_rv)
-    mfs = _unpack(cols[6], n_mf)
     blobs = iter(orjson.loads(cols[7]) if len(cols[7]) else [])
+    return (n, kinds, _unpack(cols[1], n), _unpack(cols[2], n), _unpack(cols[3], n_lease), _unpack(cols[4], n_lease),
+            _unpack(cols[5], n_rv), _unpack(cols[6], n_mf), blobs)
+
+
+_ulp = math.ulp
+
+
+def _time_of(t_us: int, resid: int) -> float:
+    """``from_micros``, cheaply where the float is in the binade of ``t_us / 1e6`` (nearly always)."""
+    base = t_us / 1_000_000
+    if not resid:
+        return base
+    u = _ulp(base)
+    t = base + resid * u
+    return t if _ulp(t) == u else from_micros(t_us, resid)
+
+
+def _whole_row(kind: int, blob: Any, c: _Codec, t: float, t_us: int) -> tuple[bytes, Any, dict]:
+    """A row kept as a whole line (its object patched back when it is a patch): (the line, its time,
+    the line as a dict)."""
+    if kind == _ROW_PATCHED:
+        payload, p_, ns, nm_ = blob
+        obj = c.previous((payload.get("cluster"), payload.get("resource"), ns, nm_))
+        if obj is None:
+            raise ValueError("a patch of an object not in the file")
+        payload["object"] = obj if p_ is None else patch(obj, p_)
+    elif kind == _ROW_LINE:
+        payload = blob
+    else:
+        raise ValueError(f"unknown row kind {kind}")
+    if "t" in payload:
+        line = payload
+        tt = payload["t"]
+    else:
+        line = {"t": t}
+        line.update(payload)
+        tt = t
+    c.learn_line(line, t_us)
+    return orjson.dumps(line) + b"\n", tt, line
+
+
+def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, Any, dict | None]]:
+    """(line, its time, the line as a dict when it was a whole one) for each row of a block."""
+    n, kinds, rx, res, idx, off, rvs, mfs, blobs = _columns(body)
     li = ri = mi = 0
     for k in range(n):
         t_us = c.last_us + rx[k]
         c.last_us = t_us
-        t = from_micros(t_us, res[k])
+        t = _time_of(t_us, res[k])
         kind = kinds[k]
         if kind == _ROW_LEASE:
             tpl = c.by_index[idx[li]]
@@ -937,52 +992,26 @@ def _decode_block(body: bytes, c: _Codec, lazy: bool = False) -> Iterator[tuple[
                 ri += 1
             nm = tpl.n_mf
             base = renew // 1_000_000
-            if nm == 1:
-                seconds = [base + mfs[mi]]
-            else:
-                seconds = [base + s for s in mfs[mi:mi + nm]]
+            seconds = [base + mfs[mi]] if nm == 1 else [base + s for s in mfs[mi:mi + nm]]
             mi += nm
-            r = _Renewal(t, tpl, renew, rv, seconds)
-            yield (r if lazy else r.line()), t, None
+            yield _line_of(t, tpl, renew, rv, seconds), t, None
             continue
-        blob = next(blobs)
-        if kind == _ROW_PATCHED:
-            payload, p_, ns, nm_ = blob
-            obj = c.previous((payload.get("cluster"), payload.get("resource"), ns, nm_))
-            if obj is None:
-                raise ValueError("a patch of an object not in the file")
-            payload["object"] = obj if p_ is None else patch(obj, p_)
-        else:
-            payload = blob
-        if "t" in payload:
-            line = payload
-            tt = payload["t"]
-        else:
-            line = {"t": t}
-            line.update(payload)
-            tt = t
-        c.learn_line(line, t_us)
-        yield orjson.dumps(line) + b"\n", tt, line
+        yield _whole_row(kind, next(blobs), c, t, t_us)
 
 
-class _Renewal:
-    """A renewal row read, its line not built yet (``line``)."""
+def _line_of(t: float, tpl: _Template, renew: int, rv: int | None, seconds: list[int]) -> bytes:
+    """The v1 line of a renewal row."""
+    return b'{"t":' + orjson.dumps(t) + tpl.prefix + tpl.build(renew, rv, seconds) + b"}\n"
 
-    __slots__ = ("t", "tpl", "renew", "rv", "seconds", "final", "drop")
 
-    def __init__(self, t: float, tpl: _Template, renew: int, rv: int | None, seconds: list[int]) -> None:
-        self.t = t
-        self.tpl = tpl
-        self.renew = renew
-        self.rv = rv
-        self.seconds = seconds
-        self.final = False
-        """Whether it is kept or left out is decided (``Supersession``)."""
-        self.drop = False
+# A renewal row read by ``Supersession``, its line not built yet: a list (cheaper than an object at
+# hundreds of thousands a segment) of these fields.
+_T, _TPL, _RENEW, _RV, _SECONDS, _FINAL, _DROP = range(7)
+"""``_FINAL``: whether it is kept or left out is decided; ``_DROP``: left out."""
 
-    def line(self) -> bytes:
-        tpl = self.tpl
-        return b'{"t":' + orjson.dumps(self.t) + tpl.prefix + tpl.build(self.renew, self.rv, self.seconds) + b"}\n"
+
+def _renewal_line(r: list) -> bytes:
+    return _line_of(r[_T], r[_TPL], r[_RENEW], r[_RV], r[_SECONDS])
 
 
 _NEVER = 1 << 62
@@ -1027,7 +1056,7 @@ class Supersession:
         """Lines and renewals in reading order; the head goes out once it is decided (``ready``)."""
         self._synced: dict[Any, float] = {}
         self._newest: dict[Any, int] = {}
-        self._pending: dict[tuple, _Renewal] = {}
+        self._pending: dict[tuple, list] = {}
         self._last: dict[Any, float] = {}
         """The latest time of a line of each Lease name."""
         self._dropped_names: set[Any] = set()
@@ -1048,40 +1077,97 @@ class Supersession:
         if self.hidden:
             self.hidden -= 1
 
-    def renewal(self, r: _Renewal) -> None:
-        """A renewal row read: it may supersede the one of its Lease waiting, and waits in turn."""
-        tpl = r.tpl
-        t = r.t
-        name = tpl.name
-        self.queue.append(r)
-        hidden = self.hidden > 0
-        if hidden:
-            self.hidden -= 1
-        else:
-            last = self._last.get(name)
-            if last is None or t >= last:
-                self._last[name] = t
+    def block(self, body: bytes, c: _Codec) -> None:
+        """A data block read: its whole lines through ``add``, its renewal rows decoded here, each
+        one deciding the renewal of its Lease waiting (``_pending``) and waiting in turn. The rows are
+        decoded as ``_decode_block`` decodes them (the same arithmetic, inline: a segment holds
+        hundreds of thousands), and a renewal is a list, its line built only if it is kept."""
+        n, kinds, rx, res, idx, off, rvs, mfs, blobs = _columns(body)
+        append = self.queue.append
+        last_of = self._last
+        pending = self._pending
+        newest_of = self._newest
+        synced = self._synced
+        by_index = c.by_index
+        crv = c.rv
+        target, read_until = self.target, self.read_until
+        floor = self._floor
+        never = -_NEVER
+        li = ri = mi = 0
+        t_us = c.last_us
+        hidden_n, hi, dropped = self.hidden, self._hi, 0  # kept here, given back around ``add``
+        dropped_names = self._dropped_names
+        for k in range(n):
+            t_us += rx[k]
+            r_ = res[k]
+            if r_:
+                base = t_us / 1_000_000
+                u = _ulp(base)
+                t = base + r_ * u
+                if _ulp(t) != u:
+                    t = from_micros(t_us, r_)
             else:
-                self._in_order(name, t)
-            if t > self._hi:
-                self._hi = t
-        key = tpl.key
-        p = self._pending.pop(key, None)
-        newest = self._newest.get(name, -_NEVER)
-        renew = r.renew
-        if p is not None:
-            if (not hidden and renew > newest and t <= self.target and self._hi <= self.read_until
-                    and t >= self._floor and self._synced.get(tpl.cluster, math.inf) <= t):
-                p.drop = True
-                self.dropped += 1
-                self._dropped_names.add(name)
-            p.final = True
-        if renew > newest:
-            self._newest[name] = newest = renew
-        if tpl.droppable and not hidden and newest != _NEVER:
-            self._pending[key] = r
-        else:
-            r.final = True
+                t = t_us / 1_000_000
+            kind = kinds[k]
+            if kind != _ROW_LEASE:
+                c.last_us = t_us
+                self.hidden, self._hi = hidden_n, hi
+                self.add(*_whole_row(kind, next(blobs), c, t, t_us))
+                hidden_n, hi = self.hidden, self._hi
+                continue
+            tpl = by_index[idx[li]]
+            if tpl is None:
+                raise ValueError(f"row of a Lease no longer in the dictionary ({idx[li]})")
+            offset = tpl.offset + off[li]
+            tpl.offset = offset
+            li += 1
+            renew = t_us + offset
+            rv = None
+            if tpl.has_rv:
+                cluster = tpl.cluster
+                rv = crv.get(cluster, 0) + rvs[ri]
+                crv[cluster] = rv
+                ri += 1
+            nm = tpl.n_mf
+            if nm == 1:
+                seconds = [renew // 1_000_000 + mfs[mi]]
+            else:
+                base_s = renew // 1_000_000
+                seconds = [base_s + s for s in mfs[mi:mi + nm]]
+            mi += nm
+            r = [t, tpl, renew, rv, seconds, False, False]
+            append(r)
+            name = tpl.name
+            hidden = hidden_n > 0
+            if hidden:
+                hidden_n -= 1
+            else:
+                last = last_of.get(name)
+                if last is None or t >= last:
+                    last_of[name] = t
+                else:
+                    self._in_order(name, t)
+                if t > hi:
+                    hi = t
+            key = tpl.key
+            p = pending.pop(key, None)
+            newest = newest_of.get(name, never)
+            if p is not None:
+                if (not hidden and renew > newest and t <= target and hi <= read_until
+                        and t >= floor and synced.get(tpl.cluster, math.inf) <= t):
+                    p[_DROP] = True
+                    dropped += 1
+                    dropped_names.add(name)
+                p[_FINAL] = True
+            if renew > newest:
+                newest_of[name] = newest = renew
+            if tpl.droppable and not hidden and newest != _NEVER:
+                pending[key] = r
+            else:
+                r[_FINAL] = True
+        c.last_us = t_us
+        self.hidden, self._hi = hidden_n, hi
+        self.dropped += dropped
 
     def _line(self, data: bytes, t: Any, line: dict) -> None:
         """A whole line: a lease list done, or a Lease's line (it ends what was waiting of that Lease)."""
@@ -1101,7 +1187,7 @@ class Supersession:
         name = meta.get("name") if type(meta) is dict else None
         p = self._pending.pop((cluster, name), None)
         if p is not None:
-            p.final = True
+            p[_FINAL] = True
         clean, renew = self._clean(data) if etype in ("ADDED", "MODIFIED") else (False, None)
         if not clean:
             self._newest[name] = _NEVER
@@ -1125,7 +1211,7 @@ class Supersession:
             self.unsure = True
         self._newest[name] = _NEVER
         for key in [k for k in self._pending if k[1] == name]:
-            self._pending.pop(key).final = True
+            self._pending.pop(key)[_FINAL] = True
 
     def ready(self) -> Iterator[bytes]:
         """The lines decided at the head of the queue (a renewal waiting longer than
@@ -1133,23 +1219,23 @@ class Supersession:
         q = self.queue
         while q:
             x = q[0]
-            if type(x) is _Renewal and not x.final:
-                if x.t >= self._hi - PENDING_SECONDS:
+            if type(x) is list and not x[_FINAL]:
+                if x[_T] >= self._hi - PENDING_SECONDS:
                     return
-                x.final = True
-                key = x.tpl.key
+                x[_FINAL] = True
+                key = x[_TPL].key
                 if self._pending.get(key) is x:
                     del self._pending[key]
             q.popleft()
-            if type(x) is not _Renewal:
+            if type(x) is not list:
                 yield x
-            elif not x.drop:
-                yield x.line()
+            elif not x[_DROP]:
+                yield _renewal_line(x)
 
     def finish(self) -> Iterator[bytes]:
         """The end of a file: whatever waits is kept."""
         for p in self._pending.values():
-            p.final = True
+            p[_FINAL] = True
         self._pending.clear()
         yield from self.ready()
 

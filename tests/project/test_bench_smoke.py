@@ -31,6 +31,7 @@ EXPECTED = [
     "scrape 2,000 nodes (all)",
     "scrape 2,000 nodes (not-ready)",
     "recorder: bytes per renewal all-in, 3 min x 300 nodes",
+    "recorder: seek (state at T, in process), 3 min x 300 nodes",
 ]
 
 

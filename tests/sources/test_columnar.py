@@ -440,3 +440,30 @@ def test_status_at_reads_a_hub_directory_from_the_keyframe_before_the_instant(tm
         main(["status", "--replay", str(tmp_path / "columnar"), "--at", at, "--format", "json"])
         assert orjson.loads(capsys.readouterr().out) == out["columnar", at]
     assert max(opened) > 1
+
+
+def test_a_file_of_the_previous_writer_reads_back_and_is_written_the_same_today():
+    """``incident-30.v1.nwcol`` was written from ``incident-30.jsonl.gz`` by the writer before the
+    integer columns were zigzagged on whole columns at once: it reads back line for line, and
+    today's writer writes the very same bytes (the layout did not change: still version 1)."""
+    want = _lines_of(os.path.join(DATA, "incident-30.jsonl.gz"))
+    old = open(os.path.join(DATA, "incident-30.v1.nwcol"), "rb").read()
+    assert old.startswith(b"NWCOL\x01\r\n") and columnar.MAGIC == b"NWCOL\x01\r\n"
+    assert _back(old) == want
+    assert _to_columnar(want) == old
+
+
+def _zigzag_one_by_one(values):
+    from array import array
+
+    raw = array("Q", [((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF for v in values]).tobytes()
+    return b"".join(raw[i::8] for i in range(8))
+
+
+@given(st.lists(st.one_of(st.integers(-300, 300), st.integers(-2**63, 2**63 - 1),
+                          st.sampled_from([-2**63, 2**63 - 1, -1, 0, 1])), max_size=300))
+@settings(max_examples=200, deadline=None)
+def test_integer_columns_are_zigzagged_as_one_value_at_a_time_would(values):
+    packed = columnar._pack(values)
+    assert packed == _zigzag_one_by_one(values)
+    assert columnar._unpack(packed, len(values)) == values
