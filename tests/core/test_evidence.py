@@ -99,3 +99,76 @@ def test_the_header_says_how_many_leases_are_awaited():
     assert "leases:3 awaiting a renewal" in first and "leases:ok" not in first
     later = header_text("x", s.evaluate(LISTED + 12.0), LISTED + 12.0, palette, virtual=False).plain
     assert "leases:ok" in later and "awaiting" not in later
+
+
+# --- renewals not read yet: a dated listed age waits for the lease stream's frontier ---------------
+
+DATED = Settings(server_version="v1.33.2")
+"""v1.25 on: managedFields' time follows renewals, every listed Lease is dated by the server."""
+RENEWED = T0 - 5.0
+"""Both Leases' last renewal before the list (renewTime and the server's write time): Late from T0 + 15."""
+
+
+def dated_start() -> tuple[FleetState, object]:
+    """A live start on a dated server with the lease stream's frontier tracked: "a" renews on, "b"
+    stopped; the reader found the stream empty just after the list's SYNCED."""
+    s = FleetState(DATED)
+    frontier = s.track_lease_stream()
+    for res in ("nodes", "leases"):
+        s.update_health(res, connected=True, synced=False, down_since=None, last_error="")
+    for n in ("a", "b"):
+        s.apply("nodes", "ADDED", node(n, heartbeat=RENEWED), T0 + 0.5, True)
+        s.apply("leases", "ADDED", lease(n, RENEWED, written=RENEWED), T0 + 0.5, True)
+    s.apply("nodes", "SYNCED", None, T0 + 0.6, True)
+    s.update_health("nodes", synced=True, last_activity=T0 + 0.6)
+    s.apply("leases", "SYNCED", None, LISTED, True)
+    s.update_health("leases", synced=True, last_activity=LISTED)
+    frontier.caught_up(LISTED)
+    return s, frontier
+
+
+def test_a_dated_listed_age_is_not_late_while_its_renewals_are_unread():
+    s, frontier = dated_start()
+    assert states(s, T0 + 14.0) == {"a": NodeState.READY, "b": NodeState.READY}  # not late yet: evidence
+    assert s.evaluate(T0 + 14.0).awaiting_renewals == 0
+    # T0 + 16: both past their late time by the clock, but the stream is read only up to the list
+    # (the reader is busy: the Node list). The old code: both Late, "a" wrongly.
+    early = s.evaluate(T0 + 16.0)
+    assert [v.state for v in early.nodes] == [NodeState.READY, NodeState.READY]
+    assert early.awaiting_renewals == 2
+    # the reader gets to the backlog: "a"'s renewal, written at T0 + 5, applied at T0 + 16.5
+    s.apply("leases", "MODIFIED", lease("a", T0 + 5.0, written=T0 + 5.0), T0 + 16.5)
+    frontier.written(T0 + 5.0)
+    view = s.evaluate(T0 + 16.6)
+    assert view.node("a").state is NodeState.READY and view.node("a").lease_age(T0 + 16.6) is not None
+    assert view.node("b").state is NodeState.READY and view.awaiting_renewals == 1  # T0 + 5 < T0 + 15
+    # the stream read to its end at T0 + 17: every write before T0 + 16 is in, none from "b"
+    frontier.caught_up(T0 + 17.0)
+    after = s.evaluate(T0 + 17.0)
+    assert after.node("b").state is NodeState.LATE and after.awaiting_renewals == 0
+    assert after.node("b").lease_age(T0 + 17.0) == pytest.approx(22.0)
+
+
+def test_a_reader_waiting_on_an_empty_stream_is_the_frontier():
+    s, frontier = dated_start()
+    assert states(s, T0 + 16.0)["b"] is NodeState.READY
+    frontier.idle(T0 + 2.0)  # nothing left to read since T0 + 2: the stream is current up to now - IN_FLIGHT
+    assert states(s, T0 + 15.9)["b"] is NodeState.READY  # read to T0 + 14.9: short of the late time
+    assert states(s, T0 + 16.0) == {"a": NodeState.LATE, "b": NodeState.LATE}
+
+
+def test_the_frontier_is_never_ahead_of_now():
+    from nodewatch.core.evidence import StreamFrontier
+
+    f = StreamFrontier()
+    assert f.at(T0) == float("-inf")
+    f.written(T0 + 30.0)  # a server clock ahead of ours: what is applied cannot be in the future
+    assert f.at(T0) == T0
+    f.idle(T0)
+    assert f.at(T0 + 10.0) == T0 + 30.0
+
+
+def test_a_one_shot_answer_does_not_wait_for_the_frontier():
+    s, _ = dated_start()
+    s.judge_lists_at_once()
+    assert states(s, T0 + 16.0) == {"a": NodeState.LATE, "b": NodeState.LATE}
