@@ -31,8 +31,10 @@ References, same run, same server:
 
 ``profile=PREFIX`` (e.g. ``python -m bench.start 65000 1 norefs profile=/tmp/p``): each start's
 dashboard and list worker sampled by py-spy (``NW_PY_SPY``; not a dependency) from the command to
-the complete frame, written to ``PREFIX-K.txt`` and its top printed. The profiler takes CPU of its
-own: the figures of a profiled run are not figures.
+the complete frame, written to ``PREFIX-K.txt`` and its top printed (``NW_PY_SPY_GIL=1``: only
+the samples of threads holding the GIL, which is what the dashboard's threads compete for; without
+it a thread waiting for the GIL counts as busy). The profiler takes CPU of its own: the figures of
+a profiled run are not figures.
 """
 
 from __future__ import annotations
@@ -243,8 +245,10 @@ the code measured; not a dependency of nodewatch, installed apart)."""
 
 def _profiler(pid: int, out: str) -> subprocess.Popen:
     """py-spy sampling the dashboard (and its list worker) from now until it is sent SIGINT."""
+    gil = ["--gil"] if os.environ.get("NW_PY_SPY_GIL") else []  # only the samples that hold the GIL
     return subprocess.Popen([PY_SPY, "record", "--pid", str(pid), "--subprocesses", "--threads", "--nonblocking",
-                             "-r", "200", "-f", "raw", "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             *gil, "-r", "200", "-f", "raw", "-o", out], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
 
 
 def summarize_profile(path: str, top: int = 25) -> str:
