@@ -17,7 +17,7 @@ import msgspec
 from sortedcontainers import SortedKeyList
 
 from .causes import likely_causes
-from .evidence import LISTED, awaiting_renewal
+from .evidence import LISTED, UNDATED, awaiting_renewal
 from .fleet_data import Store, sort_key
 from .objects import AWAITED, NodeRecord
 from .rules import (
@@ -86,11 +86,12 @@ class Evaluator:
         (``rules.master_disruption_kept_since``); None: every one comes off."""
         self._evaluated_at = -math.inf
         """``now`` of the last ``evaluate``: an earlier ``now`` (a replay stepping back) re-judges every node."""
-        self._awaiting: dict[str, float] = {}
+        self._awaiting: dict[str, tuple[float, bool]] = {}
         """Nodes judged awaiting their lease's evidence (``_awaiting_view``), with the frontier it
-        needs (``core/evidence.py``): ``evaluate`` counts those still awaited for the header."""
-        self._frontier_due: list[tuple[float, str]] = []
-        """A heap of (frontier needed, node): judged again once the lease stream's frontier passes it."""
+        needs and whether the age is dated (``core/evidence.py``): ``evaluate`` counts those still awaited for the header."""
+        self._frontier_due: tuple[list[tuple[float, str]], list[tuple[float, str]]] = ([], [])
+        """Heaps of (frontier needed, node), undated ages' and dated ones': judged again once the
+        lease stream's frontier passes it."""
 
     # --- told by ingest (under the store's lock) ---------------------------------------------
 
@@ -158,10 +159,11 @@ class Evaluator:
         if track is not None and not blind and track.age_from in LISTED:
             listed = self._leases_listed_at()
             if listed is not None:
+                dated = track.age_from not in UNDATED
                 needed = awaiting_renewal(track.age_from, track.observed_at, listed, track.duration, now,
-                                          self._frontier(now))
+                                          self._frontier(now, dated))
                 if needed is not None:
-                    return self._awaiting_view(name, rec, track, now, grace, needed)
+                    return self._awaiting_view(name, rec, now, grace, needed, dated)
         if track is not None and not blind and not rec.taints and not rec.unschedulable:
             observed = track.observed_at
             if observed is not None:
@@ -209,21 +211,22 @@ class Evaluator:
                         rec.unschedulable, (), False, cert_not_after, profile.kubelet_version, causes, since, nxt, math.inf,
                         profile.exclude_disruption or rec.awaited, self.cluster)
 
-    def _awaiting_view(self, name: str, rec: NodeRecord, track: LeaseTrack, now: float, grace: float,
-                       needed: float) -> NodeView:
+    def _awaiting_view(self, name: str, rec: NodeRecord, now: float, grace: float, needed: float,
+                       dated: bool) -> NodeView:
         """A node whose listed lease age is not evidence yet (``core/evidence.py``): judged as if
         its lease age were unknown (the API server's conditions and taints still count), judged
-        again when its renewal comes or when the lease stream's frontier passes ``needed``."""
-        if self._awaiting.get(name) != needed:
-            self._awaiting[name] = needed
-            heapq.heappush(self._frontier_due, (needed, name))
-        return self._judged_view(name, rec, track, now, True, grace)
+        again when its renewal comes or when the lease stream's frontier (``dated`` or not)
+        passes ``needed``."""
+        if self._awaiting.get(name) != (needed, dated):
+            self._awaiting[name] = (needed, dated)
+            heapq.heappush(self._frontier_due[dated], (needed, name))
+        return self._judged_view(name, rec, self.store.leases.get(name), now, True, grace)
 
-    def _frontier(self, now: float) -> float:
-        """How far the live lease stream has been read at ``now`` (``evidence.StreamFrontier``);
-        ``now`` for a source that tracks none."""
+    def _frontier(self, now: float, dated: bool) -> float:
+        """How far the live lease stream has been read at ``now`` for a ``dated`` age or not
+        (``evidence.StreamFrontier``); ``now`` for a source that tracks none."""
         f = self.store.lease_frontier
-        return now if f is None else f.at(now)
+        return now if f is None else f.at(now, dated)
 
     def _leases_listed_at(self) -> float | None:
         """When the live lease stream's last list completed, if frames wait for the evidence after
@@ -237,9 +240,9 @@ class Evaluator:
         """How many nodes' views wait for their listed lease age to become evidence (under the
         store's lock; what ``_judge_changes`` left judged awaiting)."""
         views = self._views
-        frontier = self._frontier(now)
-        return sum(1 for name, needed in self._awaiting.items()
-                   if needed > frontier and (v := views.get(name)) is not None and v.lease_observed_at is None)
+        frontiers = (self._frontier(now, False), self._frontier(now, True))
+        return sum(1 for name, (needed, dated) in self._awaiting.items()
+                   if needed > frontiers[dated] and (v := views.get(name)) is not None and v.lease_observed_at is None)
 
     def _judged_view(self, name: str, rec: NodeRecord, track: LeaseTrack | None, now: float, blind: bool,
                      grace: float) -> NodeView:
@@ -450,15 +453,15 @@ class Evaluator:
             v = views.get(name)
             if v is not None and v.next_change == t:
                 todo.add(name)
-        frontier_due = self._frontier_due
-        if frontier_due:
-            frontier = self._frontier(now)
-            awaiting = self._awaiting
-            while frontier_due and frontier_due[0][0] <= frontier:
-                needed, name = heapq.heappop(frontier_due)
-                if awaiting.get(name) == needed:
-                    del awaiting[name]
-                    todo.add(name)
+        awaiting = self._awaiting
+        for dated, frontier_due in enumerate(self._frontier_due):
+            if frontier_due:
+                frontier = self._frontier(now, bool(dated))
+                while frontier_due and frontier_due[0][0] <= frontier:
+                    needed, name = heapq.heappop(frontier_due)
+                    if awaiting.get(name) == (needed, bool(dated)):
+                        del awaiting[name]
+                        todo.add(name)
         if len(todo) >= BULK_MIN and 2 * len(todo) >= len(views):
             self._rebuild(todo.union(views), now, blind, grace)
         else:
@@ -495,7 +498,7 @@ class Evaluator:
         self._views = views
         self._tally = {}
         self._awaiting = {}
-        self._frontier_due = []
+        self._frontier_due = ([], [])
         due: list[tuple[float, str]] = []
         by_rank = [0] * (max(st.rank for st in NodeState) + 1)
         make = self._view

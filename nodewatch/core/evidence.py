@@ -49,48 +49,75 @@ IN_FLIGHT = 1.0
 API server's watch dispatch and the network take less (a write made just before is still on its way)."""
 
 
+QUIET = 5.0
+"""A dated stream that has sent nothing at all for this long while its reader waited on it has
+nothing to send: its frontier is ``now - IN_FLIGHT`` (at 65k renewals never pause that long)."""
+
+
 class StreamFrontier:
     """How far in time the live lease stream is known to have been read (and applied).
 
-    Fed from the stream's reader thread only (``sources/reflector``): ``written`` with the
-    server's write time of every Lease it applied (a watch delivers writes in their order, so
-    every write before that one is in too), ``caught_up`` when nothing was left to read after a
-    block was applied, ``idle`` while the reader waits on an empty stream. Read by the evaluation
-    (``at``). Plain floats: one writer, and a reader that may see the previous value, never a torn one."""
+    Fed from the stream's reader thread only (``sources/reflector``) and read by the evaluation
+    (``at``): plain floats, one writer, a reader that may see the previous value, never a torn one.
 
-    __slots__ = ("read_to", "idle_since")
+    Two measures, for the two kinds of age (``at``'s ``dated``):
+
+    - **Dated** ages (``age_from`` "server", v1.25 on): the server's write times of the Leases
+      applied (``written``, clamped to their receipt). A watch delivers writes in their order, so
+      every write before the newest one applied is in. This holds however far behind the server's
+      own watch dispatch is: a stream read to its end says nothing about renewals the server has
+      written and not sent yet (seen at 65k against the simulated server, one process serving the
+      670 MB Node list beside the lease watch: frames called 3,400 live nodes Late with the
+      stream read to its end). Where the stream is silent for ``QUIET`` (no renewals to carry),
+      the silence is the frontier.
+    - **Undated** ages (the server's write times do not follow renewals): the moments the reader
+      found nothing left to read after applying a block (``caught_up``) or waits on an empty
+      stream (``idle``), less ``IN_FLIGHT``.
+    """
+
+    __slots__ = ("written_to", "drained_to", "idle_since")
 
     def __init__(self) -> None:
-        self.read_to = -math.inf
-        """Every write before this (nodewatch's clock; the server's write times clamped to their
-        receipt) has been applied."""
+        self.written_to = -math.inf
+        """The newest server write time of a Lease applied (nodewatch's clock: clamped to its receipt)."""
+        self.drained_to = -math.inf
+        """The last moment the reader had read the stream to its end, less ``IN_FLIGHT``."""
         self.idle_since: float | None = None
         """The reader has been waiting on a stream with nothing left to read since then (None: it
         is reading, or has not found the stream empty)."""
 
     def written(self, t: float) -> None:
-        """A write made at ``t`` was applied (so was every write before it)."""
-        if t > self.read_to:
-            self.read_to = t
+        """A write the server made at ``t`` (clamped to its receipt) was applied."""
+        if t > self.written_to:
+            self.written_to = t
 
     def caught_up(self, at: float) -> None:
-        """At ``at`` the stream had nothing left to read: every write made ``IN_FLIGHT`` before is in."""
-        self.written(at - IN_FLIGHT)
+        """At ``at`` the stream had nothing left to read: every write it carried ``IN_FLIGHT``
+        before is in."""
+        if at - IN_FLIGHT > self.drained_to:
+            self.drained_to = at - IN_FLIGHT
 
     def untracked(self) -> None:
         """The reader cannot tell when it has read the stream to its end: judge by ``now`` alone
         (as before the frontier; a stream read through urllib3, ``chunked.BodyReader.drained``)."""
-        self.read_to = math.inf
+        self.written_to = self.drained_to = math.inf
 
     def idle(self, since: float | None) -> None:
         """The reader waits on an empty stream since ``since`` (None: it has something to read)."""
         self.idle_since = since
 
-    def at(self, now: float) -> float:
-        """The frontier at ``now``: while the reader waits on an empty stream, ``now - IN_FLIGHT``."""
-        if self.idle_since is not None:
-            return max(self.read_to, now - IN_FLIGHT)
-        return min(self.read_to, now)
+    def at(self, now: float, dated: bool) -> float:
+        """The frontier at ``now`` for a ``dated`` age (see the class docstring), never past ``now``."""
+        idle = self.idle_since
+        if dated:
+            f = self.written_to
+            if idle is not None and now - idle >= QUIET:
+                f = max(f, now - IN_FLIGHT)
+        else:
+            f = self.drained_to
+            if idle is not None:
+                f = max(f, now - IN_FLIGHT)
+        return min(f, now)
 
 
 def evidence_due(listed_at: float, lease_duration: float) -> float:

@@ -580,6 +580,8 @@ class Reflector:
                 if batch:
                     got = True
                     self.sink(batch)
+                    if self.frontier is not None:
+                        _written(self.frontier, batch)
                 if reading != read_timeout and self._initial is None:
                     set_read_timeout(resp, read_timeout)  # the list is in: a watch from here on
                     reading = read_timeout
@@ -904,6 +906,20 @@ class Reflector:
         self.sink(tail)
         self.relists += 1
         self._health(synced=True, relists=self.relists - 1, last_error="")
+
+
+def _written(frontier: StreamFrontier, batch: Batch) -> None:
+    """The server's write times of the Leases just applied, for the stream's frontier (a typed
+    record's ``written_at``, clamped to its receipt; a dict, a recorder's, says nothing here)."""
+    newest = -math.inf
+    for _, _, obj, received, _ in batch:
+        w = getattr(obj, "written_at", None)
+        if w is not None:
+            w = min(w, received)
+            if w > newest:
+                newest = w
+    if newest != -math.inf:
+        frontier.written(newest)
 
 
 def _short(exc: BaseException) -> str:

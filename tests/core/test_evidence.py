@@ -123,7 +123,8 @@ def dated_start() -> tuple[FleetState, object]:
     s.update_health("nodes", synced=True, last_activity=T0 + 0.6)
     s.apply("leases", "SYNCED", None, LISTED, True)
     s.update_health("leases", synced=True, last_activity=LISTED)
-    frontier.caught_up(LISTED)
+    frontier.written(RENEWED)  # the newest write the list carried (as the reader tells it)
+    frontier.caught_up(LISTED)  # and nothing left to read after it
     return s, frontier
 
 
@@ -142,17 +143,21 @@ def test_a_dated_listed_age_is_not_late_while_its_renewals_are_unread():
     view = s.evaluate(T0 + 16.6)
     assert view.node("a").state is NodeState.READY and view.node("a").lease_age(T0 + 16.6) is not None
     assert view.node("b").state is NodeState.READY and view.awaiting_renewals == 1  # T0 + 5 < T0 + 15
-    # the stream read to its end at T0 + 17: every write before T0 + 16 is in, none from "b"
+    # read to its end at T0 + 17, but the server may not have sent all it wrote: still awaited
     frontier.caught_up(T0 + 17.0)
-    after = s.evaluate(T0 + 17.0)
+    assert states(s, T0 + 17.0)["b"] is NodeState.READY
+    # "a"'s next renewal, written at T0 + 15: the stream has carried every write before "b"'s late time
+    s.apply("leases", "MODIFIED", lease("a", T0 + 15.0, written=T0 + 15.0), T0 + 17.2)
+    frontier.written(T0 + 15.0)
+    after = s.evaluate(T0 + 17.3)
     assert after.node("b").state is NodeState.LATE and after.awaiting_renewals == 0
-    assert after.node("b").lease_age(T0 + 17.0) == pytest.approx(22.0)
+    assert after.node("b").lease_age(T0 + 17.3) == pytest.approx(22.3)
 
 
-def test_a_reader_waiting_on_an_empty_stream_is_the_frontier():
+def test_a_stream_silent_while_its_reader_waits_is_the_frontier():
     s, frontier = dated_start()
     assert states(s, T0 + 16.0)["b"] is NodeState.READY
-    frontier.idle(T0 + 2.0)  # nothing left to read since T0 + 2: the stream is current up to now - IN_FLIGHT
+    frontier.idle(T0 + 2.0)  # nothing to read since T0 + 2 (QUIET 5 s): current up to now - IN_FLIGHT
     assert states(s, T0 + 15.9)["b"] is NodeState.READY  # read to T0 + 14.9: short of the late time
     assert states(s, T0 + 16.0) == {"a": NodeState.LATE, "b": NodeState.LATE}
 
@@ -161,11 +166,27 @@ def test_the_frontier_is_never_ahead_of_now():
     from nodewatch.core.evidence import StreamFrontier
 
     f = StreamFrontier()
-    assert f.at(T0) == float("-inf")
+    assert f.at(T0, True) == f.at(T0, False) == float("-inf")
     f.written(T0 + 30.0)  # a server clock ahead of ours: what is applied cannot be in the future
-    assert f.at(T0) == T0
-    f.idle(T0)
-    assert f.at(T0 + 10.0) == T0 + 30.0
+    assert f.at(T0, True) == T0 and f.at(T0, False) == float("-inf")
+    f.caught_up(T0 + 3.0)
+    assert f.at(T0 + 3.0, False) == T0 + 2.0  # IN_FLIGHT: a write just made may be on its way
+    f.idle(T0 + 3.0)
+    assert f.at(T0 + 4.0, False) == T0 + 3.0
+    assert f.at(T0 + 4.0, True) == T0 + 4.0  # the server's write times, clamped to now
+    f.untracked()  # a body the reader cannot look into: judged by the clock
+    assert f.at(T0 + 50.0, True) == f.at(T0 + 50.0, False) == T0 + 50.0
+
+
+def test_an_undated_listed_age_waits_for_the_stream_to_be_read_a_renewal_interval_past_the_list():
+    s = live_start(["a", "b"])
+    frontier = s.track_lease_stream()
+    frontier.caught_up(LISTED)
+    # past the old window (LISTED + 12) by the clock, the stream read only to the list
+    assert states(s, LISTED + 12.5) == {"a": NodeState.READY, "b": NodeState.READY}
+    assert s.evaluate(LISTED + 12.5).awaiting_renewals == 2
+    frontier.caught_up(LISTED + 13.0)  # read to its end: every write before LISTED + 12 is in
+    assert states(s, LISTED + 13.0) == {"a": NodeState.LATE, "b": NodeState.LATE}
 
 
 def test_a_one_shot_answer_does_not_wait_for_the_frontier():

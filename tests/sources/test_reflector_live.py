@@ -221,11 +221,11 @@ def test_a_listed_lease_is_judged_once_the_lease_stream_is_read_over_tls(tmp_pat
         frontier = src.state.store.lease_frontier
         assert frontier is not None
         wait_until(lambda: frontier.idle_since is not None)  # read to the end, waiting on the stream
-        assert frontier.read_to < math.inf  # tracked: the TLS stream told when it was drained
+        assert frontier.drained_to < math.inf  # tracked: the TLS stream told when it was drained
         listed = clock.now()
         assert src.state.evaluate(listed).awaiting_renewals == 3  # renewTime alone dates them
         later = listed + 13.5  # past one renewal interval + margin, the stream read to now - 1 s
-        assert frontier.at(later) == later - 1.0
+        assert frontier.at(later, False) == later - 1.0
         view = src.state.evaluate(later)
         assert view.node("node-002").state is NodeState.LATE
         assert view.node("node-000").state is NodeState.READY and view.awaiting_renewals == 0
