@@ -47,7 +47,9 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from .harness import Figure, ksm_reference
 from .live_path import ServerChild
@@ -346,6 +348,31 @@ def status(kubeconfig: str) -> tuple[float, float]:
     return took, peak.peak() / 1e6
 
 
+ALTERNATE = os.environ.get("NW_START_ALTERNATE")
+"""A second checkout of nodewatch (a path): every second start runs its dashboard
+(``PYTHONPATH``), so two versions are timed against the same server, turn about, in one run
+(before and after a change on a shared machine, where two runs apart differ by 2x). Each start's
+line says which it ran; the figures then mix both: read the lines."""
+
+
+@contextmanager
+def _alternate(k: int) -> Iterator[None]:
+    """The dashboard of start ``k`` (0-based) from ``ALTERNATE`` when ``k`` is odd."""
+    if not ALTERNATE or k % 2 == 0:
+        yield
+        return
+    was = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = ALTERNATE
+    print(f"    (this start: the dashboard of {ALTERNATE})", file=sys.stderr, flush=True)
+    try:
+        yield
+    finally:
+        if was is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = was
+
+
 def run(nodes: int = 65_000, starts: int = 3, references: bool = True, live: bool = True,
         profile: str | None = None) -> list[Figure]:
     """Medians of ``starts`` starts, each beside a raw transfer measured just before it (the
@@ -368,7 +395,8 @@ def run(nodes: int = 65_000, starts: int = 3, references: bool = True, live: boo
             t = time.perf_counter()
             raws.append(raw_transfer(kc))
             out = f"{profile}-{k + 1}.txt" if profile else None
-            runs.append(dashboard(kc, nodes, nodes - renewed, profile=out))
+            with _alternate(k):
+                runs.append(dashboard(kc, nodes, nodes - renewed, profile=out))
             if out:
                 print(summarize_profile(out), file=sys.stderr, flush=True)
             stored, behind = server.stop_renewing() if live else (0, float("inf"))
