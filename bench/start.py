@@ -28,6 +28,13 @@ References, same run, same server:
 - ``orjson.loads`` and ``msgspec.json.decode`` of the Node list's bytes (in this process).
 - memory: kube-state-metrics' published sizing for clusters above 100 nodes (200 MiB + 2 MiB a
   node; its README's "Resource recommendation"), not measured here.
+
+``profile=PREFIX`` (e.g. ``python -m bench.start 65000 1 norefs profile=/tmp/p``): each start's
+dashboard and list worker sampled by py-spy (``NW_PY_SPY``; not a dependency) from the command to
+the complete frame, written to ``PREFIX-K.txt`` and its top printed (``NW_PY_SPY_GIL=1``: only
+the samples of threads holding the GIL, which is what the dashboard's threads compete for; without
+it a thread waiting for the GIL counts as busy). The profiler takes CPU of its own: the figures of
+a profiled run are not figures.
 """
 
 from __future__ import annotations
@@ -40,7 +47,9 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from .harness import Figure, ksm_reference
 from .live_path import ServerChild
@@ -210,20 +219,24 @@ class Tmux:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=30)
 
 
-def tree_cpu(root: int) -> float:
-    """CPU seconds (user + system) a process and its live descendants have used so far."""
+def tree_cpu(root: int, seen: dict[int, float] | None = None, walk: bool = True) -> float:
+    """CPU seconds (user + system) a process and its descendants have used so far. ``seen``: each
+    process's CPU as last read, kept across calls, so a child that has ended (the list worker ends
+    with its list) still counts with what it used until it was last read; without it, only the
+    live ones count (until this session the complete frame's CPU missed the list worker's).
+    ``walk`` False: only the processes already in ``seen`` are read again (no walk of /proc)."""
     from .process_memory import _descendants
 
     tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for pid in [root, *_descendants(root)]:
+    seen = {} if seen is None else seen
+    for pid in [root, *_descendants(root)] if walk or not seen else list(seen):
         try:
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
+            seen[pid] = (int(fields[11]) + int(fields[12])) / tick
         except (OSError, IndexError, ValueError):
             pass
-    return total
+    return sum(seen.values())
 
 
 def _count(header: str, word: str) -> int:
@@ -231,17 +244,66 @@ def _count(header: str, word: str) -> int:
     return int(m.group(1).replace(",", "")) if m else -1
 
 
-def dashboard(kubeconfig: str, nodes: int, stopped: int, timeout: float = 300) -> dict[str, float]:
-    """The dashboard from its command to its frames (see the module docstring)."""
+PY_SPY = os.environ.get("NW_PY_SPY", "py-spy")
+"""The sampling profiler ``profile=`` runs (py-spy: every thread and the list worker, no change to
+the code measured; not a dependency of nodewatch, installed apart)."""
+
+
+def _profiler(pid: int, out: str) -> subprocess.Popen:
+    """py-spy sampling the dashboard (and its list worker) from now until it is sent SIGINT."""
+    gil = ["--gil"] if os.environ.get("NW_PY_SPY_GIL") else []  # only the samples that hold the GIL
+    return subprocess.Popen([PY_SPY, "record", "--pid", str(pid), "--subprocesses", "--threads", "--nonblocking",
+                             *gil, "-r", "200", "-f", "raw", "-o", out], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def summarize_profile(path: str, top: int = 25) -> str:
+    """The top of a py-spy raw profile: per process and thread the samples, then the functions by
+    their own samples and by the samples under them (each function once a stack)."""
+    from collections import Counter
+
+    own: Counter[str] = Counter()
+    under: Counter[str] = Counter()
+    roots: Counter[str] = Counter()
+    total = 0
+    for line in Path(path).read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack:
+            continue
+        count = int(n)
+        frames = stack.split(";")
+        total += count
+        roots[";".join(f.split(" (")[0][:60] for f in frames[:2])] += count
+        own[frames[-1]] += count
+        for f in set(frames[2:]):
+            under[f] += count
+    lines = [f"{total} samples (200/s)", "by process;thread:"]
+    lines += [f"  {n:6d} {100 * n / total:5.1f}%  {k}" for k, n in roots.most_common(8)]
+    lines.append("own samples:")
+    lines += [f"  {n:6d} {100 * n / total:5.1f}%  {k}" for k, n in own.most_common(top)]
+    lines.append("samples under:")
+    lines += [f"  {n:6d} {100 * n / total:5.1f}%  {k}" for k, n in under.most_common(top)]
+    return "\n".join(lines)
+
+
+def dashboard(kubeconfig: str, nodes: int, stopped: int, timeout: float = 300,
+              profile: str | None = None) -> dict[str, float]:
+    """The dashboard from its command to its frames (see the module docstring). ``profile``: a
+    py-spy raw profile written there, from the command to the complete frame."""
     t0 = time.perf_counter()
     tmux = Tmux([str(NODEWATCH), "watch", "--kubeconfig", kubeconfig])
+    spy = _profiler(tmux.pid, profile) if profile else None
     peak = TreePeak(_Pane(tmux.pid))  # type: ignore[arg-type]
     got: dict[str, float] = {"late_max": 0, "overdue_max": 0, "judged_max": 0}
     total = f"{nodes:,} nodes"
+    cpu: dict[int, float] = {}
+    captures = 0
     try:
         while "complete" not in got:
             if time.perf_counter() - t0 > timeout:
                 raise RuntimeError(f"no complete frame within {timeout:.0f} s; the screen:\n{tmux.screen()}")
+            captures += 1
+            tree_cpu(tmux.pid, cpu, walk=captures % 10 == 1)  # the list worker's CPU before it ends
             lines = tmux.screen().splitlines()
             now = time.perf_counter() - t0
             header = lines[1] if len(lines) > 1 else ""
@@ -252,13 +314,17 @@ def dashboard(kubeconfig: str, nodes: int, stopped: int, timeout: float = 300) -
                 got["overdue_max"] = max(got["overdue_max"], overdue)
                 got["judged_max"] = max(got["judged_max"], late + overdue)
                 if "useful_cpu" not in got:
-                    got["useful_cpu"] = tree_cpu(tmux.pid)
+                    got["useful_cpu"] = tree_cpu(tmux.pid, cpu)
                 if "nodes:ok" in header:
                     got["complete"] = now
-                    got["complete_cpu"] = tree_cpu(tmux.pid)
+                    got["complete_cpu"] = tree_cpu(tmux.pid, cpu)
                     got["late_at_complete"] = _count(header, "Late")
                     got["overdue_at_complete"] = _count(header, "Overdue")
+                    if spy is not None:
+                        spy.send_signal(2)  # SIGINT: py-spy writes its profile
             time.sleep(CAPTURE_EVERY)
+        if spy is not None:
+            spy.wait(60)
         time.sleep(AFTER_COMPLETE)
     finally:
         tmux.close()
@@ -282,7 +348,33 @@ def status(kubeconfig: str) -> tuple[float, float]:
     return took, peak.peak() / 1e6
 
 
-def run(nodes: int = 65_000, starts: int = 3, references: bool = True, live: bool = True) -> list[Figure]:
+ALTERNATE = os.environ.get("NW_START_ALTERNATE")
+"""A second checkout of nodewatch (a path): every second start runs its dashboard
+(``PYTHONPATH``), so two versions are timed against the same server, turn about, in one run
+(before and after a change on a shared machine, where two runs apart differ by 2x). Each start's
+line says which it ran; the figures then mix both: read the lines."""
+
+
+@contextmanager
+def _alternate(k: int) -> Iterator[None]:
+    """The dashboard of start ``k`` (0-based) from ``ALTERNATE`` when ``k`` is odd."""
+    if not ALTERNATE or k % 2 == 0:
+        yield
+        return
+    was = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = ALTERNATE
+    print(f"    (this start: the dashboard of {ALTERNATE})", file=sys.stderr, flush=True)
+    try:
+        yield
+    finally:
+        if was is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = was
+
+
+def run(nodes: int = 65_000, starts: int = 3, references: bool = True, live: bool = True,
+        profile: str | None = None) -> list[Figure]:
     """Medians of ``starts`` starts, each beside a raw transfer measured just before it (the
     Leases renewed again before each); the note gives every run and the load average. ``live``
     False: the server renews nothing during a start (where its renewer cannot keep up: the Leases
@@ -302,7 +394,11 @@ def run(nodes: int = 65_000, starts: int = 3, references: bool = True, live: boo
                 server.renewing(STOPPED_ONE_IN)
             t = time.perf_counter()
             raws.append(raw_transfer(kc))
-            runs.append(dashboard(kc, nodes, nodes - renewed))
+            out = f"{profile}-{k + 1}.txt" if profile else None
+            with _alternate(k):
+                runs.append(dashboard(kc, nodes, nodes - renewed, profile=out))
+            if out:
+                print(summarize_profile(out), file=sys.stderr, flush=True)
             stored, behind = server.stop_renewing() if live else (0, float("inf"))
             runs[-1]["renewals_per_s"] = stored / (time.perf_counter() - t)
             runs[-1]["renewer_behind"] = behind
@@ -372,4 +468,5 @@ if __name__ == "__main__":
 
     print_table(run(nodes=int(sys.argv[1]) if len(sys.argv) > 1 else 2_000,
                     starts=int(sys.argv[2]) if len(sys.argv) > 2 else 3,
-                    references="norefs" not in sys.argv[3:], live="static" not in sys.argv[3:]))
+                    references="norefs" not in sys.argv[3:], live="static" not in sys.argv[3:],
+                    profile=next((a.split("=", 1)[1] for a in sys.argv[3:] if a.startswith("profile=")), None)))

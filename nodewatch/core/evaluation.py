@@ -17,7 +17,7 @@ import msgspec
 from sortedcontainers import SortedKeyList
 
 from .causes import likely_causes
-from .evidence import UNDATED, awaiting_renewal, evidence_due
+from .evidence import LISTED, UNDATED, awaiting_renewal
 from .fleet_data import Store, sort_key
 from .objects import AWAITED, NodeRecord
 from .rules import (
@@ -88,9 +88,12 @@ class Evaluator:
         (``rules.master_disruption_kept_since``); None: every one comes off."""
         self._evaluated_at = -math.inf
         """``now`` of the last ``evaluate``: an earlier ``now`` (a replay stepping back) re-judges every node."""
-        self._awaiting_until = -math.inf
-        """The latest ``evidence_due`` of a view judged awaiting a renewal (``_awaiting_view``):
-        until then ``evaluate`` counts them for the header."""
+        self._awaiting: dict[str, tuple[float, bool]] = {}
+        """Nodes judged awaiting their lease's evidence (``_awaiting_view``), with the frontier it
+        needs and whether the age is dated (``core/evidence.py``): ``evaluate`` counts those still awaited for the header."""
+        self._frontier_due: tuple[list[tuple[float, str]], list[tuple[float, str]]] = ([], [])
+        """Heaps of (frontier needed, node), undated ages' and dated ones': judged again once the
+        lease stream's frontier passes it."""
 
     # --- told by ingest (under the store's lock) ---------------------------------------------
 
@@ -155,10 +158,14 @@ class Evaluator:
             if rec is None:
                 return None
         track = st.leases.get(name)
-        if track is not None and not blind and track.age_from in UNDATED:
+        if track is not None and not blind and track.age_from in LISTED:
             listed = self._leases_listed_at()
-            if listed is not None and awaiting_renewal(track.age_from, listed, track.duration, now):
-                return self._awaiting_view(name, rec, track, now, grace, listed)
+            if listed is not None:
+                dated = track.age_from not in UNDATED
+                needed = awaiting_renewal(track.age_from, track.observed_at, listed, track.duration, now,
+                                          self._frontier(now, dated))
+                if needed is not None:
+                    return self._awaiting_view(name, rec, now, grace, needed, dated)
         if track is not None and not blind and not rec.taints and not rec.unschedulable:
             observed = track.observed_at
             if observed is not None:
@@ -206,16 +213,22 @@ class Evaluator:
                         rec.unschedulable, (), False, cert_not_after, profile.kubelet_version, causes, since, nxt, math.inf,
                         profile.exclude_disruption or rec.awaited, self.cluster)
 
-    def _awaiting_view(self, name: str, rec: NodeRecord, track: LeaseTrack, now: float, grace: float,
-                       listed: float) -> NodeView:
+    def _awaiting_view(self, name: str, rec: NodeRecord, now: float, grace: float, needed: float,
+                       dated: bool) -> NodeView:
         """A node whose listed lease age is not evidence yet (``core/evidence.py``): judged as if
         its lease age were unknown (the API server's conditions and taints still count), judged
-        again when its renewal comes or when the evidence is due."""
-        due = evidence_due(listed, track.duration)
-        if due > self._awaiting_until:
-            self._awaiting_until = due
-        v = self._judged_view(name, rec, track, now, True, grace)
-        return _replace(v, next_change=min(v.next_change, due))
+        again when its renewal comes or when the lease stream's frontier (``dated`` or not)
+        passes ``needed``."""
+        if self._awaiting.get(name) != (needed, dated):
+            self._awaiting[name] = (needed, dated)
+            heapq.heappush(self._frontier_due[dated], (needed, name))
+        return self._judged_view(name, rec, self.store.leases.get(name), now, True, grace)
+
+    def _frontier(self, now: float, dated: bool) -> float:
+        """How far the live lease stream has been read at ``now`` for a ``dated`` age or not
+        (``evidence.StreamFrontier``); ``now`` for a source that tracks none."""
+        f = self.store.lease_frontier
+        return now if f is None else f.at(now, dated)
 
     def _leases_listed_at(self) -> float | None:
         """When the live lease stream's last list completed, if frames wait for the evidence after
@@ -226,13 +239,12 @@ class Evaluator:
         return st.listed_at.get("leases")
 
     def awaiting_renewals(self, now: float) -> int:
-        """How many leases' listed ages are not evidence yet at ``now`` (under the store's lock)."""
-        if now >= self._awaiting_until:
-            return 0
-        st = self.store
-        listed = self._leases_listed_at()
-        return sum(1 for name, t in st.leases.items()
-                   if name in self._views and awaiting_renewal(t.age_from, listed, t.duration, now))
+        """How many nodes' views wait for their listed lease age to become evidence (under the
+        store's lock; what ``_judge_changes`` left judged awaiting)."""
+        views = self._views
+        frontiers = (self._frontier(now, False), self._frontier(now, True))
+        return sum(1 for name, (needed, dated) in self._awaiting.items()
+                   if needed > frontiers[dated] and (v := views.get(name)) is not None and v.lease_observed_at is None)
 
     def _judged_view(self, name: str, rec: NodeRecord, track: LeaseTrack | None, now: float, blind: bool,
                      grace: float) -> NodeView:
@@ -444,6 +456,15 @@ class Evaluator:
             v = views.get(name)
             if v is not None and v.next_change == t:
                 todo.add(name)
+        awaiting = self._awaiting
+        for dated, frontier_due in enumerate(self._frontier_due):
+            if frontier_due:
+                frontier = self._frontier(now, bool(dated))
+                while frontier_due and frontier_due[0][0] <= frontier:
+                    needed, name = heapq.heappop(frontier_due)
+                    if awaiting.get(name) == (needed, bool(dated)):
+                        del awaiting[name]
+                        todo.add(name)
         if len(todo) >= BULK_MIN and 2 * len(todo) >= len(views):
             self._rebuild(todo.union(views), now, blind, grace)
         else:
@@ -479,6 +500,8 @@ class Evaluator:
         views: dict[str, NodeView] = {}
         self._views = views
         self._tally = {}
+        self._awaiting = {}
+        self._frontier_due = ([], [])
         due: list[tuple[float, str]] = []
         by_rank = [0] * (max(st.rank for st in NodeState) + 1)
         make = self._view

@@ -29,6 +29,7 @@ from typing import Any
 
 from . import keyframe
 from .evaluation import Evaluator
+from .evidence import StreamFrontier
 from .fleet_data import Store
 from .ingest import Ingest
 from .keyframe import Keyframe
@@ -89,6 +90,14 @@ class FleetState:
 
     def remember_cert(self, node: str, not_after: float, source: str) -> None:
         return self.ingest.remember_cert(node, not_after, source)
+
+    def track_lease_stream(self) -> StreamFrontier:
+        """The frontier of the live lease stream, for its reader to feed (``core/evidence.py``):
+        from now on a listed lease's age waits for it."""
+        with self.store.lock:
+            if self.store.lease_frontier is None:
+                self.store.lease_frontier = StreamFrontier()
+            return self.store.lease_frontier
 
     def judge_lists_at_once(self) -> None:
         return self.ingest.judge_lists_at_once()

@@ -15,6 +15,7 @@ import threading
 from array import array
 from collections import deque
 
+from .evidence import StreamFrontier
 from .objects import EventRecord, NodeRecord, PodRecord
 from .settings import Settings
 from .views import CertInfo, LeaseTrack, NodeView, Problem, WatchHealth
@@ -64,6 +65,10 @@ class Store:
         """Per resource: receive time of its last list's SYNCED. Until one renewal interval after
         the leases', a lease the server did not date is not evidence yet (``core/evidence.py``).
         Not in keyframes: a restored one starts without (judged as listed)."""
+        self.lease_frontier: StreamFrontier | None = None
+        """How far the live lease stream has been read (``core/evidence.py``), fed by the source
+        that reads it (``FleetState.track_lease_stream``); None: judged by ``now`` alone.
+        Not in keyframes."""
         self.await_evidence = True
         """False: judge listed leases by their list at once (a one-shot answer that names its
         doubts in words; ``FleetState.judge_lists_at_once``)."""

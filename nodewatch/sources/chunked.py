@@ -18,6 +18,7 @@ connection back to the pool (``Reflector._watch`` closes every stream it read th
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 import urllib3
@@ -73,6 +74,40 @@ class BodyReader:
             return data
         except TimeoutError:
             raise urllib3.exceptions.ReadTimeoutError(None, "", "read timed out") from None  # type: ignore[arg-type]
+
+    def drained(self) -> bool | None:
+        """Whether nothing of the body is left to read right now: no rest of a chunk, nothing in
+        the buffered file, in TLS or on the socket (the stream is read to its end, so far). None:
+        cannot tell (urllib3 reads this body). Why: a frame may call a lease Late only once the
+        lease stream has been read up to its late time (``core/evidence.py``); this says when it
+        has. A peek with the socket's timeout at 0 reads what has arrived and never waits."""
+        f = self._file
+        if f is None:
+            return None
+        if self._left:
+            return False
+        sock = stream_socket(self._resp)
+        if sock is None:
+            return None
+        pending = getattr(sock, "pending", None)  # TLS: bytes decrypted and not read yet
+        try:
+            if pending is not None and pending():
+                return False
+            timeout = sock.gettimeout()
+            sock.settimeout(0.0)
+        except OSError:
+            return None
+        try:
+            return not f.peek(1)  # b"": nothing arrived (a plain socket) or the end
+        except (BlockingIOError, ssl.SSLWantReadError):
+            return True  # nothing arrived (a TLS socket)
+        except (OSError, ValueError):
+            return None
+        finally:
+            try:
+                sock.settimeout(timeout)
+            except OSError:
+                pass
 
     @staticmethod
     def _chunk_size(f: Any) -> int:

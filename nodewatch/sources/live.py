@@ -226,7 +226,8 @@ class LiveSource:
     def _reflector(self, spec: ResourceSpec) -> Reflector:
         return Reflector(self.conn, spec, self._sink, self._on_health, self._on_problem,
                          watch_timeout=self.watch_timeout, stall_timeout=self.stall_timeout, wall=self.clock.now,
-                         typed=self.recorder is None, offer=self.streaming)  # a recorder writes the objects themselves
+                         typed=self.recorder is None, offer=self.streaming,  # a recorder writes the objects themselves
+                         frontier=self.state.track_lease_stream() if spec is LEASES else None)
 
     def _sink(self, batch: Batch) -> None:
         st = self.state

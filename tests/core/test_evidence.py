@@ -99,3 +99,97 @@ def test_the_header_says_how_many_leases_are_awaited():
     assert "leases:3 awaiting a renewal" in first and "leases:ok" not in first
     later = header_text("x", s.evaluate(LISTED + 12.0), LISTED + 12.0, palette, virtual=False).plain
     assert "leases:ok" in later and "awaiting" not in later
+
+
+# --- renewals not read yet: a dated listed age waits for the lease stream's frontier ---------------
+
+DATED = Settings(server_version="v1.33.2")
+"""v1.25 on: managedFields' time follows renewals, every listed Lease is dated by the server."""
+RENEWED = T0 - 5.0
+"""Both Leases' last renewal before the list (renewTime and the server's write time): Late from T0 + 15."""
+
+
+def dated_start() -> tuple[FleetState, object]:
+    """A live start on a dated server with the lease stream's frontier tracked: "a" renews on, "b"
+    stopped; the reader found the stream empty just after the list's SYNCED."""
+    s = FleetState(DATED)
+    frontier = s.track_lease_stream()
+    for res in ("nodes", "leases"):
+        s.update_health(res, connected=True, synced=False, down_since=None, last_error="")
+    for n in ("a", "b"):
+        s.apply("nodes", "ADDED", node(n, heartbeat=RENEWED), T0 + 0.5, True)
+        s.apply("leases", "ADDED", lease(n, RENEWED, written=RENEWED), T0 + 0.5, True)
+    s.apply("nodes", "SYNCED", None, T0 + 0.6, True)
+    s.update_health("nodes", synced=True, last_activity=T0 + 0.6)
+    s.apply("leases", "SYNCED", None, LISTED, True)
+    s.update_health("leases", synced=True, last_activity=LISTED)
+    frontier.written(RENEWED)  # the newest write the list carried (as the reader tells it)
+    frontier.caught_up(LISTED)  # and nothing left to read after it
+    return s, frontier
+
+
+def test_a_dated_listed_age_is_not_late_while_its_renewals_are_unread():
+    s, frontier = dated_start()
+    assert states(s, T0 + 14.0) == {"a": NodeState.READY, "b": NodeState.READY}  # not late yet: evidence
+    assert s.evaluate(T0 + 14.0).awaiting_renewals == 0
+    # T0 + 16: both past their late time by the clock, but the stream is read only up to the list
+    # (the reader is busy: the Node list). The old code: both Late, "a" wrongly.
+    early = s.evaluate(T0 + 16.0)
+    assert [v.state for v in early.nodes] == [NodeState.READY, NodeState.READY]
+    assert early.awaiting_renewals == 2
+    # the reader gets to the backlog: "a"'s renewal, written at T0 + 5, applied at T0 + 16.5
+    s.apply("leases", "MODIFIED", lease("a", T0 + 5.0, written=T0 + 5.0), T0 + 16.5)
+    frontier.written(T0 + 5.0)
+    view = s.evaluate(T0 + 16.6)
+    assert view.node("a").state is NodeState.READY and view.node("a").lease_age(T0 + 16.6) is not None
+    assert view.node("b").state is NodeState.READY and view.awaiting_renewals == 1  # T0 + 5 < T0 + 15
+    # read to its end at T0 + 17, but the server may not have sent all it wrote: still awaited
+    frontier.caught_up(T0 + 17.0)
+    assert states(s, T0 + 17.0)["b"] is NodeState.READY
+    # "a"'s next renewal, written at T0 + 15: the stream has carried every write before "b"'s late time
+    s.apply("leases", "MODIFIED", lease("a", T0 + 15.0, written=T0 + 15.0), T0 + 17.2)
+    frontier.written(T0 + 15.0)
+    after = s.evaluate(T0 + 17.3)
+    assert after.node("b").state is NodeState.LATE and after.awaiting_renewals == 0
+    assert after.node("b").lease_age(T0 + 17.3) == pytest.approx(22.3)
+
+
+def test_a_stream_silent_while_its_reader_waits_is_the_frontier():
+    s, frontier = dated_start()
+    assert states(s, T0 + 16.0)["b"] is NodeState.READY
+    frontier.idle(T0 + 2.0)  # nothing to read since T0 + 2 (QUIET 5 s): current up to now - IN_FLIGHT
+    assert states(s, T0 + 15.9)["b"] is NodeState.READY  # read to T0 + 14.9: short of the late time
+    assert states(s, T0 + 16.0) == {"a": NodeState.LATE, "b": NodeState.LATE}
+
+
+def test_the_frontier_is_never_ahead_of_now():
+    from nodewatch.core.evidence import StreamFrontier
+
+    f = StreamFrontier()
+    assert f.at(T0, True) == f.at(T0, False) == float("-inf")
+    f.written(T0 + 30.0)  # a server clock ahead of ours: what is applied cannot be in the future
+    assert f.at(T0, True) == T0 and f.at(T0, False) == float("-inf")
+    f.caught_up(T0 + 3.0)
+    assert f.at(T0 + 3.0, False) == T0 + 2.0  # IN_FLIGHT: a write just made may be on its way
+    f.idle(T0 + 3.0)
+    assert f.at(T0 + 4.0, False) == T0 + 3.0
+    assert f.at(T0 + 4.0, True) == T0 + 4.0  # the server's write times, clamped to now
+    f.untracked()  # a body the reader cannot look into: judged by the clock
+    assert f.at(T0 + 50.0, True) == f.at(T0 + 50.0, False) == T0 + 50.0
+
+
+def test_an_undated_listed_age_waits_for_the_stream_to_be_read_a_renewal_interval_past_the_list():
+    s = live_start(["a", "b"])
+    frontier = s.track_lease_stream()
+    frontier.caught_up(LISTED)
+    # past the old window (LISTED + 12) by the clock, the stream read only to the list
+    assert states(s, LISTED + 12.5) == {"a": NodeState.READY, "b": NodeState.READY}
+    assert s.evaluate(LISTED + 12.5).awaiting_renewals == 2
+    frontier.caught_up(LISTED + 13.0)  # read to its end: every write before LISTED + 12 is in
+    assert states(s, LISTED + 13.0) == {"a": NodeState.LATE, "b": NodeState.LATE}
+
+
+def test_a_one_shot_answer_does_not_wait_for_the_frontier():
+    s, _ = dated_start()
+    s.judge_lists_at_once()
+    assert states(s, T0 + 16.0) == {"a": NodeState.LATE, "b": NodeState.LATE}

@@ -163,3 +163,56 @@ def test_without_urllib3s_private_file_the_body_is_read_through_urllib3():
         reader = BodyReader(_NoPrivateFile(_get(url)), 1 << 16)
         assert not reader.direct
         assert b"".join(_read_all(reader)) == b"first\nsecond\n"
+
+
+def test_drained_says_whether_anything_is_left_to_read_and_never_waits():
+    """The lease stream's frontier (``core/evidence.py``): after a block was applied, is the stream
+    read to its end? Each step waits for the server's own signal, never for time."""
+    sent_second = threading.Event()
+    go_on = threading.Event()
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def serve() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(HEAD_CHUNKED + _chunk(b"one\n") + _chunk(b"two\n"))
+            go_on.wait(10)
+            conn.sendall(_chunk(b"three\n"))
+            sent_second.set()
+            go_on.wait(10)
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        resp = _get(f"http://127.0.0.1:{srv.getsockname()[1]}/", read=7.0)
+        reader = BodyReader(resp, 2)  # pieces of 2 bytes: "one\n" is left half read
+        assert reader.read() == b"on"
+        assert reader.drained() is False  # the rest of the chunk
+        assert reader.read() == b"e\n"
+        assert reader.drained() is False  # "two\n" arrived with it (buffered)
+        assert reader.read() + reader.read() == b"two\n"
+        assert reader.drained() is True  # nothing more sent yet
+        from nodewatch.sources.chunked import stream_socket
+
+        assert stream_socket(resp).gettimeout() == 7.0  # the read timeout is as it was
+        go_on.set()
+        assert sent_second.wait(10)
+        # loopback: sendall returned, so the bytes are in our socket's receive buffer
+        assert reader.drained() is False
+        assert b"".join(reader.read() for _ in range(3)) == b"three\n"
+        assert reader.drained() is True
+    finally:
+        go_on.set()
+        srv.close()
+        t.join(5)
+
+
+def test_drained_cannot_tell_for_a_body_urllib3_reads():
+    payload = b"line one\n"
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(payload) + payload
+    with serving(raw) as url:
+        reader = BodyReader(_get(url), 1 << 16)
+        assert reader.drained() is None

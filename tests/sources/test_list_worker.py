@@ -182,3 +182,25 @@ def test_the_pipe_back_holds_several_frames() -> None:
 def _pipe_max() -> int:
     with open("/proc/sys/fs/pipe-max-size") as f:
         return int(f.read())
+
+
+@pytest.mark.parametrize("reads", [
+    [b'{"a":1}\n{"b":2}\n{"c"', b':3}\n{"d":4}\n'],  # a line cut by a read
+    [b'{"a":1}\n', b'{"b":2}\n'],  # reads that end on a line's end
+    [b'{"a"', b':1}', b'\n{"b":2}\n'],  # a line longer than a read
+    [b'{"a":1}\n{"b', b'":2}\n'],  # a read whose only line end closes the last one's tail
+])
+def test_the_childs_reads_are_cut_into_the_same_lines_without_joining_them(reads):
+    from nodewatch.sources.list_worker import _blocks
+
+    whole = b"".join(reads)
+    tail, lines = b"", []
+    for chunk in reads:
+        cut = chunk.rfind(b"\n") + 1
+        if not cut:
+            tail += chunk
+            continue
+        lines += [bytes(b) for b in _blocks(tail, chunk, cut)]
+        tail = chunk[cut:]
+    assert tail == b""
+    assert b"".join(lines) == whole and all(b.endswith(b"\n") for b in lines)

@@ -204,3 +204,28 @@ def test_a_quiet_watch_after_a_streaming_list_waits_for_the_server_to_end_it(tmp
         for q in [q for q in srv.request_log if "certificatesigningrequests" in q.target][:2]:
             asked = int(q.target.split("timeoutSeconds=")[1].split("&")[0])
             assert q.duration >= asked - 0.1  # ended by the server at its timeoutSeconds
+
+
+def test_a_listed_lease_is_judged_once_the_lease_stream_is_read_over_tls(tmp_path, start_live):
+    """The lease stream's frontier (``core/evidence.py``) is fed by the reader over real TLS: after
+    the streaming list the reader finds the stream drained and waits on it, so once the clock is a
+    renewal interval past the list, a lease the list dates 30 s back is Late, one renewed 0-9 s
+    ago Ready. (Were the frontier never fed, the old lease would be awaited for ever.)"""
+    import math
+
+    clock = ManualClock(time.time())
+    fleet = TinyFleet(nodes=3, start=clock.now())
+    fleet.renewed["node-002"] = clock.now() - 30.0
+    with running_server(tmp_path, fleet=fleet) as srv:
+        src = start_live(srv, clock=clock)
+        frontier = src.state.store.lease_frontier
+        assert frontier is not None
+        wait_until(lambda: frontier.idle_since is not None)  # read to the end, waiting on the stream
+        assert frontier.drained_to < math.inf  # tracked: the TLS stream told when it was drained
+        listed = clock.now()
+        assert src.state.evaluate(listed).awaiting_renewals == 3  # renewTime alone dates them
+        later = listed + 13.5  # past one renewal interval + margin, the stream read to now - 1 s
+        assert frontier.at(later, False) == later - 1.0
+        view = src.state.evaluate(later)
+        assert view.node("node-002").state is NodeState.LATE
+        assert view.node("node-000").state is NodeState.READY and view.awaiting_renewals == 0
