@@ -206,14 +206,14 @@ class Ingest:
         if advanced:
             if received_at is not None and not listing and "leases" in st.synced:
                 track.observed_at = received_at
-                track.skew = received_at - renew  # type: ignore[operator]  # advanced: not None
+                track.skew = received_at - renew
                 track.age_from = "receipt"
                 self._beat(name, received_at)
             else:
                 # the last renewal seen, if it was timed on our or the server's clock
                 seen_before = track.observed_at if track.renewals and track.age_from in ("receipt", "server") else None
                 track.observed_at, track.age_from, skew = listed_renewal(
-                    renew, rec.written_at, received_at, seen_before, self._writes_follow_renewals())  # type: ignore[arg-type]
+                    renew, rec.written_at, received_at, seen_before, self._writes_follow_renewals())
                 if skew is not None:
                     track.skew = skew
                 self._beat(name, math.nan)

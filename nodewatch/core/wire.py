@@ -28,11 +28,11 @@ from msgspec import Struct, field
 
 from .objects import (
     EMPTY_MAP,
-    NODE_LEASE_NAMESPACE,
     LABEL_HOSTNAME,
     NO_CONDITIONS,
     NO_LABELS,
     NO_TIME,
+    NODE_LEASE_NAMESPACE,
     SHAPES_MAX,
     SHARED_MAPS_MAX,
     Conditions,
@@ -488,7 +488,7 @@ def _condition_shape(conds: list[_Condition]) -> tuple[tuple | None, tuple[int, 
     return Conditions(rows).shape, None if order == tuple(range(len(conds))) else order
 
 
-def _lease_record(le: _Lease) -> LeaseRecord | None:
+def _lease_record(le: _Lease | _WatchedLease) -> LeaseRecord | None:
     """The record of a typed Lease. The hot path of a fleet's steady state (13,000 renewals a second
     at 130k nodes), so written for it: every repeated string is compared with the one it usually
     is before interning, the times go through their memos, a kubelet's one managed-fields entry is
@@ -517,10 +517,10 @@ def _lease_record(le: _Lease) -> LeaseRecord | None:
             duration = _duration(d)
     managed = meta.managedFields
     if type(managed) is msgspec.Raw:  # a watched Lease's (``_WatchedLeaseMeta``): read if asked
-        return LeaseRecord(name, namespace, holder, renew, duration, meta.resourceVersion or "",  # type: ignore[arg-type]
+        return LeaseRecord(name, namespace, holder, renew, duration, meta.resourceVersion or "",
                            None, _ManagedText(bytes(managed)) if managed else None)
     written = _written(managed, holder) if managed else None
-    return LeaseRecord(name, namespace, holder, renew, duration, meta.resourceVersion or "", written)  # type: ignore[arg-type]
+    return LeaseRecord(name, namespace, holder, renew, duration, meta.resourceVersion or "", written)
 
 
 class _ManagedText(Struct, gc=False):
