@@ -128,6 +128,61 @@ def run(nodes: int = 130_000, seconds: int = 3) -> list[Figure]:
     ]
 
 
+def stages(nodes: int = 13_000, seconds: int = 9) -> None:
+    """Where a renewal's time goes: each stage of the ingest of one second of renewals timed on its
+    own (best of ``seconds``), beside the bare decode of the same lines. For finding the next cut,
+    not a target."""
+    from nodewatch.core import wire
+
+    fleet = foreign_recording._Fleet(nodes, 29)
+    t0 = foreign_recording.START
+    state = FleetState()
+    leases, nodes_dec = DECODERS["leases"], DECODERS["nodes"]
+    with state.batch():
+        for block in _blocks([_line("ADDED", fleet.node(i, t0 - 60)) for i in range(nodes)]):
+            for etype, rec, _rv in nodes_dec.decode_events(block):
+                state.apply("nodes", etype, rec, t0, True)
+        for block in _blocks([_line("ADDED", fleet.lease(i, t0 - 5)) for i in range(nodes)]):
+            for etype, rec, _rv in leases.decode_events(block):
+                state.apply("leases", etype, rec, t0, True)
+    state.apply("nodes", "SYNCED", None, t0)
+    state.apply("leases", "SYNCED", None, t0)
+    state.evaluate(t0)
+    gc.freeze()
+    raw = msgspec.json.Decoder(wire._WatchedLeaseEvent)
+    evaluator = state.evaluator
+    renewed = evaluator.renewed
+    best: dict[str, float] = {}
+    for s in range(seconds):
+        t = t0 + 1 + s
+        lines = [_line("MODIFIED", fleet.lease((s * RENEWALS + k) % nodes, t + k / RENEWALS)) for k in range(RENEWALS)]
+        blocks = _blocks(lines)
+        events: list = []
+
+        def apply(events: list = events, at: float = t + 0.5) -> None:
+            with state.batch():
+                for etype, rec, _rv in events:
+                    state.apply("leases", etype, rec, at)
+
+        got = {"orjson.loads of every line (reference)": _cpu(_bare, orjson.loads, lines),
+               "msgspec typed decode_lines": _cpu(lambda bs=blocks: [raw.decode_lines(b) for b in bs]),
+               "decode_events (decode + records)": _cpu(
+                   lambda bs=blocks, out=events: out.extend(e for b in bs for e in leases.decode_events(b)))}
+        if s % 2:
+            evaluator.renewed = lambda name, track: True  # type: ignore[method-assign]
+            got["apply, Evaluator.renewed left out"] = _cpu(apply)
+            evaluator.renewed = renewed  # type: ignore[method-assign]
+            tracks = [(rec.name, state.leases[rec.name]) for _e, rec, _rv in events]
+            got["Evaluator.renewed alone"] = _cpu(lambda ts=tracks: [renewed(n, tr) for n, tr in ts])
+        else:
+            got["FleetState.apply of the records"] = _cpu(apply)
+        for k, v in got.items():
+            best[k] = min(best.get(k, float("inf")), v)
+    for k, v in best.items():
+        print(f"{k:42s} {v * 1e3:6.1f} ms  {v / RENEWALS * 1e6:5.2f} us a renewal")
+    print("%d renewals at %d nodes, best of %d; load %.1f %.1f %.1f" % ((RENEWALS, nodes, seconds) + os.getloadavg()))
+
+
 if __name__ == "__main__":
     import argparse
 
@@ -136,5 +191,9 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--nodes", type=int, default=130_000)
     p.add_argument("--seconds", type=int, default=3)
+    p.add_argument("--stages", action="store_true", help="time each stage of a renewal's ingest instead")
     a = p.parse_args()
-    print_table(run(a.nodes, a.seconds))
+    if a.stages:
+        stages(a.nodes, a.seconds)
+    else:
+        print_table(run(a.nodes, a.seconds))
