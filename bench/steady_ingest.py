@@ -68,6 +68,20 @@ def _decode(streams) -> None:
             decoder.decode_events(memoryview(block))
 
 
+def _listed(fleet, nodes: int, t0: float) -> FleetState:
+    """The fleet listed and evaluated, as after the first frame."""
+    state = FleetState()
+    with state.batch():
+        for resource, make, at in (("nodes", fleet.node, t0 - 60), ("leases", fleet.lease, t0 - 5)):
+            for block in _blocks([_line("ADDED", make(i, at)) for i in range(nodes)]):
+                for etype, rec, _rv in DECODERS[resource].decode_events(block):
+                    state.apply(resource, etype, rec, t0, True)
+    state.apply("nodes", "SYNCED", None, t0)
+    state.apply("leases", "SYNCED", None, t0)
+    state.evaluate(t0)
+    return state
+
+
 def _bare(loads, lines: list[bytes]) -> None:
     for line in lines:
         loads(line)
@@ -83,18 +97,8 @@ def _cpu(fn, *args) -> float:
 def run(nodes: int = 130_000, seconds: int = 3) -> list[Figure]:
     fleet = foreign_recording._Fleet(nodes, 29)
     t0 = foreign_recording.START
-    state = FleetState()
+    state = _listed(fleet, nodes, t0)
     leases, nodes_dec = DECODERS["leases"], DECODERS["nodes"]
-    with state.batch():
-        for block in _blocks([_line("ADDED", fleet.node(i, t0 - 60)) for i in range(nodes)]):
-            for etype, rec, _rv in nodes_dec.decode_events(block):
-                state.apply("nodes", etype, rec, t0, True)
-        for block in _blocks([_line("ADDED", fleet.lease(i, t0 - 5)) for i in range(nodes)]):
-            for etype, rec, _rv in leases.decode_events(block):
-                state.apply("leases", etype, rec, t0, True)
-    state.apply("nodes", "SYNCED", None, t0)
-    state.apply("leases", "SYNCED", None, t0)
-    state.evaluate(t0)
     gc.freeze()  # as the live source does once its lists are in (``reflector.resume_gc``)
     best = {"ingest": float("inf"), "orjson": float("inf"), "msgspec": float("inf"), "decode": float("inf")}
     nbytes = 0
@@ -136,18 +140,8 @@ def stages(nodes: int = 13_000, seconds: int = 9) -> None:
 
     fleet = foreign_recording._Fleet(nodes, 29)
     t0 = foreign_recording.START
-    state = FleetState()
-    leases, nodes_dec = DECODERS["leases"], DECODERS["nodes"]
-    with state.batch():
-        for block in _blocks([_line("ADDED", fleet.node(i, t0 - 60)) for i in range(nodes)]):
-            for etype, rec, _rv in nodes_dec.decode_events(block):
-                state.apply("nodes", etype, rec, t0, True)
-        for block in _blocks([_line("ADDED", fleet.lease(i, t0 - 5)) for i in range(nodes)]):
-            for etype, rec, _rv in leases.decode_events(block):
-                state.apply("leases", etype, rec, t0, True)
-    state.apply("nodes", "SYNCED", None, t0)
-    state.apply("leases", "SYNCED", None, t0)
-    state.evaluate(t0)
+    state = _listed(fleet, nodes, t0)
+    leases = DECODERS["leases"]
     gc.freeze()
     raw = msgspec.json.Decoder(wire._WatchedLeaseEvent)
     evaluator = state.evaluator
