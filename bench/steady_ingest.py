@@ -10,7 +10,8 @@ evaluated first (every node has its view, as after the first frame); every renew
 Reference in the same run, on the same bytes: a bare ``orjson.loads`` of every line, and
 ``msgspec.json.decode`` of every line (untyped). Targets (issue 29): ingest <= 15 % of a core
 (CPU of the decode + apply for one second of traffic), and >= 1.0x the bare ``orjson.loads``
-(reference time / ingest time). Not included: the tick (evaluate + publish) and TLS.
+(reference time / ingest time). Not included: the tick (evaluate + publish) and TLS. The collector
+is frozen after the lists, as the live source freezes it (``reflector.resume_gc``).
 """
 
 from __future__ import annotations
@@ -60,6 +61,27 @@ def _ingest(state: FleetState, streams, received: float) -> None:
                     state.apply(resource, etype, rec, received)
 
 
+def _decode(streams) -> None:
+    """The decode alone (``decode_events``), to say how the ingest's time divides."""
+    for _resource, decoder, blocks in streams:
+        for block in blocks:
+            decoder.decode_events(memoryview(block))
+
+
+def _listed(fleet, nodes: int, t0: float) -> FleetState:
+    """The fleet listed and evaluated, as after the first frame."""
+    state = FleetState()
+    with state.batch():
+        for resource, make, at in (("nodes", fleet.node, t0 - 60), ("leases", fleet.lease, t0 - 5)):
+            for block in _blocks([_line("ADDED", make(i, at)) for i in range(nodes)]):
+                for etype, rec, _rv in DECODERS[resource].decode_events(block):
+                    state.apply(resource, etype, rec, t0, True)
+    state.apply("nodes", "SYNCED", None, t0)
+    state.apply("leases", "SYNCED", None, t0)
+    state.evaluate(t0)
+    return state
+
+
 def _bare(loads, lines: list[bytes]) -> None:
     for line in lines:
         loads(line)
@@ -75,19 +97,10 @@ def _cpu(fn, *args) -> float:
 def run(nodes: int = 130_000, seconds: int = 3) -> list[Figure]:
     fleet = foreign_recording._Fleet(nodes, 29)
     t0 = foreign_recording.START
-    state = FleetState()
+    state = _listed(fleet, nodes, t0)
     leases, nodes_dec = DECODERS["leases"], DECODERS["nodes"]
-    with state.batch():
-        for block in _blocks([_line("ADDED", fleet.node(i, t0 - 60)) for i in range(nodes)]):
-            for etype, rec, _rv in nodes_dec.decode_events(block):
-                state.apply("nodes", etype, rec, t0, True)
-        for block in _blocks([_line("ADDED", fleet.lease(i, t0 - 5)) for i in range(nodes)]):
-            for etype, rec, _rv in leases.decode_events(block):
-                state.apply("leases", etype, rec, t0, True)
-    state.apply("nodes", "SYNCED", None, t0)
-    state.apply("leases", "SYNCED", None, t0)
-    state.evaluate(t0)
-    best = {"ingest": float("inf"), "orjson": float("inf"), "msgspec": float("inf")}
+    gc.freeze()  # as the live source does once its lists are in (``reflector.resume_gc``)
+    best = {"ingest": float("inf"), "orjson": float("inf"), "msgspec": float("inf"), "decode": float("inf")}
     nbytes = 0
     for s in range(seconds):
         t = t0 + 1 + s
@@ -101,6 +114,7 @@ def run(nodes: int = 130_000, seconds: int = 3) -> list[Figure]:
         every = lease_lines + node_lines
         best["orjson"] = min(best["orjson"], _cpu(_bare, orjson.loads, every))
         best["msgspec"] = min(best["msgspec"], _cpu(_bare, msgspec.json.decode, every))
+        best["decode"] = min(best["decode"], _cpu(_decode, streams))
         best["ingest"] = min(best["ingest"], _cpu(_ingest, state, streams, t + 0.5))
     view = state.evaluate(t0 + seconds + 1)
     load = "load %.1f %.1f %.1f" % os.getloadavg()
@@ -110,11 +124,57 @@ def run(nodes: int = 130_000, seconds: int = 3) -> list[Figure]:
                "<= 15 %", f"bare orjson.loads {ref * 100:.1f} %, msgspec {best['msgspec'] * 100:.1f} %",
                ingest_cpu <= 0.15,
                f"{RENEWALS:,} renewals + {NODE_UPDATES} Node updates, {nbytes / 1e6:.1f} MB a second; best of "
-               f"{seconds}; {len(view.nodes):,} nodes in the view; {load}"),
+               f"{seconds}; {ingest_cpu / (RENEWALS + NODE_UPDATES) * 1e6:.2f} us an event, of it the decode "
+               f"(decode_events alone) {best['decode'] * 1e3:.0f} ms; {len(view.nodes):,} nodes in the view; {load}"),
         Figure(f"steady ingest at {nodes:,} nodes against a bare decode", f"{ref / ingest_cpu:.2f}x",
                ">= 1.0x", f"bare orjson.loads {ref * 1e3:.0f} ms", ref / ingest_cpu >= 1.0,
                f"ingest {ingest_cpu * 1e3:.0f} ms CPU; reference / ingest, the same bytes in the same run"),
     ]
+
+
+def stages(nodes: int = 13_000, seconds: int = 9) -> None:
+    """Where a renewal's time goes: each stage of the ingest of one second of renewals timed on its
+    own (best of ``seconds``), beside the bare decode of the same lines. For finding the next cut,
+    not a target."""
+    from nodewatch.core import wire
+
+    fleet = foreign_recording._Fleet(nodes, 29)
+    t0 = foreign_recording.START
+    state = _listed(fleet, nodes, t0)
+    leases = DECODERS["leases"]
+    gc.freeze()
+    raw = msgspec.json.Decoder(wire._WatchedLeaseEvent)
+    evaluator = state.evaluator
+    renewed = evaluator.renewed
+    best: dict[str, float] = {}
+    for s in range(seconds):
+        t = t0 + 1 + s
+        lines = [_line("MODIFIED", fleet.lease((s * RENEWALS + k) % nodes, t + k / RENEWALS)) for k in range(RENEWALS)]
+        blocks = _blocks(lines)
+        events: list = []
+
+        def apply(events: list = events, at: float = t + 0.5) -> None:
+            with state.batch():
+                for etype, rec, _rv in events:
+                    state.apply("leases", etype, rec, at)
+
+        got = {"orjson.loads of every line (reference)": _cpu(_bare, orjson.loads, lines),
+               "msgspec typed decode_lines": _cpu(lambda bs=blocks: [raw.decode_lines(b) for b in bs]),
+               "decode_events (decode + records)": _cpu(
+                   lambda bs=blocks, out=events: out.extend(e for b in bs for e in leases.decode_events(b)))}
+        if s % 2:
+            evaluator.renewed = lambda name, track: True  # type: ignore[method-assign]
+            got["apply, Evaluator.renewed left out"] = _cpu(apply)
+            evaluator.renewed = renewed  # type: ignore[method-assign]
+            tracks = [(rec.name, state.leases[rec.name]) for _e, rec, _rv in events]
+            got["Evaluator.renewed alone"] = _cpu(lambda ts=tracks: [renewed(n, tr) for n, tr in ts])
+        else:
+            got["FleetState.apply of the records"] = _cpu(apply)
+        for k, v in got.items():
+            best[k] = min(best.get(k, float("inf")), v)
+    for k, v in best.items():
+        print(f"{k:42s} {v * 1e3:6.1f} ms  {v / RENEWALS * 1e6:5.2f} us a renewal")
+    print("%d renewals at %d nodes, best of %d; load %.1f %.1f %.1f" % ((RENEWALS, nodes, seconds) + os.getloadavg()))
 
 
 if __name__ == "__main__":
@@ -125,5 +185,9 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--nodes", type=int, default=130_000)
     p.add_argument("--seconds", type=int, default=3)
+    p.add_argument("--stages", action="store_true", help="time each stage of a renewal's ingest instead")
     a = p.parse_args()
-    print_table(run(a.nodes, a.seconds))
+    if a.stages:
+        stages(a.nodes, a.seconds)
+    else:
+        print_table(run(a.nodes, a.seconds))

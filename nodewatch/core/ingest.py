@@ -19,9 +19,11 @@ from .evaluation import Evaluator
 from .evidence import UNDATED
 from .fleet_data import Store
 from .objects import (
+    NODE_LEASE_NAMESPACE,
     BadObject,
     CSRRecord,
     EventRecord,
+    LeaseRecord,
     NodeRecord,
     csr_from_dict,
     event_from_dict,
@@ -177,8 +179,12 @@ class Ingest:
             self._timeline(new.name, received_at, f"taint removed {key}:{effect}")
 
     def _on_lease(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
-        rec = lease_from_dict(obj)
-        if rec.namespace and rec.namespace != "kube-node-lease":
+        """A Lease event. The hot path of the steady state (13,000 renewals a second at 130k
+        nodes): a renewal of a known lease on the synced watch sets the track's fields in place
+        and has the evaluator swap the node's view (``Evaluator.renewed``); nothing else is built."""
+        rec = obj if type(obj) is LeaseRecord else lease_from_dict(obj)
+        namespace = rec.namespace
+        if namespace and namespace != NODE_LEASE_NAMESPACE:
             return
         name = rec.name
         st = self.store
@@ -188,33 +194,34 @@ class Ingest:
             self.evaluator.mark(name)
             return
         duration = rec.duration_seconds or st.settings.lease_duration_seconds
+        renew = rec.renew_time
         track = st.leases.get(name)
-        advanced = track is None or (
-            rec.renew_time is not None and (track.renew_time is None or rec.renew_time > track.renew_time)
-        )
         if track is None:
-            track = st.leases[name] = LeaseTrack(rec.renew_time, None, None, duration, rec.holder)
-        track.duration = duration
-        track.holder = rec.holder
-        if advanced and rec.renew_time is not None:
-            known = received_at is not None and not listing and "leases" in st.synced
-            if known:
+            track = st.leases[name] = LeaseTrack(renew, None, None, duration, rec.holder)
+            advanced = renew is not None
+        else:
+            advanced = renew is not None and (track.renew_time is None or renew > track.renew_time)
+            track.duration = duration
+            track.holder = rec.holder
+        if advanced:
+            if received_at is not None and not listing and "leases" in st.synced:
                 track.observed_at = received_at
-                track.skew = received_at - rec.renew_time
+                track.skew = received_at - renew
                 track.age_from = "receipt"
+                self._beat(name, received_at)
             else:
                 # the last renewal seen, if it was timed on our or the server's clock
                 seen_before = track.observed_at if track.renewals and track.age_from in ("receipt", "server") else None
                 track.observed_at, track.age_from, skew = listed_renewal(
-                    rec.renew_time, rec.written_at, received_at, seen_before, self._writes_follow_renewals())
+                    renew, rec.written_at, received_at, seen_before, self._writes_follow_renewals())
                 if skew is not None:
                     track.skew = skew
-            track.renew_time = rec.renew_time
-            self._beat(name, received_at if known else math.nan)
+                self._beat(name, math.nan)
+            track.renew_time = renew
             track.renewals += 1
             if self.evaluator.renewed(name, track):
                 return
-        elif rec.renew_time is None:
+        elif renew is None:
             track.renew_time = None
             track.observed_at = None
         self.evaluator.mark(name)

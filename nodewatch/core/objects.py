@@ -547,22 +547,61 @@ def address_text(address: str, name: str) -> str:
     return name if address == name else address
 
 
-@dataclass(slots=True)
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+"""Where the kubelets' Leases live (the only Leases that are node heartbeats)."""
+
+
 class LeaseRecord:
-    name: str
-    namespace: str
-    holder: str
-    renew_time: float | None
-    duration_seconds: float | None
-    resource_version: str = ""
-    written_at: float | None = None
-    """The API server's own time (whole seconds) of the holder's last write that changed its
-    fields (``kubelet_write_time``); None when the object does not say."""
+    """A node's Lease as nodewatch reads it. Never mutated once read (``written_at`` is worked out
+    at most once, on first read, from the managed fields' text the typed decoder kept: a renewal
+    on the watch, nearly all the traffic, is timed by its receipt and never asks, and decoding the
+    managed fields was a fifth of decoding it)."""
+
+    __slots__ = ("name", "namespace", "holder", "renew_time", "duration_seconds", "resource_version",
+                 "_written", "_managed")
+
+    def __init__(self, name: str, namespace: str, holder: str, renew_time: float | None,
+                 duration_seconds: float | None, resource_version: str = "", written_at: float | None = None,
+                 managed: Any = None) -> None:
+        self.name = name
+        self.namespace = namespace
+        self.holder = holder
+        self.renew_time = renew_time
+        self.duration_seconds = duration_seconds
+        self.resource_version = resource_version
+        self._written = written_at
+        self._managed = managed
+        """Until ``written_at`` is read: an object whose ``write_time(holder)`` gives it (the typed
+        decoder's, ``wire``), or None."""
+
+    @property
+    def written_at(self) -> float | None:
+        """The API server's own time (whole seconds) of the holder's last write that changed its
+        fields (``kubelet_write_time``); None when the object does not say."""
+        managed = self._managed
+        if managed is not None:
+            self._written = managed.write_time(self.holder)
+            self._managed = None
+        return self._written
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.name, self.namespace, self.holder, self.renew_time, self.duration_seconds,
+                self.resource_version, self.written_at)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not LeaseRecord:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, and not frozen: as the dataclass was
+
+    def __repr__(self) -> str:
+        names = ("name", "namespace", "holder", "renew_time", "duration_seconds", "resource_version", "written_at")
+        return "LeaseRecord(" + ", ".join(f"{k}={v!r}" for k, v in zip(names, self._fields())) + ")"
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its fields: a tuple, not the dict of slots ``object`` pickles by default."""
-        return LeaseRecord, (self.name, self.namespace, self.holder, self.renew_time, self.duration_seconds,
-                             self.resource_version, self.written_at)
+        return LeaseRecord, self._fields()
 
 
 KUBELET_MANAGER = "kubelet"
@@ -582,7 +621,7 @@ def kubelet_write_time(entries: Any, holder: str) -> float | None:
     when the writer's set of fields changes (the Lease's creation): an earlier bound, never later."""
     newest = None
     for manager, operation, when in entries:
-        if operation == "Update" and (manager in KUBELET_MANAGERS or (holder and manager == holder)):
+        if operation == "Update" and isinstance(manager, str) and (manager in KUBELET_MANAGERS or (holder and manager == holder)):
             t = parse_time(when)
             if t is not None and (newest is None or t > newest):
                 newest = t
@@ -596,7 +635,6 @@ def lease_from_dict(obj: Any) -> LeaseRecord:
     meta = _meta(obj, "Lease")
     spec = _d(obj.get("spec"))
     holder = _i(spec.get("holderIdentity"))
-    managed = [_d(m) for m in _l(meta.get("managedFields"))]
     return LeaseRecord(
         name=_i(meta["name"]),
         namespace=_s(meta.get("namespace")),
@@ -604,9 +642,15 @@ def lease_from_dict(obj: Any) -> LeaseRecord:
         renew_time=parse_time(spec.get("renewTime")),
         duration_seconds=_num(spec.get("leaseDurationSeconds")),
         resource_version=_s(meta.get("resourceVersion")),
-        written_at=kubelet_write_time(((m.get("manager"), m.get("operation"), m.get("time")) for m in managed),
-                                      holder),
+        written_at=managed_write_time(meta.get("managedFields"), holder),
     )
+
+
+def managed_write_time(managed: Any, holder: str) -> float | None:
+    """``kubelet_write_time`` of a Lease's ``metadata.managedFields`` as parsed JSON (whatever its
+    shape: what is not a list of mappings says nothing)."""
+    entries = [_d(m) for m in _l(managed)]
+    return kubelet_write_time(((m.get("manager"), m.get("operation"), m.get("time")) for m in entries), holder)
 
 
 @dataclass(slots=True)

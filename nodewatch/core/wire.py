@@ -32,6 +32,7 @@ from .objects import (
     NO_CONDITIONS,
     NO_LABELS,
     NO_TIME,
+    NODE_LEASE_NAMESPACE,
     SHAPES_MAX,
     SHARED_MAPS_MAX,
     Conditions,
@@ -43,6 +44,7 @@ from .objects import (
     _shared_map,
     address_text,
     kubelet_write_time,
+    managed_write_time,
     node_labels,
     node_profile,
 )
@@ -139,12 +141,34 @@ class _ManagedField(Struct, gc=False):
     time: _S = None  # fieldsV1, the bulk of an entry, is skipped
 
 
-class _LeaseMeta(_Meta, gc=False):
+class _LeaseMeta(Struct, gc=False):
+    """What a Lease's record reads of its metadata: not its uid (a string decoded and dropped on
+    every renewal, 13,000 a second at 130k nodes)."""
+
+    name: _S = None
+    namespace: _S = None
+    resourceVersion: _S = None
     managedFields: Optional[list[_ManagedField]] = None
 
 
 class _Lease(Struct, gc=False):
     metadata: Optional[_LeaseMeta] = None
+    spec: Optional[_LeaseSpec] = None
+
+
+class _WatchedLeaseMeta(Struct, gc=False):
+    """``_LeaseMeta`` with the managed fields kept as their JSON text (``_ManagedText``): decoded
+    only if the record's ``written_at`` is read, which a renewal on the watch never is (it is timed
+    by its receipt)."""
+
+    name: _S = None
+    namespace: _S = None
+    resourceVersion: _S = None
+    managedFields: msgspec.Raw = msgspec.Raw()
+
+
+class _WatchedLease(Struct, gc=False):
+    metadata: Optional[_WatchedLeaseMeta] = None
     spec: Optional[_LeaseSpec] = None
 
 
@@ -221,6 +245,11 @@ class _NodeEvent(Struct, gc=False):
 class _LeaseEvent(Struct, gc=False):
     type: str = ""
     object: Optional[_Lease] = None
+
+
+class _WatchedLeaseEvent(Struct, gc=False):
+    type: str = ""
+    object: Optional[_WatchedLease] = None
 
 
 # --- times ----------------------------------------------------------------------------------------
@@ -459,13 +488,22 @@ def _condition_shape(conds: list[_Condition]) -> tuple[tuple | None, tuple[int, 
     return Conditions(rows).shape, None if order == tuple(range(len(conds))) else order
 
 
-def _lease_record(le: _Lease) -> LeaseRecord | None:
+def _lease_record(le: _Lease | _WatchedLease) -> LeaseRecord | None:
+    """The record of a typed Lease. The hot path of a fleet's steady state (13,000 renewals a second
+    at 130k nodes), so written for it: every repeated string is compared with the one it usually
+    is before interning, the times go through their memos, a kubelet's one managed-fields entry is
+    read without a generator."""
     meta = le.metadata
-    if meta is None or not meta.name:
+    if meta is None:
+        return None
+    name = meta.name
+    if not name:
         return None
     # the name and holder (the node's name) interned: one string for the node's record, its lease
     # track and the state's keys
-    name = _i(meta.name)
+    name = intern(name) if len(name) <= 256 else name
+    namespace = meta.namespace
+    namespace = NODE_LEASE_NAMESPACE if namespace == NODE_LEASE_NAMESPACE else _i(namespace)
     spec = le.spec
     if spec is None:
         holder, renew, duration = "", None, None
@@ -473,14 +511,44 @@ def _lease_record(le: _Lease) -> LeaseRecord | None:
         holder = spec.holderIdentity
         holder = name if holder == name else _i(holder)
         renew = _micro_time(spec.renewTime)
-        duration = _duration(spec.leaseDurationSeconds)
-    written = _written(meta.managedFields, holder) if meta.managedFields else None
-    return LeaseRecord(name, _i(meta.namespace), holder, renew, duration, meta.resourceVersion or "", written)
+        d = spec.leaseDurationSeconds
+        duration = _durations.get(d, _MISSING) if d else _MISSING
+        if duration is _MISSING:
+            duration = _duration(d)
+    managed = meta.managedFields
+    if type(managed) is msgspec.Raw:  # a watched Lease's (``_WatchedLeaseMeta``): read if asked
+        return LeaseRecord(name, namespace, holder, renew, duration, meta.resourceVersion or "",
+                           None, _ManagedText(bytes(managed)) if managed else None)
+    written = _written(managed, holder) if managed else None
+    return LeaseRecord(name, namespace, holder, renew, duration, meta.resourceVersion or "", written)
+
+
+class _ManagedText(Struct, gc=False):
+    """A Lease's ``managedFields`` as JSON text (a copy: the stream's buffer is reused), for
+    ``LeaseRecord.written_at`` to read if it is ever asked."""
+
+    text: bytes
+
+    def write_time(self, holder: str) -> float | None:
+        """What the record of the full decode has (``_written``); what does not fit the types is
+        read as the dict path reads it (``managed_write_time``), as a line that does not fit is."""
+        try:
+            managed = _managed_fields.decode(self.text)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return managed_write_time(msgspec.json.decode(self.text), holder)
+        return _written(managed, holder) if managed else None
+
+
+_managed_fields = msgspec.json.Decoder(Optional[list[_ManagedField]])
 
 
 def _written(managed: list[_ManagedField], holder: str) -> float | None:
     """``kubelet_write_time`` of the entries, their times through the time memo (whole seconds the
-    renewals of a second share; ``parse_time`` takes the float it gives as it is)."""
+    renewals of a second share; ``parse_time`` takes the float it gives as it is). A Lease has one
+    entry, its kubelet's: that one is looked at without building the triples."""
+    if len(managed) == 1:
+        m = managed[0]
+        return kubelet_write_time(((m.manager, m.operation, _time(m.time)),), holder)
     return kubelet_write_time(((m.manager, m.operation, _time(m.time)) for m in managed), holder)
 
 
@@ -494,18 +562,42 @@ def lease_write_time(le: _Lease) -> float | None:
     return _written(meta.managedFields, (spec.holderIdentity or "") if spec is not None else "")
 
 
+_micro_seconds: dict[str, int] = {}
+"""The first 20 characters of a MicroTime (``2026-12-01T00:33:48.``) -> its whole seconds, for the
+ones ``_micro_time`` may read without ``parse_time``: a fleet's renewals of one second share them.
+Emptied when full, as the time memo is."""
+
+
 def _micro_time(value: str | None) -> float | None:
     """``parse_time`` of a Lease's renewTime, a MicroTime (``2026-12-01T00:33:48.953171Z``), its whole
-    seconds through the time memo: a fleet's leases renew within the same few seconds, and parsing
-    each was a third of building a Lease's record. The same float as ``parse_time`` (which divides
-    whole microseconds by 10**6 too); any other form, or a leap second, goes to ``parse_time``."""
-    if value is not None and len(value) == 27 and value[26] == "Z" and value[19] == "." and value.isascii() \
-            and value[20:26].isdigit() and value[17:19] < "60" and value[4] + value[7] + value[10] == "--T":
-        whole = _time_or_nan(value[:19] + "Z")
-        if whole == whole:
-            t = (int(whole) * 1_000_000 + int(value[20:26])) / 1_000_000
-            return t if t <= MAX_TIME else None
+    seconds through a memo of the text before the fraction: parsing each was a third of building a
+    Lease's record. The same float as ``parse_time`` (which divides whole microseconds by 10**6
+    too); any other form, or a leap second, goes to ``parse_time``."""
+    if value is not None and len(value) == 27:
+        whole = _micro_seconds.get(value[:20])
+        if whole is None:
+            whole = _micro_whole(value[:20])
+        if whole is not None:
+            frac = value[20:26]
+            if value[26] == "Z" and frac.isdigit() and frac.isascii():  # int() takes " 1", "+1", "1_0"
+                return (whole * 1_000_000 + int(frac)) / 1_000_000
     return parse_time(value)
+
+
+def _micro_whole(head: str) -> int | None:
+    """The whole seconds of ``head`` (a MicroTime's first 20 characters), remembered, when it has
+    the form ``_micro_time`` reads itself: ASCII ``YYYY-MM-DDTHH:MM:SS.``, not a leap second, and
+    early enough that any fraction stays within ``MAX_TIME``; else None."""
+    if not (head.isascii() and head[19] == "." and head[4] + head[7] + head[10] + head[13] + head[16] == "--T::"
+            and head[17:19] < "60"):
+        return None
+    t = parse_time(head[:19] + "Z")
+    if t is None or t + 1 > MAX_TIME:
+        return None
+    if len(_micro_seconds) >= _TIME_CACHE_MAX:
+        _micro_seconds.clear()
+    whole = _micro_seconds[head] = int(t)
+    return whole
 
 
 _durations: dict[int | float, float | None] = {}
@@ -635,7 +727,7 @@ _OBJECT_EVENTS = frozenset(("ADDED", "MODIFIED", "DELETED"))
 
 DECODERS: dict[str, TypedDecoder] = {
     "nodes": TypedDecoder(_Node, _NodeList, _NodeEvent, _node_record),
-    "leases": TypedDecoder(_Lease, _LeaseList, _LeaseEvent, _lease_record),
+    "leases": TypedDecoder(_Lease, _LeaseList, _WatchedLeaseEvent, _lease_record),
     "pods": TypedDecoder(_Pod, _PodList, _PodEvent, _pod_record),
 }
 """The resources with a typed decoder; the others (events, CSRs: few and small) are read as dicts."""
