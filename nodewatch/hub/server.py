@@ -53,7 +53,7 @@ from ..loop_thread import LoopThread, keep
 from ..sources.live import MAX_SCOPED_NODES
 from . import protocol
 from .codec import to_wire
-from .publisher import Publisher
+from .publisher import Publisher, Snapshot
 
 RECENT_PROBLEMS = 50
 """How many of the newest problems every frame carries, for the viewers' problems pane."""
@@ -150,6 +150,8 @@ class Hub:
         self._stop = threading.Event()
         self.ticks = 0
         self.last_tick_seconds = 0.0
+        self.last_frame_bytes = 0
+        """The size of the last delta frame (for bench/hub.py and the status line)."""
         self.recording_stopped = ""
         """What the flight recorder says while it cannot record (``recording stopped: disk full``)."""
         self._recording_since: float | None = None
@@ -232,6 +234,7 @@ class Hub:
         if loop is not None and loop.is_running():
             loop.call_soon_threadsafe(self._broadcast, seq, frame, details)
         self.ticks += 1
+        self.last_frame_bytes = len(frame)
         self.last_tick_seconds = time.perf_counter() - started
         return seq
 
@@ -261,9 +264,13 @@ class Hub:
                                 "cap": MAX_SCOPED_NODES})
 
     def snapshot(self) -> tuple[int, bytes]:
-        """The last tick's snapshot frame and its seq (built once per tick, shared)."""
+        """The last tick's snapshot frames and its seq (built once per tick, shared)."""
+        snap = self._snapshot()
+        return snap.seq, bytes(snap)
+
+    def _snapshot(self) -> Snapshot:
         with self._pub_lock:
-            return self.publisher.seq, self.publisher.snapshot()
+            return self.publisher.snapshot()
 
     def _set_foci(self) -> None:
         foci = [v.focus for v in sorted(self._viewers.values(), key=lambda v: -v.id) if v.focus]
@@ -447,12 +454,16 @@ class Hub:
         """Queue a fresh snapshot for ``v`` (built off the loop), then the deltas after it."""
         v.seq = -1
         loop = asyncio.get_running_loop()
-        seq, snap = await loop.run_in_executor(None, self.snapshot)
+        snap = await loop.run_in_executor(None, self._snapshot)
         if v.closed:
             return
         v.snapshots += 1
-        self._enqueue(v, snap)
-        v.seq = seq
+        self._enqueue(v, snap.first)  # the first rows, on their way while the rest is encoded
+        rest = await loop.run_in_executor(None, snap.rest)
+        if v.closed:  # (no other snapshot can start meanwhile: a viewer waiting for one gets no deltas)
+            return
+        self._enqueue(v, rest)
+        seq = v.seq = snap.seq
         for s, frame in self._recent:
             if s > seq:
                 self._enqueue(v, frame)

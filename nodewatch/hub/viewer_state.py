@@ -20,14 +20,17 @@ cluster strip with every frame: the viewer keeps its views by key, in the hub's 
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass, field
 from sys import intern
 from typing import Any
 
+from msgspec.structs import replace
 from sortedcontainers import SortedKeyList
 
+from ..core.evaluation import _swap as swap_in_place
 from ..core.fleet_data import sort_key
 from ..core.format import clock_time
 from ..core.multi import merged_order
@@ -48,6 +51,8 @@ class _Pending:
 
     snapshot: bool = False
     up: dict[str, NodeView] = field(default_factory=dict)
+    renew: dict[str, tuple] = field(default_factory=dict)
+    """Renewals of views already applied: the node's ``RENEW_FIELDS`` values by key."""
     gone: set[str] = field(default_factory=set)
     labels: dict[str, tuple] = field(default_factory=dict)
 
@@ -66,6 +71,9 @@ class ViewerState:
         self.settings = Settings()
         self._views: dict[str, NodeView] = {}
         self._order: SortedKeyList = SortedKeyList(key=sort_key)
+        self._hints: dict[str, int] = {}
+        """Where each renewed view was last found in ``_order`` (the evaluator's own swap: a
+        renewal keeps a view's place, 13,000 a second at 130,000 nodes)."""
         self._pairs: dict[int, tuple[str, str]] = {}
         self._parts_left = 0
         """Parts of the last snapshot still to come."""
@@ -110,6 +118,7 @@ class ViewerState:
             return
         if kind == "delta":
             up = [view_from_wire(w) for w in msg.get("up", [])]
+            renew = _renewals(msg.get("renew") or [])
             with self.lock:
                 pairs = self._pairs
                 names = {v.name: v.name for v in up}
@@ -119,9 +128,17 @@ class ViewerState:
                 for v in up:
                     key = v.key
                     p.up[key] = v
+                    p.renew.pop(key, None)
                     p.gone.discard(key)
+                for key, moved in renew:
+                    pending = p.up.get(key)
+                    if pending is not None:  # (a view not applied yet: renewed where it waits)
+                        p.up[key] = _renewed(pending, moved)
+                    else:
+                        p.renew[key] = moved
                 for n in msg.get("del", []):
                     p.up.pop(n, None)
+                    p.renew.pop(n, None)
                     p.labels.pop(n, None)
                     p.gone.add(n)
                 for n, idx in (msg.get("labels") or {}).items():
@@ -220,6 +237,12 @@ class ViewerState:
             order.update(p.up.values())  # in bulk: the rest of a snapshot is thousands at once
             for n, pairs in p.labels.items():
                 self.nodes[n] = pairs
+        views, order, hints = self._views, self._order, self._hints
+        for n, moved in p.renew.items():
+            old = views.get(n)
+            if old is not None:
+                views[n] = new = _renewed(old, moved)
+                swap_in_place(order, old, new, hints)  # (the renewed fields are in no sort key)
         self._pending = _Pending()
 
     def evaluate(self, now: float) -> FleetView:
@@ -336,3 +359,21 @@ def _pair(key: object, value: object, names: dict[str, str]) -> tuple[str, str]:
     (the hostname label) is that name's string, not a second copy."""
     k, v = intern(str(key)), str(value)
     return k, names.get(v, v)
+
+
+def _renewals(entries: list) -> list[tuple[str, tuple]]:
+    """A delta's ``renew`` entries (``[key, *RENEW_FIELDS]``) as (key, values); WireError if malformed."""
+    try:
+        out = []
+        for key, observed, duration, skew, nxt in entries:
+            if not isinstance(key, str):
+                raise TypeError("a key that is not a string")
+            out.append((key, (observed, duration, skew, math.inf if nxt is None else nxt)))
+        return out
+    except (TypeError, ValueError) as exc:
+        raise WireError(f"malformed renewal: {type(exc).__name__}: {str(exc)[:100]}") from None
+
+
+def _renewed(v: NodeView, moved: tuple) -> NodeView:
+    observed, duration, skew, nxt = moved
+    return replace(v, lease_observed_at=observed, lease_duration=duration, skew=skew, next_change=nxt)

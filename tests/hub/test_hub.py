@@ -142,7 +142,7 @@ def test_ten_viewers_get_the_same_frames(tmp_path):
 
 
 def test_a_stuck_viewer_is_dropped_to_a_fresh_snapshot_and_holds_up_no_one(tmp_path):
-    with demo_hub(tmp_path, nodes=400, max_queue_frames=3) as hub, viewer(hub) as good:
+    with demo_hub(tmp_path, nodes=1000, max_queue_frames=3) as hub, viewer(hub) as good:
         stuck = RawClient(hub.socket_path, rcvbuf=4096)  # connected, never reads
         try:
             wait_until(lambda: len(hub.viewer_stats()) == 2)
