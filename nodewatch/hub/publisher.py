@@ -12,9 +12,11 @@ several clusters (the ``meta`` then carries the cluster strip, one ``ClusterView
 Viewers receive evaluated views, not watch events: they never run the rules, so no viewer can
 disagree with the hub about a node (and none needs the memory of a FleetState).
 
-Labels travel as indexes into a table of ``[key, value]`` pairs that grows as new pairs appear
-(zone, instance type, pool... repeat on thousands of nodes; the hostname label does not), so a
-65,000-node snapshot carries each distinct pair once.
+Labels travel as one number per node: an index into a table of label *sets*, each a list of
+indexes into a table of ``[key, value]`` pairs; both tables grow as new entries appear. A label
+whose value is the node's own name (the hostname label, on every node) is the pair ``[key, null]``,
+so the nodes of one pool share one set, and a 130,000-node snapshot carries each distinct pair and
+set once (a viewer keeps one object per set, not a label tuple per node).
 
 A snapshot is sent worst first and in parts: a ``snap`` frame with the meta and the first
 ``FIRST_PART`` nodes (more than a screenful: the viewer draws its first frame from it), then
@@ -37,6 +39,7 @@ from __future__ import annotations
 import math
 import operator
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from ..core.objects import NodeRecord
@@ -51,7 +54,7 @@ _RENEW_AT = [VIEW_FIELDS.index(f) for f in RENEW_FIELDS]
 """Where the renewed fields sit in a view's wire form."""
 FIRST_PART = 300
 """Nodes in the ``snap`` frame itself: the worst first, more than any screen shows."""
-PART = 5000
+PART = 1000
 """Nodes in each following ``part`` frame."""
 
 
@@ -70,9 +73,12 @@ class Publisher:
         """Each node's view as last sent, in its wire form (a new list when it changes, never
         written into: a snapshot being encoded holds the lists of its tick)."""
         self._records: dict[str, NodeRecord] = {}
-        self._labels: dict[str, list[int]] = {}
-        self._pairs: dict[tuple[str, str], int] = {}
-        self._pair_list: list[list[str]] = []
+        self._labels: dict[str, int] = {}
+        """Each node's label set (an index into ``_set_list``)."""
+        self._pairs: dict[tuple[str, str | None], int] = {}
+        self._pair_list: list[list[str | None]] = []
+        self._sets: dict[tuple[int, ...], int] = {}
+        self._set_list: list[list[int]] = []
         self._meta: dict[str, Any] = {}
         self._order: tuple[NodeView, ...] = ()
         """The last snapshot's nodes, worst first (the snapshot's order): its own frozen tuple."""
@@ -117,16 +123,16 @@ class Publisher:
             last.pop(n, None)
             self._records.pop(n, None)
             self._labels.pop(n, None)
-        labels: dict[str, list[int]] = {}
-        first_pair = len(self._pair_list)
+        labels: dict[str, int] = {}
+        first_pair, first_set = len(self._pair_list), len(self._set_list)
         for n, rec in records.items():
             if self._records.get(n) is rec:
                 continue
             self._records[n] = rec
-            idx = self._label_indexes(rec.labels)
-            if self._labels.get(n) != idx:
-                self._labels[n] = idx
-                labels[n] = idx
+            sid = self._label_set(n, rec.labels)
+            if self._labels.get(n) != sid:
+                self._labels[n] = sid
+                labels[n] = sid
         self._meta = _meta(view, problems, recent)
         self._order = view.nodes
         self._now = now
@@ -137,6 +143,8 @@ class Publisher:
             msg["labels"] = labels
             msg["pairs_from"] = first_pair
             msg["pairs"] = self._pair_list[first_pair:]
+            msg["sets_from"] = first_set
+            msg["sets"] = self._set_list[first_set:]
         return protocol.encode(msg)
 
     def snapshot(self) -> Snapshot:
@@ -144,19 +152,27 @@ class Publisher:
         encoded now, the rest when first asked for; one per tick, shared by every viewer."""
         if self._snapshot is None:
             self._snapshot = Snapshot(self.seq, self._now, self.name, self._meta, self._order, self._wire,
-                                      self._labels, self._pair_list)
+                                      self._labels, self._pair_list, self._set_list)
         return self._snapshot
 
-    def _label_indexes(self, labels: dict[str, str]) -> list[int]:
-        pairs = self._pairs
-        out = []
-        for kv in labels.items():
+    def _label_set(self, key: str, labels: Mapping[str, str]) -> int:
+        """The index of the node's label set, entered in the tables if new (see the module docstring)."""
+        name = key.rpartition("/")[2]  # (node names have no slash: ``views.node_key``)
+        pairs, pair_list = self._pairs, self._pair_list
+        idx = []
+        for k, v in labels.items():
+            kv = (k, None if v == name else v)
             i = pairs.get(kv)
             if i is None:
-                i = pairs[kv] = len(self._pair_list)
-                self._pair_list.append(list(kv))
-            out.append(i)
-        return out
+                i = pairs[kv] = len(pair_list)
+                pair_list.append(list(kv))
+            idx.append(i)
+        t = tuple(idx)
+        sid = self._sets.get(t)
+        if sid is None:
+            sid = self._sets[t] = len(self._set_list)
+            self._set_list.append(idx)
+        return sid
 
 
 def _meta(view: FleetView, problems: int, recent: list | None = None) -> dict[str, Any]:
@@ -184,18 +200,21 @@ class Snapshot:
     the tick (the publisher replaces what it changes, never writes into it)."""
 
     def __init__(self, seq: int, now: float, name: str, meta: dict[str, Any], order: tuple[NodeView, ...],
-                 wire: dict[str, list], labels: dict[str, list[int]], pair_list: list[list[str]]) -> None:
+                 wire: dict[str, list], labels: dict[str, int], pair_list: list[list[str | None]],
+                 set_list: list[list[int]]) -> None:
         self.seq = seq
         keys = [v.key for v in order]
         self._chunks = [keys[:FIRST_PART]] + [keys[i:i + PART] for i in range(FIRST_PART, len(keys), PART)]
         self._wire = {n: wire[n] for n in keys[FIRST_PART:]}  # this tick's lists (a later tick replaces its own)
         self._listed = set(keys)
         self._labels = dict(labels)
-        self._pairs = pair_list[:]  # (the table only grows; its first entries never change)
+        self._pairs = pair_list[:]  # (the tables only grow; their first entries never change)
+        self._sets = set_list[:]
         self._now = now
         self._lock = threading.Lock()
         self._rest: bytes | None = None
         self._sent: set[int] = set()
+        self._sets_sent: set[int] = set()
         body = self._body(0, [wire[n] for n in self._chunks[0]])
         self.first = protocol.encode({"k": "snap", "name": name, "meta": meta, "parts": len(self._chunks) - 1, **body})
 
@@ -219,9 +238,10 @@ class Snapshot:
         if last:  # (with any record the view does not list yet)
             names = names + [n for n in labels if n not in self._listed]
         part_labels = {n: labels[n] for n in names if n in labels}
-        new = set(range(len(self._pairs))) if last else {j for idx in part_labels.values() for j in idx}
-        new -= self._sent
-        self._sent |= new
-        idx = sorted(new)
-        return {"seq": self.seq, "now": self._now, "nodes": nodes, "labels": part_labels, "pair_idx": idx,
-                "pairs": [self._pairs[j] for j in idx]}
+        sets = (set(range(len(self._sets))) if last else set(part_labels.values())) - self._sets_sent
+        self._sets_sent |= sets
+        pairs = (set(range(len(self._pairs))) if last else {j for i in sets for j in self._sets[i]}) - self._sent
+        self._sent |= pairs
+        set_idx, pair_idx = sorted(sets), sorted(pairs)
+        return {"seq": self.seq, "now": self._now, "nodes": nodes, "labels": part_labels, "pair_idx": pair_idx,
+                "pairs": [self._pairs[j] for j in pair_idx], "set_idx": set_idx, "sets": [self._sets[i] for i in set_idx]}
