@@ -95,10 +95,8 @@ class Publisher:
         up: list[list] = []
         renew: list[list] = []
         wire, last = self._wire, self._last
-        seen = set()
         for v in view.nodes:
             n = v.key
-            seen.add(n)
             old = last.get(n)
             if old is v:
                 continue
@@ -117,7 +115,10 @@ class Publisher:
             else:
                 wire[n] = w = view_to_wire(v)
                 up.append(w)
-        gone = [n for n in wire if n not in seen]
+        gone: list[str] = []
+        if len(wire) > len(view.nodes):  # (every node of the view is in ``wire`` now: the rest went)
+            seen = {v.key for v in view.nodes}
+            gone = [n for n in wire if n not in seen]
         for n in gone:
             del wire[n]
             last.pop(n, None)

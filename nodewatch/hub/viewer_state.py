@@ -69,9 +69,10 @@ class ViewerState:
         a viewer's memory; ``node_labels`` makes a node's dict when asked."""
         self.settings = Settings()
         self._views: dict[str, NodeView] = {}
-        self._order: list[NodeView] = []
-        """The views in the fleet's order (worst first), a plain sorted list searched with
-        ``bisect``: no sort key kept per node (a sorted container keeps one, a tuple each)."""
+        self._order: list[str] = []
+        """The node keys in the fleet's order (worst first) of their views, a plain sorted list
+        searched with ``bisect``: no sort key kept per node (a sorted container keeps one, a tuple
+        each), and a renewal, which moves no view in the order, costs it nothing."""
         self._pairs: dict[int, tuple[str, str | None]] = {}
         self._sets: dict[int, LabelSet] = {}
         self._parts_left = 0
@@ -216,33 +217,37 @@ class ViewerState:
 
     def _apply_pending(self) -> None:
         p = self._pending
-        key = merged_order(self._cluster_names) if self._cluster_names else sort_key
-        views, order = self._views, self._order
+        order_of = merged_order(self._cluster_names) if self._cluster_names else sort_key
+        views = self._views
+        key = lambda n: order_of(views[n])  # noqa: E731 - a key's place: its current view's
         if p.snapshot:
             views = self._views = dict(p.up)
-            order = self._order = sorted(views.values(), key=key)
+            self._order = sorted(views, key=key)
             self.nodes = dict(p.labels)
         elif p.up or p.gone:
-            out = [views.pop(n) for n in p.gone if n in views]
-            for n in p.gone:
-                self.nodes.pop(n, None)
-            out += [views[n] for n in p.up if n in views]
-            views.update(p.up)
+            order = self._order
+            out = [n for n in p.gone if n in views] + [n for n in p.up if n in views]
             if len(out) + len(p.up) > BULK:  # (the rest of a snapshot: thousands at once)
-                drop = {id(v) for v in out}
-                order = self._order = [v for v in order if id(v) not in drop]
-                order.extend(p.up.values())
+                for n in p.gone:
+                    views.pop(n, None)
+                views.update(p.up)
+                order = self._order = list(views)
                 order.sort(key=key)
             else:
-                for v in out:
-                    del order[_place(order, v, key)]
-                for v in p.up.values():
-                    insort(order, v, key=key)
+                for n in out:  # (found by the view they had)
+                    del order[_place(order, n, key)]
+                for n in p.gone:
+                    views.pop(n, None)
+                views.update(p.up)
+                for n in p.up:
+                    insort(order, n, key=key)
+            for n in p.gone:
+                self.nodes.pop(n, None)
             self.nodes.update(p.labels)
         for n, moved in p.renew.items():
             old = views.get(n)
             if old is not None:  # (the renewed fields are in no sort key: the view keeps its place)
-                views[n] = order[_place(order, old, key)] = _renewed(old, moved)
+                views[n] = _renewed(old, moved)
         self._pending = _Pending()
 
     def evaluate(self, now: float) -> FleetView:
@@ -259,7 +264,7 @@ class ViewerState:
             if not self.connected:
                 blind, reason = True, self._lost_reason()
             fv = self._published = FleetView(
-                at=now, settings=self.settings, nodes=tuple(self._order), zones=tuple(self._zones),
+                at=now, settings=self.settings, nodes=tuple(map(self._views.__getitem__, self._order)), zones=tuple(self._zones),
                 counts=dict(self._counts), all_zones_full=bool(m.get("all_zones_full")), leases_blind=blind,
                 blind_reason=reason, health=health, generation=int(m.get("generation", 0)),
                 statefulset_at_risk=int(m.get("statefulset_at_risk", 0)),
@@ -371,15 +376,12 @@ class LabelSet:
         return {**dict(self.shared), **dict.fromkeys(self.own, name)}
 
 
-def _place(order: list[NodeView], v: NodeView, key: Callable[[NodeView], Any]) -> int:
-    """Where ``v`` itself is in ``order`` (sorted by ``key``)."""
-    i = bisect_left(order, key(v), key=key)
-    if i < len(order) and order[i] is v:
+def _place(order: list[str], n: str, key: Callable[[str], Any]) -> int:
+    """Where node ``n`` is in ``order`` (sorted by ``key``, which its view still has)."""
+    i = bisect_left(order, key(n), key=key)
+    if i < len(order) and order[i] == n:
         return i
-    for j, x in enumerate(order):  # (not where its key says: never, unless the order was broken)
-        if x is v:
-            return j
-    raise WireError(f"node {v.key!r} is not in the viewer's order")
+    return order.index(n)  # (not where its key says: never, unless the order was broken)
 
 
 def _renewals(entries: list) -> list[tuple[str, tuple]]:
