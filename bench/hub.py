@@ -32,7 +32,15 @@ SEGMENT = "20s"
 
 
 class SyntheticSource:
-    """``nodes`` Nodes listed, then every lease renewed every 10 s, as a live cluster sends them."""
+    """``nodes`` Nodes listed, then every lease renewed every 10 s, as a live cluster sends them.
+
+    On a schedule, not a pace: node ``i``'s Lease was renewed at ``t0 - 10 + 10 i / nodes`` (``t0``
+    when the fleet was built) and is renewed again every 10 s from there, each batch catching up
+    with the clock (``behind``: renewals late on that schedule at the last batch). Until issue 29's
+    130k run it renewed ``nodes / 100`` per 0.1 s wait, which fell behind the fleet's rate as soon as
+    a batch took time (at 130k the hub then judged tens of thousands of nodes Late each tick: the
+    source, not the hub, was measured); and every listed Lease was up to 10 s old at the build's
+    start, 30 s old after building 130,000 Nodes."""
 
     def __init__(self, nodes: int) -> None:
         from bench.objects import raw_lease, raw_node
@@ -46,15 +54,18 @@ class SyntheticSource:
         self.clock = SystemClock()
         self.replay = None
         self.recorder = None
-        now = self.clock.now()
+        self.t0 = now = self.clock.now()
         self.names = []
         for i in range(nodes):
             obj = raw_node(i)
             self.names.append(obj["metadata"]["name"])
             self.state.apply("nodes", "ADDED", obj, now, listing=True)
-            self.state.apply("leases", "ADDED", raw_lease(obj["metadata"]["name"], now - i % 10), now, listing=True)
+        for i, name in enumerate(self.names):  # (listed after the Nodes: their ages as of now)
+            now = self.clock.now()
+            self.state.apply("leases", "ADDED", raw_lease(name, self.t0 - 10 + 10 * i / nodes), now, listing=True)
         for r in RESOURCES:
             self.state.apply(r, "SYNCED", None, now)
+        self.behind = 0
         self._raw_lease = raw_lease
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._renew, daemon=True)
@@ -70,16 +81,28 @@ class SyntheticSource:
 
     def _renew(self) -> None:
         n = len(self.names)
-        i = 0
+        rate = n / 10  # every Lease every 10 s
+        k = 0  # renewals made: the k-th renews node k % n
         rv = 10_000
-        while not self._stop.wait(0.1):
+        while not self._stop.wait(0.05):
             now = self.clock.now()
+            due = int((now - self.t0) * rate)
+            k = max(k, due - n)  # (a whole round behind: skip it)
             batch = []
-            for _ in range(n // 100):  # n/10 a second
-                name = self.names[i % n]
-                i += 1
+            template = self._raw_lease("template", now)  # the batch's times, formatted once
+            spec, meta = template["spec"], template["metadata"]
+            while k < due and len(batch) < n // 20:  # (at most half a second's worth a batch)
+                name = self.names[k % n]
+                k += 1
                 rv += 1
-                batch.append(("leases", "MODIFIED", self._raw_lease(name, now, rv), now, False))
+                # the same object ``raw_lease(name, now, rv)`` builds, from the batch's shared parts
+                # (a fresh dict per event: a recorder may hold it), 1.5 us instead of 7
+                lease = {**template, "spec": {**spec, "holderIdentity": name},
+                         "metadata": {**meta, "name": name, "uid": f"lease-{name}", "resourceVersion": str(rv),
+                                      "ownerReferences": [{**meta["ownerReferences"][0], "name": name,
+                                                           "uid": f"uid-{name}"}]}}
+                batch.append(("leases", "MODIFIED", lease, now, False))
+            self.behind = due - k
             with self.state.batch():
                 for b in batch:
                     self.state.apply(*b)
@@ -105,8 +128,8 @@ def hub_child(nodes: int, directory: str) -> None:
         if line.strip() == "stats":
             vs = hub.viewer_stats()
             print(json.dumps({"ticks": hub.ticks, "tick_seconds": hub.last_tick_seconds,
-                              "delta_bytes": hub.last_frame_bytes, "snapshot_bytes": len(hub.snapshot()[1]),
-                              "viewers": len(vs), "snapshots": sum(v["snapshots"] for v in vs),
+                              "delta_bytes": getattr(hub, "last_frame_bytes", 0), "snapshot_bytes": len(hub.snapshot()[1]),
+                              "viewers": len(vs), "source_behind": src.behind, "snapshots": sum(v["snapshots"] for v in vs),
                               "dropped": sum(v["dropped"] for v in vs)}), flush=True)
     hub.stop()
     rec.close()
@@ -601,7 +624,8 @@ def measure_scale(nodes: int, viewers: int, attaches: int, settle: float = 15.0,
         out.append(f"[{nodes:,} nodes, {viewers} viewers] hub CPU {cpu:.0f}% of a core ({ticks} ticks, last "
                    f"{s1['tick_seconds'] * 1000:.0f} ms), RSS {rss / 2**20:.0f} MB (no viewer: "
                    f"{base_rss / 2**20:.0f} MB); delta frames {s1['delta_bytes'] / 1024:.0f} KiB, snapshot "
-                   f"{s1['snapshot_bytes'] / 2**20:.1f} MiB; {_load()}")
+                   f"{s1['snapshot_bytes'] / 2**20:.1f} MiB; the source {s1['source_behind']} renewals behind its schedule "
+                   f"({nodes // 10}/s); {_load()}")
         for a in panes:
             a.close()
         for g in groups:

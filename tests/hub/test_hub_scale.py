@@ -73,7 +73,7 @@ def test_renewals_smaller_than_whole_views(tmp_path):
         _, frame = hub._recent[-1]
         d = protocol.decode(*_frame(frame))
         assert d["seq"] == seq and len(d["renew"]) >= 400
-        whole = len(protocol.encode({"up": [hub.publisher._wire[r[0]] for r in d["renew"]]}, compress=False))
+        whole = len(protocol.encode({"up": [view_to_wire(hub.publisher._last[r[0]]) for r in d["renew"]]}, compress=False))
         compact = len(protocol.encode({"renew": d["renew"]}, compress=False))
         assert compact < whole / 2
 
