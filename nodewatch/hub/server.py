@@ -465,12 +465,13 @@ class Hub:
         """Queue a fresh snapshot for ``v`` (built off the loop), then the deltas after it."""
         v.seq = -1
         loop = asyncio.get_running_loop()
-        snap = await loop.run_in_executor(None, self._snapshot)
-        if v.closed:
-            return
-        v.snapshots += 1
-        self._enqueue(v, snap.first)  # the first rows, on their way while the rest is encoded
-        rest = await loop.run_in_executor(None, snap.rest)
+
+        def build() -> tuple[Snapshot, bytes]:  # (one job: the pool's threads are as many as before)
+            snap = self._snapshot()
+            loop.call_soon_threadsafe(self._first_part, v, snap)  # the first rows, on their way
+            return snap, snap.rest()  # while the rest is encoded
+
+        snap, rest = await loop.run_in_executor(None, build)
         if v.closed:  # (no other snapshot can start meanwhile: a viewer waiting for one gets no deltas)
             return
         self._enqueue(v, rest)
@@ -479,6 +480,11 @@ class Hub:
             if s > seq:
                 self._enqueue(v, frame)
                 v.seq = s
+
+    def _first_part(self, v: Viewer, snap: Snapshot) -> None:
+        if not v.closed:
+            v.snapshots += 1
+            self._enqueue(v, snap.first)
 
     def _broadcast(self, seq: int, frame: bytes, details: dict[str, bytes]) -> None:
         self._recent.append((seq, frame))
