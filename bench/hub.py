@@ -111,13 +111,13 @@ class SyntheticSource:
                     self.recorder.write(*b)
 
 
-def hub_child(nodes: int, directory: str) -> None:
+def hub_child(nodes: int, directory: str, segment: float = 20) -> None:
     from nodewatch.hub.flight_recorder import SegmentedRecorder
     from nodewatch.hub.server import Hub
 
     src = SyntheticSource(nodes)
     rec = SegmentedRecorder(Path(directory) / "recordings", {"kind": "bench"}, src.state.settings,
-                            segment_seconds=20, clock=src.clock, records=src.state.node_records)
+                            segment_seconds=segment, clock=src.clock, records=src.state.node_records)
     src.recorder = rec
     hub = Hub(src, os.path.join(directory, "hub.sock"))
     hub.start()
@@ -372,6 +372,11 @@ SCALE_ATTACHES = 3
 connection and state code (``ViewerSource`` + ``ViewerState``) headless, ``DECODERS_PER_PROCESS``
 to a child process."""
 DECODERS_PER_PROCESS = 12
+SCALE_SEGMENT = 900.0
+"""The hub's default segment (15 min): a segment's keyframe is written by the thread that writes
+the event that opens it (``flight_recorder.SegmentedRecorder.write``), and at 130k one took the
+renewer seconds every 20 s segment: the scale run measured that source's lag (117,750 renewals
+behind) instead of the hub's steady state."""
 TARGET_ATTACH = 1.0
 TARGET_VIEWER_MB = 150
 
@@ -492,7 +497,7 @@ class HubChild:
     def __init__(self, nodes: int, directory: str) -> None:
         t = time.perf_counter()
         self.proc = subprocess.Popen([sys.executable, "-m", "bench.hub", "--child", "hub", "--nodes", str(nodes),
-                                      "--dir", directory], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                                      "--dir", directory, "--segment", str(SCALE_SEGMENT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "READY"
         self.built = time.perf_counter() - t
         self.sock = os.path.join(directory, "hub.sock")
@@ -645,6 +650,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dir")
     p.add_argument("--sock")
     p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--segment", type=float, default=20.0, help="the hub child's recording segment (seconds)")
     args = p.parse_args(argv)
     if args.child == "decoders":
         decoders_child(args.sock, args.viewers, args.nodes)
@@ -656,7 +662,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.nodes = args.nodes or 65_000
     if args.child == "hub":
-        hub_child(args.nodes, args.dir)
+        hub_child(args.nodes, args.dir, args.segment)
         return 0
     if args.child == "viewer":
         viewer_child(args.sock, args.nodes, args.seconds)
