@@ -29,6 +29,9 @@ from ..core.views import NodeView
 _STATES = {s.name: s for s in NodeState}
 _CAUSE_KINDS = {k.name: k for k in CauseKind}
 VIEW_FIELDS = NodeView.__struct_fields__
+RENEW_FIELDS = ("lease_observed_at", "lease_duration", "skew", "next_change")
+"""What an on-time renewal changes in a Ready node's view (``Evaluator.renewed``): a delta's
+``renew`` entries carry these four, in this order, after the node's key."""
 
 
 class WireError(ValueError):

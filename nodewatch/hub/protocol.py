@@ -12,7 +12,8 @@ Hub to viewer (every frame carries ``now``, the hub's clock: the only "now" a vi
   clusters the cluster strip), then every node's view (with its cluster, when there are several)
   and labels (for the search box), worst first, in this frame and the ``parts`` ``part`` frames
   that follow it at once. Sent first, and again to a viewer that fell behind.
-- ``delta``: ``meta`` and the views that changed since the previous frame (``up``), the nodes gone
+- ``delta``: ``meta`` and the views that changed since the previous frame (``up``; a view whose
+  only change is an on-time lease renewal as its key and four values in ``renew``), the nodes gone
   (``del``), labels that changed. Applied in order on top of the snapshot.
 - ``details``: the drill-down node's pods, events, record and timeline, while one is asked for.
 - ``bye``: the hub is shutting down (the viewer shows it and tries again).
@@ -32,7 +33,8 @@ from typing import Any
 
 import orjson
 
-VERSION = 1
+VERSION = 2
+"""2: label sets, renewals in ``renew``, the snapshot's first part sent alone (``hub/publisher.py``)."""
 HEADER = struct.Struct(">IB")
 FLAG_ZLIB = 1
 COMPRESS_ABOVE = 16 * 1024

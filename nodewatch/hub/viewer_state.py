@@ -20,13 +20,16 @@ cluster strip with every frame: the viewer keeps its views by key, in the hub's 
 
 from __future__ import annotations
 
+import math
 import threading
 import time
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from sys import intern
 from typing import Any
 
-from sortedcontainers import SortedKeyList
+from msgspec.structs import replace
 
 from ..core.fleet_data import sort_key
 from ..core.format import clock_time
@@ -37,7 +40,8 @@ from ..core.settings import Settings
 from ..core.views import PROBLEM_NOTICE, ClusterView, FleetView, NodeDetails, NodeView, Problem, WatchHealth, ZoneView
 from .codec import WireError, from_wire, view_from_wire
 
-MAX_LABEL_SETS = 20_000
+BULK = 500
+"""Views changed at once above which the order is rebuilt (one sort) rather than edited in place."""
 HUB_STREAM = "hub"
 """The pseudo-stream in the header's health list that says whether the hub is connected."""
 
@@ -48,8 +52,10 @@ class _Pending:
 
     snapshot: bool = False
     up: dict[str, NodeView] = field(default_factory=dict)
+    renew: dict[str, tuple] = field(default_factory=dict)
+    """Renewals of views already applied: the node's ``RENEW_FIELDS`` values by key."""
     gone: set[str] = field(default_factory=set)
-    labels: dict[str, tuple] = field(default_factory=dict)
+    labels: dict[str, LabelSet] = field(default_factory=dict)
 
 
 class ViewerState:
@@ -57,16 +63,18 @@ class ViewerState:
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.nodes: dict[str, tuple] = {}
-        """Labels by node key, as ``(shared, *own)``: ``shared`` the tuple of (key, value) pairs
-        the node has in common with others (one tuple for every node of a pool), ``own`` the pairs
-        that name the node itself (its hostname label). 65,000 label dicts would be most of a
-        viewer's memory; ``node_labels`` makes one when asked."""
-        self._label_sets: dict[tuple, tuple] = {}
+        self.nodes: dict[str, LabelSet] = {}
+        """Labels by node key: the node's label set, one object for every node of a pool (the
+        hub's table, ``hub/publisher.py``). 130,000 label dicts, or a tuple each, would be much of
+        a viewer's memory; ``node_labels`` makes a node's dict when asked."""
         self.settings = Settings()
         self._views: dict[str, NodeView] = {}
-        self._order: SortedKeyList = SortedKeyList(key=sort_key)
-        self._pairs: dict[int, tuple[str, str]] = {}
+        self._order: list[str] = []
+        """The node keys in the fleet's order (worst first) of their views, a plain sorted list
+        searched with ``bisect``: no sort key kept per node (a sorted container keeps one, a tuple
+        each), and a renewal, which moves no view in the order, costs it nothing."""
+        self._pairs: dict[int, tuple[str, str | None]] = {}
+        self._sets: dict[int, LabelSet] = {}
         self._parts_left = 0
         """Parts of the last snapshot still to come."""
         self._pending = _Pending()
@@ -88,7 +96,7 @@ class ViewerState:
         self._details: tuple[str, NodeDetails, bool] | None = None
         self._details_cap: int | None = None
         self._problems: list[Problem] = []
-        self._label_dicts: dict[str, tuple[tuple, dict[str, str]]] = {}
+        self._label_dicts: dict[str, tuple[LabelSet, dict[str, str]]] = {}
         self.frames = 0
         self._published: FleetView | None = None
 
@@ -110,22 +118,28 @@ class ViewerState:
             return
         if kind == "delta":
             up = [view_from_wire(w) for w in msg.get("up", [])]
+            renew = _renewals(msg.get("renew") or [])
             with self.lock:
-                pairs = self._pairs
-                names = {v.name: v.name for v in up}
-                for i, (k, v) in enumerate(msg.get("pairs") or [], int(msg.get("pairs_from", len(pairs)))):
-                    pairs[i] = _pair(k, v, names)
+                self._take_tables(range(int(msg.get("pairs_from", len(self._pairs))), 1 << 62), msg.get("pairs"),
+                                  range(int(msg.get("sets_from", len(self._sets))), 1 << 62), msg.get("sets"))
                 p = self._pending
                 for v in up:
                     key = v.key
                     p.up[key] = v
+                    p.renew.pop(key, None)
                     p.gone.discard(key)
+                for key, moved in renew:
+                    pending = p.up.get(key)
+                    if pending is not None:  # (a view not applied yet: renewed where it waits)
+                        p.up[key] = _renewed(pending, moved)
+                    else:
+                        p.renew[key] = moved
                 for n in msg.get("del", []):
                     p.up.pop(n, None)
+                    p.renew.pop(n, None)
                     p.labels.pop(n, None)
                     p.gone.add(n)
-                for n, idx in (msg.get("labels") or {}).items():
-                    p.labels[n] = self._label_set(n, idx)
+                self._take_labels(msg.get("labels"), p)
                 self._take_meta(msg)
 
     def _receive_part(self, msg: dict[str, Any]) -> None:
@@ -136,31 +150,34 @@ class ViewerState:
         views = [view_from_wire(w) for w in msg.get("nodes", [])]
         with self.lock:
             if first:
-                self._pairs = {}
+                self._pairs, self._sets = {}, {}
                 self._pending = _Pending(snapshot=True)
                 self._parts_left = int(msg.get("parts", 0))
                 self._take_meta(msg)
             else:
                 self._parts_left -= 1
-            pairs = self._pairs
-            names = {v.name: v.name for v in views}
-            for i, (k, v) in zip(msg.get("pair_idx", []), msg.get("pairs", [])):
-                pairs[int(i)] = _pair(k, v, names)
+            self._take_tables(msg.get("pair_idx") or [], msg.get("pairs"), msg.get("set_idx") or [], msg.get("sets"))
             p = self._pending
             for v in views:
                 p.up[v.key] = v
-            for n, idx in (msg.get("labels") or {}).items():
-                p.labels[n] = self._label_set(n, idx)
+            self._take_labels(msg.get("labels"), p)
 
-    def _label_set(self, key: str, idx: list[int]) -> tuple:
-        """A node's labels as kept in ``nodes`` (see there), from indexes into the pair table."""
-        name = key.rpartition("/")[2]  # (node names have no slash: ``views.node_key``)
-        pairs = [self._pairs[i] for i in idx]
-        shared = tuple(p for p in pairs if p[1] != name)
-        shared = self._label_sets.setdefault(shared, shared)
-        if len(self._label_sets) > MAX_LABEL_SETS:
-            self._label_sets.clear()  # (sharing is only a saving: a fleet this varied forgoes it)
-        return (shared, *(p for p in pairs if p[1] == name))
+    def _take_tables(self, pair_idx: Iterable[Any], pairs: Any, set_idx: Iterable[Any], sets: Any) -> None:
+        """New entries of the hub's pair and set tables (``hub/publisher.py``)."""
+        try:
+            for i, (k, v) in zip(pair_idx, pairs or []):
+                self._pairs[int(i)] = (intern(str(k)), None if v is None else str(v))
+            for i, idx in zip(set_idx, sets or []):
+                self._sets[int(i)] = LabelSet.of([self._pairs[j] for j in idx])
+        except (TypeError, ValueError, KeyError) as exc:
+            raise WireError(f"malformed label table: {type(exc).__name__}: {str(exc)[:100]}") from None
+
+    def _take_labels(self, labels: Any, p: _Pending) -> None:
+        try:
+            for n, sid in (labels or {}).items():
+                p.labels[n] = self._sets[sid]
+        except (TypeError, KeyError) as exc:
+            raise WireError(f"a label set not in the table: {str(exc)[:100]}") from None
 
     @property
     def loading(self) -> bool:
@@ -200,26 +217,37 @@ class ViewerState:
 
     def _apply_pending(self) -> None:
         p = self._pending
+        order_of = merged_order(self._cluster_names) if self._cluster_names else sort_key
+        views = self._views
+        key = lambda n: order_of(views[n])  # noqa: E731 - a key's place: its current view's
         if p.snapshot:
-            self._views = dict(p.up)
-            order = merged_order(self._cluster_names) if self._cluster_names else sort_key
-            self._order = SortedKeyList(self._views.values(), key=order)
+            views = self._views = dict(p.up)
+            self._order = sorted(views, key=key)
             self.nodes = dict(p.labels)
-        else:
-            views, order = self._views, self._order
+        elif p.up or p.gone:
+            order = self._order
+            out = [n for n in p.gone if n in views] + [n for n in p.up if n in views]
+            if len(out) + len(p.up) > BULK:  # (the rest of a snapshot: thousands at once)
+                for n in p.gone:
+                    views.pop(n, None)
+                views.update(p.up)
+                order = self._order = list(views)
+                order.sort(key=key)
+            else:
+                for n in out:  # (found by the view they had)
+                    del order[_place(order, n, key)]
+                for n in p.gone:
+                    views.pop(n, None)
+                views.update(p.up)
+                for n in p.up:
+                    insort(order, n, key=key)
             for n in p.gone:
-                old = views.pop(n, None)
-                if old is not None:
-                    order.remove(old)
                 self.nodes.pop(n, None)
-            for n, v in p.up.items():
-                old = views.get(n)
-                if old is not None:
-                    order.remove(old)
-                views[n] = v
-            order.update(p.up.values())  # in bulk: the rest of a snapshot is thousands at once
-            for n, pairs in p.labels.items():
-                self.nodes[n] = pairs
+            self.nodes.update(p.labels)
+        for n, moved in p.renew.items():
+            old = views.get(n)
+            if old is not None:  # (the renewed fields are in no sort key: the view keeps its place)
+                views[n] = _renewed(old, moved)
         self._pending = _Pending()
 
     def evaluate(self, now: float) -> FleetView:
@@ -236,7 +264,7 @@ class ViewerState:
             if not self.connected:
                 blind, reason = True, self._lost_reason()
             fv = self._published = FleetView(
-                at=now, settings=self.settings, nodes=tuple(self._order), zones=tuple(self._zones),
+                at=now, settings=self.settings, nodes=tuple(map(self._views.__getitem__, self._order)), zones=tuple(self._zones),
                 counts=dict(self._counts), all_zones_full=bool(m.get("all_zones_full")), leases_blind=blind,
                 blind_reason=reason, health=health, generation=int(m.get("generation", 0)),
                 statefulset_at_risk=int(m.get("statefulset_at_risk", 0)),
@@ -287,12 +315,12 @@ class ViewerState:
 
     def node_labels(self, name: str) -> dict[str, str] | None:
         with self.lock:
-            pairs = self.nodes.get(name)
-            if pairs is None:
+            got = self.nodes.get(name)
+            if got is None:
                 return None
             labels = self._label_dicts.get(name)
-            if labels is None or labels[0] is not pairs:
-                labels = self._label_dicts[name] = (pairs, {**dict(pairs[0]), **dict(pairs[1:])})
+            if labels is None or labels[0] is not got:
+                labels = self._label_dicts[name] = (got, got.labels(name.rpartition("/")[2]))
             return labels[1]
 
     def pod_records_on(self, nodes: list[str]) -> dict[str, list[PodRecord]]:
@@ -332,8 +360,44 @@ class ViewerState:
                 "drill into, newest first, then nodes not Ready)")
 
 
-def _pair(key: object, value: object, names: dict[str, str]) -> tuple[str, str]:
-    """A label pair with shared strings: keys are few (interned), and a value that is a node's name
-    (the hostname label) is that name's string, not a second copy."""
-    k, v = intern(str(key)), str(value)
-    return k, names.get(v, v)
+class LabelSet:
+    """The labels nodes have in common, and the keys whose value is the node's own name."""
+
+    __slots__ = ("own", "shared")
+
+    def __init__(self, shared: tuple[tuple[str, str], ...], own: tuple[str, ...]) -> None:
+        self.shared = shared
+        self.own = own
+
+    @classmethod
+    def of(cls, pairs: list[tuple[str, str | None]]) -> LabelSet:
+        return cls(tuple((k, v) for k, v in pairs if v is not None), tuple(k for k, v in pairs if v is None))
+
+    def labels(self, name: str) -> dict[str, str]:
+        return {**dict(self.shared), **dict.fromkeys(self.own, name)}
+
+
+def _place(order: list[str], n: str, key: Callable[[str], Any]) -> int:
+    """Where node ``n`` is in ``order`` (sorted by ``key``, which its view still has)."""
+    i = bisect_left(order, key(n), key=key)
+    if i < len(order) and order[i] == n:
+        return i
+    return order.index(n)  # (not where its key says: never, unless the order was broken)
+
+
+def _renewals(entries: list) -> list[tuple[str, tuple]]:
+    """A delta's ``renew`` entries (``[key, *RENEW_FIELDS]``) as (key, values); WireError if malformed."""
+    try:
+        out = []
+        for key, observed, duration, skew, nxt in entries:
+            if not isinstance(key, str):
+                raise TypeError("a key that is not a string")
+            out.append((key, (observed, duration, skew, math.inf if nxt is None else nxt)))
+        return out
+    except (TypeError, ValueError) as exc:
+        raise WireError(f"malformed renewal: {type(exc).__name__}: {str(exc)[:100]}") from None
+
+
+def _renewed(v: NodeView, moved: tuple) -> NodeView:
+    observed, duration, skew, nxt = moved
+    return replace(v, lease_observed_at=observed, lease_duration=duration, skew=skew, next_change=nxt)

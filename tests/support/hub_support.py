@@ -14,6 +14,7 @@ from nodewatch.hub.codec import view_to_wire
 from nodewatch.hub.server import Hub
 from nodewatch.hub.viewer_source import HubAddress, ViewerSource
 from nodewatch.sources.demo import DemoSource
+from support.simserver import wait_until
 
 
 @contextlib.contextmanager
@@ -41,7 +42,8 @@ def advance(hub: Hub, seconds: float) -> int:
 @contextlib.contextmanager
 def viewer(hub: Hub, **kw: Any) -> Iterator[ViewerSource]:
     v = ViewerSource(HubAddress(path=hub.socket_path), **kw)
-    v.start()
+    v.start()  # (returns with the snapshot's first part: the rest follows as the hub encodes it)
+    wait_until(lambda: not v.state.loading)
     try:
         yield v
     finally:
