@@ -10,8 +10,10 @@ Ready and renewing). Reference in the same run: ``status --wait 300``, the patie
 be the default, which waits up to one renewal interval (+2 s) after the lists for such a lease to
 be seen renewing (it never is: the node is cut off).
 
-Figure: the median incident run beside the median healthy run; target: within 1 s of it (the
-answer costs no more than its lists).
+Figures: from the lists in to the answer, the worst incident run beside the healthy median (the
+issue's "answers within 1 s of its lists"; target <= 1 s); and the whole command, the median
+incident run beside the median healthy run (target: within 1 s of it; on a shared machine the
+lists themselves vary by seconds between runs, so this one is noisier than what it measures).
 """
 
 from __future__ import annotations
@@ -31,15 +33,36 @@ TARGET_EXTRA = 1.0
 RUNS = 3
 
 
-_STATUS = ("import sys; from nodewatch.commands import status; status.LIST_WAIT = float(sys.argv[1]); "
-           "from nodewatch.cli import main; sys.exit(main(['status', *sys.argv[2:]]))")
+_STATUS = r"""
+import atexit, sys, time
+from nodewatch.commands import status
+from nodewatch.sources.live import LiveSource
+status.LIST_WAIT = float(sys.argv[1])
+synced_at = []
+wait_synced = LiveSource.wait_synced
+def timed(self, *a, **k):
+    got = wait_synced(self, *a, **k)
+    synced_at.append(time.perf_counter())
+    return got
+LiveSource.wait_synced = timed
+atexit.register(lambda: synced_at and print(f"NW_AFTER_LISTS {time.perf_counter() - synced_at[0]:.4f}",
+                                            file=sys.stderr, flush=True))
+from nodewatch.cli import main
+sys.exit(main(['status', *sys.argv[2:]]))
+"""
 """``nodewatch status`` with a longer wait for the lists than its 30 s default when ``--wait`` is
 not given (``status.LIST_WAIT``): a 65,000-node list on this shared machine can take longer. Given
-``--wait``, status would also wait for renewals: the reference's behaviour, not the figure's."""
+``--wait``, status would also wait for renewals: the reference's behaviour, not the figure's.
+
+Timed inside, without changing what it does: the moment ``LiveSource.wait_synced`` returns (both
+lists in) to the process's exit, after its answer is printed (``NW_AFTER_LISTS`` on stderr): what
+the issue's "answers within 1 s of its lists" asks, apart from the list's own time, which varies
+by seconds from run to run on a shared machine."""
 
 
-def _status(kc: str, *extra: str, list_wait: float = 300.0) -> tuple[float, dict | None]:
-    """(wall seconds, the JSON answer or None) of one ``nodewatch status`` (its own process)."""
+def _status(kc: str, *extra: str, list_wait: float = 300.0) -> tuple[float, dict | None, float]:
+    """(wall seconds, the JSON answer or None, seconds from the lists in to the answer) of one
+    ``nodewatch status`` (its own process)."""
     env = {**os.environ, "KUBECONFIG": kc}
     t = time.perf_counter()
     proc = subprocess.run([sys.executable, "-c", _STATUS, str(list_wait), "--format", "json", *extra],
@@ -47,7 +70,8 @@ def _status(kc: str, *extra: str, list_wait: float = 300.0) -> tuple[float, dict
     took = time.perf_counter() - t
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"status exited with {proc.returncode}: {proc.stderr.decode()[-300:]}")
-    return took, json.loads(proc.stdout)
+    after = [float(line.split()[1]) for line in proc.stderr.decode().splitlines() if line.startswith("NW_AFTER_LISTS ")]
+    return took, json.loads(proc.stdout), after[-1] if after else float("nan")
 
 
 def _moment(doc: dict) -> str:
@@ -63,7 +87,8 @@ def _moment(doc: dict) -> str:
 
 
 def measure(nodes: int, runs: int = RUNS, budget: float = 900.0) -> dict[str, list[float]]:
-    got: dict[str, list[float]] = {"incident": [], "healthy": [], "other": [], "patient": [], "setup": []}
+    got: dict[str, list[float]] = {"incident": [], "healthy": [], "other": [], "patient": [], "setup": [],
+                                   "incident_after": [], "healthy_after": []}
     with tempfile.TemporaryDirectory(prefix="nodewatch-status-incident-") as tmp:
         print(f"  status incident: sim-server with {nodes:,} nodes, scenario flapping (setup)", file=sys.stderr,
               flush=True)
@@ -75,12 +100,15 @@ def measure(nodes: int, runs: int = RUNS, budget: float = 900.0) -> dict[str, li
             deadline = time.monotonic() + budget
             while time.monotonic() < deadline and (len(got["incident"]) < runs or len(got["healthy"]) < runs
                                                    or len(got["patient"]) < 1):
-                took, doc = _status(str(kc))
+                took, doc, after = _status(str(kc))
                 moment = _moment(doc)
                 got[moment].append(took)
-                print(f"  status incident: {moment} {took:.2f} s", file=sys.stderr, flush=True)
+                if moment != "other":
+                    got[f"{moment}_after"].append(after)
+                print(f"  status incident: {moment} {took:.2f} s ({after:.2f} s after the lists)", file=sys.stderr,
+                      flush=True)
                 if moment == "incident" and len(got["patient"]) < runs and len(got["incident"]) % 2 == 0:
-                    took_p, doc_p = _status(str(kc), "--wait", "300")
+                    took_p, doc_p, _ = _status(str(kc), "--wait", "300")
                     if _moment(doc_p) == "incident":  # still the same moment when it answered
                         got["patient"].append(took_p)
         finally:
@@ -101,6 +129,14 @@ def run(sizes: tuple[int, ...] = (200, 65_000), runs: int = RUNS) -> list[Figure
         got = measure(n, runs)
         inc, ok, pat = _med(got["incident"]), _med(got["healthy"]), _med(got["patient"])
         complete = bool(got["incident"] and got["healthy"])
+        inc_after, ok_after = max(got["incident_after"], default=float("nan")), _med(got["healthy_after"])
+        figures.append(Figure(
+            f"status, {n:,} nodes: an incident starting, from its lists in to its answer (worst run)",
+            f"{inc_after:.2f} s", f"<= {TARGET_EXTRA:g} s",
+            f"the same in a healthy fleet, median {ok_after:.2f} s",
+            inc_after <= TARGET_EXTRA if got["incident_after"] else None,
+            f"incident {', '.join(f'{x:.2f}' for x in got['incident_after'])}; healthy "
+            f"{', '.join(f'{x:.2f}' for x in got['healthy_after'])} (the same runs as the row below)"))
         figures.append(Figure(
             f"status, {n:,} nodes: an incident starting (a Ready node's lease late) / healthy",
             f"{inc:.2f} s / {ok:.2f} s (+{inc - ok:.2f} s)",
