@@ -196,9 +196,12 @@ def master_disruption_kept_since(transitions: Iterable[float], monitor_period: f
     began with, and ``RemoveTaintOffNode`` skips a node whose listed copy has no such taint. From
     1.34 the pass queues each node it flips (``processTaintBaseEviction`` with the current Ready
     condition), and the tainting loop, every 100 ms, taints one per zone with a token while the
-    pass is still writing (seconds, under the client's rate limit); a not-ready taint is swapped
-    for unreachable at once. Those taints are not in the list: on v1.37.2, 4 and 3 of 16 nodes
-    kept theirs (docs/real-control-plane.md), and the taint-eviction controller evicts their pods."""
+    pass is still writing (seconds, under the client's rate limit) and until ``handleDisruption``,
+    after its "Entering master disruption mode" line and the marking, swaps the limiters to 0
+    (so a taint may be added just after that line: its time is still after the pass began); a
+    not-ready taint is swapped for unreachable at once. Those taints are not in the list: on
+    v1.37.2, 4 and 3 of 16 nodes kept theirs (docs/real-control-plane.md), and the taint-eviction
+    controller evicts their pods."""
     times = sorted(transitions)
     if not times:
         return None

@@ -398,10 +398,23 @@ def disagrees_from(request, version: str, minor: int, reason: str) -> None:
 
 def entering_pass(obs: Observed) -> tuple[float, float]:
     """(start, decision) of the monitor pass that entered master disruption mode: its first stale
-    visit, and its "Entering master disruption mode" line (the end of the pass)."""
+    visit, and its "Entering master disruption mode" line (the end of the pass's node visits)."""
     (entered, _), = kcm_lines(obs, "Entering master disruption mode")
     started, _ = monitor_pass_of(obs, max(t for t, _ in kcm_lines(obs, STALE_VISIT) if t <= entered))
     return started, entered
+
+
+def tainting_stopped_by(obs: Observed, entered: float) -> float:
+    """A time by which the tainting loop had stopped after the pass entered master disruption mode:
+    the next pass's first stale visit. ``handleDisruption`` logs "Entering master disruption mode"
+    *before* it marks every listed node reachable (an API round trip for each listed node with a
+    taint, under the client's rate limit) and only then swaps the zones' tainting limiters to 0;
+    until that swap the tainting loop (every 100 ms) goes on adding the taints the pass queued, so
+    one may carry a ``timeAdded`` after the log line (seen on v1.37.2: 0.3 s after it). The monitor
+    loop starts its next pass a period after this one returned, so the next stale visit is after
+    the swap."""
+    later = [t for t, _ in kcm_lines(obs, STALE_VISIT) if t > entered]
+    return min(later) if later else entered + MONITOR + LATENCY
 
 
 def kept_in_master_disruption(obs: Observed) -> dict[str, float]:
