@@ -90,7 +90,15 @@ class Evaluator:
         """``now`` of the last ``evaluate``: an earlier ``now`` (a replay stepping back) re-judges every node."""
         self._awaiting: dict[str, tuple[float, bool]] = {}
         """Nodes judged awaiting their lease's evidence (``_awaiting_view``), with the frontier it
-        needs and whether the age is dated (``core/evidence.py``): ``evaluate`` counts those still awaited for the header."""
+        needs and whether the age is dated (``core/evidence.py``): what ``_frontier_due`` holds for
+        them (an entry that differs is stale there)."""
+        self._awaiting_now: set[str] = set()
+        """The nodes whose current view is an awaiting one: the header's count (``awaiting_renewals``).
+        A node leaves it when it is judged again (its renewal came, or the frontier passed), so the
+        count costs nothing per frame (counting ``_awaiting`` walked the whole fleet for an
+        interval after a 65,000-node start)."""
+        self._judging = False
+        """``judge`` (a drill-down's fresh view) runs: ``_awaiting_view`` leaves the bookkeeping alone."""
         self._frontier_due: tuple[list[tuple[float, str]], list[tuple[float, str]]] = ([], [])
         """Heaps of (frontier needed, node), undated ages' and dated ones': judged again once the
         lease stream's frontier passes it."""
@@ -132,7 +140,11 @@ class Evaluator:
         publishing nothing; None for a node without a record (nor a placeholder)."""
         with self.store.lock:
             blind, _ = self.leases_blind(now)
-            return self._view(name, now, blind, self.store.settings.grace)
+            self._judging = True
+            try:
+                return self._view(name, now, blind, self.store.settings.grace)
+            finally:
+                self._judging = False
 
     def _record(self, name: str) -> NodeRecord | None:
         """The node's record; while a node stream is listing (watched, not synced yet), a
@@ -219,9 +231,11 @@ class Evaluator:
         its lease age were unknown (the API server's conditions and taints still count), judged
         again when its renewal comes or when the lease stream's frontier (``dated`` or not)
         passes ``needed``."""
-        if self._awaiting.get(name) != (needed, dated):
-            self._awaiting[name] = (needed, dated)
-            heapq.heappush(self._frontier_due[dated], (needed, name))
+        if not self._judging:
+            self._awaiting_now.add(name)
+            if self._awaiting.get(name) != (needed, dated):
+                self._awaiting[name] = (needed, dated)
+                heapq.heappush(self._frontier_due[dated], (needed, name))
         return self._judged_view(name, rec, self.store.leases.get(name), now, True, grace)
 
     def _frontier(self, now: float, dated: bool) -> float:
@@ -238,13 +252,11 @@ class Evaluator:
             return None
         return st.listed_at.get("leases")
 
-    def awaiting_renewals(self, now: float) -> int:
+    def awaiting_renewals(self) -> int:
         """How many nodes' views wait for their listed lease age to become evidence (under the
-        store's lock; what ``_judge_changes`` left judged awaiting)."""
-        views = self._views
-        frontiers = (self._frontier(now, False), self._frontier(now, True))
-        return sum(1 for name, (needed, dated) in self._awaiting.items()
-                   if needed > frontiers[dated] and (v := views.get(name)) is not None and v.lease_observed_at is None)
+        store's lock, after ``_judge_changes``: every node whose frontier passed was judged again
+        there, so those left still wait)."""
+        return len(self._awaiting_now)
 
     def _judged_view(self, name: str, rec: NodeRecord, track: LeaseTrack | None, now: float, blind: bool,
                      grace: float) -> NodeView:
@@ -399,7 +411,7 @@ class Evaluator:
                 statefulset_at_risk=at_risk,
                 controller_suspect=controller_suspect,
                 seq=self._seq,
-                awaiting_renewals=0 if blind else self.awaiting_renewals(now),
+                awaiting_renewals=0 if blind else self.awaiting_renewals(),
                 cordoned=self._cordoned,
             )
             self._published = fv
@@ -501,6 +513,7 @@ class Evaluator:
         self._views = views
         self._tally = {}
         self._awaiting = {}
+        self._awaiting_now = set()
         self._frontier_due = ([], [])
         due: list[tuple[float, str]] = []
         by_rank = [0] * (max(st.rank for st in NodeState) + 1)
@@ -533,7 +546,15 @@ class Evaluator:
         """Recompute one node's view and move it within the order, counts and zone tallies."""
         views = self._views
         old = views.get(name)
+        awaiting_now = self._awaiting_now
+        was_awaiting = name in awaiting_now
+        if was_awaiting:
+            awaiting_now.discard(name)
         new = self._view(name, now, blind, grace)
+        if was_awaiting and name not in awaiting_now:
+            # its evidence came: its entry in ``_frontier_due`` is stale now (no judgement again
+            # when the frontier passes it)
+            self._awaiting.pop(name, None)
         if new is None:
             if old is not None:
                 self._unplace(old)

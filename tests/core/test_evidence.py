@@ -60,6 +60,23 @@ def test_a_listed_age_on_the_nodes_clock_is_not_late_before_a_renewal_could_come
     assert after.node("b").lease_age(LISTED + 12.0) == BEHIND + 13.0
 
 
+def test_a_renewed_node_leaves_the_awaited_count_and_is_not_judged_again_when_the_frontier_passes(monkeypatch):
+    s = live_start(["a", "b", "c"])
+    assert s.evaluate(LISTED + 0.2).awaiting_renewals == 3
+    # a drill-down's fresh judgement of an awaited node is not the fleet's bookkeeping
+    assert s.evaluator.judge("a", LISTED + 0.3) is not None
+    assert s.evaluate(LISTED + 0.4).awaiting_renewals == 3
+    s.apply("leases", "MODIFIED", lease("a", T0 - BEHIND + 10), LISTED + 3.0)
+    assert s.evaluate(LISTED + 3.1).awaiting_renewals == 2
+    judged: list[str] = []
+    refresh = s.evaluator._refresh
+    monkeypatch.setattr(s.evaluator, "_refresh", lambda name, *a: (judged.append(name), refresh(name, *a)))
+    after = s.evaluate(LISTED + 12.0)  # the frontier passes every listed age
+    assert after.awaiting_renewals == 0
+    assert sorted(judged) == ["b", "c"]  # "a"'s evidence came at 3.0: nothing to judge again
+    assert after.node("a").state is NodeState.READY and after.node("b").state is NodeState.LATE
+
+
 def test_the_api_servers_own_verdict_still_counts_while_a_lease_is_awaited():
     s = live_start(["a"])
     s.apply("nodes", "MODIFIED", node("a", "Unknown", heartbeat=T0 - BEHIND), LISTED + 0.1)
