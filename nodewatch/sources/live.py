@@ -41,6 +41,13 @@ REFRESH_BATCH = 500
 """A batch of listed Nodes at least this big is judged on the thread that applied it
 (``FleetState.refresh``); smaller ones are left to the next frame."""
 CERT_SAVE_INTERVAL = 30.0
+VERSION_WAIT = 2.0
+"""At most this long the Lease list waits, read but not applied, for the server's version: how a
+listed Lease is dated depends on it (``ingest.listed_renewal``: from v1.25 the server's write time
+is the renewal's own; before, renewTime on the node's clock). Applied before, a listed age is
+dated by renewTime and judged on the undated frontier, which a server behind on its own watch
+dispatch overstates (early Late at 65,000 nodes). ``/version`` answers in milliseconds, the list
+takes longer: the wait is nothing unless the server is slow to answer it."""
 PROBE_INTERVAL = 3600.0
 MAIN_STREAMS = (NODES, LEASES, CSRS)
 """Watched cluster-wide from the start."""
@@ -86,6 +93,9 @@ class LiveSource:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._house: threading.Thread | None = None
+        self._version_settled = threading.Event()
+        """Set once the first ``/version`` request ended (answered or not), or on stop: the Lease
+        list's first batch waits for it (``VERSION_WAIT``)."""
         self._probed: dict[str, float] = {}
         self._started = False
         self._life = threading.Lock()
@@ -134,6 +144,7 @@ class LiveSource:
         """Stop every thread and close the connection; safe at any moment (see the module docstring)."""
         self._stop.set()  # first: a start in progress sees it and starts nothing more
         self._wake.set()
+        self._version_settled.set()
         with self._life:
             if self._stopped:
                 return
@@ -231,6 +242,8 @@ class LiveSource:
 
     def _sink(self, batch: Batch) -> None:
         st = self.state
+        if batch and not self._version_settled.is_set() and batch[0][0] == "leases" and batch[0][4]:
+            self._version_settled.wait(VERSION_WAIT)
         with st.batch():
             for resource, etype, obj, t, listing in batch:
                 st.apply(resource, etype, obj, t, listing)
@@ -304,6 +317,14 @@ class LiveSource:
             self._wake.wait(HOUSEKEEPING_INTERVAL)
 
     def _fetch_version(self) -> None:
+        try:
+            self._ask_version()
+        finally:
+            self._version_settled.set()
+
+    def _ask_version(self) -> None:
+        """The server's version into the settings (the grace period and the dating rules depend on
+        it); retried a few times. After the first failure the Lease list is applied without it."""
         for attempt in range(5):
             if self._stop.is_set():
                 return
@@ -313,6 +334,7 @@ class LiveSource:
                 if attempt == 4:
                     self._on_problem("/version", f"API server version unknown ({exc}); grace "
                                                  f"{self.settings.grace:g}s assumed")
+                self._version_settled.set()
                 self._stop.wait(min(5.0, 0.5 * 2 ** attempt))
                 continue
             version = info.get("gitVersion") if isinstance(info, dict) else None

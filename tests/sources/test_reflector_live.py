@@ -229,3 +229,48 @@ def test_a_listed_lease_is_judged_once_the_lease_stream_is_read_over_tls(tmp_pat
         view = src.state.evaluate(later)
         assert view.node("node-002").state is NodeState.LATE
         assert view.node("node-000").state is NodeState.READY and view.awaiting_renewals == 0
+
+
+def test_the_lease_list_waits_for_the_servers_version_that_dates_it(tmp_path):
+    """How a listed Lease is dated depends on the server's version (from v1.25 its write time is
+    the renewal's own: ``ingest.listed_renewal``). /version is asked beside the lists; answered
+    after the Lease list was read, the list waits for it rather than be dated by renewTime alone
+    and judged on the undated frontier (the old code: ``age_from`` "renewTime")."""
+    import threading
+
+    clock = ManualClock(time.time())
+    fleet = TinyFleet(nodes=3, start=clock.now())
+    for n in fleet.names:
+        fleet.written[n] = int(fleet.renewed[n])
+    with running_server(tmp_path, fleet=fleet) as srv:
+        src = LiveSource(Settings(), kubeconfig=str(srv.kubeconfig_path), cert_cache_dir=str(tmp_path / "c"),
+                         clock=clock)
+        answer = threading.Event()
+        real = src.conn.get_json
+
+        def slow_version(path, *a, **kw):
+            if path == "/version":
+                assert answer.wait(10)
+            return real(path, *a, **kw)
+
+        src.conn.get_json = slow_version  # type: ignore[method-assign]
+        listed = threading.Event()
+        sink = src._sink
+
+        def seen(batch):
+            if batch[0][0] == "leases":
+                listed.set()  # the Lease list is read and handed on; /version has not answered
+            sink(batch)
+
+        src._sink = seen  # type: ignore[method-assign]
+        src.start()
+        try:
+            assert listed.wait(10)
+            assert src.state.settings.server_version is None
+            answer.set()
+            assert src.wait_synced(15)
+            assert src.state.settings.server_version == fleet.server_version
+            assert {t.age_from for t in src.state.leases.values()} == {"server"}
+        finally:
+            answer.set()
+            src.stop()
