@@ -17,7 +17,7 @@ import msgspec
 from sortedcontainers import SortedKeyList
 
 from .causes import likely_causes
-from .evidence import LISTED, UNDATED, awaiting_renewal
+from .evidence import LISTED, UNDATED, awaiting_renewal, receipt_awaiting
 from .fleet_data import Store, sort_key
 from .objects import AWAITED, NodeRecord
 from .rules import (
@@ -35,7 +35,7 @@ from .rules import (
     zone_state,
     zone_taint_rate,
 )
-from .settings import taint_queued_in_the_flip_pass
+from .settings import taint_queued_in_the_flip_pass, writes_follow_renewals
 from .views import AT_RISK_STATES, FleetView, LeaseTrack, NodeView, WatchHealth, ZoneView
 
 _NOT_YET_JUDGED = (NodeState.READY, NodeState.LATE, NodeState.OVERDUE)
@@ -170,14 +170,24 @@ class Evaluator:
             if rec is None:
                 return None
         track = st.leases.get(name)
-        if track is not None and not blind and track.age_from in LISTED:
-            listed = self._leases_listed_at()
-            if listed is not None:
-                dated = track.age_from not in UNDATED
-                needed = awaiting_renewal(track.age_from, track.observed_at, listed, track.duration, now,
-                                          self._frontier(now, dated))
+        if track is not None and not blind:
+            age_from = track.age_from
+            if age_from in LISTED:
+                listed = self._leases_listed_at()
+                if listed is not None:
+                    dated = age_from not in UNDATED
+                    needed = awaiting_renewal(age_from, track.observed_at, listed, track.duration, now,
+                                              self._frontier(now, dated))
+                    if needed is not None:
+                        return self._awaiting_view(name, rec, now, grace, needed, dated)
+            elif (age_from == "receipt" and track.observed_at is not None and now > track.observed_at + grace / 4
+                  and st.lease_frontier is not None):
+                # (grace / 4 < two renew intervals: the frontier is asked only near the late time)
+                dated = self._receipt_dated()
+                frontier = self._frontier(now, dated)
+                needed = receipt_awaiting(track.observed_at, track.duration, now, frontier)
                 if needed is not None:
-                    return self._awaiting_view(name, rec, now, grace, needed, dated)
+                    return self._held_view(name, rec, track, max(frontier, track.observed_at), grace, needed, dated)
         if track is not None and not blind and not rec.taints and not rec.unschedulable:
             observed = track.observed_at
             if observed is not None:
@@ -237,6 +247,27 @@ class Evaluator:
                 self._awaiting[name] = (needed, dated)
                 heapq.heappush(self._frontier_due[dated], (needed, name))
         return self._judged_view(name, rec, self.store.leases.get(name), now, True, grace)
+
+    def _held_view(self, name: str, rec: NodeRecord, track: LeaseTrack, at: float, grace: float, needed: float,
+                   dated: bool) -> NodeView:
+        """A node whose lease, timed by its receipt, has passed its late time while the stream has
+        been read only up to ``at`` (``evidence.receipt_awaiting``): judged as of ``at`` (not Late
+        yet: the renewal may be unread in the stream), and again once the frontier passes
+        ``needed``. Not counted in the header's "awaiting a renewal" (a moment at most, unless the
+        reader is behind)."""
+        if not self._judging and self._awaiting.get(name) != (needed, dated):
+            self._awaiting[name] = (needed, dated)
+            heapq.heappush(self._frontier_due[dated], (needed, name))
+        v = self._judged_view(name, rec, track, at, False, grace)
+        return v if v.next_change == math.inf else _replace(v, next_change=math.inf)
+
+    def _receipt_dated(self) -> bool:
+        """Which frontier a receipt-timed age waits for: the server's write times where they follow
+        renewals and the stream carries them (``StreamFrontier.written_to`` fed), else how far the
+        stream was read to its end."""
+        f = self.store.lease_frontier
+        return (f is not None and f.written_to != -math.inf
+                and writes_follow_renewals(self.store.settings.server_version))
 
     def _frontier(self, now: float, dated: bool) -> float:
         """How far the live lease stream has been read at ``now`` for a ``dated`` age or not

@@ -22,9 +22,13 @@ Both are one rule: a listed age is evidence once the lease stream's **frontier**
 how far in time the stream is known to have been read) has passed the moment the age needs
 (``evidence_needed``); until then the node is judged as if its lease age were unknown (no Late, no
 Overdue from it; the API server's own Ready condition still counts) and the header says how many
-leases are awaited. A lease that renewed on the watch ("receipt") is evidence at once. Without a
-frontier (a source that does not track one: tests of the rule by time alone) the frontier is
-``now``.
+leases are awaited. A lease that renewed on the watch ("receipt") is timed by that receipt, and
+its age calls its node Late only once the stream has been read up to its late time
+(``receipt_awaiting``): a reader that fell behind (the lease watch starved while the Node list is
+applied) has the next renewal unread, and last session's start at 65k still called up to 11,111
+live nodes Late in frames before the complete one. Until then the node is judged as of the frontier
+(Ready, its age shown). Without a frontier (a source that does not track one: a replay, tests of
+the rule by time alone) the frontier is ``now``.
 
 A one-shot answer (``status``) cannot wait for every lease in doubt (issue 22: that wait came
 exactly when an incident started); it judges by the list at once and names the doubt in words
@@ -137,6 +141,18 @@ def evidence_needed(age_from: str, observed_at: float | None, listed_at: float |
     if age_from in UNDATED:
         return evidence_due(listed_at, lease_duration)
     return observed_at + 2 * renew_interval(lease_duration)
+
+
+def receipt_awaiting(observed_at: float, lease_duration: float, now: float, frontier: float) -> float | None:
+    """A lease timed by its receipt on the watch ("receipt"): its late time, when that has passed
+    at ``now`` but the stream has not been read that far (``frontier``), so the renewal that would
+    keep its node Ready may be sitting unread in the stream (a reader behind while 65,000 Nodes are
+    applied); None when its age is evidence. Its node is then judged as of the frontier (not Late
+    yet), and again once the frontier passes the late time."""
+    late_at = observed_at + 2 * renew_interval(lease_duration)
+    if now <= late_at or frontier >= late_at:
+        return None
+    return late_at
 
 
 def awaiting_renewal(age_from: str, observed_at: float | None, listed_at: float | None, lease_duration: float,

@@ -32,7 +32,8 @@ from .objects import (
     pod_from_dict,
 )
 from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX, keep_eviction_start, pod_eviction_at, renew_interval
-from .settings import Settings, parse_minor
+from .settings import Settings
+from .settings import writes_follow_renewals as writes_follow_renewals  # re-exported: replay/instant.py
 from .views import (
     MAX_BEATS,
     MAX_EVENTS_PER_NODE,
@@ -346,16 +347,6 @@ class Ingest:
                 self.store.generation += 1
 
 
-
-WRITE_TIME_FOLLOWS_VALUES_SINCE = (1, 25)
-
-
-def writes_follow_renewals(server_version: str | None) -> bool:
-    """Whether an API server of this version moves a field manager's time on every write that
-    changes a value (``Ingest._writes_follow_renewals``; readers that predict a renewal's timing,
-    ``replay/superseded.py``, ask the same)."""
-    mm = parse_minor(server_version)
-    return mm is not None and mm >= WRITE_TIME_FOLLOWS_VALUES_SINCE
 
 
 def listed_renewal(renew: float, written: float | None, received: float | None, seen_before: float | None,

@@ -183,6 +183,18 @@ came with it). Before, the pass judged the node by the Ready condition it had *o
 own update: the Unknown it wrote was seen, and the node queued, one pass later."""
 
 
+WRITE_TIME_FOLLOWS_VALUES_SINCE = (1, 25)
+
+
+def writes_follow_renewals(server_version: str | None) -> bool:
+    """Whether an API server of this version moves a field manager's time on every write that
+    changes a value (kubernetes PR #110058): then a Lease's ``managedFields`` time is its last
+    renewal's, on the server's clock (``ingest.listed_renewal``; the lease stream's dated frontier,
+    ``core/evidence.py``; readers that predict a renewal's timing, ``replay/superseded.py``)."""
+    mm = parse_minor(server_version)
+    return mm is not None and mm >= WRITE_TIME_FOLLOWS_VALUES_SINCE
+
+
 def taint_queued_in_the_flip_pass(version: str | None) -> bool:
     """Whether the controller of this API server version queues a node for its NoExecute taint in
     the monitor pass that writes its Ready=Unknown (1.34+, ``TAINT_IN_THE_FLIP_PASS_SINCE``), rather

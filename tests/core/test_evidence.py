@@ -171,6 +171,46 @@ def test_a_dated_listed_age_is_not_late_while_its_renewals_are_unread():
     assert after.node("b").lease_age(T0 + 17.3) == pytest.approx(22.3)
 
 
+def test_an_age_timed_by_its_receipt_is_not_late_while_the_next_renewal_may_be_unread():
+    """The third early-Late cause (issue 29): a renewal seen on the watch times its node by its
+    receipt; if the reader then falls behind (the lease watch starved while 65,000 Nodes are
+    applied), the next renewal sits unread and the clock alone would call the node Late. The old
+    code: both Late at T0 + 41."""
+    s, frontier = dated_start()
+    for n in ("a", "b"):
+        s.apply("leases", "MODIFIED", lease(n, T0 + 20.0, written=T0 + 20.0), T0 + 20.1)
+    frontier.written(T0 + 20.0)
+    s.update_health("leases", last_activity=T0 + 40.0)  # the stream is not silent: it is read
+    assert states(s, T0 + 39.9) == {"a": NodeState.READY, "b": NodeState.READY}
+    # T0 + 41: both 20.9 s since their receipt (late at T0 + 40.1), the stream applied up to T0 + 20
+    held = s.evaluate(T0 + 41.0)
+    assert [v.state for v in held.nodes] == [NodeState.READY, NodeState.READY]
+    assert held.node("b").lease_age(T0 + 41.0) == pytest.approx(20.9)  # its age is shown as it is
+    assert held.awaiting_renewals == 0  # not the start's "awaiting a renewal": a moment's wait
+    # the reader catches up: "a"'s renewal written at T0 + 30 comes; writes up to T0 + 39 are in
+    s.apply("leases", "MODIFIED", lease("a", T0 + 30.0, written=T0 + 30.0), T0 + 41.5)
+    frontier.written(T0 + 39.0)
+    assert states(s, T0 + 41.6) == {"a": NodeState.READY, "b": NodeState.READY}  # 39 < b's late time
+    frontier.written(T0 + 40.5)  # past it, and "b" did not renew: now that is evidence
+    after = s.evaluate(T0 + 41.7)
+    assert after.node("b").state is NodeState.LATE and after.node("a").state is NodeState.READY
+
+
+def test_an_undated_receipt_age_waits_for_the_stream_read_to_its_late_time():
+    s = live_start(["a"])  # v1.20-style: undated, the drained frontier
+    frontier = s.track_lease_stream()
+    s.apply("leases", "MODIFIED", lease("a", T0 + 20.0), LISTED + 1.0)
+    frontier.caught_up(LISTED + 1.5)
+    s.update_health("leases", last_activity=LISTED + 20.0)  # the stream is not silent: it is read
+    late = LISTED + 1.0 + 20.0
+    assert states(s, late + 0.5)["a"] is NodeState.READY  # read to LISTED + 0.5 only
+    frontier.caught_up(late + 0.5)  # read to its end at late + 0.5: every write before late - 0.5
+    assert states(s, late + 0.6)["a"] is NodeState.READY
+    frontier.idle(late + 0.6)  # waiting on an empty stream: current up to now - IN_FLIGHT
+    assert states(s, late + 0.9)["a"] is NodeState.READY
+    assert states(s, late + 1.0)["a"] is NodeState.LATE
+
+
 def test_a_stream_silent_while_its_reader_waits_is_the_frontier():
     s, frontier = dated_start()
     assert states(s, T0 + 16.0)["b"] is NodeState.READY
