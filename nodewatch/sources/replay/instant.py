@@ -54,7 +54,7 @@ from .clusters import (
 )
 from .index import OUT_OF_ORDER_REPORT, apply_entry, learn_version
 from .lines import object_fits, parse_decoded, plain_line
-from .superseded import Deferred, Superseded, deferred, deferred_lease
+from .superseded import Deferred, Superseded, deferred, deferred_entry, deferred_lease
 
 REORDER_WINDOW = 30.0
 """Seconds a line may step back in time and still be applied in time order."""
@@ -111,7 +111,8 @@ def _read_at(path: str, when: str | None, settings: Settings | None, compact: bo
             known = False
             # a concatenated log comes section by section: read whole, put in time order
             blocks = _chain(first, iter_blocks(stream, problems, first[0]))  # the rest read in blocks
-            entries: Iterator[Entry] = iter(sort_entries(kubectl_entries(blocks, problems)))
+            entries: Iterator[Entry] = iter(sort_entries(kubectl_entries(blocks, problems, typed=True),
+                                                         deferred_entry if compact else None))
         else:
             known = True
             header = parse_header(first[1])

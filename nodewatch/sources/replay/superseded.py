@@ -46,6 +46,7 @@ from ...core.wire import (  # the typed decoder's own: what it reads, and the re
     _Pod,
     lease_write_time,
 )
+from ..kubectl_typed import KubectlLease
 from ..recording import Entry
 from .lines import _Line, parse, plain_fields
 
@@ -154,6 +155,22 @@ def _made(n: int, line: bytes, d: Any, resource: str, obj: Any) -> Deferred | No
     if resource == "leases":
         return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, False, None, obj)
     return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, replaces, line)
+
+
+def deferred_entry(e: Entry) -> Deferred | None:
+    """The ``Deferred`` of a kubectl log's clean ADDED or MODIFIED Lease of a node (its object a
+    typed ``KubectlLease``: ``kubectl_format.iter_entries(typed=True)``), for ``sort_entries``;
+    None for any other entry (made a record, or left a dict, as before). Its record is built only
+    if it is applied: most renewals of a log are superseded by a later one of their lease."""
+    obj = e.obj
+    if type(obj) is not KubectlLease or e.etype not in ("ADDED", "MODIFIED"):
+        return None
+    meta = obj.metadata
+    if meta is None or not meta.name or (meta.namespace or "") not in NODE_LEASE_NAMESPACES:
+        return None
+    renew = _micro_time(obj.spec.renewTime) if obj.spec is not None else None  # as the record has it
+    t = e.t if e.t is not None else 0.0
+    return Deferred(e.line, t, "leases", e.etype, e.listing, e.cluster, meta.name, renew, False, None, obj)
 
 
 class Superseded:
