@@ -180,14 +180,14 @@ class Evaluator:
                                               self._frontier(now, dated))
                     if needed is not None:
                         return self._awaiting_view(name, rec, now, grace, needed, dated)
-            elif (age_from == "receipt" and track.observed_at is not None and now > track.observed_at + grace / 4
-                  and st.lease_frontier is not None):
-                # (grace / 4 < two renew intervals: the frontier is asked only near the late time)
-                dated = self._receipt_dated()
-                frontier = self._frontier(now, dated)
-                needed = receipt_awaiting(track.observed_at, track.duration, now, frontier)
-                if needed is not None:
-                    return self._held_view(name, rec, track, max(frontier, track.observed_at), grace, needed, dated)
+            elif age_from == "receipt" and st.lease_frontier is not None and track.observed_at is not None:
+                late_at = track.observed_at + 2 * renew_interval(track.duration)
+                if now > late_at:  # the frontier is asked only once the clock says Late
+                    dated = self._receipt_dated()
+                    frontier = self._frontier(now, dated)
+                    if receipt_awaiting(late_at, frontier):
+                        return self._held_view(name, rec, track, max(frontier, track.observed_at), grace,
+                                               late_at, dated)
         if track is not None and not blind and not rec.taints and not rec.unschedulable:
             observed = track.observed_at
             if observed is not None:
@@ -243,9 +243,7 @@ class Evaluator:
         passes ``needed``."""
         if not self._judging:
             self._awaiting_now.add(name)
-            if self._awaiting.get(name) != (needed, dated):
-                self._awaiting[name] = (needed, dated)
-                heapq.heappush(self._frontier_due[dated], (needed, name))
+            self._judge_again_at(name, needed, dated)
         return self._judged_view(name, rec, self.store.leases.get(name), now, True, grace)
 
     def _held_view(self, name: str, rec: NodeRecord, track: LeaseTrack, at: float, grace: float, needed: float,
@@ -255,11 +253,17 @@ class Evaluator:
         yet: the renewal may be unread in the stream), and again once the frontier passes
         ``needed``. Not counted in the header's "awaiting a renewal" (a moment at most, unless the
         reader is behind)."""
-        if not self._judging and self._awaiting.get(name) != (needed, dated):
-            self._awaiting[name] = (needed, dated)
-            heapq.heappush(self._frontier_due[dated], (needed, name))
+        if not self._judging:
+            self._judge_again_at(name, needed, dated)
         v = self._judged_view(name, rec, track, at, False, grace)
         return v if v.next_change == math.inf else _replace(v, next_change=math.inf)
+
+    def _judge_again_at(self, name: str, needed: float, dated: bool) -> None:
+        """Judge ``name`` again once the lease stream's frontier (``dated`` or not) passes ``needed``
+        (``_judge_changes`` pops ``_frontier_due``; an entry ``_awaiting`` no longer holds is stale)."""
+        if self._awaiting.get(name) != (needed, dated):
+            self._awaiting[name] = (needed, dated)
+            heapq.heappush(self._frontier_due[dated], (needed, name))
 
     def _receipt_dated(self) -> bool:
         """Which frontier a receipt-timed age waits for: the server's write times where they follow

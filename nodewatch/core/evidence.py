@@ -143,16 +143,13 @@ def evidence_needed(age_from: str, observed_at: float | None, listed_at: float |
     return observed_at + 2 * renew_interval(lease_duration)
 
 
-def receipt_awaiting(observed_at: float, lease_duration: float, now: float, frontier: float) -> float | None:
-    """A lease timed by its receipt on the watch ("receipt"): its late time, when that has passed
-    at ``now`` but the stream has not been read that far (``frontier``), so the renewal that would
-    keep its node Ready may be sitting unread in the stream (a reader behind while 65,000 Nodes are
-    applied); None when its age is evidence. Its node is then judged as of the frontier (not Late
-    yet), and again once the frontier passes the late time."""
-    late_at = observed_at + 2 * renew_interval(lease_duration)
-    if now <= late_at or frontier >= late_at:
-        return None
-    return late_at
+def receipt_awaiting(late_at: float, frontier: float) -> bool:
+    """Whether a lease timed by its receipt on the watch ("receipt"), whose late time ``late_at``
+    the clock has passed, is still no evidence: the stream has not been read that far
+    (``frontier``), so the renewal that would keep its node Ready may be sitting unread in it (a
+    reader behind while 65,000 Nodes are applied). Its node is then judged as of the frontier (not
+    Late yet), and again once the frontier passes ``late_at``."""
+    return frontier < late_at
 
 
 def awaiting_renewal(age_from: str, observed_at: float | None, listed_at: float | None, lease_duration: float,

@@ -32,8 +32,7 @@ from .objects import (
     pod_from_dict,
 )
 from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX, keep_eviction_start, pod_eviction_at, renew_interval
-from .settings import Settings
-from .settings import writes_follow_renewals as writes_follow_renewals  # re-exported: replay/instant.py
+from .settings import Settings, writes_follow_renewals
 from .views import (
     MAX_BEATS,
     MAX_EVENTS_PER_NODE,

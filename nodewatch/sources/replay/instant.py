@@ -27,8 +27,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Iterator
 
-from ...core.ingest import writes_follow_renewals
-from ...core.settings import Settings
+from ...core.settings import Settings, writes_follow_renewals
 from ...core.timeutil import parse_when
 from ..columnar import Supersession
 from ..kubectl_format import iter_blocks, looks_like_kubectl, sort_entries
