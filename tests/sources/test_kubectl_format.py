@@ -234,3 +234,65 @@ def test_a_truncated_gzip_log_in_blocks_keeps_what_was_read(tmp_path):
     with gzip.open(path, "rb") as f:
         entries = list(iter_entries(iter_blocks(f, problems), problems))
     assert any("ends abruptly" in p for p in problems) and len(entries) > 18 * 30
+
+
+def _lease_doc(name: str, etype: str = "MODIFIED", indent: bool = True, **extra) -> bytes:
+    meta = {"name": name, "namespace": "kube-node-lease", "uid": f"u-{name}",
+            "creationTimestamp": "2026-12-01T10:00:00Z", "resourceVersion": "7"}
+    spec = {"holderIdentity": name, "leaseDurationSeconds": 40, "renewTime": "2026-12-01T10:00:05.123456Z"}
+    meta.update(extra.pop("meta", {}))
+    spec.update(extra.pop("spec", {}))
+    doc = {"type": etype, "object": {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
+                                     "spec": spec, **extra}}
+    return (json.dumps(doc, indent=4) if indent else json.dumps(doc)).encode() + b"\n"
+
+
+def _lease_variants() -> bytes:
+    """Lease watch events the typed decoder (``kubectl_typed.lease_event``) must read as the dict
+    path does, or leave to it: other key orders, extra fields, wrong types, no name, non-ASCII,
+    an acquireTime after renewTime, a deletion, a compact line, kubectl's document boundaries."""
+    reordered = json.dumps({"object": {"spec": {"renewTime": "2026-12-01T10:00:06.000001Z", "holderIdentity": "b"},
+                                       "metadata": {"namespace": "kube-node-lease", "name": "b"}, "kind": "Lease"},
+                            "type": "MODIFIED"}, indent=2).encode() + b"\n"
+    return b"".join([
+        _lease_doc("a", "ADDED"), _lease_doc("a"), reordered,
+        _lease_doc("c", extra_field={"nested": [1, 2, {"x": None}]}, spec={"extraSpec": True}),
+        _lease_doc("d", spec={"renewTime": 12345}),  # a number where a MicroTime belongs
+        _lease_doc("e", spec={"leaseDurationSeconds": "40"}),
+        _lease_doc("", meta={"name": ""}),  # no name
+        _lease_doc("f", meta={"labels": {"zone": "é-1"}}).replace(b"\\u00e9", "é".encode()),  # not ASCII
+        _lease_doc("f2", meta={"labels": {"zone": "X-1"}}).replace(b"X-1", b"\xff-1"),  # not UTF-8: orjson refuses
+        _lease_doc("g", spec={"acquireTime": "2026-12-01T10:00:09.000000Z"}),
+        _lease_doc("h", "DELETED", meta={"deletionTimestamp": "2026-12-01T10:00:07Z"}),
+        _lease_doc("i", indent=False),
+        _lease_doc("j", spec={"renewTime": None}),
+        b'{"type": "MODIFIED", "object": {"kind": "Lease", "metadata": {"name": "k"}, "spec": [1]}}\n',
+        _lease_doc("l", "BOOKMARK"),
+    ])
+
+
+@pytest.mark.parametrize("block", [7, 1 << 20])
+def test_typed_lease_events_give_the_records_and_problems_of_the_dict_path(tmp_path, monkeypatch, block):
+    """``iter_entries(typed=True)`` + ``sort_entries`` (a one-shot answer's fast path) against the
+    dict path on the same bytes, in blocks that cut documents anywhere: the same entries (Lease
+    records equal), the same problems."""
+    from nodewatch.sources import kubectl_format
+    from nodewatch.sources.kubectl_format import sort_entries
+    from nodewatch.sources.recording import iter_lines
+
+    path = tmp_path / "log.json"
+    path.write_bytes(b"\n" + _lease_variants() + _hostile_log())
+    monkeypatch.setattr(kubectl_format, "BLOCK_BYTES", block)
+
+    def read(typed: bool) -> tuple[list, list[str]]:
+        problems: list[str] = []
+        with open(path, "rb") as f:
+            lines = iter_lines(f, problems)
+            first = next(lines)
+            entries = iter_entries([first, *kubectl_format.iter_blocks(f, problems, first[0])], problems, typed=typed)
+            return [(e.line, e.t, e.resource, e.etype, e.obj) for e in sort_entries(entries)], problems
+
+    want, want_problems = read(False)
+    got, got_problems = read(True)
+    assert got == want and got_problems == want_problems
+    assert sum(1 for e in want if e[2] == "leases") > 20
