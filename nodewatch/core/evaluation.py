@@ -35,7 +35,7 @@ from .rules import (
     zone_state,
     zone_taint_rate,
 )
-from .settings import taint_queued_in_the_flip_pass, writes_follow_renewals
+from .settings import taint_queued_in_the_flip_pass
 from .views import AT_RISK_STATES, FleetView, LeaseTrack, NodeView, WatchHealth, ZoneView
 
 _NOT_YET_JUDGED = (NodeState.READY, NodeState.LATE, NodeState.OVERDUE)
@@ -88,10 +88,10 @@ class Evaluator:
         (``rules.master_disruption_kept_since``); None: every one comes off."""
         self._evaluated_at = -math.inf
         """``now`` of the last ``evaluate``: an earlier ``now`` (a replay stepping back) re-judges every node."""
-        self._awaiting: dict[str, tuple[float, bool]] = {}
-        """Nodes judged awaiting their lease's evidence (``_awaiting_view``), with the frontier it
-        needs and whether the age is dated (``core/evidence.py``): what ``_frontier_due`` holds for
-        them (an entry that differs is stale there)."""
+        self._awaiting: dict[str, tuple[float, int]] = {}
+        """Nodes judged awaiting their lease's evidence (``_awaiting_view``, ``_held_view``), with
+        the frontier it needs and its measure (``_frontier``): what ``_frontier_due`` holds for them
+        (an entry that differs is stale there)."""
         self._awaiting_now: set[str] = set()
         """The nodes whose current view is an awaiting one: the header's count (``awaiting_renewals``).
         A node leaves it when it is judged again (its renewal came, or the frontier passed), so the
@@ -99,9 +99,9 @@ class Evaluator:
         interval after a 65,000-node start)."""
         self._judging = False
         """``judge`` (a drill-down's fresh view) runs: ``_awaiting_view`` leaves the bookkeeping alone."""
-        self._frontier_due: tuple[list[tuple[float, str]], list[tuple[float, str]]] = ([], [])
-        """Heaps of (frontier needed, node), undated ages' and dated ones': judged again once the
-        lease stream's frontier passes it."""
+        self._frontier_due: tuple[list[tuple[float, str]], ...] = ([], [], [])
+        """Heaps of (frontier needed, node), one a measure of the frontier (``_frontier``: undated
+        listed ages', dated ones', receipt-timed ones'): judged again once it passes."""
 
     # --- told by ingest (under the store's lock) ---------------------------------------------
 
@@ -177,17 +177,15 @@ class Evaluator:
                 if listed is not None:
                     dated = age_from not in UNDATED
                     needed = awaiting_renewal(age_from, track.observed_at, listed, track.duration, now,
-                                              self._frontier(now, dated))
+                                              self._frontier(now, int(dated)))
                     if needed is not None:
-                        return self._awaiting_view(name, rec, now, grace, needed, dated)
+                        return self._awaiting_view(name, rec, now, grace, needed, int(dated))
             elif age_from == "receipt" and st.lease_frontier is not None and track.observed_at is not None:
                 late_at = track.observed_at + 2 * renew_interval(track.duration)
                 if now > late_at:  # the frontier is asked only once the clock says Late
-                    dated = self._receipt_dated()
-                    frontier = self._frontier(now, dated)
-                    if receipt_awaiting(late_at, frontier):
-                        return self._held_view(name, rec, track, max(frontier, track.observed_at), grace,
-                                               late_at, dated)
+                    read_to = self._frontier(now, _READ)
+                    if receipt_awaiting(late_at, read_to):
+                        return self._held_view(name, rec, track, max(read_to, track.observed_at), grace, late_at)
         if track is not None and not blind and not rec.taints and not rec.unschedulable:
             observed = track.observed_at
             if observed is not None:
@@ -236,48 +234,43 @@ class Evaluator:
                         profile.exclude_disruption or rec.awaited, self.cluster)
 
     def _awaiting_view(self, name: str, rec: NodeRecord, now: float, grace: float, needed: float,
-                       dated: bool) -> NodeView:
+                       measure: int) -> NodeView:
         """A node whose listed lease age is not evidence yet (``core/evidence.py``): judged as if
         its lease age were unknown (the API server's conditions and taints still count), judged
-        again when its renewal comes or when the lease stream's frontier (``dated`` or not)
-        passes ``needed``."""
+        again when its renewal comes or when the lease stream's frontier (``measure``: 1 dated, 0
+        not) passes ``needed``."""
         if not self._judging:
             self._awaiting_now.add(name)
-            self._judge_again_at(name, needed, dated)
+            self._judge_again_at(name, needed, measure)
         return self._judged_view(name, rec, self.store.leases.get(name), now, True, grace)
 
-    def _held_view(self, name: str, rec: NodeRecord, track: LeaseTrack, at: float, grace: float, needed: float,
-                   dated: bool) -> NodeView:
+    def _held_view(self, name: str, rec: NodeRecord, track: LeaseTrack, at: float, grace: float,
+                   needed: float) -> NodeView:
         """A node whose lease, timed by its receipt, has passed its late time while the stream has
         been read only up to ``at`` (``evidence.receipt_awaiting``): judged as of ``at`` (not Late
         yet: the renewal may be unread in the stream), and again once the frontier passes
         ``needed``. Not counted in the header's "awaiting a renewal" (a moment at most, unless the
         reader is behind)."""
         if not self._judging:
-            self._judge_again_at(name, needed, dated)
+            self._judge_again_at(name, needed, _READ)
         v = self._judged_view(name, rec, track, at, False, grace)
         return v if v.next_change == math.inf else _replace(v, next_change=math.inf)
 
-    def _judge_again_at(self, name: str, needed: float, dated: bool) -> None:
-        """Judge ``name`` again once the lease stream's frontier (``dated`` or not) passes ``needed``
+    def _judge_again_at(self, name: str, needed: float, measure: int) -> None:
+        """Judge ``name`` again once the lease stream's frontier (``measure``) passes ``needed``
         (``_judge_changes`` pops ``_frontier_due``; an entry ``_awaiting`` no longer holds is stale)."""
-        if self._awaiting.get(name) != (needed, dated):
-            self._awaiting[name] = (needed, dated)
-            heapq.heappush(self._frontier_due[dated], (needed, name))
+        if self._awaiting.get(name) != (needed, measure):
+            self._awaiting[name] = (needed, measure)
+            heapq.heappush(self._frontier_due[measure], (needed, name))
 
-    def _receipt_dated(self) -> bool:
-        """Which frontier a receipt-timed age waits for: the server's write times where they follow
-        renewals and the stream carries them (``StreamFrontier.written_to`` fed), else how far the
-        stream was read to its end."""
+    def _frontier(self, now: float, measure: int) -> float:
+        """How far the live lease stream has been read at ``now`` (``evidence.StreamFrontier``), by
+        ``measure``: 0 for an undated listed age, 1 for a dated one (``at``), ``_READ`` for a
+        receipt-timed one (``read_to``); ``now`` for a source that tracks none."""
         f = self.store.lease_frontier
-        return (f is not None and f.written_to != -math.inf
-                and writes_follow_renewals(self.store.settings.server_version))
-
-    def _frontier(self, now: float, dated: bool) -> float:
-        """How far the live lease stream has been read at ``now`` for a ``dated`` age or not
-        (``evidence.StreamFrontier``); ``now`` for a source that tracks none."""
-        f = self.store.lease_frontier
-        return now if f is None else f.at(now, dated)
+        if f is None:
+            return now
+        return f.read_to(now) if measure == _READ else f.at(now, bool(measure))
 
     def _leases_listed_at(self) -> float | None:
         """When the live lease stream's last list completed, if frames wait for the evidence after
@@ -504,12 +497,12 @@ class Evaluator:
             if v is not None and v.next_change == t:
                 todo.add(name)
         awaiting = self._awaiting
-        for dated, frontier_due in enumerate(self._frontier_due):
+        for measure, frontier_due in enumerate(self._frontier_due):
             if frontier_due:
-                frontier = self._frontier(now, bool(dated))
+                frontier = self._frontier(now, measure)
                 while frontier_due and frontier_due[0][0] <= frontier:
                     needed, name = heapq.heappop(frontier_due)
-                    if awaiting.get(name) == (needed, bool(dated)):
+                    if awaiting.get(name) == (needed, measure):
                         del awaiting[name]
                         todo.add(name)
         if len(todo) >= BULK_MIN and 2 * len(todo) >= len(views):
@@ -549,7 +542,7 @@ class Evaluator:
         self._tally = {}
         self._awaiting = {}
         self._awaiting_now = set()
-        self._frontier_due = ([], [])
+        self._frontier_due = ([], [], [])
         due: list[tuple[float, str]] = []
         by_rank = [0] * (max(st.rank for st in NodeState) + 1)
         make = self._view
@@ -710,6 +703,8 @@ def _swap(order: SortedKeyList, old: NodeView, new: NodeView, hints: dict[str, i
     order.add(new)
 
 
+_READ = 2
+"""``_frontier``'s measure for a receipt-timed age (``StreamFrontier.read_to``)."""
 _HINT = 1 << 20
 """Packs a hint's sublist and index in one int (sublists hold ~1,000; a longer one is not hinted)."""
 _replace = msgspec.structs.replace

@@ -23,8 +23,8 @@ how far in time the stream is known to have been read) has passed the moment the
 (``evidence_needed``); until then the node is judged as if its lease age were unknown (no Late, no
 Overdue from it; the API server's own Ready condition still counts) and the header says how many
 leases are awaited. A lease that renewed on the watch ("receipt") is timed by that receipt, and
-its age calls its node Late only once the stream has been read up to its late time
-(``receipt_awaiting``): a reader that fell behind (the lease watch starved while the Node list is
+its age calls its node Late only once nodewatch's reader has read the stream up to its late time
+(``receipt_awaiting``, ``StreamFrontier.read_to``): a reader that fell behind (the lease watch starved while the Node list is
 applied) has the next renewal unread, and last session's start at 65k still called up to 11,111
 live nodes Late in frames before the complete one. Until then the node is judged as of the frontier
 (Ready, its age shown). Without a frontier (a source that does not track one: a replay, tests of
@@ -110,6 +110,16 @@ class StreamFrontier:
         """The reader waits on an empty stream since ``since`` (None: it has something to read)."""
         self.idle_since = since
 
+    def read_to(self, now: float) -> float:
+        """How far nodewatch's own reader is known to have read what the stream delivered: ``now``
+        while it waits on an empty stream, else the last moment it found nothing left to read. What
+        a receipt-timed age waits for (``receipt_awaiting``): a reader behind has renewals unread;
+        what the server has not sent yet is not asked here (the controller, timing renewals by its
+        own informer, does not wait for it either)."""
+        if self.idle_since is not None:
+            return now
+        return min(self.drained_to + IN_FLIGHT, now)
+
     def at(self, now: float, dated: bool) -> float:
         """The frontier at ``now`` for a ``dated`` age (see the class docstring), never past ``now``."""
         idle = self.idle_since
@@ -143,13 +153,16 @@ def evidence_needed(age_from: str, observed_at: float | None, listed_at: float |
     return observed_at + 2 * renew_interval(lease_duration)
 
 
-def receipt_awaiting(late_at: float, frontier: float) -> bool:
+def receipt_awaiting(late_at: float, read_to: float) -> bool:
     """Whether a lease timed by its receipt on the watch ("receipt"), whose late time ``late_at``
-    the clock has passed, is still no evidence: the stream has not been read that far
-    (``frontier``), so the renewal that would keep its node Ready may be sitting unread in it (a
-    reader behind while 65,000 Nodes are applied). Its node is then judged as of the frontier (not
-    Late yet), and again once the frontier passes ``late_at``."""
-    return frontier < late_at
+    the clock has passed, is still no evidence: nodewatch's reader has not read the stream that far
+    (``StreamFrontier.read_to``), so the renewal that would keep its node Ready may be sitting
+    unread in it (a reader behind while 65,000 Nodes are applied). Its node is then judged as of
+    ``read_to`` (not Late yet), and again once the reader has read past ``late_at``. A reader that
+    keeps up waits on the stream, so a quiet or steady cluster's Late and Overdue come when the
+    clock says (the testbed's Overdue window is a second or two: a wait of ``IN_FLIGHT`` there
+    skipped it)."""
+    return read_to < late_at
 
 
 def awaiting_renewal(age_from: str, observed_at: float | None, listed_at: float | None, lease_duration: float,

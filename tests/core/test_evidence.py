@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from nodewatch.core.evidence import IN_FLIGHT
 from nodewatch.core.fleet import FleetState
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
@@ -179,36 +180,42 @@ def test_an_age_timed_by_its_receipt_is_not_late_while_the_next_renewal_may_be_u
     s, frontier = dated_start()
     for n in ("a", "b"):
         s.apply("leases", "MODIFIED", lease(n, T0 + 20.0, written=T0 + 20.0), T0 + 20.1)
-    frontier.written(T0 + 20.0)
+    frontier.caught_up(T0 + 20.5)  # the reader found the stream empty then, and is busy since
     s.update_health("leases", last_activity=T0 + 40.0)  # the stream is not silent: it is read
     assert states(s, T0 + 39.9) == {"a": NodeState.READY, "b": NodeState.READY}
-    # T0 + 41: both 20.9 s since their receipt (late at T0 + 40.1), the stream applied up to T0 + 20
+    # T0 + 41: both 20.9 s since their receipt (late at T0 + 40.1), the stream read to T0 + 20.5
     held = s.evaluate(T0 + 41.0)
     assert [v.state for v in held.nodes] == [NodeState.READY, NodeState.READY]
     assert held.node("b").lease_age(T0 + 41.0) == pytest.approx(20.9)  # its age is shown as it is
     assert held.awaiting_renewals == 0  # not the start's "awaiting a renewal": a moment's wait
-    # the reader catches up: "a"'s renewal written at T0 + 30 comes; writes up to T0 + 39 are in
+    # the reader gets to the backlog: "a"'s renewal written at T0 + 30, the stream read to T0 + 39
     s.apply("leases", "MODIFIED", lease("a", T0 + 30.0, written=T0 + 30.0), T0 + 41.5)
-    frontier.written(T0 + 39.0)
+    frontier.caught_up(T0 + 39.0 - IN_FLIGHT)  # (``caught_up`` keeps its moment less IN_FLIGHT)
     assert states(s, T0 + 41.6) == {"a": NodeState.READY, "b": NodeState.READY}  # 39 < b's late time
-    frontier.written(T0 + 40.5)  # past it, and "b" did not renew: now that is evidence
+    frontier.caught_up(T0 + 41.6)  # read past it, and "b" did not renew: now that is evidence
     after = s.evaluate(T0 + 41.7)
     assert after.node("b").state is NodeState.LATE and after.node("a").state is NodeState.READY
 
 
-def test_an_undated_receipt_age_waits_for_the_stream_read_to_its_late_time():
-    s = live_start(["a"])  # v1.20-style: undated, the drained frontier
+def test_a_reader_that_keeps_up_calls_a_receipt_age_late_when_the_clock_says():
+    """A reader waiting on the stream has read all it was sent: Late (and Overdue, where the grace
+    is two renew intervals, as the testbed's 20 s) at the late time itself, not a moment later
+    (a wait for what the server has not sent would skip the testbed's short Overdue window)."""
+    s = live_start(["a"])
     frontier = s.track_lease_stream()
     s.apply("leases", "MODIFIED", lease("a", T0 + 20.0), LISTED + 1.0)
-    frontier.caught_up(LISTED + 1.5)
     s.update_health("leases", last_activity=LISTED + 20.0)  # the stream is not silent: it is read
     late = LISTED + 1.0 + 20.0
-    assert states(s, late + 0.5)["a"] is NodeState.READY  # read to LISTED + 0.5 only
-    frontier.caught_up(late + 0.5)  # read to its end at late + 0.5: every write before late - 0.5
-    assert states(s, late + 0.6)["a"] is NodeState.READY
-    frontier.idle(late + 0.6)  # waiting on an empty stream: current up to now - IN_FLIGHT
-    assert states(s, late + 0.9)["a"] is NodeState.READY
-    assert states(s, late + 1.0)["a"] is NodeState.LATE
+    frontier.caught_up(LISTED + 1.5)
+    assert states(s, late + 0.5)["a"] is NodeState.READY  # busy since LISTED + 1.5: held
+    frontier.idle(late + 0.4)  # waiting on an empty stream since: read to now
+    assert states(s, late + 0.6)["a"] is NodeState.LATE
+    s2 = live_start(["a"])
+    s2.track_lease_stream().idle(LISTED + 0.5)
+    s2.apply("leases", "MODIFIED", lease("a", T0 + 20.0), LISTED + 1.0)
+    s2.update_health("leases", last_activity=LISTED + 20.0)
+    assert states(s2, late)["a"] is NodeState.READY
+    assert states(s2, late + 0.01)["a"] is NodeState.LATE
 
 
 def test_a_stream_silent_while_its_reader_waits_is_the_frontier():
