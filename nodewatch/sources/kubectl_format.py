@@ -386,13 +386,17 @@ class SectionClock:
         self.run = resource
         return sec
 
-    def _advance(self, sec: _Section, t: float) -> Iterator[Entry]:
-        """The section's time moves to ``t``: what waited for a time gets it."""
+    def _move(self, sec: _Section, t: float) -> None:
+        """The section's time moves to ``t``; the log's first and latest times follow."""
         sec.t = t
         if self.latest is None or t > self.latest:
             self.latest = t
         if self.first is None or t < self.first:
             self.first = t
+
+    def _advance(self, sec: _Section, t: float) -> Iterator[Entry]:
+        """The section's time moves to ``t``: what waited for a time gets it."""
+        self._move(sec, t)
         for e in sec.pending:
             e.t = t
             yield e
@@ -431,11 +435,7 @@ class SectionClock:
             return Entry(n, last, resource, etype, obj, False)
         if own > last + MAX_JUMP:
             return None
-        sec.t = own  # _advance, nothing waiting
-        if self.latest is None or own > self.latest:
-            self.latest = own
-        if self.first is None or own < self.first:
-            self.first = own
+        self._move(sec, own)  # _advance, with nothing waiting
         return Entry(n, own, resource, etype, obj, False)
 
     def _close_opening(self, sec: _Section) -> Iterator[Entry]:
