@@ -29,7 +29,7 @@ from prometheus_client.registry import Collector
 
 from .. import __version__
 from ..core.rules import NodeState, ZoneState
-from .sample import ClusterSample, FleetSample, NodeSample
+from .sample import ClusterSample, FleetSample, NodeSample, RecorderSample
 
 STATES = tuple(s.word for s in sorted(NodeState, key=lambda s: s.rank))
 ZONE_STATES = tuple(z.value for z in ZoneState)
@@ -174,6 +174,7 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
                  "1 while the flight recorder writes, 0 while it is stopped (a full disk); absent without one.")
     if sample.recording is not None:
         recorder.add_metric([], 0.0 if sample.recording else 1.0)
+    room = _recorder_room(sample)
 
     nl = ["cluster", "node", "zone"]
     age = g("nodewatch_node_lease_age_seconds",
@@ -210,7 +211,36 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
         if n.cert_not_after is not None:
             cert.add_metric([n.cluster, n.name], n.cert_not_after)
     return [info, clock, took, nodes, *(fam for fam, _ in per_cluster), blind_total, zstate, znodes, znr, zrate,
-            sup, relists, req, rx, age, remaining, state, *(fam for fam, _ in moments), cert, ss, recorder]
+            sup, relists, req, rx, age, remaining, state, *(fam for fam, _ in moments), cert, ss, recorder, *room]
+
+
+RECORDER_GAUGES: tuple[tuple[str, str, Callable[[RecorderSample], float | None]], ...] = (
+    ("nodewatch_flight_recorder_write_bytes_per_second",
+     "Bytes the flight recorder writes a second, over its segments still on disk (absent in its first minute).",
+     lambda r: r.bytes_per_second),
+    ("nodewatch_flight_recorder_keep_bytes",
+     "The flight recorder's size cap, --keep-bytes (absent without one).", lambda r: r.keep_bytes),
+    ("nodewatch_flight_recorder_keep_seconds",
+     "The flight recorder's age limit, --keep (absent without one).", lambda r: r.keep_seconds),
+    ("nodewatch_flight_recorder_cap_holds_seconds",
+     "How long --keep-bytes holds at the rate written so far: below keep_seconds, the oldest segments go "
+     "before their age (absent without a cap or a rate yet).", lambda r: r.cap_holds_seconds),
+)
+"""A hub's flight recorder room: (name, help, its value), each absent while its value is None."""
+
+
+def _recorder_room(sample: FleetSample) -> list[Metric]:
+    """The recorder's rate and caps (``RECORDER_GAUGES``); none without a rotating recorder."""
+    if sample.recorder is None:
+        return []
+    out = []
+    for name, text, value in RECORDER_GAUGES:
+        fam = GaugeMetricFamily(name, text)
+        v = value(sample.recorder)
+        if v is not None:
+            fam.add_metric([], float(v))
+        out.append(fam)
+    return out
 
 
 def api_cost(source: Any) -> list[tuple[str, int, int]]:

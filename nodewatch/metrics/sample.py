@@ -105,6 +105,36 @@ class ClusterSample:
 
 
 @dataclass(frozen=True, slots=True)
+class RecorderSample:
+    """The flight recorder's room: how fast it writes and how long its size cap holds at that rate
+    (issue "Flight recorder II": the hub says it on start, and ``/metrics`` says it all along, so a
+    cap that no longer holds the promised day is seen before the postmortem needs the hours it lost)."""
+
+    bytes_per_second: float | None
+    """Written a second so far (None in the first minute: the initial lists are written at once)."""
+    keep_bytes: int | None
+    """``--keep-bytes``, None without a size cap."""
+    keep_seconds: float | None
+    """``--keep``, None without an age limit."""
+
+    @property
+    def cap_holds_seconds(self) -> float | None:
+        """How long the size cap holds at the rate so far (None: no cap, or no rate yet)."""
+        if self.keep_bytes is None or not self.bytes_per_second:
+            return None
+        return self.keep_bytes / self.bytes_per_second
+
+
+def recorder_sample(recorder: Any) -> RecorderSample | None:
+    """The room of a rotating flight recorder (``SegmentedRecorder``); None for a plain recording
+    (``watch --record``: one file, no cap) or none."""
+    rate = getattr(recorder, "bytes_per_second", None)
+    if rate is None:
+        return None
+    return RecorderSample(rate(), getattr(recorder, "keep_bytes", None), getattr(recorder, "keep_seconds", None))
+
+
+@dataclass(frozen=True, slots=True)
 class FleetSample:
     at: float
     nodes: tuple[NodeSample, ...]
@@ -119,6 +149,8 @@ class FleetSample:
     recording: str | None = None
     """The flight recorder: None without one, "" while it records, else why it stopped
     (``recording stopped: disk full``)."""
+    recorder: RecorderSample | None = None
+    """A rotating flight recorder's rate and caps (a hub's); None for any other source."""
 
     def ready(self) -> tuple[bool, str]:
         """(every cluster listed and its required streams up, why not)."""
@@ -182,7 +214,7 @@ def take_sample(source: Any, *, nodes: str = NODES_ALL, cluster: str | None = No
     recorder = getattr(source, "recorder", None)
     recording = None if recorder is None else str(getattr(recorder, "stopped", "") or "")
     return FleetSample(now, tuple(out_nodes), tuple(zones), tuple(streams), tuple(clusters), nodes,
-                       tuple(expiring), recording)
+                       tuple(expiring), recording, recorder_sample(recorder))
 
 
 STALE_SECONDS = 2.0

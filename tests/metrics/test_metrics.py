@@ -399,3 +399,57 @@ def test_a_certificate_without_its_key_is_refused_in_one_line(tmp_path):
     with pytest.raises(CommandError, match="go together"):
         runner.start()
     runner.stop()
+
+
+def test_a_hub_says_how_long_its_flight_recorders_cap_holds(tmp_path):
+    """Issue "Flight recorder II": the hub says in /metrics how long its size cap holds at the rate it
+    writes: absent in the first minute (the initial lists are written at once), then the cap over the
+    bytes its segments hold a second, beside --keep, so `cap_holds < keep` is one PromQL comparison."""
+    from nodewatch.hub.flight_recorder import RATE_WARMUP, SegmentedRecorder
+
+    src = DemoSource(nodes=40, scenario="steady", seed=3, speed=0.0)
+    rec = SegmentedRecorder(tmp_path / "recordings", {"kind": "demo"}, src.state.settings, segment_seconds=60,
+                            clock=src.clock, records=src.state.node_records, keep_seconds=86_400.0,
+                            keep_bytes=1_000_000)
+    src.recorder = rec
+
+    def step(seconds: float) -> None:
+        t = src.clock.now() + seconds
+        src.advance_to(t)
+        src.clock.seek(t)
+
+    srv = MetricsServer(src, ("127.0.0.1", 0))
+    srv.start()
+    try:
+        step(5)
+        early = _scrape(srv.url)
+        for _ in range(int(RATE_WARMUP // 10) + 3):
+            step(10)
+        rec.flush()
+        got = _scrape(srv.url)
+        rate = rec.bytes_per_second()
+    finally:
+        srv.stop()
+        rec.close()
+    assert early["nodewatch_flight_recorder_keep_bytes"] == [({}, 1_000_000.0)]
+    assert early["nodewatch_flight_recorder_keep_seconds"] == [({}, 86_400.0)]
+    assert "nodewatch_flight_recorder_cap_holds_seconds" not in early  # no rate in the first minute
+    assert "nodewatch_flight_recorder_write_bytes_per_second" not in early
+    assert rate is not None and rate > 0
+    ((_, written),) = got["nodewatch_flight_recorder_write_bytes_per_second"]
+    ((_, holds),) = got["nodewatch_flight_recorder_cap_holds_seconds"]
+    assert written == pytest.approx(rate, rel=0.05)  # the same segments a moment apart
+    assert holds == pytest.approx(1_000_000 / written, rel=1e-9)
+
+
+def test_no_flight_recorder_room_without_a_rotating_recorder(tmp_path):
+    """A dashboard without a hub's recorder (or with ``watch --record``'s single file) has no cap to
+    say: the room's series are absent, not zero."""
+    src = DemoSource(nodes=10, scenario="steady", seed=3, speed=0.0)
+    srv = MetricsServer(src, ("127.0.0.1", 0))
+    srv.start()
+    try:
+        got = _scrape(srv.url)
+    finally:
+        srv.stop()
+    assert not [name for name in got if name.startswith("nodewatch_flight_recorder_")]
