@@ -233,7 +233,7 @@ def _recorder_room(sample: FleetSample) -> list[Metric]:
     """The recorder's rate and caps (``RECORDER_GAUGES``); none without a rotating recorder."""
     if sample.recorder is None:
         return []
-    out = []
+    out: list[Metric] = []
     for name, text, value in RECORDER_GAUGES:
         fam = GaugeMetricFamily(name, text)
         v = value(sample.recorder)
