@@ -169,6 +169,16 @@ def _recording(s: FleetSample) -> Iterator[Fired]:
                                    "resumes by itself."})
 
 
+def _short(s: FleetSample) -> Iterator[Fired]:
+    r = s.recorder
+    holds = r.cap_holds_seconds if r is not None else None
+    if r is not None and holds is not None and r.keep_seconds is not None and holds < r.keep_seconds:
+        yield ({}, {"summary": "nodewatch's flight recorder keeps less than --keep",
+                    "description": f"At {r.bytes_per_second or 0:.0f} bytes a second, --keep-bytes holds "
+                                   f"{holds / 3600:.1f} h of the {r.keep_seconds / 3600:.1f} h asked: the oldest "
+                                   "segments go first. Raise --keep-bytes (or give the directory more room)."})
+
+
 def _never(_: FleetSample) -> Iterator[Fired]:
     return iter(())  # a process cannot report itself down: only Prometheus can
 
@@ -228,6 +238,11 @@ RULES: tuple[Rule, ...] = (
          "nodewatch's flight recorder stopped",
          "The fleet is still watched, judged and served; what happens now is not recorded for the postmortem. "
          "Free space in the hub's directory: recording resumes by itself.", _recording, for_="1m"),
+    Rule("NodewatchRecordingShort",
+         "nodewatch_flight_recorder_cap_holds_seconds < nodewatch_flight_recorder_keep_seconds", "warning",
+         "nodewatch's flight recorder keeps less than --keep",
+         "At the rate it writes, --keep-bytes holds {{ $value | humanizeDuration }} of the hours asked: the oldest "
+         "segments go first. Raise --keep-bytes (or give the directory more room).", _short, for_="30m"),
     Rule("NodewatchDown", 'up{job="nodewatch"} == 0 or absent(up{job="nodewatch"})', "critical",
          "nodewatch is down: nothing pages for nodes that stop renewing",
          "Prometheus cannot scrape nodewatch (job nodewatch).", _never, for_="2m"),

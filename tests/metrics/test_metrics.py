@@ -440,6 +440,15 @@ def test_a_hub_says_how_long_its_flight_recorders_cap_holds(tmp_path):
     ((_, holds),) = got["nodewatch_flight_recorder_cap_holds_seconds"]
     assert written == pytest.approx(rate, rel=0.05)  # the same segments a moment apart
     assert holds == pytest.approx(1_000_000 / written, rel=1e-9)
+    # ... and the built-in pusher's NodewatchRecordingShort judges the same sample as Prometheus would
+    from nodewatch.metrics.alerts import RULES
+
+    rule = next(r for r in RULES if r.name == "NodewatchRecordingShort")
+    sample = take_sample(src)
+    assert sample.recorder is not None and sample.recorder.cap_holds_seconds is not None
+    fired = list(rule.fire(sample))
+    assert (sample.recorder.cap_holds_seconds < 86_400.0) == bool(fired)
+    assert fired and "of the 24.0 h asked" in fired[0][1]["description"]
 
 
 def test_no_flight_recorder_room_without_a_rotating_recorder(tmp_path):
