@@ -909,17 +909,18 @@ class Reflector:
 
 
 def _written(frontier: StreamFrontier, batch: Batch) -> None:
-    """The server's write times of the Leases just applied, for the stream's frontier (a typed
-    record's ``written_at``, clamped to its receipt; a dict, a recorder's, says nothing here)."""
-    newest = -math.inf
-    for _, _, obj, received, _ in batch:
+    """The server's write time of the Leases just applied, for the stream's frontier: the last
+    record's that has one (a typed record's ``written_at``, clamped to its receipt; a dict, a
+    recorder's, says nothing here). A watch delivers writes in their order, so the batch's last
+    write is its newest; where a Lease's kubelet time is older than an earlier one's (another
+    writer touched it), the frontier moves less far, never further than the evidence. Why only one:
+    ``written_at`` decodes the record's managedFields on first read, which a renewal timed by its
+    receipt never needs (1.7 us a renewal, about a tenth of its ingest, measured at 13,000 a second)."""
+    for _, _, obj, received, _ in reversed(batch):
         w = getattr(obj, "written_at", None)
         if w is not None:
-            w = min(w, received)
-            if w > newest:
-                newest = w
-    if newest != -math.inf:
-        frontier.written(newest)
+            frontier.written(min(w, received))
+            return
 
 
 def _short(exc: BaseException) -> str:

@@ -169,3 +169,32 @@ def test_the_renewal_path_leaves_the_state_the_dict_path_leaves(synced):
         now = events[end - 1][0] + 1
         assert a.evaluate(now).nodes == b.evaluate(now).nodes
     assert {t.age_from for t in a.leases.values()} == ({"receipt"} if synced else {"server"})
+
+
+def test_the_lease_frontier_reads_one_write_time_a_batch_and_the_newest():
+    """The reflector moves the lease stream's frontier by a batch's newest write (``reflector._written``):
+    a watch delivers writes in order, so that is the last record's. It reads that one ``written_at``
+    only: every other renewal's managedFields stay undecoded text, as the receipt-timed ingest left
+    them (reading each was 1.7 us a renewal). A last record without a write time (no kubelet entry)
+    passes the question to the one before; the frontier never passes the batch's receipt."""
+    from nodewatch.core.evidence import StreamFrontier
+    from nodewatch.sources.reflector import _written
+
+    fleet = fr._Fleet(5, 3)
+    objs = [fleet.lease(i, fr.START + i) for i in range(5)]
+    del objs[4]["metadata"]["managedFields"]  # the last: no kubelet write time
+    block = b"".join(_line("MODIFIED", o, 0, i) for i, o in enumerate(objs))
+    records = [rec for _, rec, _ in DECODERS["leases"].decode_events(block)]
+    received = fr.START + 100.0
+    batch = [("leases", "MODIFIED", rec, received, False) for rec in records]
+    frontier = StreamFrontier()
+    _written(frontier, batch)
+    want = lease_from_dict(objs[3]).written_at
+    assert want is not None and frontier.written_to == want
+    assert [rec._managed is None for rec in records] == [False, False, False, True, True]  # decoded: the 4th only
+    early = StreamFrontier()
+    _written(early, [("leases", "MODIFIED", records[3], want - 5.0, False)])
+    assert early.written_to == want - 5.0  # clamped to its receipt
+    nothing = StreamFrontier()
+    _written(nothing, [("leases", "MODIFIED", objs[0], received, False)])  # a dict (a recorder's path)
+    assert nothing.written_to == float("-inf")
