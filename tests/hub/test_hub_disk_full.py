@@ -23,7 +23,7 @@ from nodewatch.hub.server import Hub
 from nodewatch.sources.demo import DemoSource
 from nodewatch.sources.recording_input import read_recording
 from nodewatch.sources.segments import list_segments
-from support.hub_support import viewer
+from support.hub_support import step_demo, viewer
 from support.simserver import wait_until
 
 
@@ -82,10 +82,7 @@ def test_a_full_disk_stops_the_recording_and_nothing_else(tmp_path, caplog):
                 t0 = recorded.clock.now()
 
                 def step(seconds: float) -> float:
-                    t = recorded.clock.now() + seconds
-                    for src in (recorded, twin):
-                        src.advance_to(t)
-                        src.clock.seek(t)
+                    t = step_demo(recorded, twin, seconds=seconds)
                     hub.tick()
                     return t
 
@@ -201,11 +198,7 @@ def test_an_injected_full_disk_stops_and_resumes_the_recording_without_a_mount(t
     src.recorder = rec
 
     def step(seconds: float) -> float:
-        t = src.clock.now() + seconds
-        for s in (src, twin):
-            s.advance_to(t)
-            s.clock.seek(t)
-        return t
+        return step_demo(src, twin, seconds=seconds)
 
     for _ in range(10):
         step(5)
@@ -245,9 +238,7 @@ def test_a_full_disk_is_said_in_readyz_and_metrics_and_pages(tmp_path):
     rule = next(r for r in RULES if r.name == "NodewatchRecordingStopped")
 
     def step(seconds: float) -> None:
-        t = src.clock.now() + seconds
-        src.advance_to(t)
-        src.clock.seek(t)
+        step_demo(src, seconds=seconds)
 
     srv = MetricsServer(src, ("127.0.0.1", 0))
     srv.start()

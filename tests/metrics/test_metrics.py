@@ -20,7 +20,7 @@ from nodewatch.metrics.alertmanager import AlertPusher
 from nodewatch.metrics.sample import STALE_SECONDS, FleetSample, take_sample
 from nodewatch.metrics.server import MetricsServer, parse_address
 from nodewatch.sources.demo import DemoSource
-from support.hub_support import advance, demo_hub
+from support.hub_support import advance, demo_hub, step_demo
 from support.simserver import make_fleet, running_server, wait_until
 from tests.sources.test_multi_live import three  # noqa: F401 - alpha works, beta is killed, gamma rejects us
 
@@ -412,19 +412,13 @@ def test_a_hub_says_how_long_its_flight_recorders_cap_holds(tmp_path):
                             clock=src.clock, records=src.state.node_records, keep_seconds=86_400.0,
                             keep_bytes=1_000_000)
     src.recorder = rec
-
-    def step(seconds: float) -> None:
-        t = src.clock.now() + seconds
-        src.advance_to(t)
-        src.clock.seek(t)
-
     srv = MetricsServer(src, ("127.0.0.1", 0))
     srv.start()
     try:
-        step(5)
+        step_demo(src, seconds=5)
         early = _scrape(srv.url)
         for _ in range(int(RATE_WARMUP // 10) + 3):
-            step(10)
+            step_demo(src, seconds=10)
         rec.flush()
         got = _scrape(srv.url)
         rate = rec.bytes_per_second()

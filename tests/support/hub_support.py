@@ -30,12 +30,19 @@ def demo_hub(tmp_path: Path, nodes: int = 60, **kw: Any) -> Iterator[Hub]:
         hub.stop()
 
 
+def step_demo(*sources: DemoSource, seconds: float) -> float:
+    """Move demo fleets (the first's clock decides) ``seconds`` of virtual time on, clocks included;
+    returns the new time."""
+    t = sources[0].clock.now() + seconds
+    for src in sources:
+        src.advance_to(t)
+        src.clock.seek(t)  # type: ignore[attr-defined]
+    return t
+
+
 def advance(hub: Hub, seconds: float) -> int:
     """Move the demo fleet ``seconds`` of virtual time on, then tick; returns the frame's seq."""
-    src = hub.source
-    t = src.clock.now() + seconds
-    src.advance_to(t)  # type: ignore[attr-defined]
-    src.clock.seek(t)  # type: ignore[attr-defined]
+    step_demo(hub.source, seconds=seconds)  # type: ignore[arg-type]
     return hub.tick()
 
 
