@@ -157,6 +157,36 @@ class ObjectStore:
                 self._emit_locked(resource, event_type, obj, t)
         self._notify()
 
+    def emit_built(self, resource: str, changes: Iterable[tuple[tuple[str, str], Callable[[int], bytes]]],
+                   t: float | None = None) -> int:
+        """``MODIFIED`` changes of objects the store has, each JSON built by the caller around the
+        resourceVersion it is given (``build(rv)``); returns how many were stored. Why: a stand-in
+        for 130,000 kubelets renews 13,000 Leases a second, and the store's own copy and
+        serialization of each object (``emit``) costs more than two cores have beside the client
+        measured (``bench/live_path.FastRenewer``). The caller keeps what ``emit`` checks: the
+        object exists (a key the store lacks is skipped) and its selectable fields are unchanged
+        (they are the current entry's)."""
+        stored = 0
+        with self._lock:
+            current = self._current[resource]
+            hist = self._history[resource]
+            for key, build in changes:
+                prev = current.get(key)
+                if prev is None:
+                    continue
+                self._rv += 1
+                rv = self._rv
+                change = Change(rv, "MODIFIED", prev.slim, prev.slim, watch_line("MODIFIED", build(rv)))
+                current[key] = Entry(prev.slim, change.data)
+                hist.items.append(change)
+                stored += 1
+            if t is not None and t > self._now:
+                self._now = t
+            self.events_stored += stored
+            self._compact(hist)
+        self._notify()
+        return stored
+
     def load(self, fleet: object, resources: Iterable[str] | None = None) -> None:
         """Seed the store with ``fleet.objects(resource)`` for every resource, as ADDED changes."""
         for resource in resources or RESOURCES:
@@ -216,12 +246,16 @@ class ObjectStore:
                 hist.sorted_keys = None
         hist.items.append(change)
         self.events_stored += 1
+        self._compact(hist)
+        return rv
+
+    def _compact(self, hist: _History) -> None:
+        """Keep ``history_limit`` changes (dropped in bulk, a quarter over the limit at a time)."""
         if len(hist.items) > self.history_limit + max(16, self.history_limit // 4):
             drop = len(hist.items) - self.history_limit
             hist.compacted_rv = hist.items[drop - 1].rv
             del hist.items[:drop]
             hist.base += drop
-        return rv
 
     # ---- the server's side ------------------------------------------------------------------------
 

@@ -503,6 +503,36 @@ def test_store_history_is_bounded():
         store.read("leases", cursor - 200)
 
 
+def test_built_renewals_are_stored_as_emit_stores_them():
+    """``emit_built`` (the bench's stand-in renewer): a MODIFIED with the next resourceVersion, the
+    JSON the caller built around it as the object a list and a watch serve, the selectable fields
+    kept; a key the store lacks is skipped; the history stays bounded."""
+    import orjson
+
+    store = ObjectStore(history_limit=10)
+    lease = TinyFleet(nodes=1).lease("node-000")
+    store.emit("leases", "ADDED", lease, 0)
+    _, _, cursor = store.snapshot("leases")
+
+    def build(rv: int) -> bytes:
+        return orjson.dumps({**lease, "metadata": {**lease["metadata"], "resourceVersion": str(rv)},
+                             "spec": {**lease["spec"], "renewTime": "2026-12-04T10:00:00.123456Z"}})
+
+    key = ("kube-node-lease", "node-000")
+    assert store.emit_built("leases", [(key, build), (("kube-node-lease", "gone"), build)], t=5.0) == 1
+    changes, _, rv = store.read("leases", cursor)
+    (change,) = changes
+    assert (change.rv, change.type, rv, store.now) == (3, "MODIFIED", 3, 5.0)
+    assert change.obj["metadata"]["resourceVersion"] == "3"
+    assert change.obj["spec"]["renewTime"] == "2026-12-04T10:00:00.123456Z"
+    assert store.get("leases", *key).obj == change.obj
+    assert change.slim == change.prev
+    for _ in range(100):
+        store.emit_built("leases", [(key, build)])
+    with pytest.raises(Gone):
+        store.read("leases", cursor)
+
+
 def test_sim_server_command(tmp_path):
     """``nodewatch sim-server`` serves, prints the kubeconfig hint, and a restart is the same cluster."""
     import signal

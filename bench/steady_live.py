@@ -1,0 +1,187 @@
+"""Steady state over HTTPS: a live fleet's watch traffic from a server that keeps up, into
+nodewatch's live source, beside a raw reader of the same streams.
+
+``python -m bench.steady_live [--nodes 130000] [--seconds 20]``. The server is the stand-in of
+``bench/live_path.py`` in its own process (a store-only ``SimServer``, production-shaped Nodes and
+Leases, TLS, a bearer token): its ``FastRenewer`` renews every Lease every 10 s and reports every
+Node's status every 300 s (13,000 renewals and ~430 Node updates a second at 130,000 nodes, the
+issue's GKE figure), each change's JSON built from a template, so the server keeps that rate on
+two cores; it says how far behind its schedule it fell (the figures are not judged past 5 s).
+
+Measured, each in its own process, one after the other against the same running server:
+
+- **nodewatch**: ``LiveSource`` (its reflectors over HTTPS, the typed decode, the state's apply),
+  listed and synced, then ``seconds`` of the steady stream: the process's CPU over the window (user +
+  system, all threads; no UI and no tick, which ``bench/frame.py`` times), the renewals it applied,
+  and at the end of the window the nodes not Ready in its evaluation ("behind": a client or server
+  that falls behind shows up as Late nodes; the fleet has no stopped kubelet);
+- **reference**: a raw reader of the same two watch streams (``urllib3`` with the same CA and token,
+  from the current resourceVersion) that ``orjson.loads`` every line, over the same length of window:
+  the least any client can do with the same bytes over the same TLS.
+
+Targets (issue 29): ingest <= 15 % of a core; >= 1.0x the reference (its CPU / nodewatch's); 0
+nodes behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+from .harness import Figure
+
+WARMUP = 5.0
+"""Seconds of the steady stream before a window starts (the list's garbage, the first renewals)."""
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _client(kubeconfig: str, seconds: float) -> dict:
+    """nodewatch's live source, synced, over ``seconds`` of steady traffic (in this process)."""
+    from nodewatch.core.rules import NodeState
+    from nodewatch.core.settings import Settings
+    from nodewatch.sources.live import LiveSource
+
+    src = LiveSource(Settings(), kubeconfig=kubeconfig)
+    started = time.perf_counter()
+    src.start()
+    try:
+        if not src.wait_synced(900):
+            raise RuntimeError("nodewatch did not sync with the stand-in server")
+        synced = time.perf_counter() - started
+        time.sleep(WARMUP)
+        state = src.state
+
+        def renewals() -> int:
+            with state.lock:
+                return sum(t.renewals for t in state.leases.values())
+
+        n0, c0, w0, t0 = renewals(), _cpu(), time.perf_counter(), time.time()
+        time.sleep(seconds)
+        c1, w1, n1, t1 = _cpu(), time.perf_counter(), renewals(), time.time()
+        view = state.evaluate(time.time())
+        not_ready = sum(1 for v in view.nodes if v.state is not NodeState.READY)
+        return {"cpu": c1 - c0, "wall": w1 - w0, "renewals": n1 - n0, "nodes": len(view.nodes), "window": (t0, t1),
+                "not_ready": not_ready, "synced": synced, "counts": {k.word: c for k, c in view.counts.items() if c}}
+    finally:
+        src.stop()
+
+
+def _raw(kubeconfig: str, seconds: float) -> dict:
+    """The reference: both watch streams read over the same HTTPS and every line ``orjson.loads``-ed."""
+    import base64
+    import ssl
+    import tempfile
+    import threading
+
+    import orjson
+    import urllib3
+    import yaml
+
+    with open(kubeconfig) as f:
+        kc = yaml.safe_load(f)
+    cluster = kc["clusters"][0]["cluster"]
+    token = kc["users"][0]["user"]["token"]
+    ca = tempfile.NamedTemporaryFile("wb", suffix=".crt", delete=False)  # noqa: SIM115
+    ca.write(base64.b64decode(cluster["certificate-authority-data"]))
+    ca.close()
+    ctx = ssl.create_default_context(cafile=ca.name)
+    pool = urllib3.PoolManager(ssl_context=ctx, headers={"Authorization": f"Bearer {token}"})
+    server = cluster["server"]
+    counts = {"lines": 0, "bytes": 0}
+    stop = threading.Event()
+    paths = ("/api/v1/nodes", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
+    versions = [orjson.loads(pool.request("GET", f"{server}{p}?limit=1").data)["metadata"]["resourceVersion"]
+                for p in paths]
+
+    def read(path: str, rv: str) -> None:
+        resp = pool.request("GET", f"{server}{path}?watch=1&resourceVersion={rv}&allowWatchBookmarks=true",
+                            preload_content=False, timeout=urllib3.Timeout(connect=10, read=None))
+        buf = b""
+        for chunk in resp.stream(256 * 1024):
+            buf += chunk
+            lines = buf.split(b"\n")
+            buf = lines.pop()
+            for line in lines:
+                if line:
+                    orjson.loads(line)
+            counts["lines"] += len(lines)
+            counts["bytes"] += len(chunk)
+            if stop.is_set():
+                break
+        resp.release_conn()
+
+    threads = [threading.Thread(target=read, args=(p, rv), daemon=True) for p, rv in zip(paths, versions)]
+    for t in threads:
+        t.start()
+    time.sleep(WARMUP)
+    n0, b0, c0, w0, t0 = counts["lines"], counts["bytes"], _cpu(), time.perf_counter(), time.time()
+    time.sleep(seconds)
+    c1, w1, n1, b1, t1 = _cpu(), time.perf_counter(), counts["lines"], counts["bytes"], time.time()
+    stop.set()
+    os.unlink(ca.name)
+    return {"cpu": c1 - c0, "wall": w1 - w0, "lines": n1 - n0, "bytes": b1 - b0, "window": (t0, t1)}
+
+
+def _child(kind: str, kubeconfig: str, seconds: float) -> dict:
+    out = subprocess.run([sys.executable, "-m", "bench.steady_live", kind, kubeconfig, str(seconds)],
+                         capture_output=True, text=True, timeout=1800, check=False,
+                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if out.returncode != 0:
+        raise RuntimeError(f"{kind} child failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run(nodes: int = 130_000, seconds: float = 20.0) -> list[Figure]:
+    from .live_path import ServerChild
+
+    print(f"  steady_live: a stand-in server of {nodes:,} nodes", file=sys.stderr, flush=True)
+    with ServerChild(nodes, realistic=True, history=max(200_000, nodes // 5)) as server:
+        server.renew(0)
+        server.fast_renewing(10.0, 300.0)
+        print("  steady_live: nodewatch", file=sys.stderr, flush=True)
+        nw = _child("client", server.kubeconfig, seconds)
+        print("  steady_live: the raw reader", file=sys.stderr, flush=True)
+        ref = _child("raw", server.kubeconfig, seconds)
+        behind = max(server.lag(*nw["window"]), server.lag(*ref["window"]))
+        changes, _ = server.stop_renewing()
+    load = "load %.1f %.1f %.1f" % os.getloadavg()
+    share, ref_share = nw["cpu"] / nw["wall"], ref["cpu"] / ref["wall"]
+    rate = nw["renewals"] / nw["wall"]
+    judged = behind <= 5.0
+    note = (f"the server stored {changes:,} changes, at most {behind:.1f} s behind its schedule in the two windows"
+            f"{'' if judged else ' (more than 5 s: not judged)'}; {load}")
+    return [
+        Figure(f"steady ingest over HTTPS at {nodes:,} nodes (nodewatch's CPU)", f"{share * 100:.1f} % of a core",
+               "<= 15 %", f"raw reader + orjson.loads {ref_share * 100:.1f} %", judged and share <= 0.15,
+               f"{rate:,.0f} renewals/s applied over {nw['wall']:.0f} s; reference {ref['lines'] / ref['wall']:,.0f} "
+               f"lines/s, {ref['bytes'] / ref['wall'] / 1e6:.1f} MB/s; synced after {nw['synced']:.1f} s; {note}"),
+        Figure(f"steady ingest over HTTPS at {nodes:,} nodes against a raw reader", f"{ref_share / share:.2f}x",
+               ">= 1.0x", f"raw reader {ref['cpu']:.2f} s CPU in {ref['wall']:.0f} s", judged and ref_share >= share,
+               f"nodewatch {nw['cpu']:.2f} s CPU in {nw['wall']:.0f} s; reference CPU share / nodewatch's"),
+        Figure(f"nodes behind in the steady state at {nodes:,} nodes", f"{nw['not_ready']:,}", "0",
+               f"{nw['nodes']:,} nodes, none stopped", judged and nw["not_ready"] == 0,
+               f"states at the window's end: {nw['counts']}"),
+    ]
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] in ("client", "raw"):
+        fn = _client if sys.argv[1] == "client" else _raw
+        print(json.dumps(fn(sys.argv[2], float(sys.argv[3]))))
+        raise SystemExit(0)
+    from .harness import print_table
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--nodes", type=int, default=130_000)
+    p.add_argument("--seconds", type=float, default=20.0)
+    a = p.parse_args()
+    print_table(run(a.nodes, a.seconds))
