@@ -150,6 +150,7 @@ class Ingest:
             # registering later under the same name is a new machine with a new kubelet. Its pods
             # and events leave with their own DELETED events.
             self.store.nodes.pop(name, None)
+            self.store.not_ready.discard(name)
             self.store.timelines.pop(name, None)
             self.store.certs.pop(name, None)
             self.evaluator.mark(name)
@@ -158,6 +159,10 @@ class Ingest:
         if old is not None and old.taints:
             rec.taints = keep_eviction_start(old.taints, rec.taints)
         self.store.nodes[name] = rec
+        if rec.ready == "True":
+            self.store.not_ready.discard(name)
+        else:
+            self.store.not_ready.add(name)
         self.evaluator.mark(name)
         self._node_timeline(old, rec, received_at)
 

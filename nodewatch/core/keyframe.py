@@ -73,12 +73,14 @@ def restore(state: Store, kf: Keyframe | None) -> None:
     with state.lock:
         if kf is None:
             state.nodes, state.leases, state.pods, state.pods_by_node = {}, {}, {}, {}
+            state.not_ready = set()
             state.events, state.events_by_node, state.certs, state.health = {}, {}, {}, {}
             state.problems.clear()
             state.timelines, state.synced, state.last_received = {}, set(), None
             state.pod_schedules = {}
         else:
             state.nodes = dict(kf.nodes)
+            state.not_ready = {n for n, rec in kf.nodes.items() if rec.ready != "True"}
             state.leases = {k: copy.copy(v) for k, v in kf.leases.items()}
             state.pods = dict(kf.pods)
             state.pods_by_node = {k: set(v) for k, v in kf.pods_by_node.items()}

@@ -437,7 +437,12 @@ class NodeRecord:
 
     @property
     def ready(self) -> str | None:
-        c = self.conditions.get("Ready")
+        """The Ready condition's status (None without one), without building the Condition where
+        the conditions are the shared-shape kind (every record the decoders make)."""
+        conds = self.conditions
+        if isinstance(conds, Conditions):
+            return conds.status("Ready")
+        c = conds.get("Ready")
         return c.status if c else None
 
     @property

@@ -143,7 +143,7 @@ class Queries:
         """Names of the nodes whose Ready condition is not True, sorted: the live source watches
         their pods and events."""
         with self.store.lock:
-            return sorted(n for n, rec in self.store.nodes.items() if rec.ready != "True")
+            return sorted(self.store.not_ready)
 
     def cert_dates(self) -> dict[str, CertInfo]:
         """Every kubelet client certificate date known, by node (to save in the local cache)."""

@@ -619,3 +619,41 @@ def test_swap_writes_in_place_and_falls_back_to_the_public_calls():
     plain = Plain()
     _swap(plain, views[0], views[0], {})  # type: ignore[arg-type]
     assert plain.calls == ["remove", "add"]
+
+
+def test_the_nodes_not_ready_are_kept_as_the_records_change_and_across_a_keyframe():
+    """``not_ready_nodes`` (what the live source watches pods and events of, asked every second) is a
+    set kept as Nodes are applied and deleted, and rebuilt by a keyframe's restore: always what a
+    scan of every record's Ready condition says (unknown, False and no condition count)."""
+    from nodewatch.sources.demo import DemoSource
+
+    def scanned(state: FleetState) -> list[str]:
+        return sorted(n for n, rec in state.nodes.items() if rec.ready != "True")
+
+    src = DemoSource(nodes=60, scenario="incident", seed=5, speed=0.0)
+    state = src.state
+    seen = []
+    kf = state.snapshot()
+    for step in range(12):
+        t = src.clock.now() + 15
+        src.advance_to(t)
+        src.clock.seek(t)
+        got = state.not_ready_nodes()
+        assert got == scanned(state)
+        seen.append(len(got))
+        if step == 2:
+            kf, kf_at = state.snapshot(), list(got)
+    assert max(seen) > 0 and seen[0] < max(seen)  # the incident made some nodes not Ready
+    state.restore(kf)
+    assert state.not_ready_nodes() == kf_at == scanned(state)
+    state.restore(None)
+    assert state.not_ready_nodes() == []
+    st = FleetState(Settings())
+    st.apply("nodes", "ADDED", node("n1", ready="False"), T0)
+    st.apply("nodes", "ADDED", node("n2"), T0)
+    assert st.not_ready_nodes() == ["n1"]
+    st.apply("nodes", "MODIFIED", node("n1"), T0 + 1)
+    st.apply("nodes", "MODIFIED", node("n2", ready="Unknown"), T0 + 1)
+    assert st.not_ready_nodes() == ["n2"]
+    st.apply("nodes", "DELETED", node("n2", ready="Unknown"), T0 + 2)
+    assert st.not_ready_nodes() == []
