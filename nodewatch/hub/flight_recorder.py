@@ -50,11 +50,13 @@ from ..core.clock import Clock, SystemClock
 from ..core.settings import Settings
 from ..core.views import RESOURCES
 from ..sources.columnar import EXTENSION as COLUMNAR_EXTENSION
-from ..sources.columnar import ColumnarRecorder
+from ..sources.columnar import ColumnarRecorder, micros
 from ..sources.recording import ClusterRecorder, Recorder, sanitize, settings_payload
 from ..sources.recording_stop import DISK_FULL, stop_reason
 from ..sources.segments import list_segments, segment_name
 from .keyframe_lines import node_to_dict
+from .lease_renewal import RawRenewal
+from .lease_renewal import learn as learn_renewal
 
 SEGMENT_SECONDS = 15 * 60.0
 KEEP_SECONDS = 24 * 3600.0
@@ -93,13 +95,15 @@ class SegmentedRecorder:
                  keep_bytes: int | None = KEEP_BYTES, clock: Clock | None = None,
                  records: Callable[[], dict] | None = None, clusters: list[dict[str, Any]] | None = None,
                  cluster_records: Callable[[str], dict] | None = None, record_format: str = "jsonl",
-                 retry_clock: Callable[[], float] = time.monotonic) -> None:
+                 retry_clock: Callable[[], float] = time.monotonic, fast_renewals: bool = True) -> None:
         """``clock``: the clock that decides rotation and retention (the source's: virtual for the
         demo; tests move a ManualClock). ``records``: the state's ``node_records`` (the Nodes of
         each keyframe). Several clusters: ``clusters`` is the header's list (``MultiSource.
         recording_clusters``), ``cluster_records`` gives one cluster's Node records by name.
         ``record_format``: ``jsonl`` (gzip JSON Lines segments) or ``columnar`` (``sources/columnar.py``,
-        a tenth of the bytes)."""
+        a tenth of the bytes). ``fast_renewals``: columnar only, plain Lease renewals are written by the
+        fast path (``_renewal``); False: every event the general way (the tests and ``bench/recorder.py``
+        compare the two: the same lines)."""
         if record_format not in RECORD_FORMATS:
             raise ValueError(f"unknown recording format {record_format!r} (one of {', '.join(RECORD_FORMATS)})")
         self.record_format = record_format
@@ -115,9 +119,14 @@ class SegmentedRecorder:
         self.clusters = [dict(c) for c in clusters] if clusters is not None else None
         self.cluster_records = cluster_records
         self._lock = threading.RLock()
-        self._last: dict[tuple[str | None, str, str, str], tuple[float, bool, bytes]] = {}
+        self._last: dict[tuple[str | None, str, str, str], tuple[float, bool, bytes | tuple]] = {}
         """(cluster, resource, namespace, name) -> when the object was last received, whether as a
-        list item, and its JSON: for keyframes (not Nodes). The cluster is None for one cluster."""
+        list item, and its JSON: for keyframes (not Nodes). The cluster is None for one cluster. A
+        renewal written by the fast path keeps (its template, renewTime, resourceVersion, managedFields
+        second) instead of its JSON: built (``_Template.build``) only when a keyframe is written."""
+        self._renewals: dict[tuple[str | None, str, str, str], RawRenewal] | None = (
+            {} if record_format == "columnar" and fast_renewals else None)
+        """The Leases whose next plain renewal may take the fast path (``_renewal``), by ``_last``'s key."""
         self._synced: set[tuple[str | None, str]] = set()
         self._health: dict[tuple[str | None, str], dict[str, Any]] = {}
         self._certs: dict[tuple[str | None, str], tuple[float, str]] = {}
@@ -127,6 +136,8 @@ class SegmentedRecorder:
         self._closed = False
         self.segments_written = 0
         self.lines = 0
+        self.fast_lines = 0
+        """Of ``lines``, the Lease renewals the fast path wrote."""
         self.stopped = ""
         """Why recording is stopped (``DISK_FULL``...), "" while it records."""
         self.failures = 0
@@ -147,12 +158,17 @@ class SegmentedRecorder:
 
     def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False,
               cluster: str | None = None) -> None:
+        if (etype == "MODIFIED" and resource == "leases" and not listing and self._renewals is not None
+                and self._renewal(obj, t, cluster)):
+            return
         clean = sanitize(obj)
         data = b"null" if obj is None else orjson.dumps(clean, default=str)  # once: file and keyframe
         with self._lock:
             if self._closed:
                 return
             seg = self._writable()  # first: a keyframe written now must not hold this event yet
+            key = None
+            meta: Any = {}
             if etype == "SYNCED":
                 self._synced.add((cluster, resource))
             elif resource != "nodes" and isinstance(obj, dict) and etype in ("ADDED", "MODIFIED", "DELETED"):
@@ -162,6 +178,8 @@ class SegmentedRecorder:
                     self._last.pop(key, None)
                 else:
                     self._last[key] = (t, listing, data)
+                if self._renewals is not None:
+                    self._renewals.pop(key, None)  # learned again below, from this event
             if seg is not None:
                 try:
                     if isinstance(seg, ColumnarRecorder):
@@ -172,6 +190,62 @@ class SegmentedRecorder:
                     self._fail(exc)
                     return
                 self.lines += 1
+                if (key is not None and resource == "leases" and etype != "DELETED" and self._renewals is not None
+                        and isinstance(seg, ColumnarRecorder)):
+                    self._learn_renewal(self._renewals, key, obj, data, seg, cluster, meta)
+
+    def _renewal(self, obj: Any, t: float, cluster: str | None) -> bool:
+        """A Lease ``MODIFIED`` (not listed) written by the fast path (``lease_renewal.py``) when it is
+        a plain renewal of the Lease's last event: the row the general way writes, without sanitizing
+        and matching it; the keyframe keeps its values (``_keyframe`` rebuilds its line). False:
+        not written, write it the general way."""
+        meta = obj.get("metadata") if type(obj) is dict else None
+        if type(meta) is not dict:
+            return False
+        key = (cluster, "leases", str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        fast = self._renewals.get(key) if self._renewals is not None else None
+        if fast is None:
+            return False
+        try:
+            values = fast.match(orjson.dumps(obj))
+        except TypeError:  # not JSON: the general way says what it makes of it
+            return False
+        tm = micros(t)
+        if values is None or tm is None:
+            return False
+        with self._lock:
+            if self._closed:
+                return True
+            if self.stopped:
+                return False  # the general way tries to resume
+            seg = self._writable()
+            if not isinstance(seg, ColumnarRecorder):
+                return False
+            renew, rv, second = values
+            self._last[key] = (t, False, (fast.tpl, renew, rv, second))
+            try:
+                if not seg.write_renewal(fast.tpl, tm, renew, rv, second):
+                    return False  # a new segment: its dictionary learns the Lease the general way
+            except OSError as exc:
+                self._fail(exc)
+                return True
+            self.lines += 1
+            self.fast_lines += 1
+            return True
+
+    @staticmethod
+    def _learn_renewal(renewals: dict, key: tuple, obj: Any, data: bytes, seg: ColumnarRecorder,
+                       cluster: str | None, meta: dict) -> None:
+        """After a Lease event written the general way: whether its next renewal may take the fast path."""
+        tpl = seg.lease_template(cluster, meta.get("namespace"), meta.get("name"))
+        if tpl is None:
+            return
+        try:
+            fast = learn_renewal(orjson.dumps(obj), data, tpl)
+        except TypeError:
+            return
+        if fast is not None:
+            renewals[key] = fast
 
     def write_health(self, resource: str, t: float, cluster: str | None = None, **health: Any) -> None:
         with self._lock:
@@ -346,6 +420,8 @@ class SegmentedRecorder:
         earliest time written."""
         recent, old = [], []
         for (cluster, resource, _, _), (rt, listing, obj) in self._last.items():
+            if type(obj) is tuple:  # a renewal of the fast path: its JSON, rebuilt
+                obj = obj[0].build(obj[1], obj[2], [obj[3]])
             (recent if rt >= t - EXACT_SECONDS else old).append((rt, listing, cluster, resource, obj))
         recent.sort(key=lambda x: x[0])
         earliest = min(recent[0][0], t) if recent else t
