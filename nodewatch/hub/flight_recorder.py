@@ -119,14 +119,15 @@ class SegmentedRecorder:
         self.clusters = [dict(c) for c in clusters] if clusters is not None else None
         self.cluster_records = cluster_records
         self._lock = threading.RLock()
-        self._last: dict[tuple[str | None, str, str, str], tuple[float, bool, bytes | tuple]] = {}
+        self._last: dict[tuple[str | None, str, str, str], tuple[float, bool, bytes] | RawRenewal] = {}
         """(cluster, resource, namespace, name) -> when the object was last received, whether as a
         list item, and its JSON: for keyframes (not Nodes). The cluster is None for one cluster. A
-        renewal written by the fast path keeps (its template, renewTime, resourceVersion, managedFields
-        second) instead of its JSON: built (``_Template.build``) only when a keyframe is written."""
-        self._renewals: dict[tuple[str | None, str, str, str], RawRenewal] | None = (
-            {} if record_format == "columnar" and fast_renewals else None)
-        """The Leases whose next plain renewal may take the fast path (``_renewal``), by ``_last``'s key."""
+        Lease whose next plain renewal may take the fast path (``_renewal``) has its ``RawRenewal``
+        here instead, which holds the same (and, after a renewal of the fast path, that renewal's
+        values instead of its JSON: built by its template only when a keyframe is written). One
+        entry a Lease, changed in place by the fast path: no dictionary write and no new object
+        kept for the collector to promote, 6,500 times a second at 65k."""
+        self._fast = record_format == "columnar" and fast_renewals
         self._synced: set[tuple[str | None, str]] = set()
         self._health: dict[tuple[str | None, str], dict[str, Any]] = {}
         self._certs: dict[tuple[str | None, str], tuple[float, str]] = {}
@@ -158,7 +159,7 @@ class SegmentedRecorder:
 
     def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False,
               cluster: str | None = None) -> None:
-        if (etype == "MODIFIED" and resource == "leases" and not listing and self._renewals is not None
+        if (etype == "MODIFIED" and resource == "leases" and not listing and self._fast
                 and self._renewal(obj, t, cluster)):
             return
         clean = sanitize(obj)
@@ -177,9 +178,7 @@ class SegmentedRecorder:
                 if etype == "DELETED":
                     self._last.pop(key, None)
                 else:
-                    self._last[key] = (t, listing, data)
-                if self._renewals is not None:
-                    self._renewals.pop(key, None)  # learned again below, from this event
+                    self._last[key] = (t, listing, data)  # a Lease's RawRenewal too: learned again below
             if seg is not None:
                 try:
                     if isinstance(seg, ColumnarRecorder):
@@ -190,9 +189,9 @@ class SegmentedRecorder:
                     self._fail(exc)
                     return
                 self.lines += 1
-                if (key is not None and resource == "leases" and etype != "DELETED" and self._renewals is not None
+                if (key is not None and resource == "leases" and etype != "DELETED" and self._fast
                         and isinstance(seg, ColumnarRecorder)):
-                    self._learn_renewal(self._renewals, key, obj, data, seg, cluster, meta)
+                    self._learn_renewal(key, obj, t, listing, data, seg, cluster, meta)
 
     def _renewal(self, obj: Any, t: float, cluster: str | None) -> bool:
         """A Lease ``MODIFIED`` (not listed) written by the fast path (``lease_renewal.py``) when it is
@@ -203,8 +202,8 @@ class SegmentedRecorder:
         if type(meta) is not dict:
             return False
         key = (cluster, "leases", str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-        fast = self._renewals.get(key) if self._renewals is not None else None
-        if fast is None:
+        fast = self._last.get(key)
+        if type(fast) is not RawRenewal:
             return False
         try:
             values = fast.match(orjson.dumps(obj))
@@ -222,7 +221,7 @@ class SegmentedRecorder:
             if not isinstance(seg, ColumnarRecorder):
                 return False
             renew, rv, second = values
-            self._last[key] = (t, False, (fast.tpl, renew, rv, second))
+            fast.t, fast.listing, fast.values = t, False, values
             try:
                 if not seg.write_renewal(fast.tpl, tm, renew, rv, second):
                     return False  # a new segment: its dictionary learns the Lease the general way
@@ -233,8 +232,7 @@ class SegmentedRecorder:
             self.fast_lines += 1
             return True
 
-    @staticmethod
-    def _learn_renewal(renewals: dict, key: tuple, obj: Any, data: bytes, seg: ColumnarRecorder,
+    def _learn_renewal(self, key: tuple, obj: Any, t: float, listing: bool, data: bytes, seg: ColumnarRecorder,
                        cluster: str | None, meta: dict) -> None:
         """After a Lease event written the general way: whether its next renewal may take the fast path."""
         tpl = seg.lease_template(cluster, meta.get("namespace"), meta.get("name"))
@@ -245,7 +243,8 @@ class SegmentedRecorder:
         except TypeError:
             return
         if fast is not None:
-            renewals[key] = fast
+            fast.t, fast.listing, fast.data = t, listing, data
+            self._last[key] = fast
 
     def write_health(self, resource: str, t: float, cluster: str | None = None, **health: Any) -> None:
         with self._lock:
@@ -419,9 +418,8 @@ class SegmentedRecorder:
         old objects, certificate dates and health do not depend on their time; they go first, at the
         earliest time written."""
         recent, old = [], []
-        for (cluster, resource, _, _), (rt, listing, obj) in self._last.items():
-            if type(obj) is tuple:  # a renewal of the fast path: its JSON, rebuilt
-                obj = obj[0].build(obj[1], obj[2], [obj[3]])
+        for (cluster, resource, _, _), entry in self._last.items():
+            rt, listing, obj = entry if type(entry) is tuple else entry.last()
             (recent if rt >= t - EXACT_SECONDS else old).append((rt, listing, cluster, resource, obj))
         recent.sort(key=lambda x: x[0])
         earliest = min(recent[0][0], t) if recent else t

@@ -54,17 +54,25 @@ class RawRenewal:
     a ``columnar._Template`` of kinds ``RMT``) that the values rebuild the sanitized JSON with. The
     cuts hold the values' quotes: what lies between them is only the values."""
 
-    __slots__ = ("tpl", "length", "first", "mid1", "at1", "mid2", "at2", "last", "r", "r_end", "r_zero", "m", "t")
+    __slots__ = ("tpl", "length", "first", "mid1", "at1", "mid2", "at2", "tail", "r", "r_end", "r_zero", "m", "t_at",
+                 "t", "listing", "data", "values")
 
     def __init__(self, tpl: Any, parts: list[bytes], kinds: str, lengths: list[int]) -> None:
         self.tpl = tpl
+        self.t = 0.0
+        """The flight recorder's keyframe entry of the Lease (``last``): when it was last received,
+        whether listed, its sanitized JSON as written the general way, or the values of the renewal
+        the fast path wrote since (None: ``data`` is the last)."""
+        self.listing = False
+        self.data = b""
+        self.values: tuple[int, int, int] | None = None
         self.first = parts[0] + b'"'
-        self.last = b'"' + parts[3]
+        self.tail = b'"' + parts[3]
         self.mid1 = b'"' + parts[1] + b'"'
         self.mid2 = b'"' + parts[2] + b'"'
         starts = []
         pos = len(self.first)
-        for i, mid in enumerate((self.mid1, self.mid2, self.last)):
+        for i, mid in enumerate((self.mid1, self.mid2, self.tail)):
             starts.append(pos)
             pos += lengths[i]
             if i == 0:
@@ -78,17 +86,17 @@ class RawRenewal:
         self.r_zero = lengths[kinds.index("R")] > 1
         """A longer resourceVersion may not start with 0 (``str(int)`` would not write it back)."""
         self.m = starts[kinds.index("M")]
-        self.t = starts[kinds.index("T")]
+        self.t_at = starts[kinds.index("T")]
 
     def match(self, raw: bytes) -> tuple[int, int, int] | None:
         """(renewTime in microseconds, resourceVersion, the managedFields second) when ``raw`` is the
         JSON this was learned from with only those three values changed, each in the form a row
         rebuilds exactly (the lengths the same); None otherwise."""
-        if (len(raw) != self.length or not raw.startswith(self.first) or not raw.endswith(self.last)
+        if (len(raw) != self.length or not raw.startswith(self.first) or not raw.endswith(self.tail)
                 or not raw.startswith(self.mid1, self.at1) or not raw.startswith(self.mid2, self.at2)):
             return None
         rv = raw[self.r:self.r_end]
-        m, t = self.m, self.t
+        m, t = self.m, self.t_at
         mf = raw[m:m + 20]  # YYYY-MM-DDTHH:MM:SSZ
         head = raw[t:t + 20]  # YYYY-MM-DDTHH:MM:SS.
         frac = raw[t + 20:t + 26]
@@ -103,6 +111,11 @@ class RawRenewal:
                 or not rv.isdigit() or (self.r_zero and rv[0] == 48)):
             return None
         return renew * 1_000_000 + int(frac), int(rv), sec
+
+    def last(self) -> tuple[float, bool, bytes]:
+        """(receive time, listed, sanitized JSON) of the Lease's last event (the keyframe's line)."""
+        v = self.values
+        return self.t, self.listing, self.data if v is None else self.tpl.build(v[0], v[1], [v[2]])
 
 
 def learn(raw: bytes, data: bytes, tpl: Any) -> RawRenewal | None:
