@@ -110,8 +110,10 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool =
     rng = random.Random(seed)
     rv = [10_000]
     pt = time.process_time
-    inside: list[str | None] = [None]  # the format whose write runs now
+    inside: list[str | None] = [None, None]  # the format and the resource whose write runs now
     gc_began = [0.0]
+    full: dict[tuple[str, str], list[float]] = {}
+    """(format, resource) -> [full collections inside its writes, their CPU seconds]"""
 
     def collecting(phase: str, info: dict) -> None:
         fmt = inside[0]
@@ -120,7 +122,12 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool =
         if phase == "start":
             gc_began[0] = pt()
         else:
-            gc_cpu[fmt] += pt() - gc_began[0]
+            took = pt() - gc_began[0]
+            gc_cpu[fmt] += took
+            if info.get("generation") == 2:
+                f = full.setdefault((fmt, str(inside[1])), [0, 0.0])
+                f[0] += 1
+                f[1] += took
 
     orders = [list(recs.items()), list(reversed(recs.items()))]
     turn = [0]
@@ -130,7 +137,7 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool =
         # allocation that tips it, and the fleet's own allocations come just before the first one.
         turn[0] ^= 1
         for fmt, rec in orders[turn[0]]:
-            inside[0] = fmt
+            inside[0], inside[1] = fmt, resource
             c = pt()
             rec.write(resource, etype, obj, t, listing)
             took = pt() - c
@@ -156,6 +163,7 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool =
     listed = {fmt: _dir_bytes(os.path.join(base, fmt)) for fmt in recs}
     cpu_listed = dict(cpu)
     gc_listed = dict(gc_cpu)
+    full.clear()
     lease_listed = dict(lease_cpu)
     if freeze:
         gc.collect()
@@ -194,9 +202,16 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool =
     gc.callbacks.remove(collecting)
     return {"counts": counts, "cpu": {f: cpu[f] - cpu_listed[f] for f in cpu},
             "gc": {f: gc_cpu[f] - gc_listed[f] for f in cpu}, "leases": {f: lease_cpu[f] - lease_listed[f] for f in cpu},
-            "listed": listed,
+            "listed": listed, "full": full,
             "fast": getattr(recs["columnar"], "fast_lines", 0),  # (and this bench runs on the code before it)
             "bytes": {fmt: _dir_bytes(os.path.join(base, fmt)) for fmt in recs}, "seconds": end - t0, "start": t0}
+
+
+def _full(full: dict[tuple[str, str], list[float]]) -> str:
+    """Where the full (generation 2) collections ran: in which format's writes, of which resource."""
+    if not full:
+        return "none"
+    return ", ".join(f"{n} in {fmt} {res} ({secs:.1f} s)" for (fmt, res), (n, secs) in sorted(full.items()))
 
 
 def _status_at(directory: str, at: str) -> tuple[float, float]:
@@ -269,6 +284,7 @@ def run(nodes: int = 5_000, minutes: float = 30, status: bool = True, keep: str 
                f"{r['cpu']['columnar'] / n * 1e6:.1f} us a renewal (JSON Lines {r['cpu']['jsonl'] / n * 1e6:.1f}); "
                f"of it the Lease events' {r['leases']['columnar'] / n * 1e6:.1f} us ({r['leases']['jsonl'] / n * 1e6:.1f}), "
                f"the collector's {r['gc']['columnar'] / n * 1e6:.1f} us ({r['gc']['jsonl'] / n * 1e6:.1f}); "
+               f"full collections in the writes: {_full(r['full'])}; "
                f"the fast path wrote {r['fast'] / n:.1%} of the renewals; "
                f"load average {os.getloadavg()[0]:.1f}; delivery {delivery}; "
                f"gc.freeze() after the list: {'yes' if freeze else 'no'}; "
