@@ -4,8 +4,8 @@ Why: at 65,000 nodes the hub records 6,500 Lease renewals a second, and almost e
 same Lease as ten seconds before with a new ``spec.renewTime``, ``metadata.resourceVersion`` and
 kubelet ``managedFields`` time. Written the general way, each one is sanitized (a walk and copy of
 the object), dumped to JSON, and matched against its Lease's row template in the columnar writer
-(the values parsed out of the sanitized bytes): ~15 us a renewal on the bench's machine, three
-times the issue's whole budget. Here a renewal costs one ``orjson.dumps`` of the object as received
+(the values parsed out of the sanitized bytes): 16-22 us a renewal in ``bench/recorder.py`` on a
+loaded machine, two to three times the issue's whole budget. Here a renewal costs one ``orjson.dumps`` of the object as received
 (in C) and a few comparisons at fixed offsets: ``RawRenewal`` keeps the previous event's raw JSON
 cut around those three values, and a new event whose JSON is that one with only those three values
 changed (same lengths: the cuts stay where they were) is a plain renewal; its values are parsed
