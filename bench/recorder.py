@@ -4,11 +4,21 @@ segments of the same events, in the same run.
 ``python -m bench.recorder [--nodes 5000] [--minutes 30]``. ``SimFleet(nodes, "steady")`` runs for
 ``minutes`` of virtual time; every event it emits is given what the API server adds (a
 resourceVersion from one counter; on a Lease the kubelet's ``managedFields`` Update entry, timed to
-the second of its renewTime, which is what the sanitizer keeps) and a receive time after it was
-written: 1 ms plus an exponential delay of mean 4 ms (at most 100 ms) - a watch's delivery; the
-receive time is kept to the float, so this noise is stored too - and goes to two ``SegmentedRecorder``s as the hub's source would write it:
-one writing columnar segments, one gzip JSON Lines segments, both rotating every 15 minutes (so the
-figure includes keyframes), both headed by the same initial list. The leases are the simulator's
+the second of its renewTime, which is what the sanitizer keeps) and a receive time, and goes to two
+``SegmentedRecorder``s as the hub's source would write it: one writing columnar segments, one gzip
+JSON Lines segments, both rotating every 15 minutes (so the figure includes keyframes), both headed
+by the same initial list.
+
+The receive time (``--delivery``; kept to the float, so its noise is stored too): each event is sent
+1 ms plus an exponential delay of mean 4 ms (at most 100 ms) after it was written, and
+
+- ``watch`` (the default): a watch is one stream per resource, delivered in resourceVersion order,
+  so an event is received no earlier than the one before it on its stream: receive time =
+  max(the stream's previous receive time, write time + delay). Receive times never step back
+  within a stream (as the hub's reflectors see them);
+- ``jitter`` (the model before 2026-12-04): each event its own delay, so receive times step back
+  within a stream. No watch delivers that; it fragments the columnar blocks (a block ends where the
+  receive time leaves its second) and overstates their bytes and flushes. Kept to compare. The leases are the simulator's
 own: random UIDs, renewTime on the node's clock, every 10 s with the kubelet's 4 % jitter. As a hub
 receives them: every Node, Lease and CSR, the Pods and Events of ``FOCUSED`` nodes only (the hub
 watches those of the nodes viewers drill into).
@@ -16,7 +26,8 @@ watches those of the nodes viewers drill into).
 Figures: bytes per renewal all-in (every byte of every segment over the renewals in the run), beside
 the same for gzip JSON Lines; the CPU the columnar recorder's ``write`` costs per simulated second,
 scaled to a 65,000-node fleet's rate (``write`` includes the sanitizing and the keyframe
-bookkeeping the hub does for either format), beside JSON Lines'; how long the default size cap
+bookkeeping the hub does for either format), beside JSON Lines', and how much of it was the garbage
+collector's (collections that ran inside ``write``, timed by ``gc.callbacks``); how long the default size cap
 holds at 65,000 nodes at the measured bytes per second; ``status --replay DIR --at T`` on the
 columnar directory (a real child process), beside the same on the JSON Lines directory.
 """
@@ -65,10 +76,19 @@ def _dir_bytes(d: str) -> int:
     return sum(e.stat().st_size for e in os.scandir(d) if e.is_file())
 
 
-def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool = False) -> dict:
-    """Both recordings of the same run; returns the counts and CPU seconds. ``freeze``: ``gc.freeze()``
-    after the list (the objects alive then, the fleet's and the recorders', are never walked again by
-    the collector: the suspect of the write cost at 65k)."""
+DELIVERIES = ("watch", "jitter")
+"""The receive-time models (the module docstring)."""
+
+
+def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool = False,
+           delivery: str = "watch", fast: bool = True) -> dict:
+    """Both recordings of the same run; returns the counts and CPU seconds (and of them the
+    collector's, ``gc``). ``freeze``: ``gc.freeze()`` after the list (the objects alive then, the
+    fleet's and the recorders', are never walked again by the collector). ``delivery``: one of
+    ``DELIVERIES``. ``fast``: the flight recorder's fast path for plain Lease renewals (False: every
+    event the general way, to compare)."""
+    import gc
+
     from nodewatch.core.clock import ManualClock
     from nodewatch.core.fleet import FleetState
     from nodewatch.hub.flight_recorder import SegmentedRecorder
@@ -79,19 +99,54 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool =
     state = FleetState(fleet.settings)  # the Nodes of the keyframes (the hub's state holds them)
     recs = {fmt: SegmentedRecorder(os.path.join(base, fmt), {"name": f"bench {nodes}"}, fleet.settings,
                                    keep_seconds=None, keep_bytes=None, clock=clock, records=state.node_records,
-                                   record_format=fmt)
+                                   record_format=fmt, **({} if fast else {"fast_renewals": False}))
             for fmt in ("columnar", "jsonl")}
+    if delivery not in DELIVERIES:
+        raise ValueError(f"unknown delivery {delivery!r} (one of {', '.join(DELIVERIES)})")
     cpu = {fmt: 0.0 for fmt in recs}
+    gc_cpu = {fmt: 0.0 for fmt in recs}
+    lease_cpu = {fmt: 0.0 for fmt in recs}
     counts = {"renewals": 0, "events": 0}
     rng = random.Random(seed)
     rv = [10_000]
     pt = time.process_time
+    inside: list[str | None] = [None, None]  # the format and the resource whose write runs now
+    gc_began = [0.0]
+    full: dict[tuple[str, str], list[float]] = {}
+    """(format, resource) -> [full collections inside its writes, their CPU seconds]"""
+
+    def collecting(phase: str, info: dict) -> None:
+        fmt = inside[0]
+        if fmt is None:
+            return
+        if phase == "start":
+            gc_began[0] = pt()
+        else:
+            took = pt() - gc_began[0]
+            gc_cpu[fmt] += took
+            if info.get("generation") == 2:
+                f = full.setdefault((fmt, str(inside[1])), [0, 0.0])
+                f[0] += 1
+                f[1] += took
+
+    orders = [list(recs.items()), list(reversed(recs.items()))]
+    turn = [0]
 
     def write(resource: str, etype: str, obj: dict | None, t: float, listing: bool = False) -> None:
-        for fmt, rec in recs.items():
+        # The two formats take turns at going first: a collection runs in whichever write makes the
+        # allocation that tips it, and the fleet's own allocations come just before the first one.
+        turn[0] ^= 1
+        for fmt, rec in orders[turn[0]]:
+            inside[0], inside[1] = fmt, resource
             c = pt()
             rec.write(resource, etype, obj, t, listing)
-            cpu[fmt] += pt() - c
+            took = pt() - c
+            cpu[fmt] += took
+            if resource == "leases":
+                lease_cpu[fmt] += took
+            inside[0] = None
+
+    gc.callbacks.append(collecting)
 
     t0 = fleet.now
     focused = set(fleet.node_order[:FOCUSED])
@@ -107,9 +162,10 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool =
         write(resource, "SYNCED", None, t0)
     listed = {fmt: _dir_bytes(os.path.join(base, fmt)) for fmt in recs}
     cpu_listed = dict(cpu)
+    gc_listed = dict(gc_cpu)
+    full.clear()
+    lease_listed = dict(lease_cpu)
     if freeze:
-        import gc
-
         gc.collect()
         gc.freeze()
 
@@ -119,7 +175,13 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool =
         rv[0] += 1
         obj = _api_shaped(resource, obj, rv[0])
         rx = at + min(0.1, 0.001 + rng.expovariate(1 / 0.004))
-        clock.set(rx)
+        if delivery == "watch":  # one stream per resource, in order: never before the event before it
+            rx = max(rx, received.get(resource, rx))
+            received[resource] = rx
+            rx_clock = max(rx, clock.now())  # the hub's clock does not step back either
+        else:
+            rx_clock = rx
+        clock.set(rx_clock)
         counts["events"] += 1
         if resource == "leases" and etype == "MODIFIED":
             counts["renewals"] += 1
@@ -127,17 +189,29 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool =
             state.apply("nodes", etype, obj, rx)
         write(resource, etype, obj, rx)
 
+    received: dict[str, float] = {}
     fleet.subscribe(sink)
     end = t0 + minutes * 60
     t = t0
     while t < end:
         t = min(end, t + 10)
         fleet.step_to(t)
-        clock.set(t)
+        clock.set(max(t, clock.now()) if delivery == "watch" else t)
     for rec in recs.values():
         rec.close()
-    return {"counts": counts, "cpu": {f: cpu[f] - cpu_listed[f] for f in cpu}, "listed": listed,
+    gc.callbacks.remove(collecting)
+    return {"counts": counts, "cpu": {f: cpu[f] - cpu_listed[f] for f in cpu},
+            "gc": {f: gc_cpu[f] - gc_listed[f] for f in cpu}, "leases": {f: lease_cpu[f] - lease_listed[f] for f in cpu},
+            "listed": listed, "full": full,
+            "fast": getattr(recs["columnar"], "fast_lines", 0),  # (and this bench runs on the code before it)
             "bytes": {fmt: _dir_bytes(os.path.join(base, fmt)) for fmt in recs}, "seconds": end - t0, "start": t0}
+
+
+def _full(full: dict[tuple[str, str], list[float]]) -> str:
+    """Where the full (generation 2) collections ran: in which format's writes, of which resource."""
+    if not full:
+        return "none"
+    return ", ".join(f"{n} in {fmt} {res} ({secs:.1f} s)" for (fmt, res), (n, secs) in sorted(full.items()))
 
 
 def _status_at(directory: str, at: str) -> tuple[float, float]:
@@ -172,7 +246,7 @@ def _seek(directory: str, start: float, minutes: float) -> tuple[float, float]:
 
 
 def run(nodes: int = 5_000, minutes: float = 30, status: bool = True, keep: str | None = None,
-        freeze: bool = False) -> list[Figure]:
+        freeze: bool = False, delivery: str = "watch", fast: bool = True) -> list[Figure]:
     """``keep``: record into this directory (kept: ``status`` may be timed on it again) instead of a
     temporary one."""
     from nodewatch.hub.flight_recorder import KEEP_BYTES
@@ -182,7 +256,7 @@ def run(nodes: int = 5_000, minutes: float = 30, status: bool = True, keep: str 
         os.makedirs(d, exist_ok=True)
         print(f"  recorder: {minutes:g} virtual min of {nodes:,} nodes into both formats", file=sys.stderr, flush=True)
         w = time.perf_counter()
-        r = record(d, nodes, minutes, freeze=freeze)
+        r = record(d, nodes, minutes, freeze=freeze, delivery=delivery, fast=fast)
         print(f"  recorder: recorded in {time.perf_counter() - w:.0f} s; status --replay", file=sys.stderr, flush=True)
         at = f"+{minutes * 60 * 0.9:.0f}"
         st_col = _status_at(os.path.join(d, "columnar"), at) if status else None
@@ -207,7 +281,13 @@ def run(nodes: int = 5_000, minutes: float = 30, status: bool = True, keep: str 
                f"{r['listed']['jsonl'] / 1e6:.1f} MB) and a keyframe per 15-min segment"),
         Figure(f"recorder: write CPU at 65k (from {label})", f"{cpu_col * 100:.1f} % of a core",
                "<= 5 %", f"gzip JSON Lines {cpu_js * 100:.1f} %", cpu_col <= 0.05,
-               f"load average {os.getloadavg()[0]:.1f}; gc.freeze() after the list: {'yes' if freeze else 'no'}; "
+               f"{r['cpu']['columnar'] / n * 1e6:.1f} us a renewal (JSON Lines {r['cpu']['jsonl'] / n * 1e6:.1f}); "
+               f"of it the Lease events' {r['leases']['columnar'] / n * 1e6:.1f} us ({r['leases']['jsonl'] / n * 1e6:.1f}), "
+               f"the collector's {r['gc']['columnar'] / n * 1e6:.1f} us ({r['gc']['jsonl'] / n * 1e6:.1f}); "
+               f"full collections in the writes: {_full(r['full'])}; "
+               f"the fast path wrote {r['fast'] / n:.1%} of the renewals; "
+               f"load average {os.getloadavg()[0]:.1f}; delivery {delivery}; "
+               f"gc.freeze() after the list: {'yes' if freeze else 'no'}; "
                f"process time in SegmentedRecorder.write per simulated second "
                f"(sanitize, keyframe bookkeeping, encoding, compression), x {scale:g} for 65,000 nodes"),
         Figure("recorder: the default cap at 65k", f"{hours:.0f} h in {KEEP_BYTES / 2**30:.0f} GiB",
@@ -243,5 +323,11 @@ if __name__ == "__main__":
     p.add_argument("--no-status", action="store_true", help="skip status --replay (slow at 65k)")
     p.add_argument("--gc-freeze", action="store_true", help="gc.freeze() after the initial list")
     p.add_argument("--keep", metavar="DIR", help="record into DIR and keep it (default: a temporary directory)")
+    p.add_argument("--delivery", choices=DELIVERIES, default="watch",
+                   help="receive times: in order per stream as a watch delivers (default), or each event its "
+                        "own delay (the model before 2026-12-04)")
+    p.add_argument("--no-fast", action="store_true",
+                   help="the flight recorder's general path for every event (no fast path for plain renewals)")
     a = p.parse_args()
-    print_table(run(nodes=a.nodes, minutes=a.minutes, status=not a.no_status, keep=a.keep, freeze=a.gc_freeze))
+    print_table(run(nodes=a.nodes, minutes=a.minutes, status=not a.no_status, keep=a.keep, freeze=a.gc_freeze,
+                    delivery=a.delivery, fast=not a.no_fast))

@@ -604,14 +604,27 @@ class ColumnarWriter:
         values = tpl.match(orjson.dumps(obj) if data is None else data)
         if values is None:
             return False
-        self._row(tpl, tm, values)
+        renew, rv, seconds = values
+        self._row(tpl, tm[0], tm[1], renew, rv, 0, seconds)
         return True
 
-    def _row(self, tpl: _Template, tm: tuple[int, int], values: tuple[int, int | None, list[int]]) -> None:
-        t_us = tm[0]
-        self._start_row(t_us, tm[1])
+    def add_renewal(self, tpl: _Template, tm: tuple[int, int], renew: int, rv: int, second: int) -> bool:
+        """A Lease renewal given as its values (the flight recorder's fast path, ``hub/lease_renewal.py``):
+        the row ``add_event`` writes for a renewal that ``tpl.match`` gives these values of (``tm``: the
+        receive time as ``micros`` gives it). False, writing nothing, when ``tpl`` (of kinds ``RMT``) is
+        not its Lease's template in this file's dictionary (a new file, a Lease learned again)."""
+        by_index = self._c.by_index
+        i = tpl.index
+        if i >= len(by_index) or by_index[i] is not tpl:
+            return False
+        self._row(tpl, tm[0], tm[1], renew, rv, second, None)
+        return True
+
+    def _row(self, tpl: _Template, t_us: int, resid: int, renew: int, rv: int | None, second: int,
+             seconds: list[int] | None) -> None:
+        """A renewal row: its managedFields seconds are ``[second]`` when ``seconds`` is None."""
+        self._start_row(t_us, resid)
         self.lease_rows += 1
-        renew, rv, seconds = values
         self._kinds.append(_ROW_LEASE)
         self._idx.append(tpl.index)
         offset = renew - t_us
@@ -621,7 +634,10 @@ class ColumnarWriter:
             self._rv.append(rv - self._c.rv.get(tpl.cluster, 0))
             self._c.rv[tpl.cluster] = rv
         base = renew // 1_000_000
-        self._mf.extend(s - base for s in seconds)
+        if seconds is None:
+            self._mf.append(second - base)
+        else:
+            self._mf.extend(s - base for s in seconds)
 
     def add_line(self, line: dict) -> None:
         """Any v1 line as a dict (its ``t`` first): a Lease renewal of a known shape becomes a row
@@ -740,6 +756,29 @@ class ColumnarRecorder(FlushedWriter):
                 except OSError as exc:
                     self.error = exc
                     raise
+
+    def write_renewal(self, tpl: _Template, tm: tuple[int, int], renew: int, rv: int, second: int) -> bool:
+        """``ColumnarWriter.add_renewal`` under this recorder's lock (counted and flushed as ``write``);
+        False: not written (``tpl`` is not this file's), write it the general way."""
+        with self._lock:
+            if self.error is not None:
+                raise self.error
+            w = self._w
+            if self._closed or w is None:
+                return False
+            try:
+                if not w.add_renewal(tpl, tm, renew, rv, second):
+                    return False
+                self._written()
+            except OSError as exc:
+                self.error = exc
+                raise
+            return True
+
+    def lease_template(self, cluster: str | None, namespace: Any, name: Any) -> _Template | None:
+        """The Lease's template in this file's dictionary (its renewals are rows of it), or None."""
+        with self._lock:
+            return None if self._w is None else self._w._c.leases.get((cluster, namespace, name))
 
     def _add(self, line: dict, t: float) -> None:
         with self._lock:
