@@ -80,11 +80,12 @@ DELIVERIES = ("watch", "jitter")
 """The receive-time models (the module docstring)."""
 
 
-def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool = False,
+def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool = True,
            delivery: str = "watch", fast: bool = True) -> dict:
     """Both recordings of the same run; returns the counts and CPU seconds (and of them the
     collector's, ``gc``). ``freeze``: ``gc.freeze()`` after the list (the objects alive then, the
-    fleet's and the recorders', are never walked again by the collector). ``delivery``: one of
+    fleet's and the recorders', are never walked again by the collector), as the live hub does once
+    its lists are in (``reflector.resume_gc``). ``delivery``: one of
     ``DELIVERIES``. ``fast``: the flight recorder's fast path for plain Lease renewals (False: every
     event the general way, to compare)."""
     import gc
@@ -246,7 +247,7 @@ def _seek(directory: str, start: float, minutes: float) -> tuple[float, float]:
 
 
 def run(nodes: int = 5_000, minutes: float = 30, status: bool = True, keep: str | None = None,
-        freeze: bool = False, delivery: str = "watch", fast: bool = True) -> list[Figure]:
+        freeze: bool = True, delivery: str = "watch", fast: bool = True) -> list[Figure]:
     """``keep``: record into this directory (kept: ``status`` may be timed on it again) instead of a
     temporary one."""
     from nodewatch.hub.flight_recorder import KEEP_BYTES
@@ -321,7 +322,9 @@ if __name__ == "__main__":
     p.add_argument("--nodes", type=int, default=5_000)
     p.add_argument("--minutes", type=float, default=30)
     p.add_argument("--no-status", action="store_true", help="skip status --replay (slow at 65k)")
-    p.add_argument("--gc-freeze", action="store_true", help="gc.freeze() after the initial list")
+    p.add_argument("--no-gc-freeze", dest="gc_freeze", action="store_false",
+                   help="leave the collector as it is after the initial list (the live hub freezes what "
+                        "survived its lists: reflector.resume_gc, so the default does too)")
     p.add_argument("--keep", metavar="DIR", help="record into DIR and keep it (default: a temporary directory)")
     p.add_argument("--delivery", choices=DELIVERIES, default="watch",
                    help="receive times: in order per stream as a watch delivers (default), or each event its "
