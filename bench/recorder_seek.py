@@ -40,6 +40,7 @@ import struct
 import subprocess
 import sys
 import time
+from typing import Any
 
 from .harness import Figure
 
@@ -175,9 +176,9 @@ def bare_scan(path: str, upto: float) -> int:
     return blocks
 
 
-def _cpu(fn) -> tuple[float, object]:  # type: ignore[no-untyped-def]
+def _cpu(fn: Any, *args: Any, **kw: Any) -> tuple[float, Any]:
     c = time.process_time()
-    out = fn()
+    out = fn(*args, **kw)
     return time.process_time() - c, out
 
 
@@ -236,12 +237,12 @@ def run(base: str, nodes: int, minutes: float, fractions: list[float], regen: bo
     for frac in fractions:
         t = meta["start"] + frac * (meta["end"] - meta["start"])
         at = format_time(t, micro=True)
-        bare, blocks = _cpu(lambda: bare_scan(seg, t))
-        c, _ = _cpu(lambda: state_at(col, at, compact=True, pods=False))
-        j = _cpu(lambda: state_at(js, at, compact=True, pods=False))[0] if have_js else None
+        bare, blocks = _cpu(bare_scan, seg, t)
+        c, _ = _cpu(state_at, col, at, compact=True, pods=False)
+        j = _cpu(state_at, js, at, compact=True, pods=False)[0] if have_js else None
         load = os.getloadavg()[0]
-        print(f"  at +{t - meta['start']:.0f} s: columnar {c:.2f} s CPU, JSON Lines {j}, bare {bare:.2f} s, load {load:.1f}",
-              file=sys.stderr, flush=True)
+        print(f"  at +{t - meta['start']:.0f} s: columnar {c:.2f} s CPU, JSON Lines {j}, bare {bare:.2f} s, "
+              f"load {load:.1f}", file=sys.stderr, flush=True)
         figures.append(Figure(f"recorder_seek: state_at T = segment start + {t - meta['start']:.0f} s, {label}",
                               f"{c:.2f} s CPU", "<= 1 s",
                               (f"JSON Lines dir {j:.2f} s; " if j is not None else "") + f"bare zstd + block walk {bare:.2f} s",
