@@ -51,7 +51,7 @@ import zstandard
 from ..core.clock import Clock, SystemClock
 from ..core.settings import Settings
 from ..core.timeutil import parse_time
-from .columnar_range import MAX_BUFFERED, FastRange
+from .columnar_range import MAX_BUFFERED, MAX_WAIT, SHORT_RUN, FastRange
 from .line_stream import SegmentStream
 from .recording import (
     FORMAT_VERSION,
@@ -1077,6 +1077,9 @@ class Supersession:
         """(codec, lease lines read) when a run was last refused: asked again after a Lease's next
         whole line (which may change the dictionary, a Lease's droppability or the lease list)."""
         self._lease_lines = 0
+        self._wait = 0
+        """Blocks to read row by row before a run is tried again (``end_run``)."""
+        self._backoff = 0
 
     def header(self, header: Any) -> None:
         """A file's header: the first one anchors the recording (``line_guards.TimeFrame``)."""
@@ -1101,11 +1104,15 @@ class Supersession:
         blocks whose rows it would all decide the same way are read a block at a time
         (``columnar_range``)."""
         cols = _columns(body)
-        if self._run is None and self._run_fits != (c, self._lease_lines):
-            ok, cluster = FastRange.fits(self, c)
-            self._run_fits = (c, self._lease_lines)  # (not asked again before the next line of a Lease)
-            if ok:
-                self._run = FastRange(self, c, cluster, _whole_row, _time_of)
+        if self._run is None:
+            if self._wait:
+                self._wait -= 1
+            elif self._run_fits != (c, self._lease_lines):
+                ok, cluster = FastRange.fits(self, c)
+                if ok:
+                    self._run = FastRange(self, c, cluster, _whole_row, _time_of)
+                else:
+                    self._run_fits = (c, self._lease_lines)  # (not asked again before a Lease's next line)
         if self._run is not None:
             if self._run.block(cols, cols[8]):
                 if self._run.buffered > MAX_BUFFERED:
@@ -1115,10 +1122,15 @@ class Supersession:
         self._row_by_row(cols, c)
 
     def end_run(self) -> None:
-        """The run of blocks read a block at a time ends (``FastRange.end``)."""
+        """The run of blocks read a block at a time ends (``FastRange.end``). Starting and ending one
+        costs a pass over the dictionary: after a short run, the next is tried only some blocks later
+        (twice as many after each short run, up to ``MAX_WAIT``)."""
         if self._run is not None:
+            short = self._run.blocks < SHORT_RUN
             self._run.end()
             self._run = None
+            self._backoff = min(MAX_WAIT, max(1, 2 * self._backoff)) if short else 0
+            self._wait = self._backoff
 
     def _row_by_row(self, cols: tuple, c: _Codec) -> None:
         n, kinds, rx, res, idx, off, rvs, mfs, whole = cols

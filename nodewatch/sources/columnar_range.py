@@ -13,9 +13,10 @@ A block is read so (``block``) only when every row of it would be left out or ke
 row-by-row loop does: nothing of the next lines hidden; every Lease of the dictionary droppable, of
 one cluster whose lease list is in, with a resourceVersion and one ``managedFields`` time (their
 columns then have a value a row); each Lease at most once in the block, with a renewTime later than
-any seen of it (so it supersedes the last one waiting); every row later than anything read before
-(no Lease steps back: ``Supersession._in_order`` has nothing to say), at or before the target, not
-before the recording's floor, after the lease list; and no whole line of a Lease (which changes the
+any seen of it (so it supersedes the last one waiting) and a receive time after its last line's
+(``Supersession._in_order`` has nothing to say); every row at or before the target, nothing read
+so far or in the block after the end of the read, every row not before the recording's floor and
+after the lease list; and no whole line of a Lease (which changes the
 dictionary). Any other block ends the run (the Leases' last rows and the whole lines in between go
 to ``Supersession``'s queue, in the order they were read) and is read row by row.
 """
@@ -25,14 +26,20 @@ from __future__ import annotations
 import math
 import re
 from itertools import accumulate, compress, islice
-from operator import add, gt, not_
+from operator import add, ge, gt, not_
 from typing import Any, Callable
 
 _WHOLE = re.compile(b"[^\x00]")
 """A row that is not a Lease renewal (``columnar._ROW_LEASE`` is 0)."""
 _TPL, _FINAL, _DROP = 1, 5, 6
 """Fields of a ``Supersession`` renewal (``columnar._TPL``...; a renewal is a list there)."""
-MAX_BUFFERED = 64 * 1024 * 1024
+SHORT_RUN = 16
+MAX_WAIT = 256
+"""A run of fewer blocks is short: the next is tried only after waiting (``Supersession.end_run``)."""
+MARGIN_US = 8
+"""A row's time is its microseconds give or take its residual's units of the last place: less than
+this many microseconds (a block whose residuals are larger is read row by row)."""
+MAX_BUFFERED = 256 * 1024 * 1024
 """Bytes of whole lines a run holds back (they wait for the Leases' last rows read before them)."""
 
 
@@ -65,9 +72,15 @@ class FastRange:
         self.res = [0] * size
         self.rv = [0] * size
         self.mf = [0] * size
+        last = s._last
+        self.after = [never if t is None or t.name not in last else math.ceil(last[t.name] * 1_000_000) + MARGIN_US
+                      for t in c.by_index]
+        """The least receive time (us) of each Lease's next row that is surely not before its last line
+        (``Supersession._in_order`` would find nothing to say)."""
         self.whole: list[tuple[int, bytes]] = []
         self.buffered = 0
         self.row = 0
+        self.blocks = 0
 
     @staticmethod
     def fits(s: Any, c: Any) -> tuple[bool, Any]:
@@ -127,9 +140,8 @@ class FastRange:
             # a row's time is its microseconds give or take ``res`` units of the last place: compared
             # with a margin that covers them
             e = 1 + math.ceil(max(max(res), -min(res)) * math.ulp(hi_us / 1_000_000) * 1_000_000)
-            hi_before = s._hi
-            if ((hi_before != -math.inf and lo - e <= math.ceil(hi_before * 1_000_000))
-                    or (hi_us + e) / 1_000_000 > min(s.target, s.read_until)
+            if (e > MARGIN_US or (n_lease and not all(map(ge, ts, map(self.after.__getitem__, idx))))
+                    or (hi_us + e) / 1_000_000 > min(s.target, s.read_until) or s._hi > s.read_until
                     or (lo - e) / 1_000_000 < s._floor or s._synced[self.cluster] > (lo - e) / 1_000_000):
                 return False
         # the block is the run's: whole lines decoded in their order, the Leases' last rows kept
@@ -153,6 +165,7 @@ class FastRange:
                         dropped += 1
                         s._dropped_names.add(by_index[i].name)
             pos_of, t_of, res_of, rv_of, mf_of, off_of = self.pos, self.t, self.res, self.rv, self.mf, self.off
+            after = self.after
             dropped += n_lease - list(map(pos_of.__getitem__, idx)).count(-1)  # a row of the run before
             s.dropped += dropped
             rv_abs = list(accumulate(rvs, initial=c.rv.get(self.cluster, 0)))
@@ -165,6 +178,7 @@ class FastRange:
                 res_of[i] = r_
                 rv_of[i] = rv
                 mf_of[i] = mf
+                after[i] = t_us + 2 * MARGIN_US
                 off_of[i] = o
                 renew_of[i] = ren
             k = ts.index(max(ts))
@@ -172,6 +186,7 @@ class FastRange:
         if n:
             c.last_us = ts_all[-1]
         self.row = g + n
+        self.blocks += 1
         return True
 
     def end(self) -> None:

@@ -79,7 +79,7 @@ class _Fleet:
             if n == names[4] and 300 < at - self.t0 < 310:
                 rx -= 2.5  # a line that steps back in time
             if n == names[5] and 330 < at - self.t0 < 340:
-                rx -= 12  # and one before its Lease's last
+                rx -= 15  # and one before its Lease's last
             clock.set(rx)
             write("MODIFIED", obj, rx)
         for r in recs:
@@ -115,13 +115,19 @@ def _row_by_row(monkeypatch) -> None:
     monkeypatch.setattr(columnar_range.FastRange, "fits", staticmethod(lambda s, c: (False, None)))
 
 
-def test_runs_of_renewal_blocks_give_the_states_of_the_row_by_row_read_and_of_json_lines(tmp_path, monkeypatch):
+@pytest.mark.parametrize("buffered", [None, -1])
+def test_runs_of_renewal_blocks_give_the_states_of_the_row_by_row_read_and_of_json_lines(tmp_path, monkeypatch,
+                                                                                        buffered):
+    """``buffered`` -1: every run ends after its first block (as one holding back more whole lines than
+    ``MAX_BUFFERED`` does), and the next is tried only later (``Supersession.end_run``)."""
+    if buffered is not None:
+        monkeypatch.setattr(columnar, "MAX_BUFFERED", buffered)
     fleet = _Fleet(tmp_path)
     jsonl, col = fleet.paths
     instants = [format_time(fleet.t0 + s, micro=True) for s in (5, 30.5, 99, 130, 158, 170, 205, 252, 255.5, 303, 308.5, 333, 345, 399)]
     blocks = _counted(monkeypatch)
     fast = {at: _answers(col, at) for at in instants}
-    assert blocks[0] > 200  # most blocks were read a block at a time
+    assert blocks[0] > (20 if buffered else 200)  # (most) blocks were read a block at a time
     want = {at: _answers(jsonl, at) for at in instants}
     _row_by_row(monkeypatch)
     slow = {at: _answers(col, at) for at in instants}
