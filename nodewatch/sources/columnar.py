@@ -482,8 +482,8 @@ class _Codec:
 
     def __init__(self, plain: bool = False) -> None:
         """``plain``: objects kept as they are, not compressed (a one-shot read: each is read back at
-        most a few times, and a 65,000-node keyframe's Nodes cost ~1 GB so for the read's span,
-        against the compression of each and a decompression and JSON decode of each patch's base)."""
+        most a few times: no compression of each version, no decompression and JSON decode of each
+        patch's base; a whole read late in a 65,000-node segment peaked at 1.8 GB of memory so)."""
         self.plain = plain
         self.leases: dict[tuple, _Template] = {}
         self.by_index: list[_Template | None] = []
@@ -1048,7 +1048,11 @@ class Supersession:
     again without this. One for a whole stream (a directory's segments share it); ``hidden``: the
     next lines are read but not the answer's (a later segment's keyframe), they only make dropping
     rarer. What differs from reading every line: the line numbers of problems after the first drop,
-    and a renewal that duplicates an earlier line is not reported when it is left out."""
+    and a renewal that duplicates an earlier line is not reported when it is left out.
+
+    Runs of blocks in which every row is decided the same way are read a block at a time
+    (``columnar_range.FastRange``: C-level passes over whole columns, each Lease's last row of the run
+    made a renewal here when the run ends), the other blocks row by row (``_row_by_row``)."""
 
     def __init__(self, target: float, read_until: float, clean: Callable[[bytes], tuple[bool, float | None]],
                  early_slack: float) -> None:
