@@ -3,9 +3,8 @@
 ``python -m bench.recorder_seek [--nodes 65000] [--minutes 15] [--dir /tmp/nodewatch-seek-65000]
 [--at 0.05,0.5,0.97] [--regen] [--no-jsonl]``.
 
-Why a generator of its own: ``bench.recorder`` runs ``SimFleet`` through virtual time, which at
-65,000 nodes took 22 minutes of wall time for 16 virtual minutes. A seek only needs what a hub's
-segment holds, so this writes it directly, through the real writer (``SegmentedRecorder``, both
+Why a generator of its own: a seek only needs what a hub's segment holds, so this writes it
+directly, without ``SimFleet``'s virtual time (``bench.recorder``), through the real writer (``SegmentedRecorder``, both
 formats, as ``bench.recorder`` does): ``SimFleet``'s initial Nodes and Leases (random UIDs), then
 each kubelet renewing its Lease every 10 s with the kubelet's 4 % jitter, renewTime on its node's
 clock (a skew of up to 0.2 s), the API server's resourceVersion (one counter) and ``managedFields``
@@ -14,7 +13,9 @@ delay of mean 4 ms later, in receive order (as a watch delivers); each Node's st
 heartbeat times) every 5 minutes at its own phase. The first segment is the initial list and 12 s
 of renewals; then the recorder rotates (``rotate(keyframe=True)``), so the timed segment starts as a
 hub's does, with a rotation keyframe (Nodes from the state's records, each Lease's last line), and
-runs ``minutes`` (15: a hub's segment). Kept in ``--dir`` between runs (``--regen`` writes it again).
+runs ``minutes`` (15: a hub's segment). The two writers' own cost dominates (15 minutes at 65,000
+nodes took 22 minutes of wall time on a loaded machine, like ``bench.recorder``'s 16), so the
+recording is kept in ``--dir`` between runs (``--regen`` writes it again).
 
 Timed, each beside a reference measured in the same run:
 - ``replay.state_at`` (in process, CPU seconds) at instants through the segment (``--at``, fractions
