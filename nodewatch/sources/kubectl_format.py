@@ -26,7 +26,17 @@ import orjson
 from ..core.objects import lease_from_dict
 from ..core.timeutil import format_time, parse_time
 from ..core.wire import _lease_record
-from .kubectl_typed import KubectlLease, lease_deleting, lease_event, lease_key, lease_name, lease_time
+from .kubectl_typed import (
+    TYPED,
+    KubectlLease,
+    KubectlNode,
+    lease_time,
+    node_time,
+    typed_deleting,
+    typed_event,
+    typed_key,
+    typed_name,
+)
 from .recording import MAX_LINE_BYTES, Entry, _short
 
 KIND_RESOURCES = {
@@ -57,7 +67,7 @@ def looks_like_kubectl(first_line: bytes) -> bool:
 
 
 Typed = Callable[[bytes], Any]
-"""A decoder tried first on each document's bytes (``kubectl_typed.lease_event``): what it gives
+"""A decoder tried first on each document's bytes (``kubectl_typed.typed_event``): what it gives
 (not None) is yielded instead of the document's JSON."""
 
 
@@ -268,13 +278,13 @@ def iter_entries(lines: Iterable[tuple[int, bytes]], problems: list[str], typed:
                 problems.append(f"line {n}: objects of kind {k!r} are not used, skipped (reported once)")
         return resource
 
-    for n, doc in iter_documents(lines, problems, lease_event if typed else None):
-        if type(doc) is tuple:  # (etype, KubectlLease): a clean Lease watch event
-            e = clock.quick(n, "leases", doc[0], doc[1])
+    for n, doc in iter_documents(lines, problems, typed_event if typed else None):
+        if type(doc) is tuple:  # (etype, KubectlLease or KubectlNode, resource): a clean watch event
+            e = clock.quick(n, doc[2], doc[0], doc[1])
             if e is not None:
                 yield e
             else:
-                yield from clock.event(n, "leases", doc[0], doc[1], False)
+                yield from clock.event(n, doc[2], doc[0], doc[1], False)
             continue
         events = [(etype, obj, listing, r) for etype, obj, listing in _events_of(n, doc, problems)
                   if (r := resource_of(n, obj)) is not None]
@@ -297,18 +307,22 @@ def sort_entries(entries: Iterable[Entry], defer: Callable[[Entry], Any] | None 
     first; one that would not make one stays the dict, and applying it reports why): a log is
     sorted whole, and the dicts of a 5,000-node log's 300,000 renewals held for the sort were 1.5 GB.
     As records, the renewals a later one supersedes are left out of a one-shot answer too
-    (``replay/superseded.py``). A typed Lease (``iter_entries(typed=True)``) is made its record by
-    ``wire._lease_record``, as a watched Lease is; ``defer`` (a one-shot answer's
-    ``superseded.deferred_entry``) may make it, instead, what waits to be applied (not None): a
-    renewal a later one supersedes is then never made a record."""
+    (``replay/superseded.py``). A typed Lease or Node (``iter_entries(typed=True)``) is made its
+    record by ``wire._lease_record``, as a watched Lease is (a Node has its record already); ``defer`` (a one-shot answer's ``superseded.deferred_entry``) may make it, instead,
+    what waits to be applied (not None): a renewal a later one supersedes is then never made a
+    record."""
     if defer is None:
-        return sorted(map(_typed_lease, entries), key=_entry_time)
-    return sorted((defer(e) or _typed_lease(e) for e in entries), key=_entry_time)
+        return sorted(map(_record, entries), key=_entry_time)
+    return sorted((defer(e) or _record(e) for e in entries), key=_entry_time)
 
 
-def _typed_lease(e: Entry) -> Entry:
-    if type(e.obj) is KubectlLease:
-        e.obj = _lease_record(e.obj)  # named: lease_event made sure
+def _record(e: Entry) -> Entry:
+    """The entry with its Lease or typed Node made its record (named: ``typed_event`` made sure)."""
+    kind = type(e.obj)
+    if kind is KubectlLease:
+        e.obj = _lease_record(e.obj)
+    elif kind is KubectlNode:
+        e.obj = e.obj.record
     elif e.resource == "leases" and isinstance(e.obj, dict):
         try:
             e.obj = lease_from_dict(e.obj)
@@ -636,8 +650,8 @@ def _events_of(n: int, doc: Any, problems: list[str]) -> Iterator[tuple[str, Any
 
 def _deleting(obj: Any) -> bool:
     """Whether the object carries a ``deletionTimestamp``."""
-    if type(obj) is KubectlLease:
-        return lease_deleting(obj)
+    if type(obj) in TYPED:
+        return typed_deleting(obj)
     return bool(_d(obj.get("metadata")).get("deletionTimestamp"))
 
 
@@ -650,16 +664,16 @@ def _l(v: Any) -> list:
 
 
 def _key(obj: Any) -> tuple:
-    if type(obj) is KubectlLease:
-        return lease_key(obj)
+    if type(obj) in TYPED:
+        return typed_key(obj)
     meta = _d(obj.get("metadata")) if isinstance(obj, dict) else {}
     return meta.get("namespace"), meta.get("name"), meta.get("uid")
 
 
 def _name(obj: Any) -> str:
     """``Kind 'name'`` of an object, for a message (plain text, bounded)."""
-    if type(obj) is KubectlLease:
-        return lease_name(obj)
+    if type(obj) in TYPED:
+        return typed_name(obj)
     meta = _d(obj.get("metadata"))
     return f"{str(obj.get('kind'))[:40]} {str(meta.get('name'))[:80]!r}"
 
@@ -685,6 +699,8 @@ def object_time(resource: str, etype: str, obj: Any) -> float | None:
     """When this object was written, as well as the object itself tells (None: it does not say)."""
     if type(obj) is KubectlLease:
         return lease_time(etype, obj)
+    if type(obj) is KubectlNode:
+        return node_time(etype, obj)
     meta = _d(obj.get("metadata"))
     if etype == "DELETED" and meta.get("deletionTimestamp"):
         return parse_time(meta.get("deletionTimestamp"))
