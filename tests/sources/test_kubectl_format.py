@@ -366,3 +366,54 @@ def test_typed_lease_events_give_the_records_and_problems_of_the_dict_path(tmp_p
     got, got_problems = read(True)
     assert got == want and got_problems == want_problems
     assert sum(1 for e in want if e[2] == "leases") > 20 and sum(1 for e in want if e[2] == "nodes") > 30
+
+
+def test_what_waits_for_a_one_shot_answer_makes_the_dict_paths_records(tmp_path):
+    """``sort_entries`` with ``superseded.deferred_entry`` (what ``status --replay`` reads): a Lease
+    or Node that waits as a ``Deferred`` (a Lease slimmed of what only the clock reads, a Node as
+    its record) is applied as the record the dict path makes of the same document."""
+    from nodewatch.sources.kubectl_format import iter_blocks, sort_entries
+    from nodewatch.sources.replay.superseded import Deferred, deferred_entry
+
+    path = tmp_path / "log.json"
+    path.write_bytes(_lease_variants() + _node_variants() + _hostile_log())
+
+    def read(typed: bool) -> list:
+        problems: list[str] = []
+        with open(path, "rb") as f:
+            entries = iter_entries(iter_blocks(f, problems), problems, typed=typed)
+            out = sort_entries(entries, deferred_entry if typed else None)
+        return _records([e.entry([]) if type(e) is Deferred else e for e in out])
+
+    got, want = read(True), read(False)
+    assert got == want
+    assert sum(1 for e in want if e[2] == "leases") > 20 and sum(1 for e in want if e[2] == "nodes") > 20
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 119])
+def test_blocks_skip_giant_lines_as_lines_do(tmp_path, monkeypatch, block):
+    """``iter_blocks`` reads into one buffer behind the part of a line the last block left: lines
+    longer than ``MAX_LINE_BYTES`` (at the start, across blocks, two in a row, at the end) are
+    skipped and reported as the line by line reader does, the lines around them kept. (Blocks
+    smaller than the limit: a giant line inside one block is the document reader's to report.)"""
+    from nodewatch.sources import kubectl_format, recording
+    from nodewatch.sources.recording import iter_lines
+
+    monkeypatch.setattr(recording, "MAX_LINE_BYTES", 120)
+    monkeypatch.setattr(kubectl_format, "MAX_LINE_BYTES", 120)
+    monkeypatch.setattr(kubectl_format, "BLOCK_BYTES", block)
+    one = b'{"type": "ADDED", "object": {"kind": "Lease", "metadata": {"name": "z", "namespace": "kube-node-lease"}}}\n'
+    giant = b"x" * 300 + b"\n"
+    path = tmp_path / "log.json"
+    path.write_bytes(b"\n" + giant + one + b"y" * 121 + b"\n" + one * 3 + giant + giant + one + b"z" * 500)
+    by_line: list[str] = []
+    with open(path, "rb") as f:
+        want = [(e.line, e.t, e.obj) for e in iter_entries(iter_lines(f, by_line), by_line)]
+    by_block: list[str] = []
+    with open(path, "rb") as f:
+        lines = iter_lines(f, by_block)
+        first = next(lines)
+        got = [(e.line, e.t, e.obj) for e in iter_entries([first, *kubectl_format.iter_blocks(f, by_block, first[0])],
+                                                         by_block)]
+    assert got == want and by_block == by_line
+    assert len(want) == 5 and sum("longer than" in p for p in by_line) == 5

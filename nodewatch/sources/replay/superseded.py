@@ -46,7 +46,7 @@ from ...core.wire import (  # the typed decoder's own: what it reads, and the re
     _Pod,
     lease_write_time,
 )
-from ..kubectl_typed import KubectlLease, KubectlNode
+from ..kubectl_typed import KubectlLease, KubectlNode, renew_time, slim
 from ..recording import Entry
 from .lines import _Line, parse, plain_fields
 
@@ -182,7 +182,8 @@ def deferred_entry(e: Entry) -> Deferred | None:
     meta = obj.metadata
     if meta is None or not meta.name or (meta.namespace or "") not in NODE_LEASE_NAMESPACES:
         return None
-    renew = _micro_time(obj.spec.renewTime) if obj.spec is not None else None  # as the record has it
+    renew = renew_time(obj.spec) if obj.spec is not None else None  # as the record has it
+    slim(obj)  # it waits for the sort with 300,000 others
     t = e.t if e.t is not None else 0.0
     return Deferred(e.line, t, "leases", e.etype, e.listing, e.cluster, meta.name, renew, False, None, obj)
 
