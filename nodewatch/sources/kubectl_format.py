@@ -297,11 +297,12 @@ def iter_entries(lines: Iterable[tuple[int, bytes]], problems: list[str], typed:
 
     for n, doc in iter_documents(lines, problems, typed_event if typed else None):
         if type(doc) is tuple:  # (etype, KubectlLease or KubectlNode, resource): a clean watch event
-            e = clock.quick(n, doc[2], doc[0], doc[1])
+            etype, obj, resource = doc
+            e = clock.quick(n, resource, etype, obj)
             if e is not None:
                 yield e
             else:
-                yield from clock.event(n, doc[2], doc[0], doc[1], False)
+                yield from clock.event(n, resource, etype, obj, False)
             continue
         events = [(etype, obj, listing, r) for etype, obj, listing in _events_of(n, doc, problems)
                   if (r := resource_of(n, obj)) is not None]
@@ -461,7 +462,7 @@ class SectionClock:
         last = sec.t
         if last is None or sec.opening is not None or sec.pending or sec.deletions or sec.jumps.waiting:
             return None
-        own = object_time(resource, etype, obj)
+        own = lease_time(etype, obj) if type(obj) is KubectlLease else object_time(resource, etype, obj)
         if own is None or own <= last:
             return Entry(n, last, resource, etype, obj, False)
         if own > last + MAX_JUMP:

@@ -119,9 +119,16 @@ def typed_event(data: bytes) -> tuple[str, KubectlLease | KubectlNode, str] | No
     kind stops there)."""
     if not data.isascii():  # what only orjson checks (see the module's docstring)
         return None
-    event = _clean(_decode, data, "Lease", "leases")
-    if event is not None:
-        return event
+    try:
+        lease = _decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        pass
+    else:  # _clean's checks, inline: nineteen documents in twenty are renewals
+        obj, etype = lease.object, lease.type
+        if obj is not None and etype is not None and obj.kind is not None:  # (Literal: the right ones)
+            meta = obj.metadata
+            if meta is not None and meta.name:
+                return etype, obj, "leases"
     if b'"Node"' not in data:
         return None
     event = _clean(_decode_node, data, "Node", "nodes")
