@@ -268,6 +268,10 @@ def _lease_variants() -> bytes:
         _lease_doc("j", spec={"renewTime": None}),
         b'{"type": "MODIFIED", "object": {"kind": "Lease", "metadata": {"name": "k"}, "spec": [1]}}\n',
         _lease_doc("l", "BOOKMARK"),
+        _lease_doc("m").replace(b'"Lease"', b'"Le\\u0061se"').replace(b'"MODIFIED"', b'"MODIFI\\u0045D"'),
+        _lease_doc("n\u00e9").replace(b'"kube-node-lease"', b'"kube-node-le\\u0061se"'),  # escapes in ASCII
+        _lease_doc("o", spec={"holderIdentity": "someone-else"}, meta={"namespace": "other"}),
+        _lease_doc("p", "ADDED").replace(b"\n", b"\r\n"),
     ])
 
 
