@@ -19,6 +19,7 @@ msgspec skips; an API server never writes one (Go's encoder cannot).
 
 from __future__ import annotations
 
+from sys import intern
 from typing import Any, Callable, Literal, Optional
 
 import msgspec
@@ -199,26 +200,40 @@ def slim(obj: KubectlLease) -> None:
     acquire times), and share the strings renewals repeat (the namespace, a holder that is the
     Lease's name, the kubelet's manager and operation): the 300,000 renewals of a 5,000-node log
     wait for its sort, and these were a third of each one's memory. Its record
-    (``wire._lease_record``) reads the same values from it."""
+    (``wire._lease_record``) reads the same values from it. The name is interned (as the record
+    has it), a manager's write time (whole seconds: the renewals of a second share it) shared."""
     meta = obj.metadata
     if meta is None:
         return
     meta.uid = meta.creationTimestamp = None
+    name = meta.name
+    if name is not None and len(name) <= 256:
+        name = meta.name = intern(name)
     if meta.namespace == NODE_LEASE_NAMESPACE:
         meta.namespace = NODE_LEASE_NAMESPACE
     spec = obj.spec
     if spec is not None:
         spec.acquireTime = None
-        if spec.holderIdentity == meta.name:
-            spec.holderIdentity = meta.name
+        if spec.holderIdentity == name:
+            spec.holderIdentity = name
     for m in meta.managedFields or ():
         if m.manager == _KUBELET:
             m.manager = _KUBELET
         if m.operation == _UPDATE:
             m.operation = _UPDATE
+        when = m.time
+        if when is not None:
+            shared = _write_times.get(when)
+            if shared is None:
+                if len(_write_times) >= _WRITE_TIMES_MAX:
+                    _write_times.clear()
+                shared = _write_times[when] = when
+            m.time = shared
 
 
 _KUBELET, _UPDATE = "kubelet", "Update"
+_write_times: dict[str, str] = {}
+_WRITE_TIMES_MAX = 4096
 
 
 _acquire_times: dict[str, float | None] = {}
