@@ -163,7 +163,7 @@ def lease_time(etype: str, obj: KubectlLease) -> float | None:
     """``kubectl_format.object_time`` of a Lease, read from its typed fields (the same float:
     ``_micro_time`` is ``parse_time`` of a MicroTime)."""
     meta = obj.metadata
-    if meta is None:  # not from lease_event: every field absent, as the dict path reads {}
+    if meta is None:  # not from typed_event: every field absent, as the dict path reads {}
         meta = _KubectlLeaseMeta()
     if etype == "DELETED" and meta.deletionTimestamp:
         return parse_time(meta.deletionTimestamp)

@@ -248,7 +248,7 @@ def _lease_doc(name: str, etype: str = "MODIFIED", indent: bool = True, **extra)
 
 
 def _lease_variants() -> bytes:
-    """Lease watch events the typed decoder (``kubectl_typed.lease_event``) must read as the dict
+    """Lease watch events the typed decoder (``kubectl_typed.typed_event``) must read as the dict
     path does, or leave to it: other key orders, extra fields, wrong types, no name, non-ASCII,
     an acquireTime after renewTime, a deletion, a compact line, kubectl's document boundaries."""
     reordered = json.dumps({"object": {"spec": {"renewTime": "2026-12-01T10:00:06.000001Z", "holderIdentity": "b"},
