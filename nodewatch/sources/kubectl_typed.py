@@ -182,17 +182,19 @@ def renew_time(spec: _KubectlLeaseSpec) -> float | None:
     The clock dates a renewal by it, then ``superseded.deferred_entry`` reads it again for the
     same object: the last value is remembered by identity (the string is held, so its identity is
     not reused), and each renewTime is parsed once (a fifth of a renewal's reading, twice)."""
+    global _last_renew
     value = spec.renewTime
     if value is None:
         return None
-    if value is _last_renew[0]:
-        return _last_renew[1]
+    last = _last_renew  # one tuple, swapped whole: a reader in another thread sees a pair that belongs
+    if value is last[0]:
+        return last[1]
     t = _micro_time(value)
-    _last_renew[0], _last_renew[1] = value, t
+    _last_renew = (value, t)
     return t
 
 
-_last_renew: list[Any] = [None, None]
+_last_renew: tuple[Any, float | None] = (None, None)
 
 
 def slim(obj: KubectlLease) -> None:

@@ -421,3 +421,16 @@ def test_blocks_skip_giant_lines_as_lines_do(tmp_path, monkeypatch, block):
                                                          by_block)]
     assert got == want and by_block == by_line
     assert len(want) == 5 and sum("longer than" in p for p in by_line) == 5
+
+
+def test_renew_time_remembers_only_the_same_string():
+    """``kubectl_typed.renew_time`` remembers the last renewTime by identity: the same string gives
+    its value again, any other string (equal or not) is parsed."""
+    from nodewatch.core.wire import _micro_time
+    from nodewatch.sources.kubectl_typed import _KubectlLeaseSpec, renew_time
+
+    a = _KubectlLeaseSpec(renewTime="2026-12-01T10:00:05.123456Z")
+    b = _KubectlLeaseSpec(renewTime="2026-12-01T10:00:05.654321Z")
+    c = _KubectlLeaseSpec(renewTime="".join(["2026-12-01T10:00:05.", "123456Z"]))  # equal to a's, not a's
+    assert [renew_time(s) for s in (a, a, b, a, c, b)] == [_micro_time(s.renewTime) for s in (a, a, b, a, c, b)]
+    assert renew_time(_KubectlLeaseSpec()) is None and renew_time(b) == _micro_time(b.renewTime)
