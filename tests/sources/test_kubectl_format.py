@@ -248,7 +248,7 @@ def _lease_doc(name: str, etype: str = "MODIFIED", indent: bool = True, **extra)
 
 
 def _lease_variants() -> bytes:
-    """Lease watch events the typed decoder (``kubectl_typed.lease_event``) must read as the dict
+    """Lease watch events the typed decoder (``kubectl_typed.typed_event``) must read as the dict
     path does, or leave to it: other key orders, extra fields, wrong types, no name, non-ASCII,
     an acquireTime after renewTime, a deletion, a compact line, kubectl's document boundaries."""
     reordered = json.dumps({"object": {"spec": {"renewTime": "2026-12-01T10:00:06.000001Z", "holderIdentity": "b"},
@@ -268,20 +268,94 @@ def _lease_variants() -> bytes:
         _lease_doc("j", spec={"renewTime": None}),
         b'{"type": "MODIFIED", "object": {"kind": "Lease", "metadata": {"name": "k"}, "spec": [1]}}\n',
         _lease_doc("l", "BOOKMARK"),
+        _lease_doc("m").replace(b'"Lease"', b'"Le\\u0061se"').replace(b'"MODIFIED"', b'"MODIFI\\u0045D"'),
+        _lease_doc("n\u00e9").replace(b'"kube-node-lease"', b'"kube-node-le\\u0061se"'),  # escapes in ASCII
+        _lease_doc("o", spec={"holderIdentity": "someone-else"}, meta={"namespace": "other"}),
+        _lease_doc("p", "ADDED").replace(b"\n", b"\r\n"),
     ])
+
+
+def _node_doc(name: str, etype: str = "MODIFIED", indent: bool = True, **extra) -> bytes:
+    meta = {"name": name, "uid": f"u-{name}", "creationTimestamp": "2026-12-01T09:00:00Z", "resourceVersion": "9",
+            "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": "z1"}}
+    spec = {"providerID": "aws:///z1/i-1", "taints": [{"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule",
+                                                       "timeAdded": "2026-12-01T10:00:02Z"}]}
+    status = {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok",
+                              "lastHeartbeatTime": "2026-12-01T10:00:04Z",
+                              "lastTransitionTime": "2026-12-01T09:00:10Z"}],
+              "capacity": {"cpu": "2", "pods": "110"}, "allocatable": {"cpu": "1930m"},
+              "addresses": [{"type": "InternalIP", "address": "10.0.0.9"}],
+              "nodeInfo": {"kubeletVersion": "v1.33.2"}, "images": [{"names": ["x"], "sizeBytes": 1}]}
+    meta.update(extra.pop("meta", {}))
+    spec.update(extra.pop("spec", {}))
+    status.update(extra.pop("status", {}))
+    doc = {"type": etype, "object": {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec,
+                                     "status": status, **extra}}
+    return (json.dumps(doc, indent=4) if indent else json.dumps(doc)).encode() + b"\n"
+
+
+def _node_variants() -> bytes:
+    """Node watch events the typed decoder (``kubectl_typed.typed_event``) must read and date as
+    the dict path does, or leave to it: a later heartbeat, transition or taint deciding the time,
+    other key orders, a name spelt with a unicode escape, a Lease named in an annotation, wrong
+    types, no name, non-ASCII, a deletion, a compact line, ``\r\n`` line ends, nulls."""
+    reordered = json.dumps({"object": {"status": {"conditions": [{"lastHeartbeatTime": "2026-12-01T10:00:08Z",
+                                                                   "type": "Ready", "status": "False"}]},
+                                       "kind": "Node", "metadata": {"name": "nb", "uid": "u"}},
+                            "type": "MODIFIED"}, indent=2).encode() + b"\n"
+    return b"".join([
+        _node_doc("na", "ADDED"), _node_doc("na"), reordered,
+        _node_doc("nc", extra_field={"nested": [1, {"x": None}]}, spec={"unschedulable": True}),
+        _node_doc("nd", spec={"taints": [{"key": "k", "effect": "NoExecute", "timeAdded": "2026-12-01T10:09:00Z"}]}),
+        _node_doc("ne", status={"conditions": [{"type": "Ready", "status": "True",
+                                                "lastTransitionTime": "2026-12-01T10:07:00Z"}]}),
+        _node_doc("nf", spec={"taints": [{"key": "k", "timeAdded": 5}]}),  # a number where a time belongs
+        _node_doc("ng", status={"conditions": [None]}),
+        _node_doc("nh", status={"conditions": ["Ready"]}),
+        _node_doc("ni", meta={"labels": {"zone": 7}}),
+        _node_doc("", meta={"name": ""}),  # no name
+        _node_doc("nj", meta={"annotations": {"note": "é"}}).replace(b"\\u00e9", "é".encode()),  # not ASCII
+        _node_doc("nk", meta={"annotations": {"holder": "Lease"}, "name": "n\u006b"}),  # "nk", escaped
+        _node_doc("nl", "DELETED", meta={"deletionTimestamp": "2026-12-01T10:20:00Z"}),
+        _node_doc("nm", "DELETED"),
+        _node_doc("nn", indent=False),
+        _node_doc("no").replace(b"\n", b"\r\n"),
+        _node_doc("np", status={"conditions": None}),
+        b'{"type": "MODIFIED", "object": {"kind": "Node", "metadata": {"name": "nq"}, "status": [1]}}\n',
+        b'{"type": "MODIFIED", "object": {"kind": "Node", "metadata": null}}\n',
+        _node_doc("nr", "BOOKMARK"),
+        _node_doc("ns", "ADDED"),  # back to ADDED: a new watch's opening list
+    ])
+
+
+def _records(entries: list) -> list:
+    """``(line, t, resource, type, object)`` with a Node's dict made its record (what applying it
+    does first; one that would not make one stays the dict)."""
+    from nodewatch.core.objects import node_from_dict
+
+    out = []
+    for e in entries:
+        obj = e.obj
+        if e.resource == "nodes" and isinstance(obj, dict):
+            try:
+                obj = node_from_dict(obj)
+            except Exception:  # noqa: BLE001 - applied as the dict, whose problem is reported then
+                pass
+        out.append((e.line, e.t, e.resource, e.etype, obj))
+    return out
 
 
 @pytest.mark.parametrize("block", [7, 1 << 20])
 def test_typed_lease_events_give_the_records_and_problems_of_the_dict_path(tmp_path, monkeypatch, block):
     """``iter_entries(typed=True)`` + ``sort_entries`` (a one-shot answer's fast path) against the
-    dict path on the same bytes, in blocks that cut documents anywhere: the same entries (Lease
-    records equal), the same problems."""
+    dict path on the same bytes, in blocks that cut documents anywhere: the same entries (Lease and
+    Node records equal), the same problems."""
     from nodewatch.sources import kubectl_format
     from nodewatch.sources.kubectl_format import sort_entries
     from nodewatch.sources.recording import iter_lines
 
     path = tmp_path / "log.json"
-    path.write_bytes(b"\n" + _lease_variants() + _hostile_log())
+    path.write_bytes(b"\n" + _lease_variants() + _node_variants() + _hostile_log() + _node_variants())
     monkeypatch.setattr(kubectl_format, "BLOCK_BYTES", block)
 
     def read(typed: bool) -> tuple[list, list[str]]:
@@ -290,9 +364,73 @@ def test_typed_lease_events_give_the_records_and_problems_of_the_dict_path(tmp_p
             lines = iter_lines(f, problems)
             first = next(lines)
             entries = iter_entries([first, *kubectl_format.iter_blocks(f, problems, first[0])], problems, typed=typed)
-            return [(e.line, e.t, e.resource, e.etype, e.obj) for e in sort_entries(entries)], problems
+            return _records(sort_entries(entries)), problems
 
     want, want_problems = read(False)
     got, got_problems = read(True)
     assert got == want and got_problems == want_problems
-    assert sum(1 for e in want if e[2] == "leases") > 20
+    assert sum(1 for e in want if e[2] == "leases") > 20 and sum(1 for e in want if e[2] == "nodes") > 30
+
+
+def test_what_waits_for_a_one_shot_answer_makes_the_dict_paths_records(tmp_path):
+    """``sort_entries`` with ``superseded.deferred_entry`` (what ``status --replay`` reads): a Lease
+    or Node that waits as a ``Deferred`` (a Lease slimmed of what only the clock reads, a Node as
+    its record) is applied as the record the dict path makes of the same document."""
+    from nodewatch.sources.kubectl_format import iter_blocks, sort_entries
+    from nodewatch.sources.replay.superseded import Deferred, deferred_entry
+
+    path = tmp_path / "log.json"
+    path.write_bytes(_lease_variants() + _node_variants() + _hostile_log())
+
+    def read(typed: bool) -> list:
+        problems: list[str] = []
+        with open(path, "rb") as f:
+            entries = iter_entries(iter_blocks(f, problems), problems, typed=typed)
+            out = sort_entries(entries, deferred_entry if typed else None)
+        return _records([e.entry([]) if type(e) is Deferred else e for e in out])
+
+    got, want = read(True), read(False)
+    assert got == want
+    assert sum(1 for e in want if e[2] == "leases") > 20 and sum(1 for e in want if e[2] == "nodes") > 20
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 119])
+def test_blocks_skip_giant_lines_as_lines_do(tmp_path, monkeypatch, block):
+    """``iter_blocks`` reads into one buffer behind the part of a line the last block left: lines
+    longer than ``MAX_LINE_BYTES`` (at the start, across blocks, two in a row, at the end) are
+    skipped and reported as the line by line reader does, the lines around them kept. (Blocks
+    smaller than the limit: a giant line inside one block is the document reader's to report.)"""
+    from nodewatch.sources import kubectl_format, recording
+    from nodewatch.sources.recording import iter_lines
+
+    monkeypatch.setattr(recording, "MAX_LINE_BYTES", 120)
+    monkeypatch.setattr(kubectl_format, "MAX_LINE_BYTES", 120)
+    monkeypatch.setattr(kubectl_format, "BLOCK_BYTES", block)
+    one = b'{"type": "ADDED", "object": {"kind": "Lease", "metadata": {"name": "z", "namespace": "kube-node-lease"}}}\n'
+    giant = b"x" * 300 + b"\n"
+    path = tmp_path / "log.json"
+    path.write_bytes(b"\n" + giant + one + b"y" * 121 + b"\n" + one * 3 + giant + giant + one + b"z" * 500)
+    by_line: list[str] = []
+    with open(path, "rb") as f:
+        want = [(e.line, e.t, e.obj) for e in iter_entries(iter_lines(f, by_line), by_line)]
+    by_block: list[str] = []
+    with open(path, "rb") as f:
+        lines = iter_lines(f, by_block)
+        first = next(lines)
+        got = [(e.line, e.t, e.obj) for e in iter_entries([first, *kubectl_format.iter_blocks(f, by_block, first[0])],
+                                                         by_block)]
+    assert got == want and by_block == by_line
+    assert len(want) == 5 and sum("longer than" in p for p in by_line) == 5
+
+
+def test_renew_time_remembers_only_the_same_string():
+    """``kubectl_typed.renew_time`` remembers the last renewTime by identity: the same string gives
+    its value again, any other string (equal or not) is parsed."""
+    from nodewatch.core.wire import _micro_time
+    from nodewatch.sources.kubectl_typed import _KubectlLeaseSpec, renew_time
+
+    a = _KubectlLeaseSpec(renewTime="2026-12-01T10:00:05.123456Z")
+    b = _KubectlLeaseSpec(renewTime="2026-12-01T10:00:05.654321Z")
+    c = _KubectlLeaseSpec(renewTime="".join(["2026-12-01T10:00:05.", "123456Z"]))  # equal to a's, not a's
+    assert [renew_time(s) for s in (a, a, b, a, c, b)] == [_micro_time(s.renewTime) for s in (a, a, b, a, c, b)]
+    assert renew_time(_KubectlLeaseSpec()) is None and renew_time(b) == _micro_time(b.renewTime)

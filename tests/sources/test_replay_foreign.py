@@ -12,13 +12,14 @@ import math
 import pytest
 
 from bench import foreign_recording
+from nodewatch.core.objects import NodeRecord
 from nodewatch.core.timeutil import parse_when
 from nodewatch.sources.recording_input import read_recording
 from nodewatch.sources.replay import state_at
 from nodewatch.sources.replay.clusters import new_state
 from nodewatch.sources.replay.index import apply_entry
 from nodewatch.sources.replay.lines import parse, plain_line
-from nodewatch.sources.replay.superseded import Superseded, deferred, deferred_lease
+from nodewatch.sources.replay.superseded import Deferred, Superseded, deferred, deferred_lease
 from tests.sources.test_replay_superseded import _answers, _same_answer, _tracks
 
 NODES, MINUTES = 45, 3.0
@@ -173,3 +174,23 @@ def test_a_kubectl_logs_renewals_are_left_out_of_a_one_shot_answer_only(foreign_
     replay keeps every renewal)."""
     dropped, renewals = _left_out(foreign_kubectl, monkeypatch, compact)
     assert (dropped > 0.8 * renewals) if compact else dropped == 0
+
+
+def test_a_kubectl_logs_node_updates_are_left_out_once_replaced(foreign_kubectl, monkeypatch):
+    """A kubectl log's Node events are read typed and wait as their records; an update that replaces
+    the node's record whole leaves out the ones before it, as on JSON Lines (on the old code each
+    was a dict, held until the sort and applied)."""
+    made: list[Superseded] = []
+    original = Superseded.__init__
+
+    def spy(self, *args, **kw):
+        original(self, *args, **kw)
+        made.append(self)
+
+    monkeypatch.setattr(Superseded, "__init__", spy)
+    state_at(foreign_kubectl, None, compact=True, pods=False)
+    kept = [e for e in made[0].events if e is not None and e.resource == "nodes"]
+    with open(foreign_kubectl, "rb") as f:
+        written = f.read().count(b'"kind": "Node",\n        "metadata"')
+    assert all(type(e) is Deferred and type(e.node) is NodeRecord for e in kept)
+    assert NODES <= len(kept) < written

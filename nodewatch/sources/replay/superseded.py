@@ -46,7 +46,7 @@ from ...core.wire import (  # the typed decoder's own: what it reads, and the re
     _Pod,
     lease_write_time,
 )
-from ..kubectl_typed import KubectlLease
+from ..kubectl_typed import KubectlLease, KubectlNode, renew_time, slim
 from ..recording import Entry
 from .lines import _Line, parse, plain_fields
 
@@ -80,15 +80,19 @@ class Deferred(msgspec.Struct, gc=False):
     """The line itself (None for a Lease: its record is built from ``lease``)."""
     lease: Any = None
     """A Lease's typed object (its kubelet's write time is read from it only if needed)."""
+    node: Any = None
+    """A kubectl log's Node record (``KubectlNode.record``)."""
 
     def entry(self, problems: list[str]) -> Entry | None:
         """The entry ``lines.parse`` makes of the line, now that it is applied. A Lease's record is
         built from its typed object, as ``parse`` would build it from the same decode: the line's
         bytes are not kept while the renewal waits (a foreign renewal line is ~1 KB, and 30 s of
-        them wait in the reorder window)."""
+        them wait in the reorder window). A kubectl log's Node has its record."""
         if self.lease is not None:
             return Entry(self.line, self.t, self.resource, self.etype, _lease_record(self.lease), self.listing,
                          None, self.cluster)
+        if self.node is not None:
+            return Entry(self.line, self.t, self.resource, self.etype, self.node, self.listing, None, self.cluster)
         return parse(self.line, self.data or b"", problems)
 
 
@@ -150,27 +154,48 @@ def _made(n: int, line: bytes, d: Any, resource: str, obj: Any) -> Deferred | No
             return None
         renew = _micro_time(obj.spec.renewTime) if obj.spec is not None else None  # as the record has it
     elif resource == "nodes":
-        taints = obj.spec.taints if obj.spec is not None else None
-        replaces = not taints or not any(t.key in EVICTION_TAINTS and t.effect == "NoExecute" for t in taints)
+        replaces = _replaces(obj.spec.taints if obj.spec is not None else None)
     if resource == "leases":
         return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, False, None, obj)
     return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, replaces, line)
 
 
+def _replaces(taints: Any) -> bool:
+    """Whether a Node update with these taints (typed, or its record's) replaces its record whole:
+    no NoExecute eviction taint (``keep_eviction_start`` then carries nothing over from the record
+    before)."""
+    return not taints or not any(t.key in EVICTION_TAINTS and t.effect == "NoExecute" for t in taints)
+
+
 def deferred_entry(e: Entry) -> Deferred | None:
-    """The ``Deferred`` of a kubectl log's clean ADDED or MODIFIED Lease of a node (its object a
-    typed ``KubectlLease``: ``kubectl_format.iter_entries(typed=True)``), for ``sort_entries``;
-    None for any other entry (made a record, or left a dict, as before). Its record is built only
-    if it is applied: most renewals of a log are superseded by a later one of their lease."""
+    """The ``Deferred`` of a kubectl log's clean ADDED or MODIFIED Lease of a node or Node (its
+    object a typed ``KubectlLease`` or ``KubectlNode``: ``kubectl_format.iter_entries(typed=True)``),
+    for ``sort_entries``; None for any other entry (made a record, or left a dict, as before). Its
+    record is built only if it is applied: most renewals of a log are superseded by a later one of
+    their lease, most Node updates by the node's next."""
     obj = e.obj
-    if type(obj) is not KubectlLease or e.etype not in ("ADDED", "MODIFIED"):
+    kind = type(obj)
+    if kind is KubectlNode:
+        return _deferred_node(e, obj)
+    if kind is not KubectlLease or e.etype not in ("ADDED", "MODIFIED"):
         return None
     meta = obj.metadata
     if meta is None or not meta.name or (meta.namespace or "") not in NODE_LEASE_NAMESPACES:
         return None
-    renew = _micro_time(obj.spec.renewTime) if obj.spec is not None else None  # as the record has it
+    renew = renew_time(obj.spec) if obj.spec is not None else None  # as the record has it
+    slim(obj)  # it waits for the sort with 300,000 others (its name interned)
     t = e.t if e.t is not None else 0.0
     return Deferred(e.line, t, "leases", e.etype, e.listing, e.cluster, meta.name, renew, False, None, obj)
+
+
+def _deferred_node(e: Entry, obj: KubectlNode) -> Deferred | None:
+    """``deferred_entry`` of a typed Node: its record, left out once a later update replaces it."""
+    if e.etype not in ("ADDED", "MODIFIED"):
+        return None
+    record = obj.record
+    t = e.t if e.t is not None else 0.0
+    return Deferred(e.line, t, "nodes", e.etype, e.listing, e.cluster, record.name, None, _replaces(record.taints),
+                    None, None, record)
 
 
 class Superseded:
