@@ -70,8 +70,8 @@ def test_a_foreign_recording_replays_to_the_generic_paths_state(foreign, at):
         _answers(full, seen.at, nodes=False)
 
 
-def _left_out(path: str, monkeypatch, compact: bool = True) -> tuple[int, int]:
-    """(events ``Superseded`` left out, renewals it was given) of the answer at the end."""
+def _superseded(path: str, monkeypatch, compact: bool = True) -> Superseded:
+    """The ``Superseded`` the answer at the end of ``path`` was read through."""
     made: list[Superseded] = []
     original = Superseded.__init__
 
@@ -81,7 +81,13 @@ def _left_out(path: str, monkeypatch, compact: bool = True) -> tuple[int, int]:
 
     monkeypatch.setattr(Superseded, "__init__", spy)
     state_at(path, None, compact=compact, pods=False)
-    return made[0].dropped, sum(1 for e in made[0].events if e is None or e.resource == "leases")
+    return made[0]
+
+
+def _left_out(path: str, monkeypatch, compact: bool = True) -> tuple[int, int]:
+    """(events ``Superseded`` left out, renewals it was given) of the answer at the end."""
+    sup = _superseded(path, monkeypatch, compact)
+    return sup.dropped, sum(1 for e in sup.events if e is None or e.resource == "leases")
 
 
 def test_renewals_are_left_out_without_a_synced_line(foreign, monkeypatch):
@@ -180,16 +186,7 @@ def test_a_kubectl_logs_node_updates_are_left_out_once_replaced(foreign_kubectl,
     """A kubectl log's Node events are read typed and wait as their records; an update that replaces
     the node's record whole leaves out the ones before it, as on JSON Lines (on the old code each
     was a dict, held until the sort and applied)."""
-    made: list[Superseded] = []
-    original = Superseded.__init__
-
-    def spy(self, *args, **kw):
-        original(self, *args, **kw)
-        made.append(self)
-
-    monkeypatch.setattr(Superseded, "__init__", spy)
-    state_at(foreign_kubectl, None, compact=True, pods=False)
-    kept = [e for e in made[0].events if e is not None and e.resource == "nodes"]
+    kept = [e for e in _superseded(foreign_kubectl, monkeypatch).events if e is not None and e.resource == "nodes"]
     with open(foreign_kubectl, "rb") as f:
         written = f.read().count(b'"kind": "Node",\n        "metadata"')
     assert all(type(e) is Deferred and type(e.node) is NodeRecord for e in kept)
