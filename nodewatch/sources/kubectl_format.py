@@ -318,7 +318,8 @@ OPENING_LISTS = frozenset({"nodes", "leases", "pods", "certificatesigningrequest
 """Resources whose watch log opens with the list (one ADDED per object, then MODIFIED...)."""
 
 
-def sort_entries(entries: Iterable[Entry], defer: Callable[[Entry], Any] | None = None) -> list[Any]:
+def sort_entries(entries: Iterable[Entry], defer: Callable[[Entry], Any] | None = None,
+                 ahead: Any = None) -> list[Any]:
     """The entries of a kubectl log in time order; stable, so each section's own order is kept.
 
     A Lease's object is made its record on the way (``lease_from_dict``, what applying it does
@@ -326,12 +327,35 @@ def sort_entries(entries: Iterable[Entry], defer: Callable[[Entry], Any] | None 
     sorted whole, and the dicts of a 5,000-node log's 300,000 renewals held for the sort were 1.5 GB.
     As records, the renewals a later one supersedes are left out of a one-shot answer too
     (``replay/superseded.py``). A typed Lease or Node (``iter_entries(typed=True)``) is made its
-    record by ``wire._lease_record``, as a watched Lease is (a Node has its record already); ``defer`` (a one-shot answer's ``superseded.deferred_entry``) may make it, instead,
-    what waits to be applied (not None): a renewal a later one supersedes is then never made a
-    record."""
+    record by ``wire._lease_record``, as a watched Lease is (a Node has its record already); ``defer``
+    (a one-shot answer's ``superseded.deferred_entry``) may make it, instead, what waits to be
+    applied (not None): a renewal a later one supersedes is then never made a record.
+
+    ``ahead`` (with ``defer``; an answer to the end, where every event is applied: a
+    ``superseded.Superseded``): each entry is given to it as it is read, and what it leaves out is
+    not held, sorted nor queued. Why that leaves out what the same ``Superseded`` leaves out after
+    the sort: it follows each object on its own (a Lease's track, a Node's record: nothing of
+    another object, and a kubectl log has no SYNCED or settings lines), and an object's entries
+    come in the sorted order already: all of them are in one section (its kind's), whose times
+    never go back in the order its entries come (``SectionClock``: each is dated at the section's
+    time, which only moves forward; what waited gets the time it moves to, and a section that
+    never tells one is all at one time), and the sort is stable. What it keeps is applied through
+    ``Superseded`` again, which leaves out nothing more: before the renewal that superseded the
+    others, only events it never leaves out are kept, and after it the track is the one that renewal
+    leaves on its own (``Superseded._renewal``)."""
     if defer is None:
         return sorted(map(_record, entries), key=_entry_time)
-    return sorted((defer(e) or _record(e) for e in entries), key=_entry_time)
+    if ahead is None:
+        return sorted((defer(e) or _record(e) for e in entries), key=_entry_time)
+    add = ahead.add
+    earliest = ahead.earliest
+    for e in entries:
+        t = e.t or 0.0
+        if t < earliest:
+            earliest = t
+        add(defer(e) or _record(e))
+    ahead.earliest = earliest
+    return sorted([e for e in ahead.events if e is not None], key=_entry_time)
 
 
 def _record(e: Entry) -> Entry:

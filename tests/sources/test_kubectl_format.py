@@ -434,3 +434,90 @@ def test_renew_time_remembers_only_the_same_string():
     c = _KubectlLeaseSpec(renewTime="".join(["2026-12-01T10:00:05.", "123456Z"]))  # equal to a's, not a's
     assert [renew_time(s) for s in (a, a, b, a, c, b)] == [_micro_time(s.renewTime) for s in (a, a, b, a, c, b)]
     assert renew_time(_KubectlLeaseSpec()) is None and renew_time(b) == _micro_time(b.renewTime)
+
+
+def _at(s: int) -> str:
+    return f"2026-12-01T10:{s // 60:02d}:{s % 60:02d}.000000Z"
+
+
+def _renewal(name: str, s: int, etype: str = "MODIFIED", **extra) -> bytes:
+    return _lease_doc(name, etype, spec={"renewTime": _at(s), **extra.pop("spec", {})}, **extra)
+
+
+def _heartbeat(name: str, s: int, evicting: bool = False) -> bytes:
+    taint = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute" if evicting else "NoSchedule",
+             "timeAdded": "2026-12-01T10:00:02Z"}
+    return _node_doc(name, spec={"taints": [taint]}, status={"conditions": [
+        {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "ok",
+         "lastHeartbeatTime": _at(s), "lastTransitionTime": "2026-12-01T09:00:10Z"}]})
+
+
+def _shortcut_breakers() -> dict[str, bytes]:
+    """kubectl logs that would break a shortcut taken before the sort: a concatenated log whose
+    later section is earlier, a Lease whose renewTime steps back (or repeats), a Lease deleted (with
+    and without a deletionTimestamp) and made again with an earlier renewTime, watches interleaved
+    in one file, Leases only the dict reader reads (a renewTime of the wrong type), one of another
+    namespace, Node updates with and without an eviction taint."""
+    nodes = b"".join(_heartbeat(n, s, evicting=(s % 40 == 0)) for s in range(100, 200, 10) for n in ("a", "b"))
+    leases = b"".join(_renewal(n, s, "ADDED" if s == 0 else "MODIFIED") for s in range(0, 300, 10) for n in ("a", "b"))
+    steps = b"".join([_renewal("a", 10), _renewal("a", 20), _renewal("a", 30), _renewal("a", 25), _renewal("a", 40),
+                      _renewal("b", 10), _renewal("b", 20), _renewal("b", 20), _renewal("b", 15), _renewal("b", 30),
+                      _renewal("a", 50), _renewal("b", 50), _renewal("a", 45), _lease_doc("b", spec={"renewTime": None})])
+    again = b"".join([_renewal("a", 10, "ADDED"), _renewal("a", 20), _renewal("a", 30),
+                      _renewal("a", 35, "DELETED"), _renewal("a", 15, "ADDED", meta={"uid": "u-a2"}), _renewal("a", 25),
+                      _renewal("b", 10), _renewal("b", 20, meta={"uid": "u-b1"}),
+                      _renewal("b", 30, "DELETED", meta={"uid": "u-b1", "deletionTimestamp": _at(31)}),
+                      _renewal("b", 40, "ADDED", meta={"uid": "u-b2"}), _renewal("b", 50), _renewal("a", 60),
+                      _heartbeat("a", 61), _renewal("a", 62), _renewal("b", 63),
+                      _lease_doc("b", "DELETED", meta={"uid": "u-b2"}, spec={"renewTime": _at(50)})])
+    odd = b"".join([_renewal("a", 10), _renewal("a", 20), _lease_doc("a", spec={"renewTime": 12345}),
+                    _renewal("a", 30), _renewal("a", 40), _renewal("c", 10, meta={"namespace": "other"}),
+                    _renewal("c", 20, meta={"namespace": "other"}), _renewal("a", 50)])
+    mixed = b"".join(_renewal(n, s) + _heartbeat(n, s + 3, evicting=(s == 60)) for s in range(0, 120, 10)
+                     for n in ("a", "b"))
+    logs = {"sections": nodes + leases, "steps": steps, "again": again, "odd": odd, "mixed": mixed}
+    logs["all"] = b"".join(logs.values())
+    return logs
+
+
+@pytest.mark.parametrize("log", list(_shortcut_breakers()))
+def test_an_answer_to_the_end_leaves_out_before_the_sort_what_it_left_out_after(tmp_path, monkeypatch, log):
+    """``sort_entries`` with ``ahead`` (``status --replay`` to the end) applies the very events, in
+    the very order, that the sort then ``Superseded`` applied (as ``ahead`` was None: the code
+    before), and gives the same answer, on logs that would break a shortcut; and the order it
+    relies on holds: each resource's entries come with times that never go back."""
+    from nodewatch.sources.recording import iter_lines
+    from nodewatch.sources.replay import instant, state_at
+    from nodewatch.sources.replay.superseded import Superseded, deferred_entry
+    from tests.sources.test_replay_superseded import _answers, _tracks
+
+    path = tmp_path / "log.json"
+    path.write_bytes(_shortcut_breakers()[log])
+    problems: list[str] = []
+    with open(path, "rb") as f:
+        last: dict[str, float] = {}
+        for e in iter_entries(iter_lines(f, problems), problems, typed=True):
+            assert e.t >= last.get(e.resource, e.t)
+            last[e.resource] = e.t
+    made: list[Superseded] = []
+    original_init, original_sort = Superseded.__init__, instant.sort_entries
+
+    def spy(self, *args, **kw):
+        original_init(self, *args, **kw)
+        made.append(self)
+
+    def answer(ahead: bool):
+        made.clear()
+        with monkeypatch.context() as m:
+            m.setattr(Superseded, "__init__", spy)
+            if not ahead:
+                m.setattr(instant, "sort_entries", lambda entries, defer, _ahead=None: original_sort(
+                    entries, deferred_entry if defer is not None else None))
+            state, seen, problems = state_at(str(path), None, compact=True)
+        applied = [(e.line, e.t, e.resource, e.etype) for e in made[-1].events if e is not None]
+        return applied, _answers(state, seen.at), _tracks(state), problems, made[0].dropped
+
+    new, old = answer(True), answer(False)
+    assert new[:4] == old[:4] and new[4] > 0 == old[4]  # made[0]: the one before the sort, unused without ahead
+    full, seen, _ = state_at(str(path), None)
+    assert _answers(full, seen.at) == new[1]

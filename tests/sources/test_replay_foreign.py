@@ -191,3 +191,26 @@ def test_a_kubectl_logs_node_updates_are_left_out_once_replaced(foreign_kubectl,
         written = f.read().count(b'"kind": "Node",\n        "metadata"')
     assert all(type(e) is Deferred and type(e.node) is NodeRecord for e in kept)
     assert NODES <= len(kept) < written
+
+
+def test_a_kubectl_logs_superseded_renewals_are_not_held_for_the_sort(foreign_kubectl, monkeypatch):
+    """The lever of an answer to the end: every event is applied, so a renewal a later one of its
+    Lease supersedes is left out as the log is read, not held, sorted and queued (on the old code
+    every renewal of the log was in the sorted list); at an instant, all still are."""
+    from nodewatch.sources.replay import instant
+
+    held: list[list] = []
+    original = instant.sort_entries
+
+    def spy(*args, **kw):
+        held.append(original(*args, **kw))
+        return held[-1]
+
+    monkeypatch.setattr(instant, "sort_entries", spy)
+    with open(foreign_kubectl, "rb") as f:
+        written = f.read().count(b'"kind": "Lease"')
+    for at in (None, "+150"):
+        state_at(foreign_kubectl, at, compact=True, pods=False)
+    to_end, at_150 = ([e for e in out if e.resource == "leases"] for out in held)
+    assert written > 10 * NODES and len(at_150) == written
+    assert NODES <= len(to_end) <= 2 * NODES

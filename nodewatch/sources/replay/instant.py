@@ -24,7 +24,7 @@ import heapq
 import math
 import os
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator
 
 from ...core.settings import Settings, writes_follow_renewals
@@ -53,7 +53,7 @@ from .clusters import (
 )
 from .index import OUT_OF_ORDER_REPORT, apply_entry, learn_version
 from .lines import object_fits, parse_decoded, plain_line
-from .superseded import Deferred, Superseded, deferred, deferred_entry, deferred_lease
+from .superseded import Deferred, Superseded, deferred, deferred_ahead, deferred_entry, deferred_lease
 
 REORDER_WINDOW = 30.0
 """Seconds a line may step back in time and still be applied in time order."""
@@ -106,12 +106,15 @@ def _read_at(path: str, when: str | None, settings: Settings | None, compact: bo
             raise RecordingError(f"{path}: empty, nothing to replay")
         header: dict = {}
         clusters: list[RecordedCluster] | None = None
+        ahead: Superseded | None = None
         if looks_like_kubectl(first[1]):
             known = False
             # a concatenated log comes section by section: read whole, put in time order
             blocks = _chain(first, iter_blocks(stream, problems, first[0]))  # the rest read in blocks
-            entries: Iterator[Entry] = iter(sort_entries(kubectl_entries(blocks, problems, typed=True),
-                                                         deferred_entry if compact else None))
+            # to the end, every event is applied: what a later one supersedes is left out before the sort
+            ahead = _order(header, None, settings, pods, False, True) if compact and when is None else None
+            defer = None if not compact else deferred_entry if ahead is None else deferred_ahead
+            entries: Iterator[Entry] = iter(sort_entries(kubectl_entries(blocks, problems, typed=True), defer, ahead))
         else:
             known = True
             header = parse_header(first[1])
@@ -119,6 +122,8 @@ def _read_at(path: str, when: str | None, settings: Settings | None, compact: bo
             entries = _v1_entries(lines, header, clusters, problems, compact, pods)
         state = new_state(header, clusters, settings, problems)
         t = _apply_until(state, entries, when, known, header, clusters, settings, problems, pods, compact)
+        if ahead is not None and ahead.dropped:  # what it left out before the sort was read all the same
+            t = replace(t, events=t.events + ahead.dropped, start=min(t.start, ahead.earliest))
     finally:
         close_input(stream)
         if collecting:
@@ -186,9 +191,7 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: 
                  problems: list[str], pods: bool = True, compact: bool = False) -> Instant:
     """Put the events up to ``when`` in the order a replay applies them (``Superseded``), then apply
     them (what a later renewal supersedes left out)."""
-    order = Superseded(several=clusters is not None, pods=pods,
-                       follows=lambda cluster: _follows(header, clusters, given, cluster), received_known=known,
-                       records=compact)
+    order = _order(header, clusters, given, pods, known, compact)
     heap: list[tuple[float, int, Entry | Deferred]] = []
     target = math.inf
     start: float | None = None
@@ -304,6 +307,15 @@ def _learned(state: ReplayState, e: Entry, header: dict, clusters: list[Recorded
         return
     c = next(c for c in clusters if c.name == e.cluster)
     one.set_settings(cluster_settings(c, given, problems))
+
+
+def _order(header: dict, clusters: list[RecordedCluster] | None, given: Settings | None, pods: bool, known: bool,
+           compact: bool) -> Superseded:
+    """The ``Superseded`` the events of an answer go through (a kubectl log's to the end: before
+    its sort too, ``kubectl_format.sort_entries``)."""
+    return Superseded(several=clusters is not None, pods=pods,
+                      follows=lambda cluster: _follows(header, clusters, given, cluster), received_known=known,
+                      records=compact)
 
 
 def _follows(header: dict, clusters: list[RecordedCluster] | None, given: Settings | None,
