@@ -107,16 +107,25 @@ def _serve(argv: list[str]) -> int:
             # 130,000-node renew took ~30 s, so its first Leases were already Late on the server
             # when the start began. The times are taken when the batch is stored, not before.
             skip = int(cmd[1])
+            period = float(cmd[2]) if len(cmd) > 2 else 10.0
             if lease_templates is None:
                 lease_templates = [(("kube-node-lease", o["metadata"]["name"]), _Template(o, _lease_slots))
                                    for o in leases]
-            live = [item for i, item in enumerate(lease_templates) if not (skip and i % skip == 0)]
+            # Lease i is stamped as renewed ``period`` x (1 - i/n) ago: the phase a renewer that starts
+            # now at Lease 0 and renews one ``period``-th of them a slice (``Renewer``, ``FastRenewer``)
+            # keeps, so no live Lease is ever older than ``period`` on the server. (Ages of 0-10 s in
+            # index order, as before, left a fifth of them 20-25 s old by the first renewer cycle's end:
+            # Late on the server itself at 130k, where a start outlasts it.)
+            n = len(lease_templates)
+            live = [(i, item) for i, item in enumerate(lease_templates) if not (skip and i % skip == 0)]
             for a in range(0, len(live), EMIT_BATCH):
                 t = time.time()
-                stamps = [(format_time(t - k, micro=True).encode(), format_time(t - k).encode()) for k in range(10)]
-                store.emit_built("leases", [
-                    (key, lambda rv, tpl=tpl, st=stamps[(a + j) % 10]: tpl.build((str(rv).encode(), st[0], st[1])))
-                    for j, (key, tpl) in enumerate(live[a:a + EMIT_BATCH])])
+                batch = []
+                for i, (key, tpl) in live[a:a + EMIT_BATCH]:
+                    when = t - period * (1 - i / n)
+                    stamp = (format_time(when, micro=True).encode(), format_time(when).encode())
+                    batch.append((key, lambda rv, tpl=tpl, st=stamp: tpl.build((str(rv).encode(), st[0], st[1]))))
+                store.emit_built("leases", batch)
             print(f"renewed {len(live)}", flush=True)
         elif cmd[0] == "renewing":
             if renewer is not None:
@@ -354,12 +363,13 @@ class ServerChild:
             raise RuntimeError(f"unexpected answer from the server child: {line!r}")
         return float(parts[2])
 
-    def renew(self, skip: int) -> int:
-        """Every Lease renewed now (within 10 s, as kubelets do) except one in ``skip`` (0: none),
-        which stay as old as the setup: the fleet a client meets when it starts during an incident.
-        Returns how many were renewed."""
+    def renew(self, skip: int, period: float = 10.0) -> int:
+        """Every Lease renewed within the last ``period`` seconds (in the phase of a renewer of that
+        period started next, from Lease 0), except one in ``skip`` (0: none), which stay as old as
+        the setup: the fleet a client meets when it starts during an incident. Returns how many were
+        renewed."""
         assert self.proc.stdin is not None
-        self.proc.stdin.write(f"renew {skip}\n".encode())
+        self.proc.stdin.write(f"renew {skip} {period}\n".encode())
         self.proc.stdin.flush()
         line = self._readline(600)
         if not line.startswith("renewed "):

@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .harness import Figure, ksm_reference
-from .live_path import ServerChild
+from .live_path import Renewer, ServerChild
 from .process_memory import TreePeak
 
 COLS, ROWS = 200, 60
@@ -389,7 +389,7 @@ def run(nodes: int = 65_000, starts: int = 3, references: bool = True, live: boo
         for k in range(starts):
             print(f"  start: raw transfer, then the dashboard in tmux ({k + 1} of {starts})", file=sys.stderr,
                   flush=True)
-            renewed = server.renew(STOPPED_ONE_IN)
+            renewed = server.renew(STOPPED_ONE_IN, Renewer.RENEW_EVERY)
             if live:
                 server.renewing(STOPPED_ONE_IN)
             t = time.perf_counter()
@@ -404,7 +404,7 @@ def run(nodes: int = 65_000, starts: int = 3, references: bool = True, live: boo
             runs[-1]["renewer_behind"] = behind
             print(f"    raw {raws[-1][0]:.2f} s {raws[-1][1]}; dashboard {runs[-1]}", file=sys.stderr, flush=True)
             load.append(os.getloadavg()[0])
-        server.renew(STOPPED_ONE_IN)
+        server.renew(STOPPED_ONE_IN, Renewer.RENEW_EVERY)
         if live:
             server.renewing(STOPPED_ONE_IN)
         status_s, status_mb = status(kc)
