@@ -4,6 +4,7 @@ duplicated, no stale pod). Real HTTPS to the simulated API server; no patched cl
 
 from __future__ import annotations
 
+import socket
 import time
 
 import pytest
@@ -52,6 +53,15 @@ FAULTS = {
 }
 
 
+def _accepts(host: str, port: int) -> bool:
+    """Does the server take a TCP connection now?"""
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
 @pytest.mark.parametrize("fault", list(FAULTS))
 def test_fault_then_convergence_to_a_fresh_start(tmp_path, fault, start_live):
     fleet = TinyFleet(nodes=5, start=time.time())
@@ -66,6 +76,10 @@ def test_fault_then_convergence_to_a_fresh_start(tmp_path, fault, start_live):
         if view.leases_blind:
             assert not [v.name for v in view.nodes if v.state in BLAMING]
         srv.faults.clear()
+        # The fresh source starts once the server listens again (its fault monitor re-listens at
+        # its next look): a first connection refused is a permanent failure to a new source
+        # (``LiveSource.fatal``), and a loaded machine delays that look (seen failing in CI).
+        wait_until(lambda: _accepts(srv.host, srv.port), timeout=15)
         fresh = start_focused(start_live, srv, "b")
         wait_until(lambda: fingerprint(live) == fingerprint(fresh), timeout=40)
         nodes, leases, pods = fingerprint(live)
