@@ -76,19 +76,29 @@ def recorded(folder: Path) -> dict[str, dict]:
     return data if isinstance(data, dict) else {}
 
 
+EXEC_WAIT = 1.0
+"""How long a live process with no command line is looked at again: one in the middle of an exec
+(a launcher becoming its program) shows none for that moment, and was taken for not ours, so a
+``stop`` right after a ``start`` left it running (seen in clean-clone runs under load)."""
+
+
 def is_ours(pid: int, argv0: str) -> bool:
     """Is ``pid`` alive and still running ``argv0`` (not a zombie, not a reused pid)?"""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    if stat.rsplit(")", 1)[-1].split()[0] == "Z":
-        _reap(pid)
-        return False
-    words = [w.decode(errors="replace") for w in cmdline if w]
-    # The program itself, or a launcher still on its way to exec it (named in its arguments).
-    return bool(words) and (words[0] == argv0 or argv0 in words[1:])
+    deadline = time.monotonic() + EXEC_WAIT
+    while True:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+            _reap(pid)
+            return False
+        words = [w.decode(errors="replace") for w in cmdline if w]
+        if words or time.monotonic() >= deadline:
+            # The program itself, or a launcher still on its way to exec it (named in its arguments).
+            return bool(words) and (words[0] == argv0 or argv0 in words[1:])
+        time.sleep(0.005)
 
 
 _children: dict[int, subprocess.Popen] = {}
