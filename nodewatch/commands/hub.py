@@ -13,11 +13,10 @@ from __future__ import annotations
 import argparse
 import fcntl
 import os
-import signal
 import sys
-import threading
 from pathlib import Path
 
+from ..stop_signals import StopSignals
 from .common import (
     CommandError,
     add_demo_arguments,
@@ -67,18 +66,16 @@ def run(args: argparse.Namespace) -> int:
     except OSError:
         raise CommandError(f"{directory}: another hub is running with this directory") from None
     runner = HubRunner(args, directory, settings_from_args(args))
-    runner.start()
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda *_: stop.set())
-    for line in runner.banner():
-        print(line, flush=True)
-    try:
-        while not stop.wait(1.0):
-            notice = runner.recorder.capacity_notice() if runner.recorder is not None else None
-            if notice:
-                print(f"nodewatch hub: {notice}", file=sys.stderr, flush=True)
-    finally:
-        runner.stop()
+    with StopSignals() as signals:  # taken before the start: a stop from then on is a clean one
+        runner.start()
+        try:
+            for line in runner.banner():
+                print(line, flush=True)
+            while not signals.wait(1.0):
+                notice = runner.recorder.capacity_notice() if runner.recorder is not None else None
+                if notice:
+                    print(f"nodewatch hub: {notice}", file=sys.stderr, flush=True)
+        finally:
+            runner.stop()
     print("nodewatch hub: stopped", file=sys.stderr)
     return 0

@@ -22,11 +22,11 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
 import time
 from typing import Any
 
 from ..core.text import safe
+from ..stop_signals import StopSignals
 from .common import (
     add_live_arguments,
     add_multi_arguments,
@@ -64,12 +64,7 @@ def run(args: argparse.Namespace) -> int:
         source = live_source_from_args(args, settings, record=args.file)
     recorder = source.recorder
     assert recorder is not None
-    done = threading.Event()
-
-    def _stop(signum: int, frame: object) -> None:
-        done.set()
-
-    old = signal.signal(signal.SIGTERM, _stop)
+    signals = StopSignals((signal.SIGTERM,)).install()
     started = time.monotonic()
     shown = 0.0
     listed = False
@@ -82,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         # Until nodes and leases are listed once, a permanent error (credentials rejected, no
         # permission, TLS, an address that refuses) ends the recording at once; afterwards an
         # outage is part of what is recorded (health lines) and the recorder keeps going.
-        while not done.wait(1.0 if listed else 0.05):
+        while not signals.wait(1.0 if listed else 0.05):
             elapsed = time.monotonic() - started
             if not listed:
                 if specs is not None:
@@ -105,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGTERM, old)
+        signals.restore()
         if specs is not None and fatal is None:  # several: worth keeping once one cluster was listed
             settled = _settled(source)
             listed = any(v is True for v in settled.values())

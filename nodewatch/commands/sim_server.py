@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
 from ..sim.server import DEFAULT_KUBECONFIG, SimServer
 from ..sim.server_watch import WATCH_LIST_MODES
+from ..stop_signals import StopSignals
 from .common import add_demo_arguments, add_settings_arguments, fail, settings_from_args
 
 
@@ -89,8 +89,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         return fail(f"sim-server: cannot listen on 127.0.0.1:{args.port or 'any'}: {e}")
     # SIGTERM is taken before the address is printed: whoever reads it may stop the server at once.
-    done = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signals = StopSignals((signal.SIGTERM,)).install()
     kubeconfig = Path(args.kubeconfig_out).resolve()
     print(f"nodewatch sim-server: {args.nodes} nodes, scenario {args.scenario}, speed {args.speed}x")
     print(f"  API server:  {server.url}")
@@ -98,14 +97,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"  export KUBECONFIG={kubeconfig}")
     print("Ctrl-C to stop.", flush=True)
     try:
-        while not done.wait(1.0):
+        while not signals.wait(1.0):
             if server.fleet_error is not None:
                 print(f"nodewatch sim-server: the fleet stopped: {server.fleet_error!r}", file=sys.stderr)
                 return 1
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signals.restore()
         server.stop()
         if log is not None and log is not sys.stderr:
             log.close()

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import yaml
 
+from ..stop_signals import StopSignals
 from . import pki as pki_mod
 from . import processes
 from .build_common import Binaries
@@ -405,9 +406,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"no {tb.version} build in the cache")
         return 2
     fleet = HollowFleet(tb, binaries, default_layout(args.nodes), progress=log)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signals = StopSignals((signal.SIGTERM, signal.SIGINT)).install()  # for the life of the process
     try:
         fleet.start()
         fleet.wait_ready()
@@ -418,11 +417,11 @@ def main(argv: list[str] | None = None) -> int:
                                    "steps": [(t, what) for t, what, _ in steps]}))
         tmp.replace(args.dir / READY_FILE)
         for t, what, action in steps:
-            if stop.wait(max(0.0, t - time.time())):
+            if signals.wait(max(0.0, t - time.time())):
                 break
             log(f"scenario: {what}")
             action()
-        stop.wait()
+        signals.wait()
     finally:
         fleet.close()
     return 0

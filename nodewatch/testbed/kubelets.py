@@ -59,6 +59,7 @@ from ..sim.shapes import (
     pod_object,
     zones_for,
 )
+from ..stop_signals import StopSignals
 from .api import STRATEGIC, ApiStatus, Client
 
 KUBERNETES_VERSION = "v1.20.2"
@@ -604,9 +605,7 @@ def main(argv: list[str] | None = None) -> int:
     tb = Testbed.load(args.dir.resolve())
     fleet = TestbedFleet(tb.admin(), args.nodes, seed=args.seed, pods_per_node=args.pods_per_node,
                          version=tb.version, progress=log)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signals = StopSignals((signal.SIGTERM, signal.SIGINT)).install()  # for the life of the process
     fleet.setup()
     steps = fleet.apply_scenario(args.scenario, args.speed)
     for t, step in steps:
@@ -614,7 +613,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = args.dir / (READY_FILE + ".tmp")
     tmp.write_text(json.dumps({"nodes": fleet.node_order, "start": fleet.start, "steps": steps}))
     tmp.replace(args.dir / READY_FILE)
-    stop.wait()
+    signals.wait()
     fleet.stop()
     return 0
 
