@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import math
 import re
-from itertools import accumulate, compress, islice
+from collections import deque
+from itertools import accumulate, compress, islice, repeat
 from operator import add, ge, gt, not_
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 _WHOLE = re.compile(b"[^\x00]")
 """A row that is not a Lease renewal (``columnar._ROW_LEASE`` is 0)."""
@@ -41,6 +42,11 @@ MARGIN_US = 8
 this many microseconds (a block whose residuals are larger is read row by row)."""
 MAX_BUFFERED = 256 * 1024 * 1024
 """Bytes of whole lines a run holds back (they wait for the Leases' last rows read before them)."""
+
+
+def _consume(it: Iterator[object]) -> None:
+    """Run ``it`` to its end in C (``map`` of a list's ``__setitem__``: a scatter with no Python loop)."""
+    deque(it, maxlen=0)
 
 
 class FastRange:
@@ -64,14 +70,10 @@ class FastRange:
         """Renewals waiting from before the run: the first row of their Lease in it leaves them out."""
         s._pending.clear()
         size = len(c.by_index)
-        self.pos = [-1] * size
-        """Each Lease's last row in the run (its number in the run; -1: none), and of that row: its
-        receive time (us), its residual, its resourceVersion, its managedFields second minus
-        renewTime's (its renewTime is ``renew``)."""
-        self.t = [0] * size
-        self.res = [0] * size
-        self.rv = [0] * size
-        self.mf = [0] * size
+        self.last: list[tuple[int, int, int, int, int] | None] = [None] * size
+        """Each Lease's last row in the run (None: none): its number in the run, its receive time (us),
+        its residual, its resourceVersion, its managedFields second minus renewTime's (its renewTime
+        is ``renew``)."""
         last = s._last
         self.after = [never if t is None or t.name not in last else math.ceil(last[t.name] * 1_000_000) + MARGIN_US
                       for t in c.by_index]
@@ -164,23 +166,17 @@ class FastRange:
                         p[_FINAL] = p[_DROP] = True
                         dropped += 1
                         s._dropped_names.add(by_index[i].name)
-            pos_of, t_of, res_of, rv_of, mf_of, off_of = self.pos, self.t, self.res, self.rv, self.mf, self.off
-            after = self.after
-            dropped += n_lease - list(map(pos_of.__getitem__, idx)).count(-1)  # a row of the run before
+            last_of = self.last
+            dropped += n_lease - list(map(last_of.__getitem__, idx)).count(None)  # a row of the run before
             s.dropped += dropped
             rv_abs = list(accumulate(rvs, initial=c.rv.get(self.cluster, 0)))
             c.rv[self.cluster] = rv_abs[-1]
             rows = range(g, g + n) if n_lease == n else compress(range(g, g + n), lease_rows)
-            for i, row, t_us, r_, rv, mf, o, ren in zip(idx, rows, ts, res_l, islice(rv_abs, 1, None), mfs, offs,
-                                                         renews):
-                pos_of[i] = row
-                t_of[i] = t_us
-                res_of[i] = r_
-                rv_of[i] = rv
-                mf_of[i] = mf
-                after[i] = t_us + 2 * MARGIN_US
-                off_of[i] = o
-                renew_of[i] = ren
+            # each Lease is at most once in the block: scattered by index, a C-level call a value
+            _consume(map(last_of.__setitem__, idx, zip(rows, ts, res_l, islice(rv_abs, 1, None), mfs)))
+            _consume(map(self.after.__setitem__, idx, map(add, ts, repeat(2 * MARGIN_US))))
+            _consume(map(self.off.__setitem__, idx, offs))
+            _consume(map(renew_of.__setitem__, idx, renews))
             k = ts.index(max(ts))
             s._hi = max(s._hi, _time_of(ts[k], res_l[k]))
         if n:
@@ -200,13 +196,14 @@ class FastRange:
                 tpl.offset = o
         rows = []
         newest, last = s._newest, s._last
-        for i, pos in enumerate(self.pos):
-            if pos < 0:
+        for i, kept in enumerate(self.last):
+            if kept is None:
                 continue
+            pos, t_us, res, rv, mf = kept
             tpl = by_index[i]
             renew = self.renew[i]
-            t = _time_of(self.t[i], self.res[i])
-            r = [t, tpl, renew, self.rv[i], [renew // 1_000_000 + self.mf[i]], False, False]
+            t = _time_of(t_us, res)
+            r = [t, tpl, renew, rv, [renew // 1_000_000 + mf], False, False]
             rows.append((pos, r))
             newest[tpl.name] = renew
             last[tpl.name] = t
