@@ -29,7 +29,7 @@ import pytest
 
 from nodewatch.core.outlook import TaintWindow, outlook_in, window_in
 from nodewatch.core.rules import NodeState, ZoneState
-from nodewatch.core.settings import Settings
+from nodewatch.core.settings import Settings, taint_queued_in_the_flip_pass
 from nodewatch.sources.live import LiveSource
 from nodewatch.testbed.api import Client
 from nodewatch.testbed.kubelets import TestbedFleet
@@ -340,6 +340,20 @@ def zone_decisions(obs: Observed, after: float = 0.0) -> dict[tuple[str, str], f
         zone = (m.group("old") or m.group("new")).replace("\\x00", "")
         out.setdefault((zone, m.group("olds") or m.group("news")), t)
     return out
+
+
+def partial_zone_taints_until(obs: Observed, partial: float) -> float:
+    """Until when a NoExecute taint may come in the small zone that became partial at ``partial``
+    (nodewatch's call, or the last real Ready flip): then, up to 1.33 (the flip pass queues
+    nothing); from 1.34 until the controller decided PartialDisruption at the end of the pass that
+    flipped its nodes, since that pass queued them while the zone still had its normal rate, and
+    the tainting loop (every 100 ms) adds them until the decision swaps the limiter (nodewatch's
+    outlook says so for a monitor period after the flip: ``outlook.noexecute_outlook``). Seen on
+    v1.37.2 under load: a taint 1-2 s after the last flip, before the decision."""
+    if not taint_queued_in_the_flip_pass(obs.testbed_version):
+        return partial
+    decided = zone_decisions(obs, after=obs.start)[("eu-west-1::eu-west-1c", "PartialDisruption")]
+    return max(partial, decided)
 
 
 def taint_queued(obs: Observed, node: str) -> list[float]:

@@ -31,6 +31,7 @@ from campaign import (
     nodes_in_role,
     noexecute,
     parse_time,
+    partial_zone_taints_until,
     ready_condition,
     taint_request_ignored,
     tainting_stopped_by,
@@ -252,18 +253,6 @@ def test_what_nodewatch_said_of_the_coming_taint_is_what_the_controller_did(obs)
     assert {obs.nodes[n][-1].outlook for n in obs.roles if n not in kept} == {
         "no NoExecute taint, no eviction: every zone is down, so the controller blames its own connectivity and stops"}
     assert all(obs.nodes[n][-1].outlook is None for n in kept if n in obs.nodes)  # tainted: the countdown says it
-
-
-def partial_zone_taints_until(obs: Observed, nodewatch_partial: float) -> float:
-    """Until when a NoExecute taint may come in the small zone nodewatch called partial at
-    ``nodewatch_partial``: then, up to 1.33 (the flip pass queues nothing); from 1.34 until the
-    controller decided PartialDisruption at the end of the pass that flipped its nodes, since that
-    pass queued them while the zone still had its normal rate (nodewatch's outlook says so for a
-    monitor period after the flip: ``outlook.noexecute_outlook``)."""
-    if not taint_queued_in_the_flip_pass(obs.testbed_version):
-        return nodewatch_partial
-    decided = zone_decisions(obs, after=obs.start)[("eu-west-1::eu-west-1c", "PartialDisruption")]
-    return max(nodewatch_partial, decided)
 
 
 def within_the_pass(obs: Observed, nodewatch_at: float, controller_at: float) -> bool:
