@@ -16,6 +16,7 @@ The child is shared with ``bench.start`` (``realistic=True``: 10 KB production-s
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -81,6 +82,8 @@ def _serve(argv: list[str]) -> int:
     print("ready", flush=True)
     renewer: Renewer | FastRenewer | None = None
     lease_templates: list | None = None
+    renewed_at: list[float] = [math.nan] * len(leases)
+    """Each Lease's last renewal on the server (``renew``, then the ``Renewer``; nan: as old as the setup)."""
     for line in sys.stdin:
         cmd = line.split()
         if not cmd:
@@ -123,6 +126,7 @@ def _serve(argv: list[str]) -> int:
                 batch = []
                 for i, (key, tpl) in live[a:a + EMIT_BATCH]:
                     when = t - period * (1 - i / n)
+                    renewed_at[i] = when
                     stamp = (format_time(when, micro=True).encode(), format_time(when).encode())
                     batch.append((key, lambda rv, tpl=tpl, st=stamp: tpl.build((str(rv).encode(), st[0], st[1]))))
                 store.emit_built("leases", batch)
@@ -132,7 +136,7 @@ def _serve(argv: list[str]) -> int:
                 print(renewer.stop(), flush=True)
                 renewer = None
             else:
-                renewer = Renewer(store, leases, int(cmd[1]))
+                renewer = Renewer(store, leases, int(cmd[1]), renewed_at)
                 print("renewing", flush=True)
         elif cmd[0] == "fastrenewing":
             if renewer is not None:
@@ -161,15 +165,25 @@ class Renewer:
     Every 15 s, not a kubelet's 10: at 65k on this loaded 2-core machine the child stored ~3,950
     renewals/s and fell 27-36 s behind a 10 s schedule (6,500/s), so live Leases really were older
     than two renew intervals on the server. 15 s keeps a renewed Lease short of Late (20 s) with a
-    third less work; where it still falls more than 5 s behind, the bench says so."""
+    third less work; where it still falls more than 5 s behind, the bench says so.
+
+    It also says how old a live Lease got on the server before it renewed it (from ``stamps``:
+    ``renew``'s, then its own), in its first cycle (``first``) and after (``oldest``): the first
+    cycle renews Leases that ``renew`` stamped in phase while it ran, so they reach 15 s plus
+    ``renew``'s own time (~5 s at 130,000 nodes: 20-21 s, Late on the server itself; measured,
+    59,966 of 105,717). A start that ``renew`` kept waiting begins after that cycle (``bench.start``)."""
 
     SLICE = 0.1
     RENEW_EVERY = 15.0
 
-    def __init__(self, store, leases: list[dict], skip: int) -> None:
+    def __init__(self, store, leases: list[dict], skip: int, stamps: list[float] | None = None) -> None:
         self.store, self.leases, self.skip = store, leases, skip
+        self.stamps = stamps if stamps is not None else [math.nan] * len(leases)
         self.renewals = 0
         self.behind = 0.0
+        self.first = 0.0
+        self.oldest = 0.0
+        """The oldest a live Lease was on the server when renewed: in the first cycle, and after it."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-renewer", daemon=True)
         self._thread.start()
@@ -188,9 +202,17 @@ class Renewer:
             self._stop.wait(max(0.0, due - time.monotonic()))
             t = time.time()
             batch = []
+            after = k * self.SLICE >= self.RENEW_EVERY
+            stamps = self.stamps
             for _ in range(per_slice):
                 o = self.leases[i]
                 if not (self.skip and i % self.skip == 0):
+                    age = t - stamps[i]  # (nan: never renewed: compares False)
+                    if after and age > self.oldest:
+                        self.oldest = age
+                    elif not after and age > self.first:
+                        self.first = age
+                    stamps[i] = t
                     batch.append(("leases", "MODIFIED", {**o, "metadata": {**o["metadata"], "managedFields":
                                   lease_managed_fields(t)}, "spec": {**o["spec"], "renewTime": format_time(t, micro=True)}},
                                   None))
@@ -202,7 +224,7 @@ class Renewer:
     def stop(self) -> str:
         self._stop.set()
         self._thread.join()
-        return f"renewed {self.renewals} behind {self.behind:.3f}"
+        return f"renewed {self.renewals} behind {self.behind:.3f} oldest {self.oldest:.3f} first {self.first:.3f}"
 
 
 class _Template:
@@ -403,15 +425,18 @@ class ServerChild:
             raise RuntimeError(f"unexpected answer from the server child: {parts!r}")
         return float(parts[1])
 
-    def stop_renewing(self) -> tuple[int, float]:
-        """Stop it: (renewals stored, the most seconds it fell behind its schedule)."""
+    def stop_renewing(self) -> tuple[int, float, float, float]:
+        """Stop it: (renewals stored, the most seconds it fell behind its schedule, the oldest a live
+        Lease was on the server when renewed in its first cycle and after it: nan for the ``FastRenewer``)."""
         assert self.proc.stdin is not None
         self.proc.stdin.write(b"renewing 0\n")
         self.proc.stdin.flush()
         parts = self._readline(60).split()
-        if len(parts) != 4 or parts[0] != "renewed":
+        if len(parts) not in (4, 8) or parts[0] != "renewed":
             raise RuntimeError(f"unexpected answer from the server child: {parts!r}")
-        return int(parts[1]), float(parts[3])
+        if len(parts) == 4:
+            return int(parts[1]), float(parts[3]), math.nan, math.nan
+        return int(parts[1]), float(parts[3]), float(parts[7]), float(parts[5])
 
     def env(self) -> dict[str, str]:
         return {**os.environ, "KUBECONFIG": self.kubeconfig}

@@ -152,7 +152,7 @@ def run(nodes: int = 130_000, seconds: float = 20.0) -> list[Figure]:
         print("  steady_live: the raw reader", file=sys.stderr, flush=True)
         ref = _child("raw", server.kubeconfig, seconds)
         behind = max(server.lag(*nw["window"]), server.lag(*ref["window"]))
-        changes, _ = server.stop_renewing()
+        changes, *_ = server.stop_renewing()
     load = "load %.1f %.1f %.1f" % os.getloadavg()
     share, ref_share = nw["cpu"] / nw["wall"], ref["cpu"] / ref["wall"]
     rate = nw["renewals"] / nw["wall"]
