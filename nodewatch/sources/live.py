@@ -53,6 +53,12 @@ MAIN_STREAMS = (NODES, LEASES, CSRS)
 """Watched cluster-wide from the start."""
 REQUIRED = ("nodes", "leases")
 """Without these two lists there is no answer at all."""
+NODES_AFTER_LEASES = 5.0
+"""The Node list starts once the Lease list is in (or failed), and at most this many seconds after
+it: the first useful frame is every node from its Lease, and a Node list 13 times the Lease list's
+size (1.3 GB at 130,000 nodes) listed at the same moment took the client's and the server's CPU from
+it. Measured at 130k (bench.start, one start each): first useful frame 4.85 -> 3.44 s, the complete
+frame unchanged (8.90 / 8.95 s)."""
 
 __all__ = ["KubeconfigError", "LiveSource", "MAX_SCOPED_NODES"]
 
@@ -94,6 +100,8 @@ class LiveSource:
         self._wake = threading.Event()
         self._house: threading.Thread | None = None
         self._version_settled = threading.Event()
+        self._leases_in = threading.Event()
+        """The Lease list is in, or failed: the Node list waits for it (``NODES_AFTER_LEASES``)."""
         """Set once the first ``/version`` request ended (answered or not), or on stop: the Lease
         list's first batch waits for it (``VERSION_WAIT``)."""
         self._probed: dict[str, float] = {}
@@ -145,6 +153,7 @@ class LiveSource:
         self._stop.set()  # first: a start in progress sees it and starts nothing more
         self._wake.set()
         self._version_settled.set()
+        self._leases_in.set()
         with self._life:
             if self._stopped:
                 return
@@ -238,7 +247,8 @@ class LiveSource:
         return Reflector(self.conn, spec, self._sink, self._on_health, self._on_problem,
                          watch_timeout=self.watch_timeout, stall_timeout=self.stall_timeout, wall=self.clock.now,
                          typed=self.recorder is None, offer=self.streaming,  # a recorder writes the objects themselves
-                         frontier=self.state.track_lease_stream() if spec is LEASES else None)
+                         frontier=self.state.track_lease_stream() if spec is LEASES else None,
+                         after=(self._leases_in, NODES_AFTER_LEASES) if spec is NODES else None)
 
     def _sink(self, batch: Batch) -> None:
         st = self.state
@@ -265,6 +275,9 @@ class LiveSource:
         resource = reflector.spec.resource
         with self._lock:
             main = reflector in self._main
+        if main and resource == "leases" and (changes.get("synced") or changes.get("connected") is False
+                                               or changes.get("last_error")):
+            self._leases_in.set()  # listed, or failed: the Nodes wait no longer (``NODES_AFTER_LEASES``)
         if main:
             self.state.update_health(resource, **changes)
             self._record_health(resource, changes)

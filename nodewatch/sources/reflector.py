@@ -227,7 +227,8 @@ class Reflector:
                  page_size: int = PAGE_SIZE, wall: Callable[[], float] = time.time,
                  rng: random.Random | None = None, typed: bool = True, watch_list: bool = True,
                  in_worker: bool = True, offer: StreamingOffer | None = None,
-                 initial_silence: float | None = None, frontier: StreamFrontier | None = None) -> None:
+                 initial_silence: float | None = None, frontier: StreamFrontier | None = None,
+                 after: tuple[threading.Event, float] | None = None) -> None:
         """``typed``: hand nodes and leases over as records decoded by ``core.wire`` (fast); False:
         as parsed JSON dicts, for a sink that needs the objects themselves (a recorder).
         ``watch_list``: list through a streaming list (a watch with ``sendInitialEvents``) where
@@ -240,7 +241,8 @@ class Reflector:
         reflectors (``sources/watchlist``). ``initial_silence``: None for ``INITIAL_SILENCE``.
         ``frontier``: told how far in time the stream has been read and applied (the lease
         stream's, ``core/evidence.py``): when a watch block was applied and nothing was left to
-        read, and while the reader waits on an empty stream."""
+        read, and while the reader waits on an empty stream. ``after``: (an event, seconds): the
+        first list waits for the event, at most that long (the Nodes for the Leases: ``LiveSource``)."""
         self.conn = conn
         self.spec = spec
         self.sink = sink
@@ -260,6 +262,7 @@ class Reflector:
         self._initial_silence = initial_silence
         self.frontier = frontier
         self._frontier_checked = -math.inf
+        self._after = after
         self._rv_unavailable = False
         """The last resourceVersion was refused by a streaming list (410 or too large): the next
         one asks for the most recent state (client-go's ``isLastSyncResourceVersionUnavailable``)."""
@@ -344,6 +347,11 @@ class Reflector:
 
     def run(self) -> None:
         self._need_list = True
+        if self._after is not None:
+            event, at_most = self._after
+            deadline = time.monotonic() + at_most
+            while not (event.is_set() or self._stop.is_set()) and time.monotonic() < deadline:
+                event.wait(min(0.1, max(0.0, deadline - time.monotonic())))  # (a stop ends it within 0.1 s)
         while not self._stop.is_set():
             try:
                 if self._need_list and not self._streams_now():
