@@ -16,12 +16,17 @@ to a non-blocking pipe (no lock anywhere), and ``wait(timeout)`` selects on that
             ...                            # once a second: the command's own housekeeping
     # the previous handlers are back here (or: signals = StopSignals().install() ... .restore())
 
+``dump_stacks_on_sigusr1()``: ``kill -USR1 PID`` writes every thread's stack to stderr (the
+journal, for a hub under systemd) and the process goes on: how to see where a hub that seems stuck
+is waiting, without a debugger on the machine.
+
 Like ``loop_thread`` it is not domain logic and imports nothing of nodewatch: any command may use it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import select
 import signal
@@ -85,3 +90,9 @@ class StopSignals:
     @property
     def stopped(self) -> bool:
         return self.received is not None
+
+
+def dump_stacks_on_sigusr1() -> None:
+    """``kill -USR1`` this process: every thread's Python stack to stderr, then on as before
+    (``faulthandler``: written from the C handler, so it works while every thread is stuck)."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)

@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..stop_signals import StopSignals
+from ..stop_signals import StopSignals, dump_stacks_on_sigusr1
 from .common import (
     CommandError,
     add_demo_arguments,
@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError:
         raise CommandError(f"{directory}: another hub is running with this directory") from None
     runner = HubRunner(args, directory, settings_from_args(args))
+    dump_stacks_on_sigusr1()
     with StopSignals() as signals:  # taken before the start: a stop from then on is a clean one
         runner.start()
         try:

@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 from ..core.text import safe
-from ..stop_signals import StopSignals
+from ..stop_signals import StopSignals, dump_stacks_on_sigusr1
 from .common import (
     add_live_arguments,
     add_multi_arguments,
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         source = live_source_from_args(args, settings, record=args.file)
     recorder = source.recorder
     assert recorder is not None
+    dump_stacks_on_sigusr1()
     signals = StopSignals((signal.SIGTERM,)).install()
     started = time.monotonic()
     shown = 0.0

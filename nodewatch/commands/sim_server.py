@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..sim.server import DEFAULT_KUBECONFIG, SimServer
 from ..sim.server_watch import WATCH_LIST_MODES
-from ..stop_signals import StopSignals
+from ..stop_signals import StopSignals, dump_stacks_on_sigusr1
 from .common import add_demo_arguments, add_settings_arguments, fail, settings_from_args
 
 
@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         return fail(f"sim-server: cannot listen on 127.0.0.1:{args.port or 'any'}: {e}")
     # SIGTERM is taken before the address is printed: whoever reads it may stop the server at once.
+    dump_stacks_on_sigusr1()
     signals = StopSignals((signal.SIGTERM,)).install()
     kubeconfig = Path(args.kubeconfig_out).resolve()
     print(f"nodewatch sim-server: {args.nodes} nodes, scenario {args.scenario}, speed {args.speed}x")

@@ -133,3 +133,19 @@ def test_kill_9_loses_at_most_a_second_and_a_restart_carries_on_in_a_new_segment
         assert src.state.node_count() == 300
     finally:
         src.stop()
+
+
+def test_sigusr1_writes_every_threads_stack_and_the_hub_goes_on(tmp_path):
+    """``kill -USR1``: where each thread of a hub is, on its stderr (a hub that seems stuck), and the
+    hub serves on and stops cleanly after."""
+    d = tmp_path / "hub"
+    with _hub_process(d) as p:
+        _last_hub_now(d, deltas=1)
+        p.send_signal(signal.SIGUSR1)
+        _last_hub_now(d, deltas=1)  # still serving frames
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(20) == 0
+        err = p.stderr.read().decode()
+    assert "Current thread" in err or "Thread 0x" in err, err[-2000:]
+    assert "_tick_loop" in err, err[-2000:]  # the ticker thread's stack among them
+    assert "nodewatch hub: stopped" in err
