@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import io
 import os
 import select
 import signal
+import sys
 from types import FrameType
 from typing import Any
 
@@ -95,4 +97,7 @@ class StopSignals:
 def dump_stacks_on_sigusr1() -> None:
     """``kill -USR1`` this process: every thread's Python stack to stderr, then on as before
     (``faulthandler``: written from the C handler, so it works while every thread is stuck)."""
-    faulthandler.register(signal.SIGUSR1, all_threads=True, chain=False)
+    try:
+        faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True, chain=False)
+    except (AttributeError, ValueError, io.UnsupportedOperation):
+        pass  # stderr is no file (a command run inside a test that captures it): nothing to write to
