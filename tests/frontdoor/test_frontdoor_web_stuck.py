@@ -96,6 +96,11 @@ def test_web_viewers_that_never_read_hold_up_no_one_and_are_closed(tmp_path):
             async with Chromium() as browser, Chromium() as frozen:
                 assert await browser.open(door.url) == 200
                 await _wait_async(lambda: NODE in browser.received, 60)
+                # the reference for a new page: the honest one watching, no one stuck (the same load
+                # as below but the stuck peers; ``alone``, before any browser, left the honest page's
+                # own rendering out, and a loaded CI machine made the difference look like theirs)
+                reference = await _first_rows(door.url)
+                await _wait_async(lambda: door.sessions == 1, 60)
                 samples: list[tuple[float, int, int, int]] = []  # (time, bytes the page got, hub RSS, fds)
                 viewer_rss: dict[int, list[int]] = {}
 
@@ -126,7 +131,7 @@ def test_web_viewers_that_never_read_hold_up_no_one_and_are_closed(tmp_path):
                 closed = time.monotonic()
                 sampler.cancel()
                 return {"samples": samples, "opened": opened, "closed": closed, "seconds": seconds,
-                        "viewer_rss": viewer_rss}
+                        "viewer_rss": viewer_rss, "reference": reference}
 
         got = asyncio.run(watch())
         before = [x for x in got["samples"] if x[0] < got["opened"]]
@@ -135,11 +140,11 @@ def test_web_viewers_that_never_read_hold_up_no_one_and_are_closed(tmp_path):
         rss0, fds0 = before[-1][2], before[-1][3]
         peak_rss, peak_fds = max(x[2] for x in during), max(x[3] for x in during)
         print(f"\n{STUCK + 1} stuck pages for {got['closed'] - got['opened']:.1f}s: a new page's first rows "
-              f"{got['seconds']:.2f}s (alone {alone:.2f}s); the honest page's longest gap between frames "
+              f"{got['seconds']:.2f}s (with the honest page only {got['reference']:.2f}s, alone {alone:.2f}s); the honest page's longest gap between frames "
               f"{gap_stuck:.2f}s (alone {gap_alone:.2f}s); hub RSS {rss0 / 2**20:.0f} -> peak "
               f"{peak_rss / 2**20:.0f} MiB, fds {fds0} -> peak {peak_fds}; each viewer's RSS first -> peak (MiB) "
               f"{[(v[0] >> 20, max(v) >> 20) for v in got['viewer_rss'].values()]}; load {os.getloadavg()[0]:.1f}")
-        assert _within_a_second(got["seconds"], alone)
+        assert _within_a_second(got["seconds"], got["reference"])
         assert _within_a_second(gap_stuck, gap_alone)  # frames on time
         assert got["closed"] - got["opened"] < 1.5 * HEARTBEAT + 30
         assert peak_rss - rss0 < 64 * 2**20  # bounded: nothing piles up for the stuck pages
