@@ -21,7 +21,7 @@ from nodewatch.core.settings import Settings, parse_minor
 from nodewatch.sim.server_watch import WATCH_LIST_SINCE, watch_list_gate_on_by_default
 from nodewatch.sources.kubeconfig import Connection
 from nodewatch.sources.live import LiveSource
-from nodewatch.sources.reflector import CSRS, NODES, Reflector
+from nodewatch.sources.reflector import BACKOFF_CAP, CSRS, NODES, Reflector
 from nodewatch.testbed.api import ApiStatus
 from nodewatch.testbed.controlplane import kubeconfig, restart_apiserver
 from nodewatch.testbed.kubelets import TestbedFleet
@@ -133,7 +133,9 @@ def test_410_gone_after_an_api_server_restart_means_a_relist(testbed):
         admin.create("/api/v1/namespaces/default/configmaps", {
             "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "bump-"}})
         restart_apiserver(testbed)
-        assert _until(lambda: got.synced_count() >= 2)
+        # the reflector's next try may be a whole backoff (up to BACKOFF_CAP, jittered) after the
+        # server is back: a restart of 13 s or more leaves it that long (failed CI once at 30 s)
+        assert _until(lambda: got.synced_count() >= 2, timeout=BACKOFF_CAP + 30)
     finally:
         r.stop()
         conn.close()
