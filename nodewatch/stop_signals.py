@@ -89,10 +89,6 @@ class StopSignals:
             pass
         return self.received is not None
 
-    @property
-    def stopped(self) -> bool:
-        return self.received is not None
-
 
 def dump_stacks_on_sigusr1() -> None:
     """``kill -USR1`` this process: every thread's Python stack to stderr, then on as before
