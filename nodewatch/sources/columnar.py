@@ -959,9 +959,9 @@ def _at(t: float | None) -> str:
     return f" ({format_time(t, micro=True)})"
 
 
-def _columns(body: bytes) -> tuple[int, bytes, list[int], list[int], list[int], list[int], list[int], list[int],
-                                    list[Any]]:
-    """A data block's columns: (rows, kinds, rx, res, lease, offset, rv, mf, the whole lines)."""
+def _split(body: bytes) -> tuple[int, bytes, list[memoryview], int, int, int, list[Any]]:
+    """A data block's parts: (rows, kinds, its 8 columns as they are, renewal rows, resourceVersion
+    values, managedFields values, the whole lines decoded)."""
     n, n_rv, n_mf = struct.unpack_from("<III", body, 0)
     cols = []
     p = 12
@@ -973,10 +973,23 @@ def _columns(body: bytes) -> tuple[int, bytes, list[int], list[int], list[int], 
     kinds = bytes(cols[0])
     if len(kinds) != n:
         raise ValueError("row kinds of the wrong length")
-    n_lease = kinds.count(_ROW_LEASE)
     blobs = orjson.loads(cols[7]) if len(cols[7]) else []
     if type(blobs) is not list:
         raise ValueError("whole lines that are not a list")
+    return n, kinds, cols, kinds.count(_ROW_LEASE), n_rv, n_mf, blobs
+
+
+def _columns(body: bytes) -> tuple[int, bytes, list[int], list[int], list[int], list[int], list[int], list[int],
+                                    list[Any]]:
+    """A data block's columns: (rows, kinds, rx, res, lease, offset, rv, mf, the whole lines)."""
+    n, kinds, cols, n_lease, n_rv, n_mf, blobs = _split(body)
+    return _listed(_split(body))
+
+
+def _listed(parts: tuple) -> tuple[int, bytes, list[int], list[int], list[int], list[int], list[int], list[int],
+                                   list[Any]]:
+    """``_split``'s parts as ``_columns`` gives them."""
+    n, kinds, cols, n_lease, n_rv, n_mf, blobs = parts
     return (n, kinds, _unpack(cols[1], n), _unpack(cols[2], n), _unpack(cols[3], n_lease), _unpack(cols[4], n_lease),
             _unpack(cols[5], n_rv), _unpack(cols[6], n_mf), blobs)
 
@@ -1146,7 +1159,7 @@ class Supersession:
         hundreds of thousands), and a renewal is a list, its line built only if it is kept. Runs of
         blocks whose rows it would all decide the same way are read a block at a time
         (``columnar_range``)."""
-        cols = _columns(body)
+        parts = _split(body)
         if self._run is None:
             if self._wait:
                 self._wait -= 1
@@ -1157,12 +1170,12 @@ class Supersession:
                 else:
                     self._run_fits = (c, self._lease_lines)  # (not asked again before a Lease's next line)
         if self._run is not None:
-            if self._run.block(cols, cols[8]):
+            if self._run.block(parts):
                 if self._run.buffered > MAX_BUFFERED:
                     self.end_run()
                 return
             self.end_run()
-        self._row_by_row(cols, c)
+        self._row_by_row(_listed(parts), c)
 
     def end_run(self) -> None:
         """The run of blocks read a block at a time ends (``FastRange.end``). Starting and ending one

@@ -102,8 +102,8 @@ def _counted(monkeypatch) -> list[int]:
     blocks = [0]
     real = columnar_range.FastRange.block
 
-    def block(self, cols, whole):
-        ok = real(self, cols, whole)
+    def block(self, parts):
+        ok = real(self, parts)
         blocks[0] += ok
         return ok
 
