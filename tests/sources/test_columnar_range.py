@@ -26,7 +26,9 @@ class _Fleet:
     what breaks a run: a renewTime that steps back, a line that steps back in time, a Lease silent
     for longer than ``PENDING_SECONDS``, one deleted and added again, a node that stops for good."""
 
-    def __init__(self, tmp_path, nodes: int = 12, seconds: float = 400.0) -> None:
+    def __init__(self, tmp_path, nodes: int = 12, seconds: float = 400.0, far: bool = False) -> None:
+        """``far``: one renewal of a Lease is dated 2.5 hours ahead (an offset delta beyond what a run
+        reads, ``columnar_range.DELTA``)."""
         from nodewatch.sim.fleet import SimFleet
 
         sim = SimFleet(nodes=nodes, scenario="steady", seed=2)
@@ -74,6 +76,8 @@ class _Fleet:
             if n == names[3] and not stepped and at - self.t0 > 250:
                 renew -= 30  # a renewTime that steps back
                 stepped = True
+            if far and n == names[6] and 45 < at - self.t0 < 56:
+                renew = at + 9000  # 2.5 hours ahead: an offset delta of 9e9 us
             obj = dict(leases[n], spec=dict(leases[n]["spec"], renewTime=_micro(renew)))
             rx = at + 0.002
             if n == names[4] and 300 < at - self.t0 < 310:
@@ -168,3 +172,41 @@ def test_a_hub_directory_read_in_runs_answers_as_json_lines(tmp_path_factory, mo
     at = format_time(start + offset, micro=True)
     got = _answers(str(tmp / "columnar"), at)
     assert got[0] and got == _answers(str(tmp / "jsonl"), at)
+
+
+def test_unpack_gives_the_list_readers_values():
+    """The numpy unpacking gives ``columnar._unpack``'s values, the extremes of int64 included, and
+    refuses a column of the wrong length."""
+    rng = random.Random(4)
+    values = [0, 1, -1, 2**63 - 1, -2**63, 2**32, -2**32 - 1] + [rng.randint(-2**63, 2**63 - 1) for _ in range(500)]
+    values += [rng.randint(-300, 300) for _ in range(500)]
+    data = columnar._pack(values)
+    assert columnar_range.unpack(data, len(values)).tolist() == columnar._unpack(data, len(values)) == values
+    assert columnar_range.unpack(data, len(values) + 1) is None
+    assert columnar_range.unpack(b"", 0).tolist() == []
+
+
+def test_values_beyond_64_bit_arithmetic_are_read_row_by_row(tmp_path, monkeypatch):
+    """A renewTime 2.5 hours ahead makes an offset delta beyond what a run reads (``DELTA``: the bound
+    that keeps its 64-bit arithmetic exact): its block is read row by row, and every answer is still
+    the row-by-row read's and JSON Lines'."""
+    fleet = _Fleet(tmp_path, far=True)
+    jsonl, col = fleet.paths
+    refused = [0]
+    real = columnar_range.FastRange.block
+
+    def block(self, parts):
+        n, kinds, cols, n_lease, *_ = parts
+        off = columnar_range.unpack(cols[4], n_lease)
+        ok = real(self, parts)
+        refused[0] += off is not None and off.size > 0 and int(abs(off).max()) > columnar_range.DELTA and not ok
+        return ok
+
+    monkeypatch.setattr(columnar_range.FastRange, "block", block)
+    instants = [format_time(fleet.t0 + s, micro=True) for s in (45, 60, 150, 255.5, 399)]
+    fast = {at: _answers(col, at) for at in instants}
+    assert refused[0] >= 1
+    want = {at: _answers(jsonl, at) for at in instants}
+    _row_by_row(monkeypatch)
+    for at in instants:
+        assert fast[at] == _answers(col, at) and fast[at][:3] == want[at][:3], at
