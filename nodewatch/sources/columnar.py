@@ -1163,7 +1163,7 @@ class Supersession:
         if self._run is None:
             if self._wait:
                 self._wait -= 1
-            elif self._run_fits != (c, self._lease_lines):
+            elif self._run_fits != (c, self._lease_lines) and FastRange.may_read(self, c, parts):
                 ok, cluster = FastRange.fits(self, c)
                 if ok:
                     self._run = FastRange(self, c, cluster, _whole_row, _time_of)

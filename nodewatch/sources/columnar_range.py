@@ -134,17 +134,29 @@ class FastRange:
         (cluster,) = clusters
         return cluster in s._synced, cluster
 
+    @staticmethod
+    def may_read(s: Any, c: Any, parts: tuple) -> bool:
+        """What a run asks of a block before reading its columns (a run is not even started for a block
+        that fails it: starting one costs a pass over the dictionary): nothing of the next lines
+        hidden, a resourceVersion and a ``managedFields`` time a renewal row, no whole line of a Lease
+        (it changes the dictionary) or with a time of its own, and the block not after the read's end
+        from its first row (the block before it ended at or before it)."""
+        n, kinds, cols, n_lease, n_rv, n_mf, blobs = parts
+        if s.hidden or n_rv != n_lease or n_mf != n_lease or c.last_us / 1_000_000 > min(s.target, s.read_until):
+            return False
+        for b in blobs:
+            payload = b[0] if type(b) is list else b
+            if type(payload) is not dict or payload.get("resource") == "leases" or "t" in payload:
+                return False
+        return True
+
     def block(self, parts: tuple) -> bool:
         """Read one block (``columnar._split``'s parts) into the run; False (nothing changed) when it
         is not one the run may read."""
         s, c = self.s, self.c
         n, kinds, cols, n_lease, n_rv, n_mf, blobs = parts
-        if not self.ok or s.hidden or n_rv != n_lease or n_mf != n_lease:
+        if not self.ok or not self.may_read(s, c, parts):
             return False
-        for b in blobs:  # a whole line of a Lease changes the dictionary: row by row
-            payload = b[0] if type(b) is list else b
-            if type(payload) is not dict or payload.get("resource") == "leases" or "t" in payload:
-                return False
         rx, res, idx, off, rvs, mfs = (unpack(cols[1], n), unpack(cols[2], n), unpack(cols[3], n_lease),
                                        unpack(cols[4], n_lease), unpack(cols[5], n_rv), unpack(cols[6], n_mf))
         if rx is None or res is None or idx is None or off is None or rvs is None or mfs is None:
