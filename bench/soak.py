@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -213,6 +214,8 @@ class HubSample:
     streams_up: bool = True
     """The nodes and leases watches connected at the sample (not, for a while, after a restart:
     the reflector backs off in wall time, client-go's way)."""
+    scoped: int = 0
+    """The hub's per-node watches (pods, events) at the sample: not counted in ``fds`` and ``threads``."""
     recovered: float | None = None
     """The last sample only: wall seconds after the run until the nodes and leases watches were
     connected again and the recorder wrote on (None: not within ``BACKOFF_CAP`` + 30 s)."""
@@ -222,6 +225,30 @@ def _fds() -> int:
     import os
 
     return len(os.listdir("/proc/self/fd"))
+
+
+_SCOPED = ("watch pods on ", "watch events of ")
+"""The threads of the hub's watches of one node's pods and events (``sources/live.py``): started for
+the nodes viewers drill into and the nodes it watches on its own, stopped when no longer needed."""
+
+
+def _resting(seconds: float = 0.5) -> tuple[int, int, int]:
+    """File descriptors and threads at rest, and the per-node watches then: the least of each seen
+    over ``seconds``, the per-node watches not counted in the fds and threads (one thread each, and
+    its connection's socket at both ends: the simulated API server runs in this process). A viewer
+    that just left or a segment's writer being replaced hold a few for a moment, and the watches of
+    a flapping node's pods and events come and go with the fleet (a sample taken with two of them
+    read +8 fds and +4 threads, in one run out of two on a quiet machine); a leak holds them for good
+    and shows all the same."""
+    best: tuple[int, int, int] | None = None
+    end = time.monotonic() + seconds
+    while True:
+        scoped = sum(t.name.startswith(_SCOPED) for t in threading.enumerate())
+        now = (_fds() - 2 * scoped, threading.active_count() - scoped, scoped)
+        best = now if best is None else (min(best[0], now[0]), min(best[1], now[1]), min(best[2], now[2]))
+        if time.monotonic() >= end:
+            return best
+        time.sleep(0.02)
 
 
 def hub_soak(directory: str, nodes: int = 60, hours: float = 24.0, speed: float = 240.0, every: float = 1.0,
@@ -234,7 +261,6 @@ def hub_soak(directory: str, nodes: int = 60, hours: float = 24.0, speed: float 
     hours): the API server goes down for ``down_seconds`` (wall) and comes back. ``viewer_every``
     (wall seconds): a viewer attaches, waits for its first frame, and goes."""
     import statistics
-    import threading
     from pathlib import Path
 
     from nodewatch.core.clock import VirtualClock
@@ -281,11 +307,12 @@ def hub_soak(directory: str, nodes: int = 60, hours: float = 24.0, speed: float 
                 ticks.append(hub.last_tick_seconds)
             if now >= next_sample:
                 gc.collect()
+                fds, threads, scoped = _resting()
                 relists = sum(src.reflector(r).relists for r in ("nodes", "leases"))
-                samples.append(HubSample((now - t0) / 3600, rss_bytes(), _fds(), threading.active_count(),
+                samples.append(HubSample((now - t0) / 3600, rss_bytes(), fds, threads,
                                          statistics.median(ticks) if ticks else 0.0, max(ticks, default=0.0),
                                          len(list_segments(rec.directory)), restarts, relists, served,
-                                         steady.state.connected, rec.lines, _streams_up(src)))
+                                         steady.state.connected, rec.lines, _streams_up(src), scoped))
                 if report is not None:
                     report(samples[-1])
                 if debug is not None:
