@@ -12,7 +12,12 @@ goes on from the previous segment skips it. Each segment is flushed at least onc
 ``Recorder`` contract): a ``kill -9`` loses at most the last second, and a restarted hub starts a
 new segment (with a new keyframe once its lists arrive).
 
-What the keyframe is made of: Nodes are rebuilt from the state's records (``keyframe_lines``); the
+What the keyframe is made of: Nodes are rebuilt from the state's records (``keyframe_lines``), but
+in a columnar segment that follows one still written, each Node the state has is the last version
+written to that segment (the columnar writer keeps it, compressed, to patch the next one against):
+the Node's first status update in the new segment is then a patch of a few dozen bytes, not the
+whole object again (~200 bytes compressed a Node at 65,000 nodes: a fifth of a 15-minute segment's
+bytes). The state read from either is the same (a record is what is read from the object). The
 other resources are kept as the last line bytes received for each object (Leases are ~300 bytes
 each; pods and events are only those of watched nodes), so a rotation never asks the API server
 for anything.
@@ -430,9 +435,14 @@ class SegmentedRecorder:
         earliest = min(recent[0][0], t) if recent else t
         first = orjson.dumps(earliest)
         out: list[bytes] = []
+        cur = self._current
+        last_json = cur.last_json if isinstance(cur, ColumnarRecorder) and not self.stopped else None
         for cluster, records in self._node_records():
             for rec in records.values():
-                out.append(_line(first, "nodes", "ADDED", orjson.dumps(node_to_dict(rec)), True, cluster))
+                data = last_json(cluster, "nodes", rec.name) if last_json is not None else None
+                if data is None:
+                    data = orjson.dumps(node_to_dict(rec))
+                out.append(_line(first, "nodes", "ADDED", data, True, cluster))
         for _, _, cluster, resource, obj in old:
             out.append(_line(first, resource, "ADDED", obj, True, cluster))
         for cluster in self._cluster_names():

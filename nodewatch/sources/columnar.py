@@ -746,6 +746,15 @@ class ColumnarRecorder(FlushedWriter):
     def for_cluster(self, cluster: str) -> ClusterRecorder:
         return ClusterRecorder(self, cluster)  # the same methods as a Recorder
 
+    def last_json(self, cluster: str | None, resource: str, name: str) -> bytes | None:
+        """The JSON of the last version of a cluster-scoped object written to this file (what its next
+        version is patched against), or None: none written, or the file failed."""
+        with self._lock:
+            if self._w is None or self.error is not None:
+                return None
+            data = self._w._c.objects.get((cluster, resource, None, name))
+            return None if data is None else self._w._c._zd.decompress(data)
+
     def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False,
               cluster: str | None = None) -> None:
         self.write_sanitized(resource, etype, sanitize(obj), t, listing, cluster)

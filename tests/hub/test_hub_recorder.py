@@ -16,16 +16,18 @@ from nodewatch.core.settings import Settings
 from nodewatch.hub.codec import view_to_wire
 from nodewatch.hub.flight_recorder import SegmentedRecorder
 from nodewatch.hub.keyframe_lines import node_to_dict
+from nodewatch.sources.columnar import iter_file_lines as columnar_lines
 from nodewatch.sources.demo import DemoSource
 from nodewatch.sources.replay import ReplaySource
 from nodewatch.sources.segments import list_segments, resolve_when, window
 
 
-def _record_demo(directory, nodes=60, seconds=400, step=5.0, segment=60.0, every=7):
+def _record_demo(directory, nodes=60, seconds=400, step=5.0, segment=60.0, every=7, record_format="jsonl"):
     """A demo fleet recorded in segments; returns {t: every node's view at t} along the way."""
     src = DemoSource(nodes=nodes, scenario="incident", seed=1)
     rec = SegmentedRecorder(directory, {"kind": "demo"}, src.state.settings, segment_seconds=segment,
-                            clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None)
+                            clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None,
+                            record_format=record_format)
     src.recorder = rec
     t0 = src.clock.now()
     refs = {}
@@ -57,6 +59,55 @@ def test_replay_across_segments_is_the_fleet_as_it_was(tmp_path, open_replay):
     refs = _record_demo(tmp_path / "rec")
     segs = list_segments(tmp_path / "rec")
     assert len(segs) >= 6
+    src = open_replay(tmp_path / "rec")
+    assert not src.problems
+    for t, want in refs.items():
+        assert _wire_at(src, t) == want
+
+
+def _patches(path) -> list:
+    """The patches of a columnar segment's patched Node rows (``columnar``'s kind 2), in order."""
+    import struct
+
+    import zstandard
+
+    from nodewatch.sources import columnar
+
+    with open(path, "rb") as f:
+        f.read(len(columnar.MAGIC))
+        data = zstandard.ZstdDecompressor().decompressobj().decompress(f.read())
+    out, pos, first = [], 0, True
+    while pos < len(data):
+        (n,) = struct.unpack_from("<I", data, pos)
+        body = data[pos + 8:pos + 8 + n]
+        pos += 8 + n
+        if first:
+            first = False
+            continue
+        _, kinds, _, _, _, _, blobs = columnar._split(body)
+        whole = iter(blobs)
+        out += [b[1] for k, b in ((k, next(whole)) for k in kinds if k)
+                if k == columnar._ROW_PATCHED and b[0].get("resource") == "nodes"]
+    return out
+
+
+def test_a_columnar_keyframe_holds_each_node_as_last_written(tmp_path, open_replay):
+    """After a rotation, a columnar segment's keyframe holds each Node as the segment before last
+    wrote it (not rebuilt from its record, which keeps only what is read): its next status update is
+    a patch of the values that changed, not the whole object again; replayed, the fleet is as it was."""
+    refs = _record_demo(tmp_path / "rec", record_format="columnar")
+    segs = list_segments(tmp_path / "rec")
+    assert len(segs) >= 6 and all(s.path.name.endswith(".nwcol") for s in segs)
+    sim_node = DemoSource(nodes=60, scenario="incident", seed=1).fleet.objects("nodes")[0]
+    for seg in segs[1:]:
+        problems: list[str] = []
+        with open(seg.path, "rb") as f:
+            lines = [orjson.loads(x) for x in columnar_lines(f, seg.path.name, problems)]
+        kf = [x for x in lines[1:] if x.get("resource") == "nodes" and x.get("type") == "ADDED"]
+        assert len(kf) == 60 and not problems
+        assert all(set(x["object"]) == set(sim_node) and "uid" in x["object"]["metadata"] for x in kf)
+        patches = _patches(seg.path)
+        assert patches and all(p[0] == "d" and p[1].get("metadata", ["d"])[0] == "d" for p in patches)
     src = open_replay(tmp_path / "rec")
     assert not src.problems
     for t, want in refs.items():
