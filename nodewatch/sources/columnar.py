@@ -916,7 +916,8 @@ def iter_file_lines(raw: IO[bytes], name: str, problems: list[str],
                 break
             if len(buf) - pos - _FRAME.size < n:
                 break
-            body = bytes(buf[pos + _FRAME.size:pos + _FRAME.size + n])
+            with memoryview(buf) as view:  # (one copy: a bytearray's slice would be a second)
+                body = bytes(view[pos + _FRAME.size:pos + _FRAME.size + n])
             if zlib.crc32(body) != crc:
                 why = f"block {blocks} fails its checksum"
                 break
