@@ -186,6 +186,12 @@ async def datatable_frame(n: int, frames: int) -> float:
     return min(times)
 
 
+RATIO = 1.5
+"""The frame at a size against the smallest's (issue "Performance II", 65,000 nodes against 1,000)."""
+RATIO_130K = 1.1
+"""At 130,000 nodes, against 1,000 (issue 29, "Scale II")."""
+
+
 def run(sizes: tuple[int, ...] = (1_000, 10_000, 65_000), frames: int = 15,
         datatable_cap: int = 10_000) -> list[Figure]:
     ours: dict[int, tuple[float, float, float, int]] = {}
@@ -202,9 +208,10 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 65_000), frames: int = 15,
         dt, med, ev, lines = ours[n]
         reference = f"DataTable {ref[n] * 1e3:,.1f} ms" if n in ref else f"DataTable not run (capped at {datatable_cap:,})"
         ratio = dt / smallest if smallest else 1.0
-        ok = dt <= 0.010 and (n == min(sizes) or ratio <= 1.5)
+        bound = RATIO_130K if n >= 130_000 else RATIO
+        ok = dt <= 0.010 and (n == min(sizes) or ratio <= bound)
         figs.append(Figure(f"frame: fleet table, {n:,} nodes", f"{dt * 1e3:.2f} ms ({ratio:.2f}x smallest)",
-                           "<= 10 ms, <= 1.5x smallest", reference, ok,
+                           f"<= 10 ms, <= {bound}x smallest", reference, ok,
                            f"fastest of {frames} frames (median {med * 1e3:.2f} ms); {lines} lines rendered at "
                            f"{SIZE[0]}x{SIZE[1]}; the core's evaluate "
                            f"(not in the frame) took {ev * 1e3:.1f} ms"))
@@ -212,6 +219,12 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 65_000), frames: int = 15,
 
 
 if __name__ == "__main__":
+    import argparse
+
     from .harness import print_table
 
-    print_table(run(sizes=(1_000, 5_000), frames=5))
+    p = argparse.ArgumentParser()
+    p.add_argument("--sizes", default="1000,5000", help="fleet sizes, comma-separated (the smallest is the reference)")
+    p.add_argument("--frames", type=int, default=5)
+    a = p.parse_args()
+    print_table(run(sizes=tuple(int(x) for x in a.sizes.split(",")), frames=a.frames))
