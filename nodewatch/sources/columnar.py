@@ -992,7 +992,6 @@ def _split(body: bytes) -> tuple[int, bytes, list[memoryview], int, int, int, li
 def _columns(body: bytes) -> tuple[int, bytes, list[int], list[int], list[int], list[int], list[int], list[int],
                                     list[Any]]:
     """A data block's columns: (rows, kinds, rx, res, lease, offset, rv, mf, the whole lines)."""
-    n, kinds, cols, n_lease, n_rv, n_mf, blobs = _split(body)
     return _listed(_split(body))
 
 
