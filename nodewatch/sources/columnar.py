@@ -1112,7 +1112,7 @@ class Supersession:
     and a renewal that duplicates an earlier line is not reported when it is left out.
 
     Runs of blocks in which every row is decided the same way are read a block at a time
-    (``columnar_range.FastRange``: C-level passes over whole columns, each Lease's last row of the run
+    (``columnar_range.FastRange``: numpy over whole columns, each Lease's last row of the run
     made a renewal here when the run ends), the other blocks row by row (``_row_by_row``)."""
 
     def __init__(self, target: float, read_until: float, clean: Callable[[bytes], tuple[bool, float | None]],
