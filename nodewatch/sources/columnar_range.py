@@ -29,9 +29,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+# numpy is imported where a run uses it, not with this module: every reader of a recording imports
+# ``columnar`` (to tell the formats apart), and numpy's import (0.1-0.2 s) would be paid by a replay of
+# JSON Lines too.
 
 _WHOLE = re.compile(b"[^\x00]")
 """A row that is not a Lease renewal (``columnar._ROW_LEASE`` is 0)."""
@@ -56,6 +60,8 @@ NEVER = -SAFE
 def unpack(data: Any, n: int) -> np.ndarray | None:
     """``columnar._pack``'s values as an int64 array (None: not ``n`` values long): the byte planes
     transposed back into little-endian 64-bit lanes, then un-zigzagged (``(z >> 1) ^ -(z & 1)``)."""
+    import numpy as np
+
     if len(data) != 8 * n:
         return None
     z = np.ascontiguousarray(np.frombuffer(data, np.uint8).reshape(8, n).T).view("<u8").ravel()
@@ -71,6 +77,8 @@ class FastRange:
 
     def __init__(self, s: Any, c: Any, cluster: Any, whole_row: Callable, time_of: Callable[[int, int], float]) -> None:
         """``whole_row``, ``time_of``: ``columnar``'s (a row kept as a whole line; a receive time's float)."""
+        import numpy as np
+
         self.whole_row = whole_row
         self.time_of = time_of
         self.s = s
@@ -153,6 +161,8 @@ class FastRange:
     def block(self, parts: tuple) -> bool:
         """Read one block (``columnar._split``'s parts) into the run; False (nothing changed) when it
         is not one the run may read."""
+        import numpy as np
+
         s, c = self.s, self.c
         n, kinds, cols, n_lease, n_rv, n_mf, blobs = parts
         if not self.ok or not self.may_read(s, c, parts):
@@ -244,6 +254,8 @@ class FastRange:
     def end(self) -> None:
         """The run ends: each Lease's last row waits as a ``Supersession`` renewal (a later row of it may
         leave it out), after the whole lines read before it and before those after."""
+        import numpy as np
+
         s, c = self.s, self.c
         _time_of = self.time_of
         by_index = c.by_index

@@ -210,3 +210,21 @@ def test_values_beyond_64_bit_arithmetic_are_read_row_by_row(tmp_path, monkeypat
     _row_by_row(monkeypatch)
     for at in instants:
         assert fast[at] == _answers(col, at) and fast[at][:3] == want[at][:3], at
+
+
+def test_a_json_lines_answer_does_not_import_numpy():
+    """numpy is imported by a run of columnar blocks only: every reader imports ``columnar`` (to tell
+    the formats apart), and numpy's import (0.1-0.2 s) is not for a JSON Lines answer to pay."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    data = Path(__file__).parent.parent / "data" / "incident-30.jsonl.gz"
+    code = ("import sys\n"
+            "from nodewatch.sources.replay import state_at\n"
+            f"state, seen, problems = state_at({str(data)!r}, '+60', compact=True, pods=False)\n"
+            "assert seen.events > 0\n"
+            "print('numpy' in sys.modules, 'nodewatch.sources.columnar' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["False", "True"]
