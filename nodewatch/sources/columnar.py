@@ -549,10 +549,15 @@ class _Codec:
     def previous(self, key: tuple) -> Any:
         """The object's last version (a fresh copy; ``plain``: the very object, which no reader changes:
         ``patch`` makes a new one), or None."""
+        if self.plain:
+            return self.objects.get(key)
+        data = self.previous_json(key)
+        return None if data is None else orjson.loads(data)
+
+    def previous_json(self, key: tuple) -> bytes | None:
+        """The JSON of the object's last version (the writer's codec: not ``plain``), or None."""
         data = self.objects.get(key)
-        if data is None or self.plain:
-            return data
-        return orjson.loads(self._zd.decompress(data))
+        return None if data is None else self._zd.decompress(data)
 
 
 # --- writing ----------------------------------------------------------------------------------------
@@ -764,8 +769,7 @@ class ColumnarRecorder(FlushedWriter):
         with self._lock:
             if self._w is None or self.error is not None:
                 return None
-            data = self._w._c.objects.get((cluster, resource, None, name))
-            return None if data is None else self._w._c._zd.decompress(data)
+            return self._w._c.previous_json((cluster, resource, None, name))
 
     def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False,
               cluster: str | None = None) -> None:
