@@ -49,6 +49,11 @@ FOCUSED = 10
 """Nodes whose Pods and Events the hub watches (viewers drilling in; the hub's cap is higher)."""
 
 
+def hub_time(t: float) -> float:
+    """A receive time as the hub's clock reads it (``SystemClock``: whole microseconds)."""
+    return round(t * 1_000_000) / 1_000_000
+
+
 def _api_shaped(resource: str, obj: dict, rv: int) -> dict:
     obj = dict(obj)
     meta = dict(obj["metadata"])
@@ -175,7 +180,7 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool =
             return
         rv[0] += 1
         obj = _api_shaped(resource, obj, rv[0])
-        rx = at + min(0.1, 0.001 + rng.expovariate(1 / 0.004))
+        rx = hub_time(at + min(0.1, 0.001 + rng.expovariate(1 / 0.004)))
         if delivery == "watch":  # one stream per resource, in order: never before the event before it
             rx = max(rx, received.get(resource, rx))
             received[resource] = rx

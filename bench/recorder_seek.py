@@ -60,7 +60,7 @@ def generate(base: str, nodes: int, minutes: float, seed: int = 5, jsonl: bool =
     from nodewatch.hub.flight_recorder import SegmentedRecorder
     from nodewatch.sim.fleet import SimFleet
 
-    from .recorder import _api_shaped
+    from .recorder import _api_shaped, hub_time
 
     fleet = SimFleet(nodes=nodes, scenario="steady", seed=seed)
     t0 = fleet.now
@@ -107,7 +107,7 @@ def generate(base: str, nodes: int, minutes: float, seed: int = 5, jsonl: bool =
         batch = carry
         while heap and heap[0][0] < w_end:
             at, kind, i = heapq.heappop(heap)
-            batch.append((at + 0.001 + min(0.1, rng.expovariate(1 / 0.004)), kind, i, at))
+            batch.append((hub_time(at + 0.001 + min(0.1, rng.expovariate(1 / 0.004))), kind, i, at))
             heapq.heappush(heap, (at + (RENEW * (1 + rng.uniform(0, JITTER)) if kind == 0 else NODE_STATUS), kind, i))
         batch.sort()
         carry = [e for e in batch if e[0] >= w_end]  # received in the next second: written in order there

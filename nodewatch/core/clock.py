@@ -19,10 +19,17 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    """Wall-clock time: the live source."""
+    """Wall-clock time: the live source, to the microsecond.
+
+    Why not ``time.time()`` as it is: its last bits (below a microsecond) are noise no rule reads
+    (Kubernetes' own finest time, ``MicroTime``, stops at the microsecond), but a recording keeps
+    every receive time exactly, so the flight recorder paid for them: ~0.4 of its ~9.4 bytes a
+    renewal at 65,000 nodes (the columnar format's residual column, docs/recording-format.md). A
+    whole number of microseconds, as the float nearest to it, is what both formats store in full
+    with nothing left over."""
 
     def now(self) -> float:
-        return time.time()
+        return time.time_ns() // 1000 / 1_000_000
 
 
 class ManualClock:

@@ -172,7 +172,7 @@ class SegmentedRecorder:
         if (etype == "MODIFIED" and resource == "leases" and not listing and self._fast
                 and self._renewal(obj, t, cluster)):
             return
-        clean = sanitize(obj)
+        clean = sanitize(obj, resource)
         data = b"null" if obj is None else orjson.dumps(clean, default=str)  # once: file and keyframe
         with self._lock:
             if self._closed:

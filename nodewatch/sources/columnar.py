@@ -773,7 +773,7 @@ class ColumnarRecorder(FlushedWriter):
 
     def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False,
               cluster: str | None = None) -> None:
-        self.write_sanitized(resource, etype, sanitize(obj), t, listing, cluster)
+        self.write_sanitized(resource, etype, sanitize(obj, resource), t, listing, cluster)
 
     def write_sanitized(self, resource: str, etype: str, obj: Any, t: float, listing: bool = False,
                         cluster: str | None = None, data: bytes | None = None) -> None:

@@ -27,7 +27,9 @@ A reader that does not know ``cluster`` (an older nodewatch) replays such a file
 What is never written: container ``env`` values, ``args`` and ``command``, the
 ``last-applied-configuration`` annotation and ``managedFields`` (they can hold secrets and are
 large), except, on a Lease, the manager, operation and time of its kubelet's writes (no field
-names): a listed renewal is timed by them. nodewatch never reads Secrets, and credentials never reach this module.
+names): a listed renewal is timed by them. Of a Node and a Lease only what nodewatch reads is
+written (``node_as_read``, ``lease_as_read``: not a Node's image list, IDs, annotations, not a
+Lease's uid and owner). nodewatch never reads Secrets, and credentials never reach this module.
 """
 
 from __future__ import annotations
@@ -64,10 +66,85 @@ _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 _LAST_APPLIED = "last-applied-configuration"
 
 
-def sanitize(obj: Any) -> Any:
-    """A copy of ``obj`` without secrets-prone fields; the parts left unchanged are shared, not copied."""
+_NODE_READ: dict[str, tuple[str, ...] | None] = {
+    "apiVersion": None,
+    "kind": None,
+    "metadata": ("name", "namespace", "labels", "resourceVersion", "creationTimestamp"),
+    "spec": ("taints", "unschedulable"),
+    "status": ("conditions", "nodeInfo", "addresses", "capacity", "allocatable", "daemonEndpoints"),
+}
+"""What any reader of a Node reads (``core/wire.py``'s ``_Node``, ``objects.node_from_dict``): its
+top-level keys, and of each mapping the keys kept (None: all of it)."""
+_NODE_INFO_READ = ("kubeletVersion", "containerRuntimeVersion", "kernelVersion", "osImage")
+
+
+_LEASE_READ: dict[str, tuple[str, ...] | None] = {
+    "apiVersion": None,
+    "kind": None,
+    "metadata": ("name", "namespace", "resourceVersion", "managedFields"),
+    "spec": ("holderIdentity", "renewTime", "leaseDurationSeconds"),
+}
+"""What any reader of a Lease reads (``core/wire.py``'s ``_Lease``, ``objects.lease_from_dict``); of
+its managedFields, only its kubelet's writes are kept (``_kubelet_writes``)."""
+
+
+def _as_read(obj: dict, read: dict[str, tuple[str, ...] | None]) -> dict:
+    """``obj`` with only the keys ``read`` names, in its own key order; a part that is not a mapping
+    where one is expected is kept as it is (a reader meets the same oddity)."""
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        if key not in read:
+            continue
+        keep = read[key]
+        if keep is not None and isinstance(value, dict):
+            value = {k: v for k, v in value.items() if k in keep}
+        out[key] = value
+    return out
+
+
+def node_as_read(obj: Any) -> Any:
+    """A Node with only what nodewatch reads of it (``_NODE_READ``).
+
+    Why: the rest of a Node (its image list, uid, providerID, pod CIDRs, annotations, nodeInfo's
+    machine, system and boot IDs) is most of its JSON and most of its entropy, and nodewatch never
+    reads it. At 65,000 nodes a flight-recorder keyframe's Nodes compressed to 188 bytes each, 64
+    without it: 1.4 of the 9.4 bytes a renewal all-in (docs/recording-format.md). A production
+    Node with its image list is several times the benchmark's."""
     if not isinstance(obj, dict):
         return obj
+    out = _as_read(obj, _NODE_READ)
+    status = out.get("status")
+    info = status.get("nodeInfo") if isinstance(status, dict) else None
+    if isinstance(info, dict):
+        status["nodeInfo"] = {k: v for k, v in info.items() if k in _NODE_INFO_READ}  # (status is a copy)
+    return out
+
+
+def lease_as_read(obj: Any) -> Any:
+    """A Lease with only what nodewatch reads of it (``_LEASE_READ``): not its uid, its owner
+    reference (the Node's uid), its creation time. Two random UIDs were most of what a
+    flight-recorder keyframe kept of each Lease."""
+    if not isinstance(obj, dict):
+        return obj
+    out = _as_read(obj, _LEASE_READ)
+    meta = out.get("metadata")
+    if isinstance(meta, dict):
+        kept = _kubelet_writes(meta.pop("managedFields", None), obj.get("spec"))
+        if kept:
+            meta["managedFields"] = kept
+    return out
+
+
+def sanitize(obj: Any, resource: str | None = None) -> Any:
+    """A copy of ``obj`` without secrets-prone fields, and of a Node or a Lease (``resource``) only
+    what nodewatch reads (``node_as_read``, ``lease_as_read``); the parts left unchanged are shared,
+    not copied."""
+    if not isinstance(obj, dict):
+        return obj
+    if resource == "nodes":
+        return node_as_read(obj)
+    if resource == "leases":
+        return lease_as_read(obj)
     out = dict(obj)
     meta = obj.get("metadata")
     if isinstance(meta, dict):
@@ -220,7 +297,7 @@ class Recorder(FlushedWriter):
     def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False,
               cluster: str | None = None) -> None:
         entry: dict[str, Any] = _line(t, cluster)
-        entry.update(resource=resource, type=etype, object=sanitize(obj))
+        entry.update(resource=resource, type=etype, object=sanitize(obj, resource))
         if listing:
             entry["list"] = True
         self._write_line(orjson.dumps(entry, default=str), t)

@@ -467,3 +467,15 @@ def test_integer_columns_are_zigzagged_as_one_value_at_a_time_would(values):
     packed = columnar._pack(values)
     assert packed == _zigzag_one_by_one(values)
     assert columnar._unpack(packed, len(values)) == values
+
+
+def test_the_live_clock_reads_whole_microseconds_that_leave_no_residual():
+    """``SystemClock`` stamps receive times to the microsecond: each is the float nearest to a whole
+    number of microseconds, so a recording keeps it with an all-zero residual column (the raw
+    ``time.time()`` left one in nearly every row)."""
+    from nodewatch.core.clock import SystemClock
+
+    clock = SystemClock()
+    times = [clock.now() for _ in range(2000)]
+    assert all(columnar.micros(t) == (round(t * 1_000_000), 0) for t in times)
+    assert all(abs(b - a) < 1.0 for a, b in zip(times, times[1:]))  # and still the wall clock

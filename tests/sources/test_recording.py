@@ -28,7 +28,7 @@ from nodewatch.sources.recording import (
 )
 from nodewatch.sources.recording_input import read_recording
 from nodewatch.sources.replay import ReplaySource
-from support.factories import T0, lease, node, pod
+from support.factories import T0, lease, node, pod, taint
 from support.simserver import wait_until
 
 HERE = Path(__file__).parents[1]
@@ -69,9 +69,85 @@ def test_lines_are_the_documented_format(tmp_path):
     _write_small(path)
     lines = [json.loads(x) for x in open(path)]
     assert set(lines[0]) == {"nodewatch_recording", "started_at", "source", "settings"}
-    assert lines[1] == {"t": T0, "resource": "nodes", "type": "ADDED", "object": node("a"), "list": True}
+    want = node("a")
+    del want["metadata"]["uid"]  # a Node as read (``node_as_read``)
+    assert lines[1] == {"t": T0, "resource": "nodes", "type": "ADDED", "object": want, "list": True}
     assert lines[2] == {"t": T0, "resource": "nodes", "type": "SYNCED", "object": None}
     assert lines[5]["health"] == {"resource": "leases", "connected": True, "synced": True}
+
+
+def _production_node(name: str) -> dict:
+    """A Node as a cloud's kubelet reports it: its image list, IDs, annotations and pod CIDRs beside
+    what nodewatch reads, a taint with its time, the kubelet's port."""
+    obj = node(name, "False", taints=[taint("node.kubernetes.io/not-ready", "NoExecute", T0 - 30)],
+               conditions={"MemoryPressure": "False", "DiskPressure": "Unknown"}, unschedulable=True)
+    obj["metadata"].update(annotations={"node.alpha.kubernetes.io/ttl": "0", "csi.volume.kubernetes.io/nodeid": "{}"},
+                           resourceVersion="4242", creationTimestamp="2026-10-19T16:06:07Z",
+                           ownerReferences=[{"kind": "Machine", "name": "m", "uid": "u"}])
+    obj["spec"].update(podCIDR="10.0.0.0/24", podCIDRs=["10.0.0.0/24"], providerID="aws:///eu-west-1a/i-0f1")
+    obj["status"].update(
+        images=[{"names": [f"registry.example/img{i}:v1"], "sizeBytes": 1000 + i} for i in range(40)],
+        addresses=[{"type": "InternalIP", "address": "172.16.0.7"}, {"type": "Hostname", "address": name}],
+        capacity={"cpu": "8", "memory": "33174432Ki", "pods": "110"},
+        allocatable={"cpu": "7910m", "memory": "32174432Ki", "pods": "110"},
+        daemonEndpoints={"kubeletEndpoint": {"Port": 10250}},
+        nodeInfo={"machineID": "ec2a", "systemUUID": "ec2b", "bootID": "b007", "kernelVersion": "6.1.0",
+                  "osImage": "Bottlerocket", "containerRuntimeVersion": "containerd://1.7.2",
+                  "kubeletVersion": "v1.33.2", "kubeProxyVersion": "v1.33.2", "architecture": "amd64"})
+    return obj
+
+
+def test_a_recorded_node_keeps_what_nodewatch_reads_and_reads_back_the_same():
+    """A Node is recorded as nodewatch reads it (``node_as_read``): its record, by the typed decoder
+    and by the dict reader, is the record of the Node as received; what nodewatch never reads (the
+    image list, IDs, annotations, CIDRs) is not written."""
+    from nodewatch.core.objects import node_from_dict
+    from nodewatch.core.wire import DECODERS
+
+    full = _production_node("n-1")
+    original = json.dumps(full, sort_keys=True)
+    kept = sanitize(full, "nodes")
+    assert json.dumps(full, sort_keys=True) == original  # the input is not modified
+    text = json.dumps(kept)
+    for unread in ("images", "ec2a", "ec2b", "b007", "providerID", "podCIDR", "annotations", "uid", "ownerReferences",
+                   "kubeProxyVersion", "architecture"):
+        assert unread not in text
+    assert list(kept) == list(full) and list(kept["status"]["nodeInfo"]) == ["kernelVersion", "osImage",
+                                                                              "containerRuntimeVersion",
+                                                                              "kubeletVersion"]
+    assert len(orjson.dumps(kept)) < len(orjson.dumps(full)) / 2
+    assert node_from_dict(kept) == node_from_dict(full)
+    decode = DECODERS["nodes"].decode_object
+    assert decode(orjson.dumps(kept)) == decode(orjson.dumps(full)) == node_from_dict(full)
+    odd = {"metadata": "not a mapping", "status": {"nodeInfo": ["odd"], "images": []}}
+    assert sanitize(odd, "nodes") == {"metadata": "not a mapping", "status": {"nodeInfo": ["odd"]}}
+
+
+def test_a_recorded_lease_keeps_what_nodewatch_reads_and_reads_back_the_same():
+    """A Lease is recorded as nodewatch reads it (``lease_as_read``): not its uid, owner reference or
+    creation time; of its managedFields its kubelet's writes; its record, by either reader, is the
+    record of the Lease as received."""
+    from nodewatch.core.objects import lease_from_dict
+    from nodewatch.core.wire import DECODERS
+
+    full = lease("n-1", T0, written=T0 - 1)
+    full["metadata"].update(uid="6ea67130", creationTimestamp="2026-08-20T14:40:20Z", labels={"a": "b"},
+                            ownerReferences=[{"apiVersion": "v1", "kind": "Node", "name": "n-1", "uid": "f4836b1d"}],
+                            resourceVersion="150770")
+    full["metadata"]["managedFields"].append({"manager": "kube-controller-manager", "operation": "Update",
+                                              "time": "2026-11-29T10:00:01Z"})
+    full["spec"].update(acquireTime="2026-08-20T14:40:20.000000Z", leaseTransitions=0)
+    original = json.dumps(full, sort_keys=True)
+    kept = sanitize(full, "leases")
+    assert json.dumps(full, sort_keys=True) == original
+    text = json.dumps(kept)
+    for unread in ("6ea67130", "f4836b1d", "creationTimestamp", "labels", "kube-controller-manager", "fieldsV1",
+                   "acquireTime", "leaseTransitions"):
+        assert unread not in text
+    assert [m["manager"] for m in kept["metadata"]["managedFields"]] == ["kubelet"]
+    assert lease_from_dict(kept) == lease_from_dict(full)
+    decode = DECODERS["leases"].decode_object
+    assert decode(orjson.dumps(kept)) == decode(orjson.dumps(full)) == lease_from_dict(full)
 
 
 def test_sanitize_removes_secret_prone_fields():
