@@ -114,9 +114,8 @@ def node_as_read(obj: Any) -> Any:
         return obj
     out = _as_read(obj, _NODE_READ)
     status = out.get("status")
-    info = status.get("nodeInfo") if isinstance(status, dict) else None
-    if isinstance(info, dict):
-        status["nodeInfo"] = {k: v for k, v in info.items() if k in _NODE_INFO_READ}  # (status is a copy)
+    if isinstance(status, dict) and isinstance(status.get("nodeInfo"), dict):  # (status is a copy)
+        status["nodeInfo"] = {k: v for k, v in status["nodeInfo"].items() if k in _NODE_INFO_READ}
     return out
 
 
