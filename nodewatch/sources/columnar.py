@@ -408,7 +408,8 @@ def diff(a: Any, b: Any) -> Any:
             vb = b[k]
             if va is vb:
                 continue
-            if type(va) in _CONTAINERS and type(vb) is type(va) and _same(va, vb):
+            tv = type(va)
+            if tv is type(vb) and (tv in _EXACT and va == vb or tv in _CONTAINERS and _same(va, vb)):
                 continue
             p = diff(va, vb)
             if p is not _SAME:
@@ -419,7 +420,10 @@ def diff(a: Any, b: Any) -> Any:
             return ["s", b]
         items = []
         for i, (va, vb) in enumerate(zip(a, b)):
-            if va is vb or (type(va) in _CONTAINERS and type(vb) is type(va) and _same(va, vb)):
+            if va is vb:
+                continue
+            tv = type(va)
+            if tv is type(vb) and (tv in _EXACT and va == vb or tv in _CONTAINERS and _same(va, vb)):
                 continue
             p = diff(va, vb)
             if p is not _SAME:
@@ -429,6 +433,10 @@ def diff(a: Any, b: Any) -> Any:
 
 
 _CONTAINERS = (dict, list)
+_EXACT = (str, int, bool)
+"""Scalars whose ``==`` is their JSON's equality when both are of the one type (not floats: 0.0 ==
+-0.0): equal ones are passed over in the walk without a call each (a Node decoded from a watch
+shares no object with its previous version, so every unchanged string was a call)."""
 
 
 def _same(a: Any, b: Any) -> bool:
