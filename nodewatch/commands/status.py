@@ -241,7 +241,14 @@ def _evaluate_source(args: argparse.Namespace, settings):
                 path, _, args.at = window(path, None, args.at)
         # one pass, no index; what a later event supersedes is left out (the answer shows neither
         # renewal counts, heartbeat histories nor timelines), and the Pods unless --node shows them
-        state, seen, problems = state_at(path, args.at, settings, compact=True, pods=args.node is not None)
+        from .read_progress import ReadProgress
+
+        shown = ReadProgress(str(args.replay))
+        try:
+            state, seen, problems = state_at(path, args.at, settings, compact=True, pods=args.node is not None,
+                                             progress=shown)
+        finally:
+            shown.done()
         for p in problems[:20]:
             print(f"nodewatch: {args.replay}: {p}", file=sys.stderr)
         if seen.events == 0:

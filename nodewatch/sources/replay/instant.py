@@ -25,7 +25,7 @@ import math
 import os
 from collections import deque
 from dataclasses import dataclass, replace
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ...core.settings import Settings, writes_follow_renewals
 from ...core.timeutil import parse_when
@@ -75,26 +75,34 @@ class Instant:
     """The whole recording was read: ``last`` is its end (else it goes on after ``at``)."""
 
 
+PROGRESS_EVERY = 4096
+"""Events read between two calls of a read's ``progress``."""
+
+
 def state_at(path: str, when: str | None, settings: Settings | None = None,
-             compact: bool = False, pods: bool = True) -> tuple[ReplayState, Instant, list[str]]:
+             compact: bool = False, pods: bool = True,
+             progress: Callable[[float, float], None] | None = None) -> tuple[ReplayState, Instant, list[str]]:
     """(the state at ``when``, the instant and what was seen of the recording, the problems met):
     ``when`` is RFC 3339 or +SECONDS from the first event (``parse_when``); None: the end. A
     recording of several clusters gives a ``MultiFleet`` (``clusters.py``). ``compact`` (what
     ``status`` asks for): leave out the lease renewals and node updates a later one supersedes
     (``superseded.py``); the state's renewal counts, heartbeat histories and node timelines are then
     not a full replay's, nothing a status answer shows differs. ``pods`` False (with ``compact``):
-    the answer reads no Pods, leave them out."""
+    the answer reads no Pods, leave them out. ``progress(read_to, target)``: called every
+    ``PROGRESS_EVERY`` events read (the latest event time read, the instant asked for: inf to the
+    end), and with ``read_to`` inf once the reading is done and what was read is applied."""
     supersede = None
     if compact and when is not None:
         path, supersede = _one_instant(path, when)
-    state, t, problems = _read_at(path, when, settings, compact, pods, supersede)
+    state, t, problems = _read_at(path, when, settings, compact, pods, supersede, progress)
     if supersede is not None and supersede.unsure:  # a Lease's lines out of time order: read all of them
-        state, t, problems = _read_at(path, when, settings, compact, pods, None)
+        state, t, problems = _read_at(path, when, settings, compact, pods, None, progress)
     return state, t, problems
 
 
 def _read_at(path: str, when: str | None, settings: Settings | None, compact: bool, pods: bool,
-             supersede: Supersession | None) -> tuple[ReplayState, Instant, list[str]]:
+             supersede: Supersession | None,
+             progress: Callable[[float, float], None] | None = None) -> tuple[ReplayState, Instant, list[str]]:
     problems: list[str] = []
     stream = open_binary(path, supersede)
     collecting = gc.isenabled()
@@ -121,7 +129,7 @@ def _read_at(path: str, when: str | None, settings: Settings | None, compact: bo
             clusters = recorded_clusters(header, problems)
             entries = _v1_entries(lines, header, clusters, problems, compact, pods)
         state = new_state(header, clusters, settings, problems)
-        t = _apply_until(state, entries, when, known, header, clusters, settings, problems, pods, compact)
+        t = _apply_until(state, entries, when, known, header, clusters, settings, problems, pods, compact, progress)
         if ahead is not None and ahead.dropped:  # what it left out before the sort was read all the same
             t = replace(t, events=t.events + ahead.dropped, start=min(t.start, ahead.earliest))
     finally:
@@ -188,7 +196,8 @@ def _v1_entries(lines: Iterator[tuple[int, bytes]], header: dict, clusters: list
 
 def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: str | None, known: bool,
                  header: dict, clusters: list[RecordedCluster] | None, given: Settings | None,
-                 problems: list[str], pods: bool = True, compact: bool = False) -> Instant:
+                 problems: list[str], pods: bool = True, compact: bool = False,
+                 progress: Callable[[float, float], None] | None = None) -> Instant:
     """Put the events up to ``when`` in the order a replay applies them (``Superseded``), then apply
     them (what a later renewal supersedes left out)."""
     order = _order(header, clusters, given, pods, known, compact)
@@ -241,6 +250,8 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: 
 
     for seq, e in enumerate(entries):
         events += 1
+        if progress is not None and not events % PROGRESS_EVERY and hi > -math.inf:
+            progress(hi, target if start is not None else _absolute(when))
         if e.etype == "SETTINGS":
             if (given is None or not given.server_version) and learn_version(header, e):
                 order.settings_changed()
@@ -266,6 +277,8 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: 
             queue.append((t, seq, e))
         apply_before(hi - REORDER_WINDOW)
     apply_before(math.inf)
+    if progress is not None:
+        progress(math.inf, target)
     with state.batch():
         for e in order.events:
             if e is None:
@@ -287,6 +300,15 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: 
                            if too_late else ""))
     at = target if math.isfinite(target) else (last if last is not None else start)
     return Instant(at, events, start, max(hi, applied_to), to_end)
+
+
+def _absolute(when: str | None) -> float:
+    """The instant ``when`` names when it is an absolute time (inf: the end, or one relative to the
+    first event, not known before it is applied)."""
+    try:
+        return parse_when(when, None) if when else math.inf
+    except ValueError:
+        return math.inf
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,72 @@
+"""A one-line progress report on stderr while a command reads a long recording.
+
+Why: ``status --replay DIR --at T`` late in a 65,000-node flight-recorder segment reads for ~20 s;
+without a word, an SRE at the prompt cannot tell a slow read from a hung one. The reader reports
+how far in recorded time it has read (``replay.state_at``'s ``progress``); this draws it, only on
+a terminal (a script's stderr gets nothing), only once the read has taken ``delay`` seconds (a
+quick answer flickers nothing), at most every ``interval`` seconds, and erases it before the
+answer. Plain text: no colour, no escape but the carriage return.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Callable, TextIO
+
+from ..core.text import safe
+from ..core.timeutil import format_time
+
+
+class ReadProgress:
+    """``progress(read_to, target)`` for ``state_at``: ``read_to`` the latest event time read,
+    ``target`` the instant asked for (inf: to the end); ``read_to`` inf: the reading is done and
+    what was read is being applied. ``done()`` erases the line."""
+
+    def __init__(self, label: str, stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic,
+                 delay: float = 1.0, interval: float = 0.25) -> None:
+        self._stream = stream if stream is not None else sys.stderr
+        self._on = bool(getattr(self._stream, "isatty", lambda: False)())
+        self._label = safe(label, 120)
+        self._clock = clock
+        self._started = clock()
+        self._delay = delay
+        self._interval = interval
+        self._shown_at = -math.inf
+        self._width = 0
+        self._first: float | None = None
+
+    def __call__(self, read_to: float, target: float) -> None:
+        if not self._on:
+            return
+        if self._first is None and math.isfinite(read_to):
+            self._first = read_to
+        now = self._clock()
+        if now - self._started < self._delay or now - self._shown_at < self._interval:
+            return
+        self._shown_at = now
+        self._show(self.text(read_to, target))
+
+    def text(self, read_to: float, target: float) -> str:
+        """The line for a report (without the carriage return)."""
+        if not math.isfinite(read_to):
+            return f"nodewatch: {self._label}: read; applying it"
+        at = format_time(read_to)
+        if not math.isfinite(target) or self._first is None or target <= self._first:
+            return f"nodewatch: reading {self._label}: at {at}"
+        share = min(1.0, max(0.0, (read_to - self._first) / (target - self._first)))
+        return f"nodewatch: reading {self._label}: at {at} of {format_time(target)} ({share:.0%})"
+
+    def _show(self, line: str) -> None:
+        pad = max(0, self._width - len(line))
+        self._stream.write("\r" + line + " " * pad)
+        self._stream.flush()
+        self._width = max(self._width, len(line))  # what is on the line now, padding included
+
+    def done(self) -> None:
+        """Erase the line, if one was drawn."""
+        if self._width:
+            self._stream.write("\r" + " " * self._width + "\r")
+            self._stream.flush()
+            self._width = 0

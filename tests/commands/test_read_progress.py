@@ -1,0 +1,80 @@
+"""The progress line of a long read (``commands/read_progress.py``) and the reader's reports that feed it."""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+
+from nodewatch.commands.read_progress import ReadProgress
+from nodewatch.core.clock import ManualClock
+from nodewatch.core.timeutil import parse_time
+from nodewatch.sources.replay import instant, state_at
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+T0 = 1_795_946_400.0
+
+
+def test_the_line_comes_after_a_second_at_most_four_times_a_second_and_is_erased():
+    out, clock = _Terminal(), ManualClock(0.0)
+    shown = ReadProgress("/var/lib/nodewatch/hub/recordings", out, clock.now)
+    shown(T0, T0 + 100)  # the first time read: 0 %
+    clock.set(0.5)
+    shown(T0 + 10, T0 + 100)
+    assert out.getvalue() == ""  # a quick answer draws nothing
+    clock.set(1.0)
+    shown(T0 + 50, T0 + 100)
+    assert out.getvalue() == ("\rnodewatch: reading /var/lib/nodewatch/hub/recordings: at 2026-11-29T10:00:50Z of "
+                              "2026-11-29T10:01:40Z (50%)")
+    clock.set(1.1)
+    shown(T0 + 60, T0 + 100)  # within the interval: nothing
+    clock.set(1.3)
+    shown(math.inf, T0 + 100)
+    lines = out.getvalue().split("\r")
+    assert lines[-1].startswith("nodewatch: /var/lib/nodewatch/hub/recordings: read; applying it")
+    assert len(lines[-1]) == len(lines[-2])  # the longer line before it is covered
+    shown.done()
+    assert out.getvalue().endswith("\r" + " " * len(lines[-1]) + "\r")
+    shown.done()  # once
+    assert out.getvalue().count("\r") == 4
+
+
+def test_to_the_end_it_says_how_far_it_has_read():
+    out, clock = _Terminal(), ManualClock(5.0)
+    shown = ReadProgress("r.nwcol", out, clock.now, delay=0)
+    shown(T0 + 30, math.inf)
+    assert out.getvalue() == "\rnodewatch: reading r.nwcol: at 2026-11-29T10:00:30Z"
+
+
+def test_nothing_is_drawn_where_stderr_is_not_a_terminal_and_a_name_is_plain_text():
+    out, clock = io.StringIO(), ManualClock(0.0)
+    shown = ReadProgress("x", out, clock.now, delay=0)
+    shown(T0, T0 + 1)
+    shown.done()
+    assert out.getvalue() == ""
+    term = _Terminal()
+    ReadProgress("evil\x1b]0;owned\x07\x1b[2J.jsonl", term, clock.now, delay=0)(T0, math.inf)
+    assert "\x1b" not in term.getvalue() and "\x07" not in term.getvalue()
+
+
+def test_a_one_shot_read_reports_its_way_to_the_instant_then_applying(monkeypatch):
+    monkeypatch.setattr(instant, "PROGRESS_EVERY", 50)
+    calls: list[tuple[float, float]] = []
+    path = os.path.join(DATA, "incident-30.jsonl.gz")
+    _, seen, _ = state_at(path, None, compact=True)
+    at = seen.start + 0.6 * (seen.last - seen.start)
+    from nodewatch.core.timeutil import format_time
+
+    when = format_time(at, micro=True)
+    state_at(path, when, compact=True, progress=lambda read, target: calls.append((read, target)))
+    assert len(calls) > 5 and calls[-1] == (math.inf, parse_time(when))
+    reads = [r for r, _ in calls[:-1]]
+    assert reads == sorted(reads) and seen.start <= reads[0] and reads[-1] <= at + instant.REORDER_WINDOW + 1
+    assert all(target == parse_time(when) for _, target in calls)  # known before the first event is applied
