@@ -1,8 +1,9 @@
 """A one-line progress report on stderr while a command reads a long recording.
 
-Why: ``status --replay DIR --at T`` late in a 65,000-node flight-recorder segment reads for ~20 s;
-without a word, an SRE at the prompt cannot tell a slow read from a hung one. The reader reports
-how far in recorded time it has read (``replay.state_at``'s ``progress``); this draws it, only on
+Why: ``status --replay DIR --at T`` late in a 65,000-node flight-recorder segment reads for ~20 s,
+and ``report`` of that one segment for almost four minutes; without a word, an SRE at the prompt
+cannot tell a slow read from a hung one. The readers report how far in recorded time they have got
+(``replay.state_at``'s, ``EventIndex``'s and ``history.sample_recording``'s ``progress``); this draws it, only on
 a terminal (a script's stderr gets nothing), only once the read has taken ``delay`` seconds (a
 quick answer flickers nothing), at most every ``interval`` seconds, and erases it before the
 answer. Plain text: no colour, no escape but the carriage return.
@@ -25,8 +26,10 @@ class ReadProgress:
     what was read is being applied. ``done()`` erases the line."""
 
     def __init__(self, label: str, stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic,
-                 delay: float = 1.0, interval: float = 0.25) -> None:
+                 delay: float = 1.0, interval: float = 0.25, verb: str = "reading") -> None:
+        """``verb``: what is being done (``reading``, ``indexing``, ``judging``)."""
         self._stream = stream if stream is not None else sys.stderr
+        self._verb = verb
         self._on = bool(getattr(self._stream, "isatty", lambda: False)())
         self._label = safe(label, 120)
         self._clock = clock
@@ -36,6 +39,13 @@ class ReadProgress:
         self._shown_at = -math.inf
         self._width = 0
         self._first: float | None = None
+
+    def phase(self, verb: str) -> None:
+        """The next stage of the same command (``indexing``, then ``judging``): the line goes on
+        (its one-second delay counted from the start), its share counted afresh."""
+        self._verb = verb
+        self._first = None
+        self._shown_at = -math.inf
 
     def __call__(self, read_to: float, target: float) -> None:
         if not self._on:
@@ -54,9 +64,9 @@ class ReadProgress:
             return f"nodewatch: {self._label}: read; applying it"
         at = format_time(read_to)
         if not math.isfinite(target) or self._first is None or target <= self._first:
-            return f"nodewatch: reading {self._label}: at {at}"
+            return f"nodewatch: {self._verb} {self._label}: at {at}"
         share = min(1.0, max(0.0, (read_to - self._first) / (target - self._first)))
-        return f"nodewatch: reading {self._label}: at {at} of {format_time(target)} ({share:.0%})"
+        return f"nodewatch: {self._verb} {self._label}: at {at} of {format_time(target)} ({share:.0%})"
 
     def _show(self, line: str) -> None:
         pad = max(0, self._width - len(line))

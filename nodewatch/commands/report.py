@@ -43,9 +43,13 @@ def run(args: argparse.Namespace) -> int:
         fmt = FORMATS.get(os.path.splitext(args.output)[1].lower(), "")
         if not fmt:
             raise CommandError(f"{args.output}: the output must end in .md or .html")
+    from .read_progress import ReadProgress
+
+    shown = ReadProgress(args.file, verb="indexing")
     try:
-        index = EventIndex(args.file)
+        index = EventIndex(args.file, progress=shown)
     except (RecordingError, OSError, ValueError) as exc:
+        shown.done()
         msg = str(exc)
         raise CommandError(msg if msg.startswith(args.file) else f"{args.file}: {msg}") from None
     try:
@@ -61,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
         if end < start:
             raise CommandError("--to is before --from")
-        history = sample_recording(index, settings, start=start, end=end, state=state)
+        shown.phase("judging")
+        history = sample_recording(index, settings, start=start, end=end, state=state, progress=shown)
         clusters = tuple((m.name, m.state.settings) for m in state.members) if isinstance(state, MultiFleet) else ()
         info = RecordingInfo(
             name=os.path.basename(args.file), size=_size(args.file), events=len(index),
@@ -70,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         blocks = build_report(info, history)
         text = to_html(blocks, history, start, end) if fmt == "html" else to_markdown(blocks)
     finally:
+        shown.done()
         index.close()
     if not args.output:
         sys.stdout.write(text)

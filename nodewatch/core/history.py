@@ -22,7 +22,7 @@ import math
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from .rules import EVICTION_TAINTS, NodeState, ZoneState
 from .settings import Settings
@@ -395,12 +395,14 @@ class EventRun(Protocol):
 def sample_recording(events: EventRun, settings: Settings | None, *, start: float | None = None,
                      end: float | None = None, recorder: HistoryRecorder | None = None,
                      step: float = SAMPLE_SECONDS, stop: threading.Event | None = None,
-                     state: Any = None) -> HistoryRecorder:
+                     state: Any = None,
+                     progress: Callable[[float, float], None] | None = None) -> HistoryRecorder:
     """Sample a recording in one pass over a scratch state: every ``step`` seconds of virtual time
     from ``start`` to ``end`` (default: the whole recording), each sample after applying every
     event up to that time. ``stop`` ends it early (the dashboard closed); ``recorder.complete``
     says whether it ran to the end. ``state``: the empty scratch state (a recording of several
-    clusters needs one per cluster, ``core/multi.py``); default a ``FleetState(settings)``."""
+    clusters needs one per cluster, ``core/multi.py``); default a ``FleetState(settings)``.
+    ``progress(t, end)``: called at each sample (a command's progress line)."""
     from .fleet import FleetState  # the state is built here; the recorder only reads views
 
     rec = recorder or HistoryRecorder(step=step)
@@ -429,6 +431,8 @@ def sample_recording(events: EventRun, settings: Settings | None, *, start: floa
             events.apply_range(scratch, i, j)
             i = j
         rec.observe(scratch, scratch.evaluate(t))
+        if progress is not None:
+            progress(t, end)
         if t >= end:
             break
         t = min(end, t + rec.step)

@@ -78,3 +78,36 @@ def test_a_one_shot_read_reports_its_way_to_the_instant_then_applying(monkeypatc
     reads = [r for r, _ in calls[:-1]]
     assert reads == sorted(reads) and seen.start <= reads[0] and reads[-1] <= at + instant.REORDER_WINDOW + 1
     assert all(target == parse_time(when) for _, target in calls)  # known before the first event is applied
+
+
+def test_a_report_indexes_then_judges_and_says_so(monkeypatch):
+    """``report``'s two stages report through one line: the index (``EventIndex``'s ``progress``,
+    every ``PUBLISH_EVERY`` events, its latest time) then the samples (``sample_recording``'s, each
+    sample's time against the end)."""
+    from nodewatch.core.history import sample_recording
+    from nodewatch.sources.replay import index as index_module
+    from nodewatch.sources.replay.index import EventIndex
+
+    monkeypatch.setattr(index_module, "PUBLISH_EVERY", 64)
+    indexed: list[tuple[float, float]] = []
+    idx = EventIndex(os.path.join(DATA, "incident-30.jsonl.gz"), progress=lambda t, end: indexed.append((t, end)))
+    try:
+        assert len(indexed) >= 5 and all(end == math.inf for _, end in indexed)
+        ts = [t for t, _ in indexed]
+        assert ts == sorted(ts) and idx.start <= ts[0] and ts[-1] <= idx.end
+        judged: list[tuple[float, float]] = []
+        sample_recording(idx, idx.settings(None), progress=lambda t, end: judged.append((t, end)))
+        assert judged[0][0] == idx.start and judged[-1] == (idx.end, idx.end)
+    finally:
+        idx.close()
+    out, clock = _Terminal(), ManualClock(0.0)
+    shown = ReadProgress("r.jsonl", out, clock.now, verb="indexing")
+    shown(T0 + 10, math.inf)
+    clock.set(1.5)
+    shown(T0 + 20, math.inf)
+    shown.phase("judging")
+    shown(T0, T0 + 40)
+    shown(T0 + 10, T0 + 40)
+    assert out.getvalue().split("\r")[1:] == ["nodewatch: indexing r.jsonl: at 2026-11-29T10:00:20Z",
+                                              "nodewatch: judging r.jsonl: at 2026-11-29T10:00:00Z of "
+                                              "2026-11-29T10:00:40Z (0%)"]

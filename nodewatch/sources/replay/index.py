@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 from array import array
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 import orjson
 
@@ -75,8 +75,12 @@ OPENING_MAX = 100_000
 class EventIndex:
     """Where each event of a recording is, in time order; ``problems`` says what was skipped and why."""
 
-    def __init__(self, path: str, background: bool = False) -> None:
+    def __init__(self, path: str, background: bool = False,
+                 progress: Callable[[float, float], None] | None = None) -> None:
+        """``progress(t, inf)``: called every ``PUBLISH_EVERY`` events indexed, ``t`` the latest
+        event's time (a command's progress line while a long recording is indexed)."""
         self.problems: list[str] = []
+        self._progress = progress
         self.header: dict = {}
         self.clusters: list[RecordedCluster] | None = None
         """The clusters of a recording of several (``clusters.py``); None: one cluster."""
@@ -452,6 +456,8 @@ class EventIndex:
             self._lengths.insert(i, length)
             self._lines.insert(i, min(line, 2**32 - 1))
         if len(times) % PUBLISH_EVERY == 0:
+            if self._progress is not None:
+                self._progress(times[-1], math.inf)
             shown = self._shown
             self._publish()
             if self._shown:
