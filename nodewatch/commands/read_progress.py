@@ -11,7 +11,9 @@ answer. Plain text: no colour, no escape but the carriage return.
 
 from __future__ import annotations
 
+import io
 import math
+import os
 import sys
 import time
 from typing import Callable, TextIO
@@ -20,16 +22,27 @@ from ..core.text import safe
 from ..core.timeutil import format_time
 
 
+def _columns(stream: TextIO) -> int:
+    """The width of the terminal ``stream`` writes to (80 when it cannot be told)."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or 80
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return 80
+
+
 class ReadProgress:
     """``progress(read_to, target)`` for ``state_at``: ``read_to`` the latest event time read,
     ``target`` the instant asked for (inf: to the end); ``read_to`` inf: the reading is done and
     what was read is being applied. ``done()`` erases the line."""
 
     def __init__(self, label: str, stream: TextIO | None = None, clock: Callable[[], float] = time.monotonic,
-                 delay: float = 1.0, interval: float = 0.25, verb: str = "reading") -> None:
-        """``verb``: what is being done (``reading``, ``indexing``, ``judging``)."""
+                 delay: float = 1.0, interval: float = 0.25, verb: str = "reading", columns: int | None = None) -> None:
+        """``verb``: what is being done (``reading``, ``indexing``, ``judging``); ``columns``: the
+        terminal's width (default: the stream's own), the line cut to fit it (a wrapped line would
+        not be overwritten by the next)."""
         self._stream = stream if stream is not None else sys.stderr
         self._verb = verb
+        self._columns = columns if columns is not None else _columns(self._stream)
         self._on = bool(getattr(self._stream, "isatty", lambda: False)())
         self._label = safe(label, 120)
         self._clock = clock
@@ -61,14 +74,15 @@ class ReadProgress:
     def text(self, read_to: float, target: float) -> str:
         """The line for a report (without the carriage return)."""
         if not math.isfinite(read_to):
-            return f"nodewatch: {self._label}: read; applying it"
+            return f"nodewatch: read, applying: {self._label}"
         at = format_time(read_to)
         if not math.isfinite(target) or self._first is None or target <= self._first:
-            return f"nodewatch: {self._verb} {self._label}: at {at}"
+            return f"nodewatch: {self._verb}, at {at}: {self._label}"
         share = min(1.0, max(0.0, (read_to - self._first) / (target - self._first)))
-        return f"nodewatch: {self._verb} {self._label}: at {at} of {format_time(target)} ({share:.0%})"
+        return f"nodewatch: {self._verb} {share:.0%}, at {at} of {format_time(target)}: {self._label}"
 
     def _show(self, line: str) -> None:
+        line = line[:max(20, self._columns - 1)]
         pad = max(0, self._width - len(line))
         self._stream.write("\r" + line + " " * pad)
         self._stream.flush()

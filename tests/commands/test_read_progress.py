@@ -24,21 +24,21 @@ T0 = 1_795_946_400.0
 
 def test_the_line_comes_after_a_second_at_most_four_times_a_second_and_is_erased():
     out, clock = _Terminal(), ManualClock(0.0)
-    shown = ReadProgress("/var/lib/nodewatch/hub/recordings", out, clock.now)
+    shown = ReadProgress("/var/lib/nodewatch/hub/recordings", out, clock.now, columns=200)
     shown(T0, T0 + 100)  # the first time read: 0 %
     clock.set(0.5)
     shown(T0 + 10, T0 + 100)
     assert out.getvalue() == ""  # a quick answer draws nothing
     clock.set(1.0)
     shown(T0 + 50, T0 + 100)
-    assert out.getvalue() == ("\rnodewatch: reading /var/lib/nodewatch/hub/recordings: at 2026-11-29T10:00:50Z of "
-                              "2026-11-29T10:01:40Z (50%)")
+    assert out.getvalue() == ("\rnodewatch: reading 50%, at 2026-11-29T10:00:50Z of 2026-11-29T10:01:40Z: "
+                              "/var/lib/nodewatch/hub/recordings")
     clock.set(1.1)
     shown(T0 + 60, T0 + 100)  # within the interval: nothing
     clock.set(1.3)
     shown(math.inf, T0 + 100)
     lines = out.getvalue().split("\r")
-    assert lines[-1].startswith("nodewatch: /var/lib/nodewatch/hub/recordings: read; applying it")
+    assert lines[-1].startswith("nodewatch: read, applying: /var/lib/nodewatch/hub/recordings ")
     assert len(lines[-1]) == len(lines[-2])  # the longer line before it is covered
     shown.done()
     assert out.getvalue().endswith("\r" + " " * len(lines[-1]) + "\r")
@@ -50,7 +50,16 @@ def test_to_the_end_it_says_how_far_it_has_read():
     out, clock = _Terminal(), ManualClock(5.0)
     shown = ReadProgress("r.nwcol", out, clock.now, delay=0)
     shown(T0 + 30, math.inf)
-    assert out.getvalue() == "\rnodewatch: reading r.nwcol: at 2026-11-29T10:00:30Z"
+    assert out.getvalue() == "\rnodewatch: reading, at 2026-11-29T10:00:30Z: r.nwcol"
+
+
+def test_the_line_fits_the_terminal():
+    out, clock = _Terminal(), ManualClock(0.0)
+    shown = ReadProgress("/var/lib/nodewatch/hub/recordings/nodewatch-20261129T100012Z-000002.nwcol", out,
+                         clock.now, delay=0, columns=60)
+    shown(T0, T0 + 100)
+    assert out.getvalue() == "\rnodewatch: reading 0%, at 2026-11-29T10:00:00Z of 2026-11-2"  # 59 columns
+    assert len(out.getvalue()) == 60
 
 
 def test_nothing_is_drawn_where_stderr_is_not_a_terminal_and_a_name_is_plain_text():
@@ -101,13 +110,13 @@ def test_a_report_indexes_then_judges_and_says_so(monkeypatch):
     finally:
         idx.close()
     out, clock = _Terminal(), ManualClock(0.0)
-    shown = ReadProgress("r.jsonl", out, clock.now, verb="indexing")
+    shown = ReadProgress("r.jsonl", out, clock.now, verb="indexing", columns=100)
     shown(T0 + 10, math.inf)
     clock.set(1.5)
     shown(T0 + 20, math.inf)
     shown.phase("judging")
     shown(T0, T0 + 40)
     shown(T0 + 10, T0 + 40)
-    assert out.getvalue().split("\r")[1:] == ["nodewatch: indexing r.jsonl: at 2026-11-29T10:00:20Z",
-                                              "nodewatch: judging r.jsonl: at 2026-11-29T10:00:00Z of "
-                                              "2026-11-29T10:00:40Z (0%)"]
+    assert out.getvalue().split("\r")[1:] == ["nodewatch: indexing, at 2026-11-29T10:00:20Z: r.jsonl",
+                                              "nodewatch: judging 0%, at 2026-11-29T10:00:00Z of "
+                                              "2026-11-29T10:00:40Z: r.jsonl"]
