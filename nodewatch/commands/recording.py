@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import math
 import os
 import sys
-from typing import IO, Iterator
+from typing import IO, Callable, Iterator
 
 from .common import CommandError, fail
 
@@ -34,14 +35,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..sources.recording import RecordingError
+    from .read_progress import ReadProgress
 
+    shown = ReadProgress(args.src, verb="exporting")
     try:
-        lines, problems = _lines(args)
-        n = _write(lines, args.output)
+        lines, problems, end = _lines(args)
+        n = _write(_counted(lines, shown, end), args.output)
     except (RecordingError, ValueError, CommandError) as exc:
+        shown.done()
         return fail(str(exc))
     except OSError as exc:
+        shown.done()
         return fail(f"{args.output}: cannot write ({exc.strerror or exc})")
+    shown.done()
     for p in problems:
         print(f"nodewatch: {p}", file=sys.stderr)
     if args.output != "-":
@@ -49,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _lines(args: argparse.Namespace) -> tuple[Iterator[bytes], list[str]]:
+def _lines(args: argparse.Namespace) -> tuple[Iterator[bytes], list[str], float]:
+    """(the v1 lines to write, the problems met reading them, the time they go up to: inf to the end)."""
     from ..core.timeutil import parse_time, parse_when
     from ..sources.convert import v1_lines
     from ..sources.recording import RecordingError
@@ -59,7 +66,7 @@ def _lines(args: argparse.Namespace) -> tuple[Iterator[bytes], list[str]]:
     src = args.src
     if os.path.isdir(src):
         w, _, _ = window(src, args.start, args.end)
-        return v1_lines(w, problems, end=w.end), problems
+        return v1_lines(w, problems, end=w.end), problems, w.end if w.end is not None else math.inf
     if args.start:
         raise CommandError("--from needs a hub's directory: a file is exported from its start (the fleet at "
                            "--from is made of what came before it)")
@@ -72,13 +79,12 @@ def _lines(args: argparse.Namespace) -> tuple[Iterator[bytes], list[str]]:
         first = next(v1_lines(src, []), b"{}")
         started = orjson.loads(first).get("started_at") if first.startswith(b"{") else None
         end = parse_when(args.end, parse_time(started) if isinstance(started, str) else None)
-    return v1_lines(src, problems, end=end), problems
+    return v1_lines(src, problems, end=end), problems, end if end is not None else math.inf
 
 
-def _write(lines: Iterator[bytes], output: str) -> int:
+def _write(lines: "_counted", output: str) -> int:
     from ..sources import columnar
 
-    lines = _counted(lines)
     if output.endswith(columnar.EXTENSION):
         with open(output, "wb") as f:
             columnar.write_lines(lines, f)
@@ -99,11 +105,19 @@ def _write(lines: Iterator[bytes], output: str) -> int:
     return lines.n
 
 
-class _counted:
-    """The lines, counting them as they go by."""
+PROGRESS_EVERY = 4096
+"""Lines written between two progress reports."""
 
-    def __init__(self, lines: Iterator[bytes]) -> None:
+
+class _counted:
+    """The lines, counting them as they go by; every ``PROGRESS_EVERY``, the time of the line (its
+    leading ``"t"``, as nodewatch writes it) goes to ``progress`` with the time they go up to."""
+
+    def __init__(self, lines: Iterator[bytes], progress: Callable[[float, float], None] | None = None,
+                 end: float = math.inf) -> None:
         self._lines = lines
+        self._progress = progress
+        self._end = end
         self.n = 0
 
     def __iter__(self) -> "_counted":
@@ -112,4 +126,11 @@ class _counted:
     def __next__(self) -> bytes:
         line = next(self._lines)
         self.n += 1
+        if self._progress is not None and not self.n % PROGRESS_EVERY and line.startswith(b'{"t":'):
+            try:
+                t = float(line[5:line.index(b",", 5)])
+            except ValueError:
+                return line
+            if math.isfinite(t):
+                self._progress(t, self._end)
         return line

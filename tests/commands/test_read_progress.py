@@ -120,3 +120,23 @@ def test_a_report_indexes_then_judges_and_says_so(monkeypatch):
     assert out.getvalue().split("\r")[1:] == ["nodewatch: indexing, at 2026-11-29T10:00:20Z: r.jsonl",
                                               "nodewatch: judging 0%, at 2026-11-29T10:00:00Z of "
                                               "2026-11-29T10:00:40Z: r.jsonl"]
+
+
+def test_an_export_reports_the_time_of_the_lines_it_has_written(monkeypatch):
+    """``recording export`` feeds the line from the lines it writes (their leading ``"t"``), every
+    ``PROGRESS_EVERY``, against the time they go up to; a line without one is passed over."""
+    from nodewatch.commands import recording as export
+    from nodewatch.sources.convert import v1_lines
+
+    monkeypatch.setattr(export, "PROGRESS_EVERY", 100)
+    calls: list[tuple[float, float]] = []
+    lines = export._counted(v1_lines(os.path.join(DATA, "incident-30.jsonl.gz"), []),
+                            lambda t, end: calls.append((t, end)), T0 + 10_000)
+    written = list(lines)
+    assert lines.n == len(written) and len(calls) == len(written) // 100
+    ts = [t for t, _ in calls]
+    assert all(end == T0 + 10_000 for _, end in calls) and ts == sorted(ts)
+    assert ts[0] == float(written[99][5:written[99].index(b",")])
+    odd = export._counted(iter([b'{"t":"x",}\n'] * 100 + [b"[1,2]\n"] * 100), lambda t, end: calls.append((t, end)))
+    before = len(calls)
+    assert len(list(odd)) == 200 and len(calls) == before
