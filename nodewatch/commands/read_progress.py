@@ -4,10 +4,10 @@ Why: ``status --replay DIR --at T`` late in a 65,000-node flight-recorder segmen
 and ``report`` of that one segment for almost four minutes; without a word, an SRE at the prompt
 cannot tell a slow read from a hung one. The readers report how far in recorded time they have got
 (``replay.state_at``'s, ``EventIndex``'s and ``history.sample_recording``'s ``progress``, and
-``recording export``'s lines); this draws it, only on
-a terminal (a script's stderr gets nothing), only once the read has taken ``delay`` seconds (a
-quick answer flickers nothing), at most every ``interval`` seconds, and erases it before the
-answer. Plain text: no colour, no escape but the carriage return.
+``recording export``'s lines); this draws it, only on a terminal (a script's stderr gets nothing),
+only once the read has taken ``delay`` seconds (a quick answer flickers nothing), at most every
+``interval`` seconds, and erases it before the answer. Plain text: no colour, no escape but the
+carriage return.
 """
 
 from __future__ import annotations
