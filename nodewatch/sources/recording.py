@@ -134,10 +134,10 @@ def lease_as_read(obj: Any) -> Any:
     return out
 
 
-def sanitize(obj: Any, resource: str | None = None) -> Any:
-    """A copy of ``obj`` without secrets-prone fields, and of a Node or a Lease (``resource``) only
-    what nodewatch reads (``node_as_read``, ``lease_as_read``); the parts left unchanged are shared,
-    not copied."""
+def sanitize(obj: Any, resource: str) -> Any:
+    """A copy of ``obj`` (of the watched ``resource``) without secrets-prone fields, and of a Node or
+    a Lease only what nodewatch reads (``node_as_read``, ``lease_as_read``: a Lease's kubelet writes
+    are the only managedFields kept); the parts left unchanged are shared, not copied."""
     if not isinstance(obj, dict):
         return obj
     if resource == "nodes":
@@ -148,9 +148,7 @@ def sanitize(obj: Any, resource: str | None = None) -> Any:
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         m = dict(meta)
-        kept = _kubelet_writes(m.pop("managedFields", None), obj.get("spec"))
-        if kept:
-            m["managedFields"] = kept
+        m.pop("managedFields", None)
         ann = m.get("annotations")
         if isinstance(ann, dict) and any(_LAST_APPLIED in str(k) for k in ann):
             m["annotations"] = {k: v for k, v in ann.items() if _LAST_APPLIED not in str(k)}

@@ -141,7 +141,7 @@ def test_the_fast_path_writes_the_lines_of_the_general_path(tmp_path):
 
 def test_a_plain_renewal_is_told_apart_from_the_raw_json_alone():
     first = _lease("n", 1_764_410_000_123_456, 123_456)
-    raw, data = orjson.dumps(first), orjson.dumps(sanitize(first))
+    raw, data = orjson.dumps(first), orjson.dumps(sanitize(first, "leases"))
     fast = learn(raw, data, _Template(_lease_shape(data), None, 0, "n"))
     assert fast is not None
     nxt = _lease("n", 1_764_410_010_654_321, 123_999)
@@ -165,9 +165,9 @@ def test_a_plain_renewal_is_told_apart_from_the_raw_json_alone():
 def test_a_lease_of_other_kinds_is_never_learned():
     obj = _lease("n", 1_764_410_000_123_456, 123_456)
     obj["metadata"]["managedFields"].append({"manager": "kubelet", "operation": "Update", "time": _time(1)})
-    raw, data = orjson.dumps(obj), orjson.dumps(sanitize(obj))
+    raw, data = orjson.dumps(obj), orjson.dumps(sanitize(obj, "leases"))
     assert learn(raw, data, _Template(_lease_shape(data), None, 0, "n")) is None  # two kubelet times
     plain = _lease("n", 1_764_410_000_123_456, 123_456)
-    other = orjson.dumps(sanitize(_lease("n", 1_764_410_000_123_456, 123_456, holder="h")))
+    other = orjson.dumps(sanitize(_lease("n", 1_764_410_000_123_456, 123_456, holder="h"), "leases"))
     # a template that does not rebuild this Lease's sanitized JSON
-    assert learn(orjson.dumps(plain), orjson.dumps(sanitize(plain)), _Template(_lease_shape(other), None, 0, "n")) is None
+    assert learn(orjson.dumps(plain), orjson.dumps(sanitize(plain, "leases")), _Template(_lease_shape(other), None, 0, "n")) is None

@@ -159,7 +159,7 @@ def test_sanitize_removes_secret_prone_fields():
                                         {"name": "FROM_SECRET", "valueFrom": {"secretKeyRef": {"name": "s"}}}]}]
     p["spec"]["initContainers"] = [{"name": "i", "args": ["--token=abc"]}]
     original = json.dumps(p, sort_keys=True)
-    clean = sanitize(p)
+    clean = sanitize(p, "pods")
     text = json.dumps(clean)
     for secret in ("hunter2", "--token=abc", "last-applied", "managedFields", "secretKeyRef", '"sh"'):
         assert secret not in text
@@ -391,11 +391,11 @@ def test_a_recorded_lease_keeps_its_kubelets_write_times_only():
     le = lease("a", T0 - 100, written=T0 - 5)
     le["metadata"]["managedFields"].append({"manager": "kubectl-edit", "operation": "Update", "time": "2027-01-15T07:00:00Z",
                                             "fieldsV1": {"f:metadata": {"f:labels": {"f:secret-name": {}}}}})
-    clean = sanitize(le)
+    clean = sanitize(le, "leases")
     assert clean["metadata"]["managedFields"] == [
         {"manager": "kubelet", "operation": "Update", "time": "2027-01-15T07:59:55Z"}]
     assert "fieldsV1" in json.dumps(le) and "fieldsV1" not in json.dumps(clean)
-    assert "managedFields" not in sanitize(lease("b", T0))["metadata"]
+    assert "managedFields" not in sanitize(lease("b", T0), "leases")["metadata"]
 
 
 def _real_objects() -> list[tuple[str, dict]]:
