@@ -248,10 +248,11 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: 
                 return
             apply(item[2])
 
+    named = _absolute(when) if progress is not None else math.inf  # the target before the first event is applied
     for seq, e in enumerate(entries):
         events += 1
         if progress is not None and not events % PROGRESS_EVERY and hi > -math.inf:
-            progress(hi, target if start is not None else _absolute(when))
+            progress(hi, target if start is not None else named)
         if e.etype == "SETTINGS":
             if (given is None or not given.server_version) and learn_version(header, e):
                 order.settings_changed()
