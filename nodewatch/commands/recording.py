@@ -18,6 +18,7 @@ import os
 import sys
 from typing import IO, Callable, Iterator
 
+from ..sources.segments import line_time
 from .common import CommandError, fail
 
 
@@ -110,8 +111,8 @@ PROGRESS_EVERY = 4096
 
 
 class _counted:
-    """The lines, counting them as they go by; every ``PROGRESS_EVERY``, the time of the line (its
-    leading ``"t"``, as nodewatch writes it) goes to ``progress`` with the time they go up to."""
+    """The lines, counting them as they go by; every ``PROGRESS_EVERY``, the time of the line
+    (``segments.line_time``) goes to ``progress`` with the time they go up to."""
 
     def __init__(self, lines: Iterator[bytes], progress: Callable[[float, float], None] | None = None,
                  end: float = math.inf) -> None:
@@ -126,11 +127,8 @@ class _counted:
     def __next__(self) -> bytes:
         line = next(self._lines)
         self.n += 1
-        if self._progress is not None and not self.n % PROGRESS_EVERY and line.startswith(b'{"t":'):
-            try:
-                t = float(line[5:line.index(b",", 5)])
-            except ValueError:
-                return line
+        if self._progress is not None and not self.n % PROGRESS_EVERY:
+            t = line_time(line)
             if math.isfinite(t):
                 self._progress(t, self._end)
         return line

@@ -18,7 +18,7 @@ from .kubectl_format import iter_entries as kubectl_entries
 from .kubectl_format import looks_like_kubectl
 from .recording import FORMAT_VERSION, HEADER_KEY, RecordingError, iter_lines, parse_header
 from .recording_input import close_input, open_binary
-from .segments import _line_time
+from .segments import line_time
 
 
 def v1_lines(path: str, problems: list[str], end: float | None = None) -> Iterator[bytes]:
@@ -49,7 +49,7 @@ def v1_lines(path: str, problems: list[str], end: float | None = None) -> Iterat
         for _, line in lines:
             if not line.strip():
                 continue
-            if end is not None and _line_time(line) > end:
+            if end is not None and line_time(line) > end:
                 return
             yield line if line.endswith(b"\n") else line + b"\n"
     finally:

@@ -132,7 +132,7 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
                 if skip:
                     skip -= 1
                     continue
-                if end is not None and _line_time(line) > end:
+                if end is not None and line_time(line) > end:
                     return
                 yield line
 
@@ -157,7 +157,7 @@ def _columnar_lines(raw: IO[bytes], name: str, problems: list[str], supersede: A
         problems.append(f"{exc}, skipped")
 
 
-def _line_time(line: bytes) -> float:
+def line_time(line: bytes) -> float:
     """The ``t`` of a v1 line, cheaply: the recorder writes it first."""
     if line.startswith(b'{"t":'):
         end = line.find(b",", 5)
