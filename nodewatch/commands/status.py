@@ -232,13 +232,10 @@ def _evaluate_source(args: argparse.Namespace, settings):
         from ..sources.replay import state_at
 
         path = args.replay
-        covered_until = None
-        if os.path.isdir(path):  # a hub's flight recorder: read up to --at only
-            from ..sources.segments import recorded_until, window
+        if os.path.isdir(path) and args.at:  # a hub's flight recorder: read up to --at only
+            from ..sources.segments import window
 
-            covered_until = recorded_until(path)
-            if args.at:
-                path, _, args.at = window(path, None, args.at)
+            path, _, args.at = window(path, None, args.at)
         # one pass, no index; what a later event supersedes is left out (the answer shows neither
         # renewal counts, heartbeat histories nor timelines), and the Pods unless --node shows them
         from .read_progress import ReadProgress
@@ -253,7 +250,12 @@ def _evaluate_source(args: argparse.Namespace, settings):
             print(f"nodewatch: {args.replay}: {p}", file=sys.stderr)
         if seen.events == 0:
             raise ValueError(f"{args.replay}: no usable events in the recording, nothing to report")
-        end = max(seen.last, covered_until or seen.last)
+        end = seen.last
+        if seen.read_to_end and seen.at > end and os.path.isdir(args.replay):
+            # a window's read stops at --at: the directory may hold later lines (read only now)
+            from ..sources.segments import recorded_until
+
+            end = max(end, recorded_until(args.replay) or end)
         if seen.at < seen.start or (seen.read_to_end and seen.at > end):
             raise ValueError(f"--at {args.at}: {format_time(seen.at)} is {'before' if seen.at < seen.start else 'after'} "
                              f"the recording ({format_time(seen.start)} to {format_time(end)})")

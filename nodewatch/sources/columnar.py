@@ -51,6 +51,7 @@ import zstandard
 from ..core.clock import Clock, SystemClock
 from ..core.settings import Settings
 from ..core.timeutil import parse_time
+from .columnar_blocks import FRAME, MAGIC, MAGIC_PREFIX, BlockReader, check_magic
 from .columnar_range import MAX_BUFFERED, MAX_WAIT, SHORT_RUN, FastRange
 from .line_stream import SegmentStream
 from .recording import (
@@ -63,10 +64,6 @@ from .recording import (
     settings_payload,
 )
 
-VERSION = 1
-MAGIC = b"NWCOL" + bytes([VERSION]) + b"\r\n"
-"""8 bytes: ``NWCOL``, the format version, CR LF (a text-mode copy that mangles line ends is caught)."""
-MAGIC_PREFIX = b"NWCOL"
 EXTENSION = ".nwcol"
 LEVEL = 6
 """zstd level: 5 % fewer bytes than level 3 for well under 1 % of a core at 65,000 nodes (the same
@@ -74,13 +71,10 @@ segments recompressed: 0.17 s against 0.09 s for 17 minutes of 2,000 nodes)."""
 FLUSH_INTERVAL = 0.5
 MAX_BLOCK_ROWS = 65_536
 """A block is closed at a new second of receive time, on a flush, or at this many rows."""
-MAX_BLOCK_BYTES = 256 * 1024 * 1024
-"""A longer block length is a corrupt file, not a block (never allocated)."""
 
 _PLAIN = ["t", "resource", "type", "object"]
 _PLAIN_CLUSTER = ["t", "cluster", "resource", "type", "object"]
 """The keys of an event line, in the order a renewal row is rebuilt with."""
-_FRAME = struct.Struct("<II")
 _U32 = struct.Struct("<I")
 _ROW_LEASE = 0
 _ROW_LINE = 1
@@ -719,7 +713,7 @@ class ColumnarWriter:
         self._emit(body)
 
     def _emit(self, body: bytes) -> None:
-        data = self._z.compress(_FRAME.pack(len(body), zlib.crc32(body)) + body)
+        data = self._z.compress(FRAME.pack(len(body), zlib.crc32(body)) + body)
         data += self._z.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
         self._out.write(data)
         self._out.flush()
@@ -908,81 +902,55 @@ def iter_file_lines(raw: IO[bytes], name: str, problems: list[str],
     """The v1 lines of an nwcol file (its header first, each ending in a newline). A torn or corrupt
     tail ends the lines at the last whole block, with one problem saying what was not read.
     ``supersede``: the renewals it finds superseded are left out."""
-    head = raw.read(len(MAGIC))
-    if not head.startswith(MAGIC_PREFIX):
-        raise RecordingError(f"{name}: not a columnar recording")
-    if head != MAGIC:
-        version = head[5] if len(head) > 5 else None
-        raise RecordingError(f"{name}: columnar recording format version {version!r} is not supported "
-                             f"(this nodewatch reads version {VERSION})")
-    dz = zstandard.ZstdDecompressor().decompressobj()
+    check_magic(raw, name)
     codec = _Codec(plain=supersede is not None)
-    buf = bytearray()
-    pos = 0
-    blocks = 0
+    reader = BlockReader(raw)
     last_t: float | None = None
-    rest = 0
-    why = None
-    while True:
-        chunk = raw.read(1 << 20)
-        if not chunk:
-            break
+    for body in reader:
+        if reader.blocks == 0:
+            if supersede is not None:
+                supersede.header(orjson.loads(body))
+                supersede.codec = codec
+            yield body + b"\n"
+            continue
         try:
-            buf += dz.decompress(chunk)
-        except zstandard.ZstdError as exc:
-            why = f"corrupt compressed data ({str(exc)[:80]})"
-            rest = len(chunk)
-            break
-        while len(buf) - pos >= _FRAME.size:
-            n, crc = _FRAME.unpack_from(buf, pos)
-            if n > MAX_BLOCK_BYTES:
-                why = "a corrupt block length"
-                break
-            if len(buf) - pos - _FRAME.size < n:
-                break
-            with memoryview(buf) as view:  # (one copy: a bytearray's slice would be a second)
-                body = bytes(view[pos + _FRAME.size:pos + _FRAME.size + n])
-            if zlib.crc32(body) != crc:
-                why = f"block {blocks} fails its checksum"
-                break
-            pos += _FRAME.size + n
-            if blocks == 0:
-                if supersede is not None:
-                    supersede.header(orjson.loads(body))
-                    supersede.codec = codec
-                yield body + b"\n"
+            if supersede is None:
+                for line, t, _ in _decode_block(body, codec):
+                    last_t = t
+                    yield line
             else:
-                try:
-                    if supersede is None:
-                        for line, t, _ in _decode_block(body, codec):
-                            last_t = t
-                            yield line
-                    else:
-                        supersede.block(body, codec)
-                        last_t = codec.last_us / 1_000_000
-                        yield from supersede.ready()
-                except (ValueError, KeyError, IndexError, TypeError, struct.error, orjson.JSONDecodeError) as exc:
-                    why = f"block {blocks} cannot be decoded ({type(exc).__name__}: {str(exc)[:60]})"
-                    break
-            blocks += 1
-        if why is not None:
+                supersede.block(body, codec)
+                last_t = codec.last_us / 1_000_000
+                yield from supersede.ready()
+        except (ValueError, KeyError, IndexError, TypeError, struct.error, orjson.JSONDecodeError) as exc:
+            reader.why = f"block {reader.blocks} cannot be decoded ({type(exc).__name__}: {str(exc)[:60]})"
             break
-        if pos > 1 << 20:
-            del buf[:pos]
-            pos = 0
     if supersede is not None:
         yield from supersede.finish()
-    if blocks == 0:
+    if reader.blocks == 0:
         raise RecordingError(f"{name}: a columnar recording without its header" +
-                             (f" ({why})" if why else " (cut short)"))
-    left = len(buf) - pos
-    if why is not None:
-        problems.append(f"{name}: {why}; read up to its last whole block"
-                        f"{_at(last_t)}, the rest ({left + rest} bytes or more) not read")
-    elif left or not dz.eof:
-        what = f"{left} bytes of a block cut short" if left else "no end mark"
-        problems.append(f"{name}: ends abruptly (the writer stopped without closing it: {what}); "
-                        f"read up to its last whole block{_at(last_t)}, the rest not read")
+                             (f" ({reader.why})" if reader.why else " (cut short)"))
+    problem = reader.problem(name, _at(last_t))
+    if problem is not None:
+        problems.append(problem)
+
+
+def received_until(raw: IO[bytes], name: str) -> float | None:
+    """When the last row of an nwcol file was received (None: no row), without making its lines:
+    the receive times are deltas from the row before, so the sum of every block's column."""
+    check_magic(raw, name)
+    reader = BlockReader(raw)
+    last_us: int | None = None
+    for body in reader:
+        if reader.blocks == 0:
+            continue
+        try:
+            rx = _unpack(_column(body, 1), _U32.unpack_from(body, 0)[0])
+        except (ValueError, struct.error):
+            break
+        if rx:
+            last_us = (last_us or 0) + sum(rx)
+    return None if last_us is None else last_us / 1_000_000
 
 
 def _at(t: float | None) -> str:
@@ -991,6 +959,15 @@ def _at(t: float | None) -> str:
     from ..core.timeutil import format_time
 
     return f" ({format_time(t, micro=True)})"
+
+
+def _column(body: bytes, i: int) -> memoryview:
+    """Column ``i`` of a data block, as it is (``_split`` without decoding the rest)."""
+    p = 12
+    for _ in range(i):
+        p += 4 + _U32.unpack_from(body, p)[0]
+    (size,) = _U32.unpack_from(body, p)
+    return memoryview(body)[p + 4:p + 4 + size]
 
 
 def _split(body: bytes) -> tuple[int, bytes, list[memoryview], int, int, int, list[Any]]:

@@ -186,15 +186,33 @@ class SegmentWindow(str):
 
 
 def recorded_until(directory: str) -> float | None:
-    """When the hub last wrote to this directory (its newest segment's last flush): a flight
-    recorder covers the time up to here even where nothing changed since its last line."""
-    segs = list_segments(directory)
-    if not segs:
-        return None
+    """When the newest line of this directory was received (None: no line). Read from the lines,
+    not from the files' times: a directory copied without them (``scp -r``, a restore) would
+    otherwise claim the copy's day."""
+    for seg in reversed(list_segments(directory)):
+        t = _last_line_time(seg)
+        if t is not None:
+            return t
+    return None
+
+
+def _last_line_time(seg: Segment) -> float | None:
+    """The receive time of a segment's last whole line (None: none, or unreadable); reads it all."""
     try:
-        return max(segs[-1].path.stat().st_mtime, segs[-1].start)
-    except OSError:
-        return segs[-1].start
+        with open(seg.path, "rb") as raw:
+            if seg.path.name.endswith(COLUMNAR_EXT):
+                from .columnar import received_until
+
+                return received_until(raw, seg.path.name)
+            stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if seg.path.name.endswith(".gz") else raw
+            last = None
+            for i, line in enumerate(_whole_lines(stream, seg.path.name, [])):
+                if i:
+                    last = line
+            t = line_time(last) if last is not None else float("-inf")
+            return t if t > float("-inf") else None
+    except (OSError, RecordingError):
+        return None
 
 
 def resolve_when(text: str, directory: str) -> float:
@@ -210,9 +228,23 @@ def resolve_when(text: str, directory: str) -> float:
     h, mi, sec = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
     if h > 23 or mi > 59 or sec > 59:
         raise ValueError(f"{text!r}: not a time of day")
-    end = recorded_until(directory) or segs[-1].start
-    t = end - end % 86400 + h * 3600 + mi * 60 + sec
-    return t - 86400 if t > end else t
+    of_day = h * 3600 + mi * 60 + sec
+
+    def latest(end: float) -> float:
+        t = end - end % 86400 + of_day
+        return t - 86400 if t > end else t
+
+    # The newest line is between the newest segment's start and its file's last write (the hub
+    # writes a line as it comes): where both give the same day, nothing need be read (a hub's own
+    # directory, nearly always); a copy's file times say nothing, and its lines are read.
+    newest = segs[-1]
+    try:
+        written = newest.path.stat().st_mtime
+    except OSError:
+        written = newest.start
+    if written >= newest.start and latest(written) == latest(newest.start):
+        return latest(newest.start)
+    return latest(recorded_until(directory) or newest.start)
 
 
 def window(directory: str, start: str | None, end: str | None) -> tuple[SegmentWindow, str | None, str | None]:

@@ -13,6 +13,7 @@ from nodewatch.core.clock import ManualClock
 from nodewatch.core.objects import node_from_dict
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
+from nodewatch.core.timeutil import format_time
 from nodewatch.hub.codec import view_to_wire
 from nodewatch.hub.flight_recorder import SegmentedRecorder
 from nodewatch.hub.keyframe_lines import node_to_dict
@@ -206,3 +207,28 @@ def test_status_answers_at_a_time_of_day_from_a_directory(tmp_path, capsys):
     states = {n["name"]: n["state"] for n in out["nodes"]}
     want = {name: NodeState[w[2]].word for name, w in refs[t].items()}
     assert states == want  # (status evaluates at the whole second, a fraction of a ms before t)
+
+
+@pytest.mark.parametrize("record_format", ["jsonl", "columnar"])
+def test_a_directory_copied_without_its_times_is_dated_by_its_lines(tmp_path, capsys, record_format):
+    """``scp -r`` or a restore dates the files by the copy: a time of day still means the
+    recording's day, and nothing after its last line is claimed as recorded."""
+    from nodewatch.cli import main
+    from nodewatch.sources.segments import recorded_until
+
+    d = tmp_path / "rec"
+    refs = _record_demo(d, seconds=200, record_format=record_format)
+    t = sorted(refs)[-1]
+    last = recorded_until(str(d))
+    assert t <= last < t + 30
+    copied = last + 3 * 86400 + 7200  # three days and two hours later
+    for seg in list_segments(d):
+        os.utime(seg.path, (copied, copied))
+    assert recorded_until(str(d)) == last
+    hhmmss = f"{int(t % 86400 // 3600):02d}:{int(t % 3600 // 60):02d}:{int(t % 60):02d}"
+    assert resolve_when(hhmmss, str(d)) == int(t)
+    after = last + 3600  # an hour after the last line (same day unless the demo starts near midnight)
+    late = f"{int(after % 86400 // 3600):02d}:{int(after % 3600 // 60):02d}:{int(after % 60):02d}"
+    assert resolve_when(late, str(d)) == pytest.approx(int(after) - 86400, abs=0)  # the day before: not recorded
+    code = main(["status", "--replay", str(d), "--at", format_time(last + 60), "--format", "json"])
+    assert code == 2 and "after the recording" in capsys.readouterr().err
