@@ -18,12 +18,12 @@ FORMATS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="RECORDING", help="a nodewatch recording (.jsonl, .jsonl.gz) or a kubectl "
-                        "`get -w --output-watch-events -o json` log")
+    parser.add_argument("file", metavar="RECORDING", help="a nodewatch recording (.jsonl, .jsonl.gz, .nwcol), a "
+                        "hub's recordings directory, or a kubectl `get -w --output-watch-events -o json` log")
     parser.add_argument("--from", dest="start", metavar="T", help="start of the window: RFC 3339 or +SECONDS "
-                        "from the recording's start (default: its start)")
-    parser.add_argument("--to", dest="end", metavar="T", help="end of the window: RFC 3339 or +SECONDS from the "
-                        "recording's start (default: its end)")
+                        "from the recording's start, or HH:MM[:SS] (UTC) in a hub's directory, of which only the "
+                        "segments of the window are read (default: its start)")
+    parser.add_argument("--to", dest="end", metavar="T", help="end of the window: as --from (default: its end)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write FILE.md (Markdown) or FILE.html (HTML with "
                         "the timeline picture) instead of Markdown on stdout")
     add_settings_arguments(parser)
@@ -45,9 +45,17 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"{args.output}: the output must end in .md or .html")
     from .read_progress import ReadProgress
 
+    path = args.file
+    if os.path.isdir(path):  # a hub's flight recorder: only the segments of the window, HH:MM of its days
+        from ..sources.segments import window
+
+        try:
+            path, args.start, args.end = window(path, args.start, args.end)
+        except (RecordingError, ValueError) as exc:
+            raise CommandError(f"{args.file}: {exc}") from None
     shown = ReadProgress(args.file, verb="indexing")
     try:
-        index = EventIndex(args.file, progress=shown)
+        index = EventIndex(path, progress=shown)
     except (RecordingError, OSError, ValueError) as exc:
         shown.done()
         msg = str(exc)
@@ -69,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         history = sample_recording(index, settings, start=start, end=end, state=state, progress=shown)
         clusters = tuple((m.name, m.state.settings) for m in state.members) if isinstance(state, MultiFleet) else ()
         info = RecordingInfo(
-            name=os.path.basename(args.file), size=_size(args.file), events=len(index),
+            name=os.path.basename(os.path.normpath(args.file)), size=_size(path), events=len(index),
             source=index.source_name(), settings=settings, problems=tuple(index.problems), start=start, end=end,
             clusters=clusters)
         blocks = build_report(info, history)
@@ -95,6 +103,12 @@ def _settings_given(args: argparse.Namespace) -> bool:
 
 
 def _size(path: str) -> int | None:
+    """The bytes read: a file's, or those of a directory's segments in the window."""
+    if os.path.isdir(path):
+        from ..sources.segments import SegmentWindow, list_segments, select_segments
+
+        w = path if isinstance(path, SegmentWindow) else SegmentWindow(path, None, None)
+        return sum(s.size for s in select_segments(list_segments(path), w.start, w.end))
     try:
         return os.path.getsize(path)
     except OSError:

@@ -170,3 +170,36 @@ def test_a_columnar_recording_is_read_from_stdin(tmp_path):
     assert out.returncode == 0, out.stderr
     with gzip.open(os.path.join(DATA, "incident-30.jsonl.gz")) as f:
         assert out.stdout.splitlines() == [x for x in f.read().splitlines() if x.strip()]
+
+
+def test_report_of_a_hub_directory_reads_only_its_window_and_says_the_same(tmp_path, capsys):
+    """``report DIR --from 10:02`` (a time of day, as ``replay`` and ``status`` take it) reads the
+    segments of the window only, from the keyframe of the one that holds its start, and says what
+    the whole recording says of that window; its size is the bytes of those segments (it was the
+    directory's inode)."""
+    import humanize
+
+    from nodewatch.core.timeutil import format_time
+
+    d = tmp_path / "rec"
+    t0 = _hub_dir(d, seconds=300)
+    segs = list_segments(d)
+    assert len(segs) >= 4
+    start, end = int(t0 + 150), int(t0 + 230)
+    clock = lambda t: f"{int(t % 86400 // 3600):02d}:{int(t % 3600 // 60):02d}:{int(t % 60):02d}"  # noqa: E731
+
+    def report(*args):
+        assert main(["report", *args]) == 0
+        return capsys.readouterr().out
+
+    whole = tmp_path / "whole.jsonl.gz"  # every line of every segment, one file
+    assert main(["recording", "export", str(d), "-o", str(whole)]) == 0
+    everything = report(str(whole), "--from", format_time(start), "--to", format_time(end))
+    windowed = report(str(d), "--from", clock(start), "--to", clock(end))
+    first = max(i for i, s in enumerate(segs) if s.start <= start)
+    last = max(i for i, s in enumerate(segs) if s.start <= end)
+    assert first > 0 and last < len(segs) - 1
+    head, _, body = windowed.partition("\n## ")
+    assert f"{humanize.naturalsize(sum(s.size for s in segs[first:last + 1]))})" in head
+    assert body == everything.partition("\n## ")[2]  # the same report of the window
+    assert f"{humanize.naturalsize(sum(s.size for s in segs))})" in report(str(d)).partition("\n## ")[0]
