@@ -231,11 +231,11 @@ def _evaluate_source(args: argparse.Namespace, settings):
     if args.replay:
         from ..sources.replay import state_at
 
-        path = args.replay
+        path, asked = args.replay, args.at
         if os.path.isdir(path) and args.at:  # a hub's flight recorder: read up to --at only
             from ..sources.segments import window
 
-            path, _, args.at = window(path, None, args.at)
+            path, _, args.at = window(path, None, args.at, "--at")
         # one pass, no index; what a later event supersedes is left out (the answer shows neither
         # renewal counts, heartbeat histories nor timelines), and the Pods unless --node shows them
         from .read_progress import ReadProgress
@@ -257,7 +257,7 @@ def _evaluate_source(args: argparse.Namespace, settings):
 
             end = max(end, recorded_until(args.replay) or end)
         if seen.at < seen.start or (seen.read_to_end and seen.at > end):
-            raise ValueError(f"--at {args.at}: {format_time(seen.at)} is {'before' if seen.at < seen.start else 'after'} "
+            raise ValueError(f"--at {asked}: {format_time(seen.at)} is {'before' if seen.at < seen.start else 'after'} "
                              f"the recording ({format_time(seen.start)} to {format_time(end)})")
         return state, seen.at
     if args.at:

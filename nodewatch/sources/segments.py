@@ -15,8 +15,10 @@ narrow the segments read.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
+import math
 import os
 import re
 import time
@@ -197,7 +199,17 @@ def recorded_until(directory: str) -> float | None:
 
 
 def _last_line_time(seg: Segment) -> float | None:
-    """The receive time of a segment's last whole line (None: none, or unreadable); reads it all."""
+    """The receive time of a segment's last whole line (None: none, or unreadable); reads it all,
+    once for the file as it is (a command asks for each of its options)."""
+    try:
+        st = seg.path.stat()
+    except OSError:
+        return None
+    return _file_last_line_time(seg, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _file_last_line_time(seg: Segment, _size: int, _mtime_ns: int) -> float | None:
     try:
         with open(seg.path, "rb") as raw:
             if seg.path.name.endswith(COLUMNAR_EXT):
@@ -216,9 +228,11 @@ def _last_line_time(seg: Segment) -> float | None:
 
 
 def resolve_when(text: str, directory: str) -> float:
-    """A ``--from``/``--to``/``--at`` for a directory of segments: ``HH:MM[:SS]`` (UTC) is the
-    latest such time of day not after the newest line recorded; else RFC 3339 or ``+SECONDS``
-    from the first segment. Raises ValueError for the user."""
+    """A ``--from``/``--to``/``--at`` for a directory of segments: ``HH:MM[:SS]`` (UTC) is that time
+    of day on the latest day the recording covers it (a hub still recording: the latest one not
+    after its newest line), or, on no day, the one nearest the recording (its answer is then "before"
+    or "after the recording", dated); else RFC 3339 or ``+SECONDS`` from the first segment. Raises
+    ValueError for the user."""
     segs = list_segments(directory)
     if not segs:
         raise RecordingError(f"{directory}: is a directory, not a recording, and holds no hub recording segments")
@@ -229,33 +243,70 @@ def resolve_when(text: str, directory: str) -> float:
     if h > 23 or mi > 59 or sec > 59:
         raise ValueError(f"{text!r}: not a time of day")
     of_day = h * 3600 + mi * 60 + sec
-
-    def latest(end: float) -> float:
-        t = end - end % 86400 + of_day
-        return t - 86400 if t > end else t
-
-    # The newest line is between the newest segment's start and its file's last write (the hub
-    # writes a line as it comes): where both give the same day, nothing need be read (a hub's own
-    # directory, nearly always); a copy's file times say nothing, and its lines are read.
-    newest = segs[-1]
-    try:
-        written = newest.path.stat().st_mtime
-    except OSError:
-        written = newest.start
-    if written >= newest.start and latest(written) == latest(newest.start):
-        return latest(newest.start)
-    return latest(recorded_until(directory) or newest.start)
+    first = segs[0].start
+    span = Span(directory, segs)
+    day = first - first % 86400 + of_day
+    days = [day - 86400]
+    while days[-1] <= span.upper:
+        days.append(days[-1] + 86400)
+    inside = [t for t in days if first <= t and span.covers(t)]
+    if inside:
+        return inside[-1]
+    last = span.last()
+    return min(days, key=lambda t: first - t if t < first else t - last)
 
 
-def window(directory: str, start: str | None, end: str | None) -> tuple[SegmentWindow, str | None, str | None]:
+class Span:
+    """Where a directory's recording ends, read only when needed: its newest line is after its
+    newest segment's start, and (a hub writes a line as it comes) not after that file's last write;
+    a copy's file times say nothing, and then its lines are read (``recorded_until``)."""
+
+    def __init__(self, directory: str, segs: list[Segment]) -> None:
+        self.directory = directory
+        newest = segs[-1]
+        self.lower = newest.start
+        try:
+            written = newest.path.stat().st_mtime
+        except OSError:
+            written = -math.inf
+        self._exact: float | None = None
+        self._read = False
+        self.upper = written if written >= self.lower else self.last()
+
+    def last(self) -> float:
+        """The newest line's time (read from the lines)."""
+        if not self._read:
+            self._read = True
+            self._exact = recorded_until(self.directory)
+            if self._exact is not None:
+                self.upper = self._exact
+        return self._exact if self._exact is not None else self.lower
+
+    def covers(self, t: float) -> bool:
+        """Whether ``t`` is not after the newest line."""
+        return t <= self.lower or (t <= self.upper and t <= self.last())
+
+
+def window(directory: str, start: str | None, end: str | None,
+           end_option: str = "--to") -> tuple[SegmentWindow, str | None, str | None]:
     """The directory narrowed to [start, end] (either may be None), and both as RFC 3339 (for the
-    options that take one)."""
+    options that take one). Raises ValueError for a window that is not in the recording at all
+    (``end_option``: the option that gave ``end``, for the message)."""
     a = resolve_when(start, directory) if start else None
     b = resolve_when(end, directory) if end else None
     if a is not None and b is not None and b < a:
         raise ValueError(f"--to {end} is before --from {start}")
+    segs = list_segments(directory)
+    if b is not None and b < segs[0].start:
+        raise ValueError(f"{end_option} {end}: {format_time(b)} is before the recording ({_range(directory, segs)})")
+    if a is not None and not Span(directory, segs).covers(a):
+        raise ValueError(f"--from {start}: {format_time(a)} is after the recording ({_range(directory, segs)})")
     return (SegmentWindow(directory, a, b), format_time(a, micro=True) if a is not None else None,
             format_time(b, micro=True) if b is not None else None)
+
+
+def _range(directory: str, segs: list[Segment]) -> str:
+    return f"{format_time(segs[0].start)} to {format_time(Span(directory, segs).last())}"
 
 
 def open_segments(directory: str, start: float | None = None, end: float | None = None,

@@ -227,8 +227,41 @@ def test_a_directory_copied_without_its_times_is_dated_by_its_lines(tmp_path, ca
     assert recorded_until(str(d)) == last
     hhmmss = f"{int(t % 86400 // 3600):02d}:{int(t % 3600 // 60):02d}:{int(t % 60):02d}"
     assert resolve_when(hhmmss, str(d)) == int(t)
-    after = last + 3600  # an hour after the last line (same day unless the demo starts near midnight)
-    late = f"{int(after % 86400 // 3600):02d}:{int(after % 3600 // 60):02d}:{int(after % 60):02d}"
-    assert resolve_when(late, str(d)) == pytest.approx(int(after) - 86400, abs=0)  # the day before: not recorded
     code = main(["status", "--replay", str(d), "--at", format_time(last + 60), "--format", "json"])
     assert code == 2 and "after the recording" in capsys.readouterr().err
+
+
+def _of_day(t):
+    return f"{int(t % 86400 // 3600):02d}:{int(t % 3600 // 60):02d}:{int(t % 60):02d}"
+
+
+def test_a_time_of_day_outside_the_recording_is_named_so_on_the_day_nearest_it(tmp_path, capsys):
+    """A time of day on no day of the recording is the instant nearest it: an hour after the end is
+    "after the recording" that day (it read as the day before, and then "no usable events"); a
+    window before the recording is refused in one line by every command that takes one (``export``
+    wrote a file of its header alone)."""
+    from nodewatch.cli import main
+    from nodewatch.sources.segments import recorded_until
+
+    d = tmp_path / "rec"
+    _record_demo(d, seconds=200)
+    first, last = list_segments(d)[0].start, recorded_until(str(d))
+    if int(first) // 86400 != int(last + 3600) // 86400:
+        pytest.skip("the demo's virtual day ends within the hour")
+    assert resolve_when(_of_day(last + 3600), str(d)) == int(last + 3600)
+    assert resolve_when(_of_day(first - 3600), str(d)) == int(first - 3600)
+    assert resolve_when(_of_day(first + 30), str(d)) == int(first + 30)
+    for argv, says in [
+        (["status", "--replay", str(d), "--at", _of_day(last + 3600)], f"--at {_of_day(last + 3600)}: "),
+        (["status", "--replay", str(d), "--at", _of_day(first - 60)], "is before the recording"),
+        (["report", str(d), "--from", _of_day(first - 600), "--to", _of_day(first - 60)], "--to "),
+        (["report", str(d), "--from", _of_day(last + 60)], "is after the recording"),
+        (["recording", "export", str(d), "--from", _of_day(last + 60), "-o", str(tmp_path / "x.jsonl.gz")],
+         "is after the recording"),
+        (["replay", str(d), "--to", _of_day(first - 60)], "is before the recording"),
+    ]:
+        assert main(argv) != 0, argv
+        err = capsys.readouterr().err
+        assert says in err and format_time(first) in err and format_time(last) in err, (argv, err)
+        assert len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "x.jsonl.gz").exists()
