@@ -48,9 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node", metavar="NAME", help="one node, with its pods and events")
     src = parser.add_argument_group("source (default: the live cluster)")
     src.add_argument("--demo", action="store_true", help="the simulated fleet, evaluated headless")
-    src.add_argument("--replay", metavar="FILE", help="a recording or kubectl watch log ('-' for stdin)")
+    src.add_argument("--replay", metavar="FILE", help="a recording, a hub's recordings directory, or a kubectl "
+                     "watch log ('-' for stdin)")
     src.add_argument("--at", metavar="WHEN",
-                     help="with --replay or --demo: RFC 3339, or +SECONDS from the start (default: the end / +0)")
+                     help="with --replay or --demo: RFC 3339, or +SECONDS from the start, or HH:MM[:SS] (UTC) in a "
+                     "hub's directory (default: the end / +0)")
     src.add_argument("--nodes", type=int, default=30, help="with --demo: number of nodes")
     src.add_argument("--scenario", default="incident", help="with --demo: scenario")
     src.add_argument("--seed", type=int, default=1, help="with --demo: seed")
