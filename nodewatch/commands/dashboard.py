@@ -28,11 +28,18 @@ def add_ascii_argument(group) -> None:
 def run_app(source, args: argparse.Namespace, problems: list[str] | None = None) -> int:
     if not sys.stdout.isatty() and not os.environ.get("NODEWATCH_FORCE_TTY"):
         return fail("the dashboard needs a terminal; for scripts use `nodewatch status`")
-    from ..config import load_config
-    from ..ui.app import run_dashboard
-    from ..ui.rows import COLUMN_KEYS
-    from ..ui.terminal import detect_terminal
+    # The source first: its lists stream in while Textual is imported and the app is built (at
+    # 130,000 nodes the Lease list is the first useful frame's wait). ``run_dashboard`` stops it.
+    source.start()
+    try:
+        from ..config import load_config
+        from ..ui.app import run_dashboard
+        from ..ui.rows import COLUMN_KEYS
+        from ..ui.terminal import detect_terminal
 
-    config = load_config(known_columns=COLUMN_KEYS)
+        config = load_config(known_columns=COLUMN_KEYS)
+    except BaseException:
+        source.stop()
+        raise
     return run_dashboard(source, wall=args.wall, problems=problems, focus=getattr(args, "node", None),
-                         config=config, terminal=detect_terminal(flag=args.ascii, config=config.ascii))
+                         config=config, terminal=detect_terminal(flag=args.ascii, config=config.ascii), started=True)

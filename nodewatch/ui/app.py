@@ -615,15 +615,22 @@ def theme_memory(environ: dict[str, str] | None = None) -> Callable[[str], str |
 
 def run_dashboard(source: Source, *, wall: bool = False, problems: list[str] | None = None,
                   focus: str | None = None, config: UserConfig | None = None,
-                  terminal: Terminal = MODERN) -> int:
+                  terminal: Terminal = MODERN, started: bool = False) -> int:
     """Start the source, run the dashboard until the user quits, stop the source. The user's
     keymap (``ui/keymap.py``) is read here, so tests build the app without one. ``focus``: a node
     whose drill-down opens first (``--node``: k9s' plugin and scripts open one node); ``config``: the
     user's settings file (``nodewatch/config.py``): theme (else the one last chosen), refresh, columns;
-    ``terminal``: ASCII and 16-colour mode (``ui/terminal.py``, decided by the command)."""
-    keymap, keymap_problems = load_keymap(keymap_path(), binding_ids())
-    config = config or UserConfig()
-    source.start()
+    ``terminal``: ASCII and 16-colour mode (``ui/terminal.py``, decided by the command);
+    ``started``: the caller started the source already (it is stopped here all the same)."""
+    try:
+        keymap, keymap_problems = load_keymap(keymap_path(), binding_ids())
+        config = config or UserConfig()
+    except BaseException:
+        if started:
+            source.stop()
+        raise
+    if not started:
+        source.start()
     try:
         app = NodewatchApp(source, wall=wall, focus=focus, keymap=keymap,
                            keymap_problems=[*keymap_problems, *config.problems], source_problems=problems,

@@ -553,3 +553,27 @@ async def test_until_the_user_moves_it_the_cursor_stays_on_the_worst_node():
         app.tick()
         await pilot.pause()
         assert table.current.name == chosen
+
+
+def test_the_dashboard_command_starts_the_source_before_it_imports_textual():
+    """Its lists stream in while Textual is imported and the app is built (the Lease list is what
+    the first useful frame waits for); a fresh interpreter, since this one has Textual already."""
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import argparse, sys
+from nodewatch.commands.dashboard import run_app
+
+class Source:
+    def start(self):
+        print("textual" in sys.modules, "nodewatch.ui.app" in sys.modules)
+        raise SystemExit(0)
+
+run_app(Source(), argparse.Namespace(wall=False, ascii=False, node=None))
+"""
+    env = {**os.environ, "NODEWATCH_FORCE_TTY": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]
