@@ -145,3 +145,35 @@ def test_the_cordoned_count_is_kept_through_every_path_a_view_takes():
     st.apply("leases", "DELETED", lease("cordoned-0", NOW), NOW + 4)
     assert check(NOW + 4) == first
     assert check(NOW + 60) == first  # time alone moves views (Late, Overdue): the count follows
+
+
+@pytest.mark.parametrize("dt", [0.0, 2.5])
+def test_a_placeholder_awaiting_its_evidence_is_judged_once_for_all_alike(dt: float) -> None:
+    """At a live start every node is a placeholder whose listed lease age is not evidence yet
+    (``_awaiting_view``); those alike (lease duration, skew) share one judgement at a ``now``, each
+    view the full judgement's but for its name. A placeholder with a certificate, and a node whose
+    Node is in, are judged on their own."""
+    st = FleetState(Settings())
+    for resource in ("nodes", "leases"):
+        st.update_health(resource, connected=True, synced=False, last_error="")
+    names = []
+    for i in range(24):
+        name = f"p-{i:02d}"
+        names.append(name)
+        assert st.apply("leases", "ADDED", lease(name, NOW - 1 - i % 12, duration=(40, 15, 60)[i % 3]),
+                        NOW - 1, listing=True)
+    st.apply("leases", "SYNCED", None, NOW - 1)
+    st.update_health("leases", synced=True, last_activity=NOW - 1)
+    assert st.apply("nodes", "ADDED", node("p-00"), NOW - 1, listing=True)  # its Node is in
+    st.remember_cert("p-01", NOW + 3.0, "test")
+    now, grace = NOW + dt, st.settings.grace
+    ev = st.evaluator
+    for name in names:
+        v = ev._view(name, now, False, grace)
+        rec = st.nodes.get(name) or ev._record(name)
+        assert v is not None and rec is not None
+        assert name in ev._awaiting_now, name  # (the path under test)
+        judged = ev._judged_view(name, rec, st.leases.get(name), now, True, grace)
+        for f in FIELDS:
+            assert getattr(v, f) == getattr(judged, f), (name, f, getattr(v, f), getattr(judged, f))
+    assert 0 < len(ev._placeholder_views) <= 3  # one judgement per lease duration
