@@ -153,6 +153,9 @@ class FleetState:
     def is_synced(self, *resources: str) -> bool:
         return self.queries.is_synced(*resources)
 
+    def first_lease_list(self) -> int | None:
+        return self.queries.first_lease_list()
+
     def problem_count(self) -> int:
         return self.queries.problem_count()
 

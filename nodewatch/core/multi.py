@@ -282,6 +282,11 @@ class MultiFleet:
     def node_count(self) -> int:
         return sum(m.state.node_count() for m in self.members)
 
+    def first_lease_list(self) -> int | None:
+        """The leases received so far of the clusters whose first lease list is coming in (None: none is)."""
+        listing = [n for n in (m.state.first_lease_list() for m in self.members) if n is not None]
+        return sum(listing) if listing else None
+
     def has_node(self, name: str) -> bool:
         hit = self.split(name)
         return hit is not None and hit[0].state.has_node(hit[1])

@@ -150,6 +150,13 @@ class Queries:
         with self.store.lock:
             return dict(self.store.certs)
 
+    def first_lease_list(self) -> int | None:
+        with self.store.lock:
+            h = self.store.health.get("leases")
+            if h is None or not h.connected or h.forbidden or "leases" in self.store.synced:
+                return None
+            return len(self.store.leases)
+
     def is_synced(self, *resources: str) -> bool:
         """Have these resources been listed (a SYNCED event applied for each)?"""
         with self.store.lock:

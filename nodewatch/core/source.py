@@ -27,6 +27,10 @@ class FleetReader(Protocol):
     def node_count(self) -> int: ...
     def lists_completed(self) -> int:
         """Lists completed so far (the dashboard draws a frame as soon as one more is)."""
+    def first_lease_list(self) -> int | None:
+        """While the lease stream's first list comes in (watched, connected, not in yet), the leases
+        received so far (every view would be judged blind now, and every node again once it is in);
+        None otherwise."""
     def has_node(self, name: str) -> bool: ...
     def problem_count(self) -> int: ...
     def problem_counts(self) -> tuple[int, int]:

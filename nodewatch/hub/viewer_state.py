@@ -289,6 +289,10 @@ class ViewerState:
         """None here: the hub lists; its frames come at its own pace."""
         return 0
 
+    def first_lease_list(self) -> int | None:
+        """None: the hub judges; a viewer shows its frames as they come."""
+        return None
+
     def node_count(self) -> int:
         with self.lock:
             return len(self._views) if not self._pending.snapshot else len(self._pending.up)

@@ -42,7 +42,7 @@ from .cluster_strip import ClusterStrip, cluster_text, wall_cluster_text
 from .commands import NodewatchCommands
 from .drilldown import DrillDown
 from .fleet_table import FleetTable
-from .header import Banner, FleetHeader, banner_text, header_text
+from .header import Banner, FleetHeader, banner_text, header_text, listing_text
 from .help import HelpScreen
 from .keymap import keymap_path, load_keymap
 from .messages import NodeChosen
@@ -60,6 +60,10 @@ THREADED_EVALUATE_NODES = 5000
 """From this many nodes the periodic evaluate runs in a worker thread, off the event loop."""
 LIST_CHECK_SECONDS = 0.05
 """How often the app looks whether a list has completed (a counter compared; nothing drawn)."""
+LISTING_WAIT_SECONDS = 10.0
+"""How long a fleet of ``THREADED_EVALUATE_NODES`` or more waits for its first lease list before it
+shows frames judged without it: each such frame judges every node blind, and all of them again
+once the list is in (at 130,000 nodes ~0.5 s of the process's GIL apiece, taken from the list)."""
 STATE_FILTERS: tuple[str | NodeState | None, ...] = (None, NOT_READY) + tuple(sorted(NodeState, key=lambda s: s.rank))
 MAIN_ONLY_ACTIONS = {"sort_next", "sort_reverse", "filter_state", "filter_zone", "filter_cluster", "filter_cordoned",
                      "search"}
@@ -176,6 +180,7 @@ class NodewatchApp(SourceActions, App):
         """Wall time the last tick took (evaluate + row selection + widget updates)."""
         self.ticks = 0
         self._tick_seq = 0
+        self._created_at = time.monotonic()
         self.next_change = NextChange()
         self.worker_errors = 0
         self._last_worker_error = ""
@@ -320,8 +325,16 @@ class NodewatchApp(SourceActions, App):
                 pass  # the app is closing: its widgets are gone (a list completed as it did)
 
     def _scheduled_tick(self) -> None:
-        """The interval's tick. A big fleet is evaluated in a thread so keys stay responsive."""
-        if self.source.state.node_count() >= THREADED_EVALUATE_NODES:
+        """The interval's tick. A big fleet is evaluated in a thread so keys stay responsive, and
+        not at all while its first lease list comes in (``LISTING_WAIT_SECONDS``): the banner says
+        how far it has got, the frame before stays."""
+        state = self.source.state
+        listed = state.first_lease_list()
+        if (listed is not None and listed >= THREADED_EVALUATE_NODES
+                and time.monotonic() - self._created_at < LISTING_WAIT_SECONDS):
+            self.query_one("#banner", Banner).show(listing_text(listed, self.palette))
+            return
+        if state.node_count() >= THREADED_EVALUATE_NODES:
             self.run_worker(self._evaluate_in_thread, name="evaluate", thread=True, exclusive=True,
                             group="evaluate", exit_on_error=False)
         else:

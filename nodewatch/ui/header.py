@@ -108,6 +108,14 @@ def banner_text(view: FleetView, now: float, palette: Palette) -> Text | None:
     return t
 
 
+def listing_text(leases: int, palette: Palette) -> Text:
+    """The banner while a large fleet's first lease list comes in (no frame is judged meanwhile)."""
+    t = Text(no_wrap=False)
+    t.append(f" listing the node leases: {leases:,} so far; every node is judged by its lease once the list is in ",
+             palette.banner)
+    return t
+
+
 class FleetHeader(Static):
     """Two lines at the top. The app calls ``show`` every tick."""
 

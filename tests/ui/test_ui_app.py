@@ -577,3 +577,51 @@ run_app(Source(), argparse.Namespace(wall=False, ascii=False, node=None))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "False"]
+
+
+async def test_a_large_fleet_shows_no_frame_judged_without_its_first_lease_list(monkeypatch):
+    """While the lease stream's first list comes in, a frame would judge every node blind, and all
+    of them again once it is in (at 130,000 nodes ~0.5 s of the GIL each, taken from the list): the
+    banner says how far the list has got, the frame before stays; once it is in, a frame at once.
+    After ``LISTING_WAIT_SECONDS`` (a list that never ends) frames are judged all the same."""
+    from nodewatch.core.clock import ManualClock
+    from nodewatch.core.fleet import FleetState
+    from nodewatch.core.settings import Settings
+    from support.factories import lease
+    from support.ui_support import FakeSource
+
+    monkeypatch.setattr(app_module, "THREADED_EVALUATE_NODES", 1)
+    state = FleetState(Settings())
+    for resource in ("nodes", "leases"):
+        state.update_health(resource, connected=True, synced=False)
+    for i in range(3):
+        state.apply("leases", "ADDED", lease(f"n{i}", T0 - 1), T0 - 1, listing=True)
+    app = NodewatchApp(FakeSource(state, ManualClock(T0)), refresh_seconds=3600)
+    async with app.run_test(size=SIZE) as pilot:
+        first = state.published()
+        assert first is not None and len(first.nodes) == 3  # the frame at mount
+        for i in range(3, 7):
+            state.apply("leases", "ADDED", lease(f"n{i}", T0 - 1), T0 - 1, listing=True)
+        app._scheduled_tick()
+        await pilot.pause(0.1)
+        assert state.published() is first
+        assert "listing the node leases: 7 so far" in static_text(app.query_one("#banner"))
+        state.apply("leases", "SYNCED", None, T0)
+        state.update_health("leases", synced=True)
+        app._tick_if_listed()
+        for _ in range(50):
+            await pilot.pause(0.02)
+            if state.published() is not first:
+                break
+        assert len(state.published().nodes) == 7
+        assert "listing" not in static_text(app.query_one("#banner"))
+        state.update_health("leases", synced=False)  # (a list that never ends: see below)
+        state.store.synced.discard("leases")
+        app._created_at -= app_module.LISTING_WAIT_SECONDS
+        before = state.published()
+        app._scheduled_tick()
+        for _ in range(50):
+            await pilot.pause(0.02)
+            if state.published() is not before:
+                break
+        assert state.published() is not before
