@@ -937,20 +937,30 @@ def iter_file_lines(raw: IO[bytes], name: str, problems: list[str],
 
 def received_until(raw: IO[bytes], name: str) -> float | None:
     """When the last row of an nwcol file was received (None: no row), without making its lines:
-    the receive times are deltas from the row before, so the sum of every block's column."""
+    the receive times are deltas from the row before, so the sum of every block's column (and the
+    last row's residual: the very float its line has)."""
     check_magic(raw, name)
     reader = BlockReader(raw)
     last_us: int | None = None
+    last: tuple[bytes, int] | None = None
     for body in reader:
         if reader.blocks == 0:
             continue
         try:
-            rx = _unpack(_column(body, 1), _U32.unpack_from(body, 0)[0])
+            n = _U32.unpack_from(body, 0)[0]
+            rx = _unpack(_column(body, 1), n)
         except (ValueError, struct.error):
             break
         if rx:
             last_us = (last_us or 0) + sum(rx)
-    return None if last_us is None else last_us / 1_000_000
+            last = (body, n)
+    if last_us is None or last is None:
+        return None
+    try:
+        res = _unpack(_column(last[0], 2), last[1])[-1]
+    except (ValueError, struct.error, IndexError):
+        res = 0
+    return _time_of(last_us, res)
 
 
 def _at(t: float | None) -> str:

@@ -83,6 +83,7 @@ class BlockReader:
                         self.why = f"block {self.blocks} fails its checksum"
                         break
                     pos += FRAME.size + n
+                    self._left = len(buf) - pos  # (a consumer that stops here reads ``problem`` next)
                     yield body
                     if self.why is not None:
                         break

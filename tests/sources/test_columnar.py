@@ -17,7 +17,7 @@ from nodewatch.core.clock import ManualClock
 from nodewatch.core.settings import Settings
 from nodewatch.hub.codec import view_to_wire
 from nodewatch.hub.flight_recorder import SegmentedRecorder
-from nodewatch.sources import columnar
+from nodewatch.sources import columnar, segments
 from nodewatch.sources.convert import v1_lines
 from nodewatch.sources.recording import Recorder, RecordingError, iter_lines
 from nodewatch.sources.recording_input import open_binary
@@ -195,6 +195,23 @@ def test_a_torn_tail_is_read_to_its_last_whole_block_and_named(tmp_path):
         assert len(problems) == 1 and "read up to its last whole block" in problems[0]
         seen.add(len(got))
     assert len(seen) > 10  # blocks of a second each: cuts land in many different places
+
+
+def test_when_the_last_row_was_received_is_read_without_making_the_lines(tmp_path):
+    """``received_until`` (a directory's "recorded until") sums the receive-time columns: the
+    receive time of the last row the lines give, whole file or torn. A row's line may carry a time
+    of its own (a keyframe's): the receive time is the writer's."""
+    _, col = _record_both(tmp_path, nodes=20, minutes=3.0)
+    data = open(col, "rb").read()
+
+    def last_received(lines: list[bytes]) -> float:
+        return max(segments.line_time(line) for line in lines[1:])
+
+    assert columnar.received_until(io.BytesIO(data), "x.nwcol") == last_received(_back(data))
+    cut = data[:len(data) * 2 // 3]
+    assert columnar.received_until(io.BytesIO(cut), "x.nwcol") == last_received(_back(cut))
+    with pytest.raises(RecordingError, match="not a columnar recording"):
+        columnar.received_until(io.BytesIO(b"{}\n"), "x.nwcol")
 
 
 def test_a_writer_killed_without_closing_loses_at_most_the_unflushed_second(tmp_path):
