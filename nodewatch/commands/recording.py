@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="FILE.jsonl.gz (gzip), FILE.jsonl, FILE.nwcol (columnar) or - (stdout)")
     p.add_argument("--from", dest="start", metavar="T",
                    help="a directory only: from the segment holding T (HH:MM[:SS] UTC, RFC 3339, +SECONDS)")
-    p.add_argument("--to", dest="end", metavar="T", help="up to T (HH:MM[:SS] UTC for a directory, RFC 3339, +SECONDS)")
+    p.add_argument("--to", dest="end", metavar="T", help="up to T (HH:MM[:SS] UTC, RFC 3339, +SECONDS)")
 
 
 def run(args: argparse.Namespace) -> int:

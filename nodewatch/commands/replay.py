@@ -12,7 +12,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="a nodewatch recording (.jsonl, .jsonl.gz), a kubectl "
                         "`get -w --output-watch-events -o json` log, or - for stdin")
     parser.add_argument("--speed", type=float, default=1.0, metavar="X", help="playback speed (default 1)")
-    parser.add_argument("--start", metavar="WHEN", help="RFC 3339 or +SECONDS from the start")
+    parser.add_argument("--start", metavar="WHEN", help="RFC 3339, +SECONDS from the start, or HH:MM[:SS] (UTC)")
     parser.add_argument("--from", dest="from_", metavar="WHEN", help="a hub's recordings directory: from "
                         "HH:MM (UTC), RFC 3339 or +SECONDS; only the segments needed are read")
     parser.add_argument("--to", metavar="WHEN", help="a hub's recordings directory: up to this time")

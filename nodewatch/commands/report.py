@@ -20,9 +20,9 @@ FORMATS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="RECORDING", help="a nodewatch recording (.jsonl, .jsonl.gz, .nwcol), a "
                         "hub's recordings directory, or a kubectl `get -w --output-watch-events -o json` log")
-    parser.add_argument("--from", dest="start", metavar="T", help="start of the window: RFC 3339 or +SECONDS "
-                        "from the recording's start, or HH:MM[:SS] (UTC) in a hub's directory, of which only the "
-                        "segments of the window are read (default: its start)")
+    parser.add_argument("--from", dest="start", metavar="T", help="start of the window: RFC 3339, +SECONDS "
+                        "from the recording's start, or HH:MM[:SS] (UTC); of a hub's directory only the segments of "
+                        "the window are read (default: its start)")
     parser.add_argument("--to", dest="end", metavar="T", help="end of the window: as --from (default: its end)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write FILE.md (Markdown) or FILE.html (HTML with "
                         "the timeline picture) instead of Markdown on stdout")

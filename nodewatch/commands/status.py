@@ -51,8 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--replay", metavar="FILE", help="a recording, a hub's recordings directory, or a kubectl "
                      "watch log ('-' for stdin)")
     src.add_argument("--at", metavar="WHEN",
-                     help="with --replay or --demo: RFC 3339, or +SECONDS from the start, or HH:MM[:SS] (UTC) in a "
-                     "hub's directory (default: the end / +0)")
+                     help="with --replay or --demo: RFC 3339, +SECONDS from the start, or HH:MM[:SS] (UTC) "
+                     "(default: the end / +0)")
     src.add_argument("--nodes", type=int, default=30, help="with --demo: number of nodes")
     src.add_argument("--scenario", default="incident", help="with --demo: scenario")
     src.add_argument("--seed", type=int, default=1, help="with --demo: seed")
@@ -259,8 +259,11 @@ def _evaluate_source(args: argparse.Namespace, settings):
 
             end = max(end, recorded_until(args.replay) or end)
         if seen.at < seen.start or (seen.read_to_end and seen.at > end):
-            raise ValueError(f"--at {asked}: {format_time(seen.at)} is {'before' if seen.at < seen.start else 'after'} "
-                             f"the recording ({format_time(seen.start)} to {format_time(end)})")
+            if seen.at < seen.start:  # (read only a little of it: its end is not known here)
+                raise ValueError(f"--at {asked}: {format_time(seen.at)} is before the recording, which starts at "
+                                 f"{format_time(seen.start)}")
+            raise ValueError(f"--at {asked}: {format_time(seen.at)} is after the recording "
+                             f"({format_time(seen.start)} to {format_time(end)})")
         return state, seen.at
     if args.at:
         raise ValueError("--at needs --replay FILE or --demo")

@@ -129,14 +129,38 @@ def format_time(t: float | None, micro: bool = False) -> str | None:
     return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_CLOCK = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
+
+
+def time_of_day(value: str) -> int | None:
+    """``HH:MM[:SS]`` (UTC) as seconds into the day; None when ``value`` is not written so. Raises
+    ValueError for one written so that is no time of day (25:00)."""
+    m = _CLOCK.match(value.strip())
+    if not m:
+        return None
+    h, mi, sec = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+    if h > 23 or mi > 59 or sec > 59:
+        raise ValueError(f"{value!r}: not a time of day")
+    return h * 3600 + mi * 60 + sec
+
+
 def parse_when(value: str, start: float | None) -> float:
-    """A ``--at``/``--start`` argument: RFC 3339, or ``+SECONDS`` / ``-SECONDS`` relative to ``start``.
+    """A ``--at``/``--start`` argument: RFC 3339, ``+SECONDS`` / ``-SECONDS`` relative to ``start``,
+    or ``HH:MM[:SS]`` (UTC): that time on ``start``'s day, or on the next day when that is over 12 hours
+    before ``start`` (a recording that began at 23:00 and an ``--at 01:00``); a hub's directory of many
+    days resolves it itself (``segments.resolve_when``).
 
     Raises ``ValueError`` with a message meant for the user: also for a relative offset beyond
     :data:`MAX_SECONDS` and for a result that is not a :func:`valid_time`.
     """
     text = value.strip()
     shown = _short_number(value)
+    of_day = time_of_day(text)
+    if of_day is not None:
+        if start is None:
+            raise ValueError(f"{shown!r} is a time of day, but the recording's day is unknown")
+        t = start - start % 86400 + of_day
+        return t if t >= start - 43200 else t + 86400
     if text[:1] in "+-" and text[1:].replace(".", "", 1).isdigit():
         if start is None:
             raise ValueError(f"{shown!r} is relative, but the start time is unknown")
@@ -149,6 +173,6 @@ def parse_when(value: str, start: float | None) -> float:
         return t
     parsed = parse_time(text)
     if parsed is None:
-        raise ValueError(f"{shown!r} is neither RFC 3339 (2026-11-29T10:00:00Z) nor +SECONDS")
+        raise ValueError(f"{shown!r} is neither RFC 3339 (2026-11-29T10:00:00Z), +SECONDS nor HH:MM[:SS] (UTC)")
     return parsed
 

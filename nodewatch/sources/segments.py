@@ -29,7 +29,7 @@ from typing import IO, Any, Iterator
 
 import orjson
 
-from ..core.timeutil import format_time, parse_time, parse_when
+from ..core.timeutil import format_time, parse_time, parse_when, time_of_day
 from .columnar import iter_file_lines
 from .line_stream import SegmentStream
 from .recording_format import HEADER_KEY, RecordingError
@@ -37,7 +37,6 @@ from .recording_format import HEADER_KEY, RecordingError
 SEGMENT_RE = re.compile(r"^nodewatch-(\d{8}T\d{6}Z)-(\d+)\.(?:jsonl(\.gz)?|nwcol)$")
 COLUMNAR_EXT = ".nwcol"
 """The columnar format's segments (``columnar.py``): read as the v1 lines they hold."""
-CLOCK_RE = re.compile(r"^(\d{1,2}):(\d{2})(?::(\d{2}))?$")
 
 
 def segment_name(t: float, n: int, ext: str = ".jsonl.gz") -> str:
@@ -236,13 +235,9 @@ def resolve_when(text: str, directory: str) -> float:
     segs = list_segments(directory)
     if not segs:
         raise RecordingError(f"{directory}: is a directory, not a recording, and holds no hub recording segments")
-    m = CLOCK_RE.match(text.strip())
-    if not m:
+    of_day = time_of_day(text)
+    if of_day is None:
         return parse_when(text, segs[0].start)
-    h, mi, sec = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
-    if h > 23 or mi > 59 or sec > 59:
-        raise ValueError(f"{text!r}: not a time of day")
-    of_day = h * 3600 + mi * 60 + sec
     first = segs[0].start
     span = Span(directory, segs)
     day = first - first % 86400 + of_day

@@ -43,6 +43,27 @@ def test_parse_when():
         parse_when("+5", None)
 
 
+@pytest.mark.parametrize("text, start, expected", [
+    ("10:03", "2026-11-29T10:00:00Z", "2026-11-29T10:03:00Z"),
+    ("10:03:07", "2026-11-29T10:00:00Z", "2026-11-29T10:03:07Z"),
+    ("09:03", "2026-11-29T10:00:00Z", "2026-11-29T09:03:00Z"),   # before it, that day: "before the recording"
+    ("01:00", "2026-11-29T23:00:00Z", "2026-11-30T01:00:00Z"),   # past midnight: the next day
+    ("10:59", "2026-11-29T23:00:00Z", "2026-11-30T10:59:00Z"),   # over 12 h before the start: the next day
+    ("11:00", "2026-11-29T23:00:00Z", "2026-11-29T11:00:00Z"),
+    ("0:05", "2026-11-29T00:00:00Z", "2026-11-29T00:05:00Z"),
+])
+def test_parse_when_reads_a_time_of_day_on_the_recordings_day(text, start, expected):
+    assert format_time(parse_when(text, parse_time(start))) == expected
+
+
+def test_a_time_of_day_needs_the_recordings_day_and_a_real_time():
+    with pytest.raises(ValueError, match="day is unknown"):
+        parse_when("10:03", None)
+    for bad in ("25:00", "10:60", "10:00:61"):
+        with pytest.raises(ValueError, match="not a time of day"):
+            parse_when(bad, 0.0)
+
+
 @given(st.text(max_size=60))
 def test_parse_time_never_raises(s):
     r = parse_time(s)
