@@ -104,11 +104,10 @@ def _settings_given(args: argparse.Namespace) -> bool:
 
 def _size(path: str) -> int | None:
     """The bytes read: a file's, or those of a directory's segments in the window."""
-    if os.path.isdir(path):
-        from ..sources.segments import SegmentWindow, list_segments, select_segments
+    from ..sources.segments import SegmentWindow, list_segments, select_segments
 
-        w = path if isinstance(path, SegmentWindow) else SegmentWindow(path, None, None)
-        return sum(s.size for s in select_segments(list_segments(path), w.start, w.end))
+    if isinstance(path, SegmentWindow):
+        return sum(s.size for s in select_segments(list_segments(path), path.start, path.end))
     try:
         return os.path.getsize(path)
     except OSError:

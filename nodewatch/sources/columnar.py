@@ -948,7 +948,7 @@ def received_until(raw: IO[bytes], name: str) -> float | None:
             continue
         try:
             n = _U32.unpack_from(body, 0)[0]
-            rx = _unpack(_column(body, 1), n)
+            rx = _unpack(_raw_columns(body)[1], n)
         except (ValueError, struct.error):
             break
         if rx:
@@ -957,7 +957,7 @@ def received_until(raw: IO[bytes], name: str) -> float | None:
     if last_us is None or last is None:
         return None
     try:
-        res = _unpack(_column(last[0], 2), last[1])[-1]
+        res = _unpack(_raw_columns(last[0])[2], last[1])[-1]
     except (ValueError, struct.error, IndexError):
         res = 0
     return _time_of(last_us, res)
@@ -971,19 +971,8 @@ def _at(t: float | None) -> str:
     return f" ({format_time(t, micro=True)})"
 
 
-def _column(body: bytes, i: int) -> memoryview:
-    """Column ``i`` of a data block, as it is (``_split`` without decoding the rest)."""
-    p = 12
-    for _ in range(i):
-        p += 4 + _U32.unpack_from(body, p)[0]
-    (size,) = _U32.unpack_from(body, p)
-    return memoryview(body)[p + 4:p + 4 + size]
-
-
-def _split(body: bytes) -> tuple[int, bytes, list[memoryview], int, int, int, list[Any]]:
-    """A data block's parts: (rows, kinds, its 8 columns as they are, renewal rows, resourceVersion
-    values, managedFields values, the whole lines decoded)."""
-    n, n_rv, n_mf = struct.unpack_from("<III", body, 0)
+def _raw_columns(body: bytes) -> list[memoryview]:
+    """A data block's 8 columns as they are, none decoded."""
     cols = []
     p = 12
     for _ in range(8):
@@ -991,6 +980,14 @@ def _split(body: bytes) -> tuple[int, bytes, list[memoryview], int, int, int, li
         p += 4
         cols.append(memoryview(body)[p:p + size])
         p += size
+    return cols
+
+
+def _split(body: bytes) -> tuple[int, bytes, list[memoryview], int, int, int, list[Any]]:
+    """A data block's parts: (rows, kinds, its 8 columns as they are, renewal rows, resourceVersion
+    values, managedFields values, the whole lines decoded)."""
+    n, n_rv, n_mf = struct.unpack_from("<III", body, 0)
+    cols = _raw_columns(body)
     kinds = bytes(cols[0])
     if len(kinds) != n:
         raise ValueError("row kinds of the wrong length")

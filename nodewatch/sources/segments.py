@@ -227,37 +227,23 @@ def _file_last_line_time(seg: Segment, _size: int, _mtime_ns: int) -> float | No
 
 
 def resolve_when(text: str, directory: str) -> float:
-    """A ``--from``/``--to``/``--at`` for a directory of segments: ``HH:MM[:SS]`` (UTC) is that time
-    of day on the latest day the recording covers it (a hub still recording: the latest one not
-    after its newest line), or, on no day, the one nearest the recording (its answer is then "before"
-    or "after the recording", dated); else RFC 3339 or ``+SECONDS`` from the first segment. Raises
-    ValueError for the user."""
-    segs = list_segments(directory)
-    if not segs:
-        raise RecordingError(f"{directory}: is a directory, not a recording, and holds no hub recording segments")
-    of_day = time_of_day(text)
-    if of_day is None:
-        return parse_when(text, segs[0].start)
-    first = segs[0].start
-    span = Span(directory, segs)
-    day = first - first % 86400 + of_day
-    days = [day - 86400]
-    while days[-1] <= span.upper:
-        days.append(days[-1] + 86400)
-    inside = [t for t in days if first <= t and span.covers(t)]
-    if inside:
-        return inside[-1]
-    last = span.last()
-    return min(days, key=lambda t: first - t if t < first else t - last)
+    """A ``--from``/``--to``/``--at`` for a directory of segments (``Span.resolve``). Raises
+    ValueError for the user, RecordingError for a directory without segments."""
+    return Span(directory).resolve(text)
 
 
 class Span:
-    """Where a directory's recording ends, read only when needed: its newest line is after its
-    newest segment's start, and (a hub writes a line as it comes) not after that file's last write;
-    a copy's file times say nothing, and then its lines are read (``recorded_until``)."""
+    """A directory's recording, from its first segment's start to its newest line. Where that line
+    is, is read only when needed: it is after the newest segment's start, and (a hub writes a line
+    as it comes) not after that file's last write; a copy's file times say nothing, and then its
+    lines are read (``recorded_until``)."""
 
-    def __init__(self, directory: str, segs: list[Segment]) -> None:
+    def __init__(self, directory: str) -> None:
         self.directory = directory
+        segs = list_segments(directory)
+        if not segs:
+            raise RecordingError(f"{directory}: is a directory, not a recording, and holds no hub recording segments")
+        self.first = segs[0].start
         newest = segs[-1]
         self.lower = newest.start
         try:
@@ -281,27 +267,43 @@ class Span:
         """Whether ``t`` is not after the newest line."""
         return t <= self.lower or (t <= self.upper and t <= self.last())
 
+    def resolve(self, text: str) -> float:
+        """``HH:MM[:SS]`` (UTC) is that time of day on the latest day the recording covers it (a
+        hub still recording: the latest one not after its newest line), or, on no day, the one
+        nearest the recording (its answer is then "before" or "after the recording", dated); else
+        RFC 3339 or ``+SECONDS`` from the first segment."""
+        of_day = time_of_day(text)
+        if of_day is None:
+            return parse_when(text, self.first)
+        days = [self.first - self.first % 86400 + of_day - 86400]
+        while days[-1] <= self.upper:
+            days.append(days[-1] + 86400)
+        inside = [t for t in days if self.first <= t and self.covers(t)]
+        if inside:
+            return inside[-1]
+        last = self.last()
+        return min(days, key=lambda t: self.first - t if t < self.first else t - last)
+
+    def __str__(self) -> str:
+        return f"{format_time(self.first)} to {format_time(self.last())}"
+
 
 def window(directory: str, start: str | None, end: str | None,
            end_option: str = "--to") -> tuple[SegmentWindow, str | None, str | None]:
     """The directory narrowed to [start, end] (either may be None), and both as RFC 3339 (for the
     options that take one). Raises ValueError for a window that is not in the recording at all
     (``end_option``: the option that gave ``end``, for the message)."""
-    a = resolve_when(start, directory) if start else None
-    b = resolve_when(end, directory) if end else None
+    span = Span(directory)
+    a = span.resolve(start) if start else None
+    b = span.resolve(end) if end else None
     if a is not None and b is not None and b < a:
         raise ValueError(f"--to {end} is before --from {start}")
-    segs = list_segments(directory)
-    if b is not None and b < segs[0].start:
-        raise ValueError(f"{end_option} {end}: {format_time(b)} is before the recording ({_range(directory, segs)})")
-    if a is not None and not Span(directory, segs).covers(a):
-        raise ValueError(f"--from {start}: {format_time(a)} is after the recording ({_range(directory, segs)})")
+    if b is not None and b < span.first:
+        raise ValueError(f"{end_option} {end}: {format_time(b)} is before the recording ({span})")
+    if a is not None and not span.covers(a):
+        raise ValueError(f"--from {start}: {format_time(a)} is after the recording ({span})")
     return (SegmentWindow(directory, a, b), format_time(a, micro=True) if a is not None else None,
             format_time(b, micro=True) if b is not None else None)
-
-
-def _range(directory: str, segs: list[Segment]) -> str:
-    return f"{format_time(segs[0].start)} to {format_time(Span(directory, segs).last())}"
 
 
 def open_segments(directory: str, start: float | None = None, end: float | None = None,
