@@ -248,7 +248,15 @@ class LiveSource:
                          watch_timeout=self.watch_timeout, stall_timeout=self.stall_timeout, wall=self.clock.now,
                          typed=self.recorder is None, offer=self.streaming,  # a recorder writes the objects themselves
                          frontier=self.state.track_lease_stream() if spec is LEASES else None,
-                         after=(self._leases_in, NODES_AFTER_LEASES) if spec is NODES else None)
+                         after=(self._leases_in, NODES_AFTER_LEASES) if spec is NODES else None,
+                         expected=self._leases_listed if spec is NODES else None)
+
+    def _leases_listed(self) -> int | None:
+        """How many Leases the Lease list held (a kubelet renews one per Node): the Node list's
+        expected size, None before the Lease list is in."""
+        with self._lock:
+            leases = next((r for r in self._main if r.spec.resource == "leases"), None)
+        return len(leases.known) if leases is not None and leases.listed else None
 
     def _sink(self, batch: Batch) -> None:
         st = self.state

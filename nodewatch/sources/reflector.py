@@ -75,7 +75,12 @@ WORKER_RESOURCES = frozenset({"nodes"})
 """Resources whose streaming list a child process reads (``sources/list_worker``): the big one.
 (Leases are ~0.5 KB each and the first frame waits for them: a child's start would only delay it.)"""
 WORKER_MIN = 2_000
-"""A relist of fewer objects than this (known from the last list) is read in this process."""
+"""A list expected to hold fewer objects than this is read in this process: a relist (known from
+the last list) and a first list whose size was foretold (``expected``: the Nodes by the Lease list
+that came before them). Starting the child costs more than it saves there: a 3-node ``status``
+took 0.44 s with the child and 0.32 s without (farm-bench, 8 pairs), and the child, running below
+the dashboard's priority, starts late on a busy machine (a ``status --wait 3`` blamed the API server
+for a Node list its own child had not begun)."""
 FRONTIER_EVERY = 0.05
 """At most this often (seconds) the reader looks whether it has read its stream to the end
 (``chunked.BodyReader.drained``, a few system calls) for the stream's frontier (``core/evidence.py``):
@@ -228,7 +233,8 @@ class Reflector:
                  rng: random.Random | None = None, typed: bool = True, watch_list: bool = True,
                  in_worker: bool = True, offer: StreamingOffer | None = None,
                  initial_silence: float | None = None, frontier: StreamFrontier | None = None,
-                 after: tuple[threading.Event, float] | None = None) -> None:
+                 after: tuple[threading.Event, float] | None = None,
+                 expected: Callable[[], int | None] | None = None) -> None:
         """``typed``: hand nodes and leases over as records decoded by ``core.wire`` (fast); False:
         as parsed JSON dicts, for a sink that needs the objects themselves (a recorder).
         ``watch_list``: list through a streaming list (a watch with ``sendInitialEvents``) where
@@ -242,7 +248,9 @@ class Reflector:
         ``frontier``: told how far in time the stream has been read and applied (the lease
         stream's, ``core/evidence.py``): when a watch block was applied and nothing was left to
         read, and while the reader waits on an empty stream. ``after``: (an event, seconds): the
-        first list waits for the event, at most that long (the Nodes for the Leases: ``LiveSource``)."""
+        first list waits for the event, at most that long (the Nodes for the Leases: ``LiveSource``).
+        ``expected``: how many objects the first list will likely hold, None when unknown (the
+        Nodes: as many as the Lease list held); a list expected to be small is read here."""
         self.conn = conn
         self.spec = spec
         self.sink = sink
@@ -263,6 +271,7 @@ class Reflector:
         self.frontier = frontier
         self._frontier_checked = -math.inf
         self._after = after
+        self._expected = expected
         self._rv_unavailable = False
         """The last resourceVersion was refused by a streaming list (410 or too large): the next
         one asks for the most recent state (client-go's ``isLastSyncResourceVersionUnavailable``)."""
@@ -663,10 +672,11 @@ class Reflector:
         self._resp = None
 
     def _worker_wanted(self) -> bool:
-        """A child process for this list: Nodes, typed, and a fleet not known to be small (the
-        first list's size is unknown; a relist of a few hundred nodes is not worth a process)."""
+        """A child process for this list: Nodes, typed, and a fleet not known to be small (by the
+        last list, or the first list's ``expected`` size; unknown: a child)."""
+        expected = len(self.known) if self.known else (self._expected() if self._expected else None)
         return (self.in_worker and self.decoder is not None and self.spec.resource in WORKER_RESOURCES
-                and (not self.known or len(self.known) >= WORKER_MIN) and list_worker.enabled())
+                and (expected is None or expected >= WORKER_MIN) and list_worker.enabled())
 
     def _list_in_worker(self, query: dict[str, Any], read_timeout: float) -> bool | None:
         """The streaming list read and decoded by a child process (``sources/list_worker``); this

@@ -9,9 +9,17 @@ import time
 
 import pytest
 
-from nodewatch.sources import list_worker
+from nodewatch.sources import list_worker, reflector
 from nodewatch.sources.reflector import INITIAL_EVENTS_END
 from support.simserver import TinyFleet, make_fleet, running_server, wait_until
+
+
+@pytest.fixture(autouse=True)
+def child_for_any_size(monkeypatch, request):
+    """These fleets are small (the child's behaviour is the same at any size): a child for each list
+    but where a test is about the size threshold itself."""
+    if request.node.get_closest_marker("worker_threshold") is None:
+        monkeypatch.setattr(reflector, "WORKER_MIN", 0)
 
 
 def _requests(srv, resource: str) -> list:
@@ -42,6 +50,55 @@ def test_the_child_lists_the_same_records_as_the_dashboards_own_process(tmp_path
         assert len(child.state.nodes) == 400
         assert child.state.nodes == here.state.nodes  # record by record, every field
         assert sorted(child.state.leases) == sorted(here.state.leases)
+
+
+@pytest.mark.worker_threshold
+def test_a_node_list_the_lease_list_says_is_small_is_read_here(tmp_path, start_live):
+    """The Lease list comes first (a kubelet renews one Lease per Node): 40 Leases foretell a Node
+    list not worth a child process."""
+    fleet = TinyFleet(nodes=40, start=time.time())
+    with running_server(tmp_path, fleet=fleet) as srv:
+        src = start_live(srv)
+        assert sorted(src.state.nodes) == fleet.names
+        r = src.reflector("nodes")
+        assert (r.lists_in_worker, r.in_worker) == (0, True)
+
+
+@pytest.mark.worker_threshold
+def test_a_node_list_of_unknown_size_goes_to_the_child(tmp_path, start_live):
+    """Without a Lease list (here it fails: 500s) the Node list's size is unknown: a child, as a
+    large fleet needs (below the threshold only in its tests' fleets)."""
+    fleet = TinyFleet(nodes=40, start=time.time())
+    with running_server(tmp_path, fleet=fleet) as srv:
+        srv.faults.fail_next(1000, 500, resource="leases")
+        src = start_live(srv, synced=None)
+        r = src.reflector("nodes")
+        wait_until(lambda: r.listed, timeout=30)
+        assert sorted(src.state.nodes) == fleet.names
+        assert r.lists_in_worker == 1
+        assert src.reflector("leases").listed is False
+
+
+@pytest.mark.worker_threshold
+def test_the_expected_size_decides_only_the_first_list(tmp_path):
+    """Unit: a first list of an expected size below ``WORKER_MIN`` is read here, above or unknown in
+    a child; once listed, the last list's size decides."""
+    from nodewatch.sources.kubeconfig import Connection
+    from nodewatch.sources.reflector import NODES, Reflector
+
+    fleet = TinyFleet(nodes=1, start=time.time())
+    with running_server(tmp_path, fleet=fleet) as srv:
+        conn = Connection(str(srv.kubeconfig_path), None)
+        hint: list[int | None] = [None]
+        r = Reflector(conn, NODES, lambda b: None, lambda *a, **k: None, lambda w, m: None,
+                      expected=lambda: hint[0])
+        assert r._worker_wanted()  # unknown
+        hint[0] = reflector.WORKER_MIN - 1
+        assert not r._worker_wanted()
+        hint[0] = reflector.WORKER_MIN
+        assert r._worker_wanted()
+        r.known = dict.fromkeys(range(5))  # listed: 5 nodes, whatever the hint
+        assert not r._worker_wanted()
 
 
 class HostileFleet(TinyFleet):

@@ -30,7 +30,10 @@ def _streaming(reqs) -> list:
     return [r for r in reqs if "sendInitialEvents=true" in r.target]
 
 
-def test_a_server_that_offers_streaming_lists_lists_through_one_watch(tmp_path, start_live):
+def test_a_server_that_offers_streaming_lists_lists_through_one_watch(tmp_path, start_live, monkeypatch):
+    from nodewatch.sources import reflector
+
+    monkeypatch.setattr(reflector, "WORKER_MIN", 0)  # the Node list in the child, as for a large fleet
     fleet = TinyFleet(nodes=7, start=time.time())  # reports v1.33.2
     with running_server(tmp_path, fleet=fleet) as srv:
         src = start_live(srv)
