@@ -333,6 +333,8 @@ class NodewatchApp(SourceActions, App):
         if (listed is not None and listed >= THREADED_EVALUATE_NODES
                 and time.monotonic() - self._created_at < LISTING_WAIT_SECONDS):
             self.query_one("#banner", Banner).show(listing_text(listed, self.palette))
+            if self.view is not None:  # its counts are of the few nodes known then: not said
+                self.query_one("#header", FleetHeader).show(self._header(self.view, self.now, listing=listed))
             return
         if state.node_count() >= THREADED_EVALUATE_NODES:
             self.run_worker(self._evaluate_in_thread, name="evaluate", thread=True, exclusive=True,
@@ -382,6 +384,12 @@ class NodewatchApp(SourceActions, App):
         if self._history_job is None and self.source.replay is None:
             self.history.observe(self.source.state, view)
 
+    def _header(self, view: FleetView, now: float, listing: int | None = None) -> Text:
+        return header_text(self.source.name, view, now, self.palette,
+                           virtual=not isinstance(self.source.clock, SystemClock),
+                           problems=self.source.state.problem_counts(), width=self.size.width,
+                           problems_key=self.keymap.get("app.problems", "p"), listing=listing)
+
     def _show(self, view: FleetView, now: float, started: float) -> None:
         state = self.source.state
         self.view, self.now = view, now
@@ -393,10 +401,7 @@ class NodewatchApp(SourceActions, App):
                 blind_since = h.down_since if h.down_since is not None else h.last_activity
             blind_since = blind_since if blind_since is not None else now
         ctx = RowContext(now, p, blind_since)
-        virtual = not isinstance(self.source.clock, SystemClock)
-        self.query_one("#header", FleetHeader).show(
-            header_text(self.source.name, view, now, p, virtual=virtual, problems=state.problem_counts(),
-                        width=self.size.width, problems_key=self.keymap.get("app.problems", "p")))
+        self.query_one("#header", FleetHeader).show(self._header(view, now))
         self.query_one("#banner", Banner).show(banner_text(view, now, p))
         multi = bool(view.clusters)
         cluster_width = max((len(c.name) for c in view.clusters), default=0)

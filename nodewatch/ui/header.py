@@ -21,12 +21,15 @@ STATES_BY_RANK = tuple(sorted(NodeState, key=lambda s: s.rank))
 
 
 def header_text(source_name: str, view: FleetView, now: float, palette: Palette, *, virtual: bool,
-                problems: tuple[int, int] = (0, 0), width: int = 200, problems_key: str = "p") -> Text:
+                problems: tuple[int, int] = (0, 0), width: int = 200, problems_key: str = "p",
+                listing: int | None = None) -> Text:
     """Two lines: source, settings and clock; then the counts per state and each stream's health.
 
     ``problems`` is (errors, notices) as ``FleetState.problem_counts`` says; they are named for what
     they are, with the key that lists them. Narrower than 110 cells the counts go symbol-first
-    (``✖1 »3 ?3``) so that the whole line still fits.
+    (``✖1 »3 ?3``) so that the whole line still fits. ``listing``: the leases received so far of a
+    first lease list that no frame is judged during (``ui/app``): said instead of the counts of the
+    frame before, which are of the few nodes known then.
     """
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append(" nodewatch ", palette.accent)
@@ -39,6 +42,9 @@ def header_text(source_name: str, view: FleetView, now: float, palette: Palette,
     t.append(" │ ", palette.muted)
     t.append(safe(clusters_settings(view) if view.clusters else view.settings.summary(), 160))
     t.append("\n ")
+    if listing is not None:
+        t.append(f"listing the node leases: {humanize.intcomma(listing)} so far", palette.muted)
+        return t
     total = len(view.nodes)
     narrow = width < 110
     for s in STATES_BY_RANK:

@@ -606,6 +606,8 @@ async def test_a_large_fleet_shows_no_frame_judged_without_its_first_lease_list(
         await pilot.pause(0.1)
         assert state.published() is first
         assert "listing the node leases: 7 so far" in static_text(app.query_one("#banner"))
+        header = static_text(app.query_one("#header"))  # not the frame before's "3 nodes"
+        assert "listing the node leases: 7 so far" in header and "3 nodes" not in header
         state.apply("leases", "SYNCED", None, T0)
         state.update_health("leases", synced=True)
         app._tick_if_listed()
@@ -615,6 +617,7 @@ async def test_a_large_fleet_shows_no_frame_judged_without_its_first_lease_list(
                 break
         assert len(state.published().nodes) == 7
         assert "listing" not in static_text(app.query_one("#banner"))
+        assert "7 nodes" in static_text(app.query_one("#header"))
         state.update_health("leases", synced=False)  # (a list that never ends: see below)
         state.store.synced.discard("leases")
         app._created_at -= app_module.LISTING_WAIT_SECONDS
