@@ -217,7 +217,10 @@ class ViewerSource:
             return None
         finally:
             self._writer = None
-            writer.close()
+            if self._stop.is_set():  # the loop stops next: a TLS goodbye would never finish, and
+                writer.transport.abort()  # its socket would be left open: closed at once instead
+            else:
+                writer.close()
 
     def _give_up(self, reason: str) -> None:
         self.gone_reason = reason

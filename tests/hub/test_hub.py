@@ -275,6 +275,33 @@ def test_tcp_needs_tls_and_the_token(tmp_path):
         Hub(src, None, tcp=("127.0.0.1", 0))  # never TCP without TLS and a token
 
 
+def test_a_stopped_tls_viewer_leaves_no_socket_open(tmp_path):
+    """``stop`` ends the connection task and then the viewer's loop: a TLS goodbye begun then never
+    finished, and its socket was left for the collector (a ResourceWarning in every such test)."""
+    import gc
+    import warnings
+
+    from nodewatch.hub.tls import load_or_create
+
+    ctx, token = load_or_create(tmp_path, "127.0.0.1", 0)
+    hub = Hub(DemoSource(nodes=12, seed=1, speed=0.0), None, tcp=("127.0.0.1", 0), ssl_context=ctx, token=token,
+              tick_seconds=None)
+    hub.start()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            viewer = ViewerSource(parse_address(f"https://127.0.0.1:{hub.tcp_port}"), token=token,
+                                  ca_file=str(tmp_path / "tls" / "ca.pem"))
+            viewer.start()
+            assert viewer.state.node_count() == 12
+            viewer.stop()
+            del viewer
+            gc.collect()
+        assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+    finally:
+        hub.stop()
+
+
 def test_addresses():
     assert parse_address("unix:/x/hub.sock") == HubAddress(path="/x/hub.sock")
     assert parse_address("https://hub.example:7443") == HubAddress(host="hub.example", port=7443)
