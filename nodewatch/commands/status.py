@@ -279,9 +279,10 @@ def _evaluate_source(args: argparse.Namespace, settings):
         if fatal is not None:
             raise ConnectionError(fatal)
         if not synced:
+            unlisted = live.required_not_listed(args.wait)
+            if unlisted is not None:
+                raise TimeoutError(unlisted)
             missing = live.not_listed(args.node)
-            if "nodes" in missing or "leases" in missing:
-                raise TimeoutError(f"the API server did not list nodes and leases within {args.wait:g}s")
             # an answer without them would look like "no pods, no events": say what is missing
             message = f"not listed within {args.wait:g}s, so missing from this answer: {', '.join(missing)}"
             live.state.problem(live.clock.now(), "status", message)  # the table lists problems

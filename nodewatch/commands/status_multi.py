@@ -134,9 +134,10 @@ def _cluster_error(feed: Any, listed: bool, args: argparse.Namespace, node: str 
         return f"no connection within {args.wait:g}s"
     if listed:
         return None
+    unlisted = live.required_not_listed(args.wait)
+    if unlisted is not None:
+        return unlisted
     missing = live.not_listed(node)
-    if "nodes" in missing or "leases" in missing:
-        return f"the API server did not list nodes and leases within {args.wait:g}s"
     message = f"not listed within {args.wait:g}s, so missing from this answer: {', '.join(missing)}"
     live.state.problem(live.clock.now(), "status", message)
     if args.format == "json":

@@ -26,7 +26,9 @@ from typing import Any
 
 from ..core.clock import Clock, SystemClock
 from ..core.fleet import FleetState
+from ..core.multi import REQUIRED_STREAMS
 from ..core.settings import Settings
+from ..core.text import safe
 from .certcache import CertCache
 from .heap import fix_mmap_threshold
 from .kubeconfig import ApiError, Connection, KubeconfigError
@@ -51,8 +53,6 @@ takes longer: the wait is nothing unless the server is slow to answer it."""
 PROBE_INTERVAL = 3600.0
 MAIN_STREAMS = (NODES, LEASES, CSRS)
 """Watched cluster-wide from the start."""
-REQUIRED = ("nodes", "leases")
-"""Without these two lists there is no answer at all."""
 NODES_AFTER_LEASES = 5.0
 """The Node list starts once the Lease list is in (or failed), and at most this many seconds after
 it: the first useful frame is every node from its Lease, and a Node list 13 times the Lease list's
@@ -203,6 +203,26 @@ class LiveSource:
                 missing += [r.spec.what for r in pair if not (r.listed or r.forbidden)]
         return missing
 
+    def required_not_listed(self, waited: float) -> str | None:
+        """Why no answer about the fleet came within ``waited`` seconds, or None: which of the Node
+        and Lease lists is not in, each with what its stream last said, and which one is (the
+        server may be slow, or refusing, or nodewatch's own list still going: the user is told
+        which, not "the API server did not list")."""
+        missing = [r for r in REQUIRED_STREAMS if r in self.not_listed()]
+        if not missing:
+            return None
+        said = []
+        for resource in missing:
+            h = self.state.health.get(resource)
+            if h is not None and h.last_error and h.last_error != "connecting":
+                why = safe(h.last_error, 160)
+            else:
+                why = "still listing" if h is not None and h.connected else "not connected yet"
+            said.append(f"{resource}: {why}")
+        listed = [r for r in REQUIRED_STREAMS if r not in missing]
+        tail = f" (the {listed[0]} are in)" if listed else ""
+        return f"not listed within {waited:g}s: {'; '.join(said)}{tail}"
+
     def wait_synced(self, timeout: float, node: str | None = None) -> bool:
         """True once every stream of ``not_listed(node)`` has been listed; False after ``timeout``
         real seconds (a wait for the network, not for a rule: it does not use the clock), or at
@@ -224,7 +244,7 @@ class LiveSource:
         with self._lock:
             main = list(self._main)
         for r in main:
-            if r.spec.resource in REQUIRED and r.forbidden:
+            if r.spec.resource in REQUIRED_STREAMS and r.forbidden:
                 who = self.target.user or "?"
                 return (f"forbidden (403): user {who} (context {self.target.context}) may not read "
                         f"{r.spec.what}; needs {r.spec.permission}")

@@ -146,3 +146,17 @@ def test_status_says_which_streams_it_could_not_list(capsys, tmp_path):
         rc, out, err = live_status(capsys, srv, tmp_path, "--node", "node-001", "--wait", "3")
         assert "problem: status: not listed within 3s, so missing from this answer: pods on node-001" in out
     assert rc == 0
+
+
+def test_status_says_which_list_is_missing_and_why(capsys, tmp_path):
+    """Without the Node list there is no answer: the error names that list and what its stream last
+    said, and that the Leases are in (it used to say "the API server did not list nodes and leases",
+    whoever was slow)."""
+    fleet = TinyFleet(nodes=3, start=time.time())
+    with running_server(tmp_path, fleet=fleet) as srv:
+        srv.faults.fail_next(1000, 500, resource="nodes")
+        rc, out, err = live_status(capsys, srv, tmp_path, "--wait", "2")
+    assert rc == 2 and out == ""
+    assert "not listed within 2s: nodes: " in err and "500" in err
+    assert "(the leases are in)" in err
+
