@@ -16,6 +16,7 @@ import io
 import math
 import os
 import sys
+import threading
 import time
 from typing import Callable, TextIO
 
@@ -53,6 +54,7 @@ class ReadProgress:
         self._shown_at = -math.inf
         self._width = 0
         self._first: float | None = None
+        self._lock = threading.Lock()
 
     def phase(self, verb: str) -> None:
         """The next stage of the same command (``indexing``, then ``judging``): the line goes on
@@ -69,8 +71,10 @@ class ReadProgress:
         now = self._clock()
         if now - self._started < self._delay or now - self._shown_at < self._interval:
             return
-        self._shown_at = now
-        self._show(self.text(read_to, target))
+        with self._lock:  # (a background reader's report, against ``done`` from the command's thread)
+            if self._on:
+                self._shown_at = now
+                self._show(self.text(read_to, target))
 
     def text(self, read_to: float, target: float) -> str:
         """The line for a report (without the carriage return)."""
@@ -90,8 +94,11 @@ class ReadProgress:
         self._width = max(self._width, len(line))  # what is on the line now, padding included
 
     def done(self) -> None:
-        """Erase the line, if one was drawn."""
-        if self._width:
-            self._stream.write("\r" + " " * self._width + "\r")
-            self._stream.flush()
-            self._width = 0
+        """Erase the line, if one was drawn; later reports draw nothing (``replay``: the index goes
+        on reading in the background once the dashboard has the terminal)."""
+        with self._lock:
+            self._on = False
+            if self._width:
+                self._stream.write("\r" + " " * self._width + "\r")
+                self._stream.flush()
+                self._width = 0

@@ -22,7 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..sources.replay import RecordingError, ReplaySource
+    from .read_progress import ReadProgress
 
+    shown = ReadProgress(args.file, verb="opening")  # a 65,000-node segment: ~12 s to its first frame
     try:
         path, start = args.file, args.start
         if args.from_ or args.to:  # a hub's flight recorder: read only the segments of the window
@@ -31,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
             path, from_, _ = window(args.file, args.from_, args.to)
             start = start or from_
         source = ReplaySource(path, settings=settings_from_args(args), speed=args.speed, start_at=start,
-                              background=True)  # the first frame at once; the rest is indexed meanwhile
-    except (RecordingError, OSError, ValueError) as exc:
+                              background=True, progress=shown)  # the first frame once the start is read;
+    except (RecordingError, OSError, ValueError) as exc:  # the rest is indexed meanwhile
         return fail(f"{args.file}: {exc}")
+    finally:
+        shown.done()
     return run_app(source, args, problems=source.problems)

@@ -140,3 +140,50 @@ def test_an_export_reports_the_time_of_the_lines_it_has_written(monkeypatch):
     odd = export._counted(iter([b'{"t":"x",}\n'] * 100 + [b"[1,2]\n"] * 100), lambda t, end: calls.append((t, end)))
     before = len(calls)
     assert len(list(odd)) == 200 and len(calls) == before
+
+
+def test_once_done_a_background_reader_draws_nothing():
+    out, clock = _Terminal(), ManualClock(5.0)
+    shown = ReadProgress("r.nwcol", out, clock.now, delay=0, verb="opening")
+    shown(T0 + 30, math.inf)
+    assert out.getvalue() == "\rnodewatch: opening, at 2026-11-29T10:00:30Z: r.nwcol"
+    shown.done()
+    drawn = out.getvalue()
+    clock.set(60.0)
+    shown(T0 + 40, math.inf)  # the index reading on while the dashboard has the terminal
+    assert out.getvalue() == drawn
+
+
+def test_replay_says_how_far_it_has_read_until_the_dashboard_starts(monkeypatch):
+    """``nodewatch replay`` of a long recording reads its start before the first frame (~12 s at
+    65,000 nodes) with a progress line on stderr, erased before the dashboard; the index going on
+    in the background draws nothing after that."""
+    import functools
+    import sys
+
+    from nodewatch.cli import main
+    from nodewatch.sources.replay import index as index_module
+    from nodewatch.ui import app as app_module
+
+    monkeypatch.setattr(index_module, "PUBLISH_EVERY", 64)
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    monkeypatch.setenv("NODEWATCH_FORCE_TTY", "1")
+    monkeypatch.setattr(app_module, "load_keymap", lambda *a: ({}, []))
+    at_start: list[str] = []
+
+    def run(self):
+        at_start.append(term.getvalue())
+        self.source.replay.index.wait_complete()  # every later report of the background index
+        return 0
+
+    monkeypatch.setattr(app_module.NodewatchApp, "run", run)
+    from nodewatch.commands import read_progress
+
+    # at once and at every report (this recording is read in a blink)
+    monkeypatch.setattr(read_progress, "ReadProgress", functools.partial(read_progress.ReadProgress, delay=0,
+                                                                          interval=0))
+    assert main(["replay", os.path.join(DATA, "incident-30.jsonl.gz")]) == 0
+    drawn = at_start[0]
+    assert "nodewatch: opening, at " in drawn and drawn.endswith("\r")  # drawn, then erased
+    assert term.getvalue() == drawn

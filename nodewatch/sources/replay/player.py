@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Callable
 
 from ...core.clock import VirtualClock
 from ...core.settings import Settings
@@ -164,11 +165,13 @@ class ReplaySource:
     """A recording as a Source, paused at its start (or ``start_at``); ``replay`` has the controls."""
 
     def __init__(self, path: str, settings: Settings | None = None, speed: float = 1.0,
-                 start_at: str | None = None, background: bool = False) -> None:
+                 start_at: str | None = None, background: bool = False,
+                 progress: Callable[[float, float], None] | None = None) -> None:
         """``background``: index the recording in a thread and show its start at once (the
         dashboard); seeks wait for the index to reach their target, ``end``, ``events`` and
-        ``problems`` grow until it is complete. False: indexed when this returns."""
-        index = EventIndex(path, background=background)
+        ``problems`` grow until it is complete. False: indexed when this returns. ``progress``:
+        ``EventIndex``'s (the command's progress line until the start can be shown)."""
+        index = EventIndex(path, background=background, progress=progress)
         self.problems = index.problems
         """What was skipped while reading the recording, and why (for the user)."""
         self.settings = index.settings(settings)
