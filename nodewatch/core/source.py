@@ -57,7 +57,10 @@ class ReplayControls(Protocol):
     start: float
     """Virtual time of the first event."""
     end: float
-    """Virtual time of the last event."""
+    """Virtual time of the last event (read so far, until ``complete``)."""
+    complete: bool
+    """The whole recording has been read: ``end`` is its end (a long one is read in the
+    background while it plays, and its end grows until then)."""
 
     def position(self) -> float: ...
     def play(self) -> None: ...

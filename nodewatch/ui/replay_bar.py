@@ -48,6 +48,8 @@ def replay_text(r: ReplayControls, width: int, palette: Palette = DEFAULT_PALETT
     t.append("│ ", palette.muted)
     t.append(clock_time(pos, date=True), "bold")
     t.append(f"  {duration(pos - start)} of {duration(end - start)}", palette.muted)
+    if not r.complete:  # the end so far is not the recording's: say so, or it reads as a short one
+        t.append(" read so far (reading on)", palette.warn)
     if next_change is not None:
         t.append(f"  │ next state change in {duration(next_change - pos)}", palette.warn)
     if next_mark is not None:

@@ -181,7 +181,7 @@ def test_no_duration_is_drawn_with_more_than_a_few_characters(x):
 
 
 class WildReplay:
-    start, end, playing, speed = 0.0, 1e308, False, 1.0
+    start, end, playing, speed, complete = 0.0, 1e308, False, 1.0, True
 
     def position(self) -> float:
         return 1e300

@@ -26,6 +26,7 @@ class FakeReplay:
         self._speed = 1.0
         self.calls: list[tuple] = []
         self.next_change_calls = 0
+        self.complete = True
 
     def position(self) -> float:
         return self.clock.now()

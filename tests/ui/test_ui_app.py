@@ -261,6 +261,20 @@ def test_every_binding_has_an_id():
     assert len(ids) == len(set(ids))
 
 
+async def test_the_replay_bar_says_when_the_end_is_only_what_has_been_read():
+    """A long recording plays while it is still being read: its end so far is not its end."""
+    src, app = make_app(replay=True)
+    src.replay.complete = False
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        bar = app.query_one("#replay", ReplayBar)
+        assert "read so far (reading on)" in static_text(bar)
+        src.replay.complete = True
+        app.tick()
+        await pilot.pause()
+        assert "reading" not in static_text(bar)
+
+
 async def test_replay_controls_drive_the_replay():
     src, app = make_app(replay=True)
     r = src.replay

@@ -44,6 +44,10 @@ class ReplayPlayer:
         return self.index.end
 
     @property
+    def complete(self) -> bool:
+        return self.index.complete
+
+    @property
     def events(self) -> int:
         """Events in the recording (indexed so far)."""
         return len(self.index)
