@@ -133,6 +133,24 @@ def micro_text(us: int) -> str:
     return f"{_prefix(us // 1_000_000)}.{us % 1_000_000:06d}Z"
 
 
+_prefix_bytes_cache: dict[int, bytes] = {}
+
+
+def _prefix_bytes(sec: int) -> bytes:
+    """``_prefix`` as bytes (cached too): a renewal's line is built from bytes, millions a segment."""
+    p = _prefix_bytes_cache.get(sec)
+    if p is None:
+        if len(_prefix_bytes_cache) > 8192:
+            _prefix_bytes_cache.clear()
+        p = _prefix_bytes_cache[sec] = _prefix(sec).encode()
+    return p
+
+
+def _micro_bytes(us: int) -> bytes:
+    """``micro_text`` as bytes."""
+    return _prefix_bytes(us // 1_000_000) + b".%06dZ" % (us % 1_000_000)
+
+
 def second_of(text: Any) -> int | None:
     """The second of a ``metav1.Time`` (``...T20:31:03Z``) written back identically, else None."""
     if type(text) is not str or len(text) != 20 or text[19] != "Z":
@@ -276,7 +294,7 @@ class _Template:
     """One Lease of the dictionary: its shape and what its next renewal is a delta from."""
 
     __slots__ = ("shape", "parts", "kinds", "offset", "cluster", "index", "prefix", "name", "droppable", "has_rv",
-                 "n_mf", "key")
+                 "n_mf", "key", "kubelet")
 
     def __init__(self, shape: tuple, cluster: str | None, index: int, name: Any = None) -> None:
         self.name = name
@@ -293,6 +311,11 @@ class _Template:
         self.cluster = cluster
         self.index = index
         self.prefix = _cluster_field(cluster) + b',"resource":"leases","type":"MODIFIED","object":'
+        p = self.parts
+        self.kubelet = ((self.prefix + p[0] + b'"', b'"' + p[1] + b'"', b'Z"' + p[2] + b'"', b'"' + p[3] + b"}\n")
+                        if self.kinds == "RMT" else None)
+        """A kubelet's Lease (the bulk of them): the pieces of its renewal's line around the time it was
+        received, its resourceVersion, managedFields second and renewTime (``_kubelet_line``)."""
 
     def match(self, data: bytes) -> tuple[int, int | None, list[int]] | None:
         """(renewTime in microseconds, resourceVersion, the ``time`` seconds) of a renewal's JSON that
@@ -360,8 +383,8 @@ class _Template:
     def build(self, renew: int, rv: int | None, seconds: list[int]) -> bytes:
         parts = self.parts
         if self.kinds == "RMT":  # a kubelet's Lease: resourceVersion, its managedFields entry, renewTime
-            return b"".join((parts[0], b'"', str(rv).encode(), b'"', parts[1], b'"', _prefix(seconds[0]).encode(),
-                             b'Z"', parts[2], b'"', micro_text(renew).encode(), b'"', parts[3]))
+            return b"".join((parts[0], b'"', b"%d" % rv, b'"', parts[1], b'"', _prefix_bytes(seconds[0]),  # type: ignore[str-format]
+                             b'Z"', parts[2], b'"', _micro_bytes(renew), b'"', parts[3]))
         out = [parts[0]]
         mi = 0
         for i, kind in enumerate(self.kinds):
@@ -1072,6 +1095,10 @@ def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, Any, dict | N
                 ri += 1
             nm = tpl.n_mf
             base = renew // 1_000_000
+            if tpl.kubelet is not None:
+                yield _kubelet_line(t, tpl.kubelet, renew, rv, base + mfs[mi]), t, None
+                mi += 1
+                continue
             seconds = [base + mfs[mi]] if nm == 1 else [base + s for s in mfs[mi:mi + nm]]
             mi += nm
             yield _line_of(t, tpl, renew, rv, seconds), t, None
@@ -1081,7 +1108,15 @@ def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, Any, dict | N
 
 def _line_of(t: float, tpl: _Template, renew: int, rv: int | None, seconds: list[int]) -> bytes:
     """The v1 line of a renewal row."""
+    if tpl.kubelet is not None:
+        return _kubelet_line(t, tpl.kubelet, renew, rv, seconds[0])
     return b'{"t":' + orjson.dumps(t) + tpl.prefix + tpl.build(renew, rv, seconds) + b"}\n"
+
+
+def _kubelet_line(t: float, pieces: tuple[bytes, bytes, bytes, bytes], renew: int, rv: int, second: int) -> bytes:
+    """``_line_of`` a kubelet's Lease (``_Template.kubelet``), in one join: most rows of a segment."""
+    return b"".join((b'{"t":', orjson.dumps(t), pieces[0], b"%d" % rv, pieces[1], _prefix_bytes(second), pieces[2],
+                     _micro_bytes(renew), pieces[3]))
 
 
 # A renewal row read by ``Supersession``, its line not built yet: a list (cheaper than an object at
