@@ -174,11 +174,11 @@ def test_the_child_exits_when_its_parent_goes_away(tmp_path):
 
     fleet = TinyFleet(nodes=3, start=time.time())
     with running_server(tmp_path, fleet=fleet) as srv:
-        srv.faults.stall(30)
         conn = Connection(str(srv.kubeconfig_path), None)
         url, headers, pool = conn.worker_request("/api/v1/nodes", {"watch": "true"})
         w = list_worker.ListWorker(list_worker.Request(url, headers, pool, "nodes", 5.0, 60.0, 1 << 16))
         assert next(w.frames()) == ("ok",)
+        srv.faults.stall(30)  # (after the answer's head: stalled before it, "ok" waited the 30 s)
         w._proc.stdin.close()  # what the kernel does when the parent dies
         assert w._proc.wait(timeout=10) == 0
         w.close()
