@@ -91,14 +91,19 @@ _prefix_cache: dict[int, str] = {}
 _secs_cache: dict[str, int] = {}
 
 
+def _remember(cache: dict, key: Any, value: Any) -> Any:
+    """``value``, kept in ``cache`` (emptied past 8,192 entries: a block's renewals share a handful
+    of seconds)."""
+    if len(cache) > 8192:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
 def _prefix(sec: int) -> str:
-    """``YYYY-MM-DDTHH:MM:SS`` of a second (cached: a block's renewals share a handful of seconds)."""
+    """``YYYY-MM-DDTHH:MM:SS`` of a second (cached)."""
     p = _prefix_cache.get(sec)
-    if p is None:
-        if len(_prefix_cache) > 8192:
-            _prefix_cache.clear()
-        p = _prefix_cache[sec] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
-    return p
+    return p if p is not None else _remember(_prefix_cache, sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)))
 
 
 def _secs(prefix: str) -> int | None:
@@ -111,9 +116,7 @@ def _secs(prefix: str) -> int | None:
             return None
         if _prefix(s) != prefix:
             return None
-        if len(_secs_cache) > 8192:
-            _secs_cache.clear()
-        _secs_cache[prefix] = s
+        _remember(_secs_cache, prefix, s)
     return s
 
 
@@ -139,11 +142,7 @@ _prefix_bytes_cache: dict[int, bytes] = {}
 def _prefix_bytes(sec: int) -> bytes:
     """``_prefix`` as bytes (cached too): a renewal's line is built from bytes, millions a segment."""
     p = _prefix_bytes_cache.get(sec)
-    if p is None:
-        if len(_prefix_bytes_cache) > 8192:
-            _prefix_bytes_cache.clear()
-        p = _prefix_bytes_cache[sec] = _prefix(sec).encode()
-    return p
+    return p if p is not None else _remember(_prefix_bytes_cache, sec, _prefix(sec).encode())
 
 
 def _micro_bytes(us: int) -> bytes:

@@ -52,16 +52,23 @@ def test_the_child_lists_the_same_records_as_the_dashboards_own_process(tmp_path
         assert sorted(child.state.leases) == sorted(here.state.leases)
 
 
-@pytest.mark.worker_threshold
-def test_a_node_list_the_lease_list_says_is_small_is_read_here(tmp_path, start_live):
-    """The Lease list comes first (a kubelet renews one Lease per Node): 40 Leases foretell a Node
-    list not worth a child process."""
-    fleet = TinyFleet(nodes=40, start=time.time())
+def _listed_here(tmp_path, start_live, nodes: int, also=lambda src: True) -> None:
+    """A live source lists a fleet of ``nodes``: every Node, in its own process (and ``also`` holds
+    of the source, while the server still runs)."""
+    fleet = TinyFleet(nodes=nodes, start=time.time())
     with running_server(tmp_path, fleet=fleet) as srv:
         src = start_live(srv)
         assert sorted(src.state.nodes) == fleet.names
         r = src.reflector("nodes")
         assert (r.lists_in_worker, r.in_worker) == (0, True)
+        assert also(src)
+
+
+@pytest.mark.worker_threshold
+def test_a_node_list_the_lease_list_says_is_small_is_read_here(tmp_path, start_live):
+    """The Lease list comes first (a kubelet renews one Lease per Node): 40 Leases foretell a Node
+    list not worth a child process."""
+    _listed_here(tmp_path, start_live, 40)
 
 
 @pytest.mark.worker_threshold
@@ -200,13 +207,7 @@ def test_with_every_slot_taken_the_list_is_read_here_without_a_word(tmp_path, st
         taken += 1
     try:
         assert taken == list_worker.MAX_AT_ONCE
-        fleet = TinyFleet(nodes=6, start=time.time())
-        with running_server(tmp_path, fleet=fleet) as srv:
-            src = start_live(srv)
-            assert sorted(src.state.nodes) == fleet.names
-            r = src.reflector("nodes")
-            assert (r.lists_in_worker, r.in_worker) == (0, True)
-            assert src.state.problem_count() == 0
+        _listed_here(tmp_path, start_live, 6, lambda src: src.state.problem_count() == 0)
     finally:
         for _ in range(taken):
             list_worker._slots.release()
