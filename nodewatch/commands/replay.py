@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
         source = ReplaySource(path, settings=settings_from_args(args), speed=args.speed, start_at=start,
                               background=True, progress=shown)  # the first frame once the start is read;
     except (RecordingError, OSError, ValueError) as exc:  # the rest is indexed meanwhile
+        shown.done()  # (before the error: on the line it would share)
         return fail(f"{args.file}: {exc}")
     finally:
         shown.done()

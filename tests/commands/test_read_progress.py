@@ -187,3 +187,22 @@ def test_replay_says_how_far_it_has_read_until_the_dashboard_starts(monkeypatch)
     drawn = at_start[0]
     assert "nodewatch: opening, at " in drawn and drawn.endswith("\r")  # drawn, then erased
     assert term.getvalue() == drawn
+
+
+def test_a_replay_that_fails_after_drawing_its_line_says_why_on_a_line_of_its_own(monkeypatch):
+    import functools
+    import sys
+
+    from nodewatch.cli import main
+    from nodewatch.commands import read_progress
+    from nodewatch.sources.replay import index as index_module
+
+    monkeypatch.setattr(index_module, "PUBLISH_EVERY", 64)
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    monkeypatch.setattr(read_progress, "ReadProgress", functools.partial(read_progress.ReadProgress, delay=0,
+                                                                          interval=0))
+    assert main(["replay", os.path.join(DATA, "incident-30.jsonl.gz"), "--start", "nonsense"]) == 2
+    drawn, _, error = term.getvalue().rpartition("\r")
+    assert "nodewatch: opening, at " in drawn  # drawn, erased, then the error from the line's start
+    assert error.startswith("nodewatch: ") and "opening" not in error and error.endswith("\n")
