@@ -156,6 +156,9 @@ class FleetState:
     def first_lease_list(self) -> int | None:
         return self.queries.first_lease_list()
 
+    def stream_health(self, resource: str) -> WatchHealth | None:
+        return self.queries.stream_health(resource)
+
     def problem_count(self) -> int:
         return self.queries.problem_count()
 

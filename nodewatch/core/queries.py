@@ -25,6 +25,7 @@ from .views import (
     NodeView,
     PodView,
     Problem,
+    WatchHealth,
 )
 
 MAX_TAINTS_IN_TIMELINE = 32
@@ -156,6 +157,12 @@ class Queries:
             if h is None or not h.connected or h.forbidden or "leases" in self.store.synced:
                 return None
             return len(self.store.leases)
+
+    def stream_health(self, resource: str) -> WatchHealth | None:
+        """A copy of how the stream of ``resource`` is doing (None: never reported on)."""
+        with self.store.lock:
+            h = self.store.health.get(resource)
+            return None if h is None else dataclasses.replace(h)
 
     def is_synced(self, *resources: str) -> bool:
         """Have these resources been listed (a SYNCED event applied for each)?"""

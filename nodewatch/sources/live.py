@@ -213,7 +213,7 @@ class LiveSource:
             return None
         said = []
         for resource in missing:
-            h = self.state.health.get(resource)
+            h = self.state.stream_health(resource)
             if h is not None and h.last_error and h.last_error != "connecting":
                 why = safe(h.last_error, 160)
             else:
