@@ -120,7 +120,8 @@ class SourceActions(_AppBase):
             return
         t = self.next_change.at(r)
         if t is None:
-            self.notify("no further state change in the recording", timeout=3)
+            more = "" if r.complete else " read so far (reading on)"
+            self.notify(f"no further state change in the recording{more}", timeout=3)
             return
         r.seek(t)
         self.tick()

@@ -265,10 +265,14 @@ async def test_the_replay_bar_says_when_the_end_is_only_what_has_been_read():
     """A long recording plays while it is still being read: its end so far is not its end."""
     src, app = make_app(replay=True)
     src.replay.complete = False
-    async with app.run_test(size=SIZE) as pilot:
+    src.replay.changes = []
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
         await pilot.pause()
         bar = app.query_one("#replay", ReplayBar)
         assert "read so far (reading on)" in static_text(bar)
+        await pilot.press("n")  # nothing further in what has been read: said so
+        notes = [str(n.message) for n in app._notifications]
+        assert "no further state change in the recording read so far (reading on)" in notes
         src.replay.complete = True
         app.tick()
         await pilot.pause()
