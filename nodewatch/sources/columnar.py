@@ -311,10 +311,10 @@ class _Template:
         self.index = index
         self.prefix = _cluster_field(cluster) + b',"resource":"leases","type":"MODIFIED","object":'
         p = self.parts
-        self.kubelet = ((self.prefix + p[0] + b'"', b'"' + p[1] + b'"', b'Z"' + p[2] + b'"', b'"' + p[3] + b"}\n")
+        self.kubelet = ((p[0] + b'"', b'"' + p[1] + b'"', b'Z"' + p[2] + b'"', b'"' + p[3])
                         if self.kinds == "RMT" else None)
-        """A kubelet's Lease (the bulk of them): the pieces of its renewal's line around the time it was
-        received, its resourceVersion, managedFields second and renewTime (``_kubelet_line``)."""
+        """A kubelet's Lease (the bulk of them): the pieces of its JSON around its resourceVersion,
+        managedFields second and renewTime (``build``, ``_kubelet_line``)."""
 
     def match(self, data: bytes) -> tuple[int, int | None, list[int]] | None:
         """(renewTime in microseconds, resourceVersion, the ``time`` seconds) of a renewal's JSON that
@@ -381,9 +381,8 @@ class _Template:
 
     def build(self, renew: int, rv: int | None, seconds: list[int]) -> bytes:
         parts = self.parts
-        if self.kinds == "RMT":  # a kubelet's Lease: resourceVersion, its managedFields entry, renewTime
-            return b"".join((parts[0], b'"', b"%d" % rv, b'"', parts[1], b'"', _prefix_bytes(seconds[0]),  # type: ignore[str-format]
-                             b'Z"', parts[2], b'"', _micro_bytes(renew), b'"', parts[3]))
+        if self.kubelet is not None:  # a kubelet's Lease: resourceVersion, its managedFields entry, renewTime
+            return _kubelet_object(self.kubelet, renew, rv, seconds[0])
         out = [parts[0]]
         mi = 0
         for i, kind in enumerate(self.kinds):
@@ -1095,7 +1094,7 @@ def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, Any, dict | N
             nm = tpl.n_mf
             base = renew // 1_000_000
             if tpl.kubelet is not None:
-                yield _kubelet_line(t, tpl.kubelet, renew, rv, base + mfs[mi]), t, None
+                yield _kubelet_line(t, tpl, renew, rv, base + mfs[mi]), t, None
                 mi += 1
                 continue
             seconds = [base + mfs[mi]] if nm == 1 else [base + s for s in mfs[mi:mi + nm]]
@@ -1108,14 +1107,22 @@ def _decode_block(body: bytes, c: _Codec) -> Iterator[tuple[bytes, Any, dict | N
 def _line_of(t: float, tpl: _Template, renew: int, rv: int | None, seconds: list[int]) -> bytes:
     """The v1 line of a renewal row."""
     if tpl.kubelet is not None:
-        return _kubelet_line(t, tpl.kubelet, renew, rv, seconds[0])
+        return _kubelet_line(t, tpl, renew, rv, seconds[0])
     return b'{"t":' + orjson.dumps(t) + tpl.prefix + tpl.build(renew, rv, seconds) + b"}\n"
 
 
-def _kubelet_line(t: float, pieces: tuple[bytes, bytes, bytes, bytes], renew: int, rv: int, second: int) -> bytes:
-    """``_line_of`` a kubelet's Lease (``_Template.kubelet``), in one join: most rows of a segment."""
-    return b"".join((b'{"t":', orjson.dumps(t), pieces[0], b"%d" % rv, pieces[1], _prefix_bytes(second), pieces[2],
-                     _micro_bytes(renew), pieces[3]))
+def _kubelet_line(t: float, tpl: _Template, renew: int, rv: int, second: int) -> bytes:
+    """``_line_of`` a kubelet's Lease (``_Template.kubelet``): most rows of a segment."""
+    return _kubelet_object(tpl.kubelet, renew, rv, second, b'{"t":' + orjson.dumps(t) + tpl.prefix,
+                           b"}\n")
+
+
+def _kubelet_object(pieces: tuple[bytes, bytes, bytes, bytes], renew: int, rv: int, second: int, head: bytes = b"",
+                    tail: bytes = b"") -> bytes:
+    """A kubelet Lease's JSON from its template's pieces and a renewal's values, in one join of bytes
+    (``head`` and ``tail``: its line's, around it)."""
+    return b"".join((head, pieces[0], b"%d" % rv, pieces[1], _prefix_bytes(second), pieces[2], _micro_bytes(renew),
+                     pieces[3], tail))
 
 
 # A renewal row read by ``Supersession``, its line not built yet: a list (cheaper than an object at

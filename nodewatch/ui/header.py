@@ -43,7 +43,7 @@ def header_text(source_name: str, view: FleetView, now: float, palette: Palette,
     t.append(safe(clusters_settings(view) if view.clusters else view.settings.summary(), 160))
     t.append("\n ")
     if listing is not None:
-        t.append(f"listing the node leases: {humanize.intcomma(listing)} so far", palette.muted)
+        t.append(leases_listed(listing), palette.muted)
         return t
     total = len(view.nodes)
     narrow = width < 110
@@ -114,11 +114,15 @@ def banner_text(view: FleetView, now: float, palette: Palette) -> Text | None:
     return t
 
 
+def leases_listed(leases: int) -> str:
+    """How far a first lease list has got (the banner's and the header's words)."""
+    return f"listing the node leases: {humanize.intcomma(leases)} so far"
+
+
 def listing_text(leases: int, palette: Palette) -> Text:
     """The banner while a large fleet's first lease list comes in (no frame is judged meanwhile)."""
     t = Text(no_wrap=False)
-    t.append(f" listing the node leases: {leases:,} so far; every node is judged by its lease once the list is in ",
-             palette.banner)
+    t.append(f" {leases_listed(leases)}; every node is judged by its lease once the list is in ", palette.banner)
     return t
 
 

@@ -18,6 +18,10 @@ from .theme import DEFAULT_PALETTE, Palette
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 
 
+READING_ON = " read so far (reading on)"
+"""Said of what a replay has looked at while its recording is still being read (``complete``)."""
+
+
 def next_speed(speed: float, up: bool) -> float:
     """The next speed in :data:`SPEEDS` above (or below) ``speed``."""
     if up:
@@ -49,7 +53,7 @@ def replay_text(r: ReplayControls, width: int, palette: Palette = DEFAULT_PALETT
     t.append(clock_time(pos, date=True), "bold")
     t.append(f"  {duration(pos - start)} of {duration(end - start)}", palette.muted)
     if not r.complete:  # the end so far is not the recording's: say so, or it reads as a short one
-        t.append(" read so far (reading on)", palette.warn)
+        t.append(READING_ON, palette.warn)
     if next_change is not None:
         t.append(f"  │ next state change in {duration(next_change - pos)}", palette.warn)
     if next_mark is not None:

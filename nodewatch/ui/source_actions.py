@@ -14,7 +14,7 @@ from textual.widgets import Footer
 from ..core.history import BackgroundHistory, HistoryRecorder
 from ..core.search import LabelSearch
 from ..core.source import Source
-from .replay_bar import NextChange, ReplayBar, mark_text, next_speed
+from .replay_bar import READING_ON, NextChange, ReplayBar, mark_text, next_speed
 from .timeline import FleetTimeline, history_for
 
 if TYPE_CHECKING:  # for the type checker the mixin is the app it is mixed into; at run time, nothing
@@ -120,7 +120,7 @@ class SourceActions(_AppBase):
             return
         t = self.next_change.at(r)
         if t is None:
-            more = "" if r.complete else " read so far (reading on)"
+            more = "" if r.complete else READING_ON
             self.notify(f"no further state change in the recording{more}", timeout=3)
             return
         r.seek(t)
