@@ -73,6 +73,9 @@ class FleetState:
     def apply(self, resource: str, etype: str, obj: Any, received_at: float | None = None, listing: bool=False) -> bool:
         return self.ingest.apply(resource, etype, obj, received_at, listing)
 
+    def apply_lease_watch(self, events: list[Any], received_at: float) -> None:
+        self.ingest.apply_lease_watch(events, received_at)
+
     def set_settings(self, settings: Settings) -> None:
         return self.ingest.set_settings(settings)
 

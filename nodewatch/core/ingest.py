@@ -44,6 +44,7 @@ from .views import (
     Problem,
     WatchHealth,
 )
+from .wire import _lease_record, _lease_seconds, _micro_time
 
 
 class Ingest:
@@ -78,6 +79,73 @@ class Ingest:
             except Exception as exc:  # noqa: BLE001 - the cluster must never crash the dashboard
                 self.problem(received_at, f"{resource} {etype}", f"{type(exc).__name__}: {exc}")
                 return False
+
+    def apply_lease_watch(self, events: list[Any], received_at: float) -> None:
+        """The Lease events of one read of the synced watch, as the typed decoder's structs
+        (``TypedDecoder.decode_watch``), applied in order under one lock. The steady state's hot
+        path (13,000 renewals a second at 130k nodes): a renewal of a known Lease by its holder,
+        later than the last, sets its track in place and has the evaluator swap the view, as
+        ``_on_lease`` does, without a record, a batch tuple or a call per event; every other
+        event (a new Lease, a DELETED, a new holder, a renewTime that did not advance, a stream
+        not synced) is made a record and applied the general way (``apply``) where it comes.
+        tests/core/test_lease_watch.py holds the two ways equal."""
+        st = self.store
+        with st.lock:
+            if "leases" not in st.synced:
+                self._apply_structs(events, received_at)
+                return
+            leases = st.leases
+            beats = st.beats
+            renewed = self.evaluator.renewed
+            mark = self.evaluator.mark
+            default = st.settings.lease_duration_seconds
+            fast = 0
+            for ev in events:
+                obj = ev.object
+                meta = obj.metadata
+                spec = obj.spec
+                try:
+                    track = leases.get(meta.name)
+                    if (track is None or ev.type != "MODIFIED" or spec is None
+                            or meta.namespace != NODE_LEASE_NAMESPACE or spec.holderIdentity != track.holder):
+                        raise LookupError
+                    renew = _micro_time(spec.renewTime)
+                    old = track.renew_time
+                    if renew is None or (old is not None and renew <= old):
+                        raise LookupError
+                    name = meta.name
+                except (LookupError, AttributeError, TypeError):
+                    self._apply_structs((ev,), received_at)
+                    continue
+                track.duration = _lease_seconds(spec.leaseDurationSeconds) or default
+                track.observed_at = received_at
+                track.skew = received_at - renew
+                track.age_from = "receipt"
+                b = beats.get(name)
+                if b is None:
+                    b = beats[name] = array("d")
+                b.append(received_at)
+                if len(b) > MAX_BEATS:
+                    del b[0]
+                track.renew_time = renew
+                track.renewals += 1
+                if not renewed(name, track):
+                    mark(name)
+                fast += 1
+            if fast:
+                last = st.last_received
+                st.last_received = received_at if last is None or received_at > last else last
+                h = st.health.get("leases")
+                if h is not None:
+                    h.last_activity = received_at
+                st.generation += fast
+
+    def _apply_structs(self, events: Iterable[Any], received_at: float) -> None:
+        """Lease structs the general way: each one's record (None: no name, nothing to apply)."""
+        for ev in events:
+            rec = _lease_record(ev.object)
+            if rec is not None:
+                self.apply("leases", ev.type, rec, received_at)
 
     def problem(self, at: float | None, where: str, message: str, kind: str = PROBLEM_ERROR) -> None:
         """Something could not be used (kept with the last ``MAX_PROBLEMS``; the header counts them)."""

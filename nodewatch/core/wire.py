@@ -21,7 +21,7 @@ from array import array
 from itertools import chain
 from operator import attrgetter
 from sys import intern
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import msgspec
 from msgspec import Struct, field
@@ -511,10 +511,7 @@ def _lease_record(le: _Lease | _WatchedLease) -> LeaseRecord | None:
         holder = spec.holderIdentity
         holder = name if holder == name else _i(holder)
         renew = _micro_time(spec.renewTime)
-        d = spec.leaseDurationSeconds
-        duration = _durations.get(d, _MISSING) if d else _MISSING
-        if duration is _MISSING:
-            duration = _duration(d)
+        duration = _lease_seconds(spec.leaseDurationSeconds)
     managed = meta.managedFields
     if type(managed) is msgspec.Raw:  # a watched Lease's (``_WatchedLeaseMeta``): read if asked
         return LeaseRecord(name, namespace, holder, renew, duration, meta.resourceVersion or "",
@@ -603,6 +600,12 @@ def _micro_whole(head: str) -> int | None:
 _durations: dict[int | float, float | None] = {}
 """leaseDurationSeconds -> ``seconds`` of it: one or two values in a fleet."""
 _MISSING = object()
+
+
+def _lease_seconds(d: int | float | None) -> float | None:
+    """A Lease's ``leaseDurationSeconds`` as its record has it (``_duration``, the memo read first)."""
+    duration = _durations.get(d, _MISSING) if d else _MISSING
+    return _duration(d) if duration is _MISSING else duration  # type: ignore[return-value]
 
 
 def _duration(value: int | float | None) -> float | None:
@@ -701,6 +704,19 @@ class TypedDecoder:
             raise WireError(f"event type {etype!r}")
         rv = obj.metadata.resourceVersion or "" if obj.metadata is not None else ""
         return etype, self._build(obj), rv
+
+    def decode_watch(self, block: bytes | memoryview) -> list[Any]:
+        """The events of a block of whole lines as the wire's structs (no records built), for a
+        consumer that reads them itself (``Ingest.apply_lease_watch``). Raises ``WireError`` as
+        ``decode_events`` does, for the same blocks."""
+        try:
+            events = self._event.decode_lines(block)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise WireError(str(exc)) from None
+        for ev in events:
+            if ev.type not in _OBJECT_EVENTS or ev.object is None:
+                raise WireError(f"event type {ev.type!r}")
+        return events
 
     def decode_events(self, block: bytes | memoryview) -> list[tuple[str, Record | None, str]]:
         """``decode_event`` for a block of whole lines in one C call: no line is cut out, no Python

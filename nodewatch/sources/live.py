@@ -269,7 +269,8 @@ class LiveSource:
                          typed=self.recorder is None, offer=self.streaming,  # a recorder writes the objects themselves
                          frontier=self.state.track_lease_stream() if spec is LEASES else None,
                          after=(self._leases_in, NODES_AFTER_LEASES) if spec is NODES else None,
-                         expected=self._leases_listed if spec is NODES else None)
+                         expected=self._leases_listed if spec is NODES else None,
+                         lane=self._lane if spec is LEASES else None)
 
     def _leases_listed(self) -> int | None:
         """How many Leases the Lease list held (a kubelet renews one per Node): the Node list's
@@ -295,6 +296,11 @@ class LiveSource:
         if rec is not None:
             for resource, etype, obj, t, listing in batch:
                 rec.write(resource, etype, obj, t, listing)
+
+    def _lane(self, events: list[Any], received_at: float) -> None:
+        """The synced Lease watch's typed structs of one read, into the state in one call
+        (``Reflector.take_block``; a recorder's source has none: it writes the objects)."""
+        self.state.apply_lease_watch(events, received_at)
 
     def _on_problem(self, where: str, message: str) -> None:
         self.state.problem(self.clock.now(), where, message)

@@ -45,7 +45,7 @@ import orjson
 import urllib3
 
 from ..core.evidence import StreamFrontier
-from ..core.wire import DECODERS, TypedDecoder, WireError
+from ..core.wire import DECODERS, TypedDecoder, WireError, _lease_record
 from . import list_worker
 from .chunked import BodyReader, keep_alive, set_read_timeout
 from .kubeconfig import ApiError, Connection, api_error
@@ -234,7 +234,8 @@ class Reflector:
                  in_worker: bool = True, offer: StreamingOffer | None = None,
                  initial_silence: float | None = None, frontier: StreamFrontier | None = None,
                  after: tuple[threading.Event, float] | None = None,
-                 expected: Callable[[], int | None] | None = None) -> None:
+                 expected: Callable[[], int | None] | None = None,
+                 lane: Callable[[list[Any], float], None] | None = None) -> None:
         """``typed``: hand nodes and leases over as records decoded by ``core.wire`` (fast); False:
         as parsed JSON dicts, for a sink that needs the objects themselves (a recorder).
         ``watch_list``: list through a streaming list (a watch with ``sendInitialEvents``) where
@@ -250,7 +251,9 @@ class Reflector:
         read, and while the reader waits on an empty stream. ``after``: (an event, seconds): the
         first list waits for the event, at most that long (the Nodes for the Leases: ``LiveSource``).
         ``expected``: how many objects the first list will likely hold, None when unknown (the
-        Nodes: as many as the Lease list held); a list expected to be small is read here."""
+        Nodes: as many as the Lease list held); a list expected to be small is read here.
+        ``lane``: the synced watch's typed structs go there in one call per read instead of a
+        batch of records to ``sink`` (the Leases: ``FleetState.apply_lease_watch``)."""
         self.conn = conn
         self.spec = spec
         self.sink = sink
@@ -262,6 +265,7 @@ class Reflector:
         self.wall = wall
         self._rng = rng or random.Random()
         self.decoder: TypedDecoder | None = DECODERS.get(spec.resource) if typed else None
+        self.lane = lane if self.decoder is not None else None
         self.backoff = Backoff(rng=self._rng)
         self.resource_version: str | None = None
         self.in_worker = in_worker
@@ -592,13 +596,9 @@ class Reflector:
                     continue
                 cut = buf.rfind(b"\n") + 1
                 with memoryview(buf) as view:
-                    batch = self._decode_block(view[:cut])
+                    if self.take_block(view[:cut]):
+                        got = True
                 del buf[:cut]
-                if batch:
-                    got = True
-                    self.sink(batch)
-                    if self.frontier is not None:
-                        _written(self.frontier, batch)
                 if reading != read_timeout and self._initial is None:
                     set_read_timeout(resp, read_timeout)  # the list is in: a watch from here on
                     reading = read_timeout
@@ -755,6 +755,58 @@ class Reflector:
         """The child process cannot do it here: say so once, and list in this process from now on."""
         self.in_worker = False
         self.on_problem(self.spec.what, f"{why}; listing in the dashboard's own process")
+
+    def take_block(self, block: memoryview) -> bool:
+        """Whole lines of the stream into the state: the synced Lease watch through ``lane`` (its
+        typed structs applied in one call), anything else decoded into a batch for ``sink``; the
+        frontier told the newest write applied. True when an event was handed over."""
+        lane = self.lane
+        if lane is not None and self._initial is None and self.decoder is not None:
+            try:
+                events = self.decoder.decode_watch(block)
+            except WireError:
+                pass  # a bookmark, an ERROR or an odd object in the block: the general way below
+            else:
+                now = self.wall()
+                taken = self._lane_books(events)
+                if taken:
+                    lane(events, now)
+                    if self.frontier is not None:
+                        _lane_written(self.frontier, events, now)
+                return taken
+        batch = self._decode_block(block)
+        if batch:
+            self.sink(batch)
+            if self.frontier is not None:
+                _written(self.frontier, batch)
+        return bool(batch)
+
+    def _lane_books(self, events: list[Any]) -> bool:
+        """What ``_hand_over`` keeps of each event (a watch's, never a list's) for the lane's
+        structs: the known keys, the last resourceVersion, the count. False: no event has a name
+        (nothing to hand over)."""
+        known = self.known
+        ns = self.spec.namespace
+        taken = 0
+        for ev in events:
+            meta = ev.object.metadata
+            if meta is None:
+                continue
+            rv = meta.resourceVersion
+            if rv:
+                self.resource_version = rv
+            name = meta.name
+            if not name:
+                continue
+            namespace = meta.namespace or ""
+            key = name if namespace == ns else (namespace, name)
+            if ev.type == "DELETED":
+                known.pop(key, None)
+            else:
+                known[key] = None
+            taken += 1
+        self.events += taken
+        return taken > 0
 
     def _decode_block(self, block: memoryview) -> Batch:
         """Whole lines of a watch stream: typed in one call when every line is an object event
@@ -936,6 +988,16 @@ def _written(frontier: StreamFrontier, batch: Batch) -> None:
     receipt never needs (1.7 us a renewal, about a tenth of its ingest, measured at 13,000 a second)."""
     for _, _, obj, received, _ in reversed(batch):
         w = getattr(obj, "written_at", None)
+        if w is not None:
+            frontier.written(min(w, received))
+            return
+
+
+def _lane_written(frontier: StreamFrontier, events: list[Any], received: float) -> None:
+    """``_written`` for the lane's structs: the last one's write time that has one."""
+    for ev in reversed(events):
+        rec = _lease_record(ev.object)
+        w = rec.written_at if rec is not None else None
         if w is not None:
             frontier.written(min(w, received))
             return

@@ -38,5 +38,5 @@ def test_steady_ingest_runs_on_a_small_fleet():
     (timings, not checked); every node still in the view."""
     from bench import steady_ingest
 
-    figures = steady_ingest.run(nodes=300, seconds=1)
+    figures = steady_ingest.run(nodes=300, seconds=2)
     assert len(figures) == 2 and "300 nodes in the view" in figures[0].note

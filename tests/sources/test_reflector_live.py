@@ -10,11 +10,12 @@ import time
 from nodewatch.core.clock import ManualClock
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
+from nodewatch.core.timeutil import parse_time
 from nodewatch.sources.certcache import CertCache
 from nodewatch.sources.live import CERT_SAVE_INTERVAL, LiveSource
 from nodewatch.sources.recording import Recorder
 from nodewatch.sources.recording_input import read_recording
-from nodewatch.sources.reflector import Backoff
+from nodewatch.sources.reflector import LEASES, NODES, Backoff
 from support.simserver import TinyFleet, running_server, wait_until
 
 
@@ -118,6 +119,23 @@ def test_a_burst_of_60000_renewals_all_arrive(tmp_path, start_live):
         srv.store.emit_many(changes)
         wait_until(lambda: reflector.events - before >= total, timeout=60)  # every one, in order:
         assert src.state.leases[fleet.names[-1]].renew_time is not None
+        last = parse_time(f"2030-01-01T00:00:{total // len(leases) - 1:02d}.000000Z")
+        wait_until(lambda: all(t.renew_time == last for t in src.state.leases.values()), timeout=10)
+        assert {t.age_from for t in src.state.leases.values()} == {"receipt"}  # timed as the watch's
+
+
+def test_the_lease_watch_takes_the_lane_unless_a_recorder_needs_the_objects(tmp_path):
+    """The synced Lease watch hands its structs to the state in one call (``LiveSource._lane``); a
+    source that records writes the objects themselves, so its reflectors read dicts, no lane."""
+    fleet = TinyFleet(nodes=3, start=time.time())
+    with running_server(tmp_path, fleet=fleet) as srv:
+        plain = LiveSource(Settings(), kubeconfig=str(srv.kubeconfig_path), cert_cache_dir=str(tmp_path / "a"))
+        assert plain._reflector(LEASES).lane == plain._lane
+        assert plain._reflector(NODES).lane is None
+        with Recorder(str(tmp_path / "r.jsonl"), {"name": "t"}, Settings()) as rec:
+            recording = LiveSource(Settings(), kubeconfig=str(srv.kubeconfig_path),
+                                   cert_cache_dir=str(tmp_path / "b"), recorder=rec)
+            assert recording._reflector(LEASES).lane is None
 
 
 def test_cert_cache_survives_restarts(tmp_path):
