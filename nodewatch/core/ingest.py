@@ -44,7 +44,7 @@ from .views import (
     Problem,
     WatchHealth,
 )
-from .wire import _lease_record, _lease_seconds, _micro_time
+from .wire import _MISSING, _lease_record, _lease_seconds, _micro_time
 
 
 class Ingest:
@@ -99,6 +99,8 @@ class Ingest:
             renewed = self.evaluator.renewed
             mark = self.evaluator.mark
             default = st.settings.lease_duration_seconds
+            given: Any = _MISSING  # the last leaseDurationSeconds read, and its duration (one in a fleet)
+            duration = default
             fast = 0
             for ev in events:
                 obj = ev.object
@@ -117,7 +119,11 @@ class Ingest:
                 except (LookupError, AttributeError, TypeError):
                     self._apply_structs((ev,), received_at)
                     continue
-                track.duration = _lease_seconds(spec.leaseDurationSeconds) or default
+                d = spec.leaseDurationSeconds
+                if d is not given or type(d) is not int:
+                    given = d
+                    duration = _lease_seconds(d) or default
+                track.duration = duration
                 track.observed_at = received_at
                 track.skew = received_at - renew
                 track.age_from = "receipt"
