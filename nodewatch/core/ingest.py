@@ -119,25 +119,28 @@ class Ingest:
                 except (LookupError, AttributeError, TypeError):
                     self._apply_structs((ev,), received_at)
                     continue
-                d = spec.leaseDurationSeconds
-                if d is not given or type(d) is not int:
-                    given = d
-                    duration = _lease_seconds(d) or default
-                track.duration = duration
-                track.observed_at = received_at
-                track.skew = received_at - renew
-                track.age_from = "receipt"
-                b = beats.get(name)
-                if b is None:
-                    b = beats[name] = array("d")
-                b.append(received_at)
-                if len(b) > MAX_BEATS:
-                    del b[0]
-                track.renew_time = renew
-                track.renewals += 1
-                if not renewed(name, track):
-                    mark(name)
-                fast += 1
+                try:
+                    d = spec.leaseDurationSeconds
+                    if d is not given or type(d) is not int:
+                        given = d
+                        duration = _lease_seconds(d) or default
+                    track.duration = duration
+                    track.observed_at = received_at
+                    track.skew = received_at - renew
+                    track.age_from = "receipt"
+                    b = beats.get(name)
+                    if b is None:
+                        b = beats[name] = array("d")
+                    b.append(received_at)
+                    if len(b) > MAX_BEATS:
+                        del b[0]
+                    track.renew_time = renew
+                    track.renewals += 1
+                    if not renewed(name, track):
+                        mark(name)
+                    fast += 1
+                except Exception as exc:  # noqa: BLE001 - the cluster must never crash the dashboard
+                    self.problem(received_at, "leases MODIFIED", f"{type(exc).__name__}: {exc}")
             if fast:
                 last = st.last_received
                 st.last_received = received_at if last is None or received_at > last else last

@@ -170,3 +170,20 @@ def test_the_reflector_keeps_the_same_books_either_way():
     assert a.events == b.events == 6
     assert a.frontier.written_to == b.frontier.written_to == T0 + 1  # type: ignore[union-attr]
     _same(states[False], states[True], T0 + 3)
+
+
+def test_a_failure_inside_the_lane_is_a_problem_and_the_next_renewals_still_land(monkeypatch):
+    """As ``apply`` turns any failure into a Problem, so does the lane (the stream reads on)."""
+    st = _listed(["a", "b"])
+    real = st.evaluator.renewed
+
+    def renewed(name, track):
+        if name == "a":
+            raise RuntimeError("injected")
+        return real(name, track)
+
+    monkeypatch.setattr(st.evaluator, "renewed", renewed)
+    block = _line("MODIFIED", lease("a", T0 + 1)) + _line("MODIFIED", lease("b", T0 + 1))
+    st.apply_lease_watch(DECODERS["leases"].decode_watch(block), T0 + 1.01)
+    assert [p.message for p in st.store.problems] == ["RuntimeError: injected"]
+    assert st.leases["b"].renew_time == T0 + 1 and st.leases["b"].observed_at == T0 + 1.01
