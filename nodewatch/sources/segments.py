@@ -186,6 +186,25 @@ class SegmentWindow(str):
         return self
 
 
+RECORDING_GAP = 60.0
+"""Seconds without a line after which a hub's directory was not being recorded: every kubelet
+renews its Lease every 10 s (40 s leases) and the recorder writes each renewal, so a recording of
+even one node holds a line at least that often."""
+
+
+def unrecorded(directory: str, t: float, last: float) -> str | None:
+    """What to say of ``t`` when the directory holds no line there: more than ``RECORDING_GAP``
+    after ``last`` (the newest line read before ``t``) with a segment opened after ``t`` (the
+    recorder was stopped, then started again). None when ``t`` is recorded, or after the end."""
+    if t - last <= RECORDING_GAP:
+        return None
+    later = [seg.start for seg in list_segments(directory) if seg.start > t]
+    if not later:
+        return None
+    return (f"{format_time(t)} was not recorded: the recording stops at {format_time(last)} and goes on at "
+            f"{format_time(min(later))} (the recorder was not running)")
+
+
 def recorded_until(directory: str) -> float | None:
     """When the newest line of this directory was received (None: no line). Read from the lines,
     not from the files' times: a directory copied without them (``scp -r``, a restore) would

@@ -19,6 +19,7 @@ from nodewatch.hub.flight_recorder import SegmentedRecorder
 from nodewatch.hub.keyframe_lines import node_to_dict
 from nodewatch.sources.columnar import iter_file_lines as columnar_lines
 from nodewatch.sources.demo import DemoSource
+from nodewatch.sources.recording import RecordingError
 from nodewatch.sources.replay import ReplaySource
 from nodewatch.sources.segments import list_segments, resolve_when, window
 
@@ -265,3 +266,67 @@ def test_a_time_of_day_outside_the_recording_is_named_so_on_the_day_nearest_it(t
         assert says in err and format_time(first) in err and format_time(last) in err, (argv, err)
         assert len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "x.jsonl.gz").exists()
+
+
+def _record_with_a_pause(directory, down: bool):
+    """A demo fleet recorded 200 s, then 300 s not recorded (the hub stopped; ``down``: the hub ran
+    on and recorded that its lease stream went down, then came back), then 100 s more. Returns
+    (the last line's time before the pause, the first segment's start after it)."""
+    src = DemoSource(nodes=30, scenario="incident", seed=1)
+    rec = SegmentedRecorder(directory, {"kind": "demo"}, src.state.settings, segment_seconds=60.0,
+                            clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None)
+    src.recorder = rec
+    t0 = src.clock.now()
+    for phase, (a, b) in enumerate(((0, 200), (200, 500), (500, 600))):
+        if phase == 1:
+            if down:
+                rec.write_health("leases", t0 + a, connected=False, down_since=t0 + a, last_error="connection refused")
+            else:
+                src.recorder = None
+        if phase == 2:
+            src.recorder = rec
+            if down:
+                rec.write_health("leases", t0 + a, connected=True, down_since=None, last_error="")
+        for t in range(a + 5, b + 1, 5):
+            if down and phase == 1:
+                src.clock.seek(t0 + t)  # the fleet's events never reach the hub: the stream is down
+                continue
+            src.advance_to(t0 + t)
+    rec.close()
+    return t0 + 200, min(s.start for s in list_segments(directory) if s.start > t0 + 250)
+
+
+def test_an_instant_the_recorder_missed_is_named_so_not_judged(tmp_path, capsys):
+    """A hub stopped for five minutes: the instants in between are refused, each end named (judged,
+    every node would be five minutes Overdue: a false alarm made of nodewatch's own outage); an
+    instant within a minute of the last line, or after the hub came back, is answered."""
+    from nodewatch.cli import main
+
+    d = tmp_path / "rec"
+    last, back = _record_with_a_pause(d, down=False)
+    gap = last + 150
+    assert main(["status", "--replay", str(d), "--at", format_time(gap)]) == 2
+    err = capsys.readouterr().err
+    assert "was not recorded" in err and format_time(back) in err and "the recorder was not running" in err
+    assert format_time(last)[:16] in err  # the last line is a fraction of a step before the pause
+    for t in (last + 30, back + 30):
+        assert main(["status", "--replay", str(d), "--at", format_time(t), "-o", "name"]) in (0, 1), t
+        assert "not recorded" not in capsys.readouterr().err
+    with pytest.raises(RecordingError, match="was not recorded"):
+        ReplaySource(str(d), start_at=format_time(gap))
+    path, start, _ = window(str(d), format_time(gap), format_time(gap + 60))
+    with pytest.raises(RecordingError, match="was not recorded"):
+        ReplaySource(path, start_at=start)
+    ReplaySource(str(d), start_at=format_time(back + 30)).stop()
+
+
+def test_a_stretch_the_recording_says_was_blind_is_answered_as_blind(tmp_path, capsys):
+    """The hub ran on while its lease stream was down (recorded): no line for five minutes is then
+    what the recording says, blindness, and is answered so."""
+    from nodewatch.cli import main
+
+    d = tmp_path / "rec"
+    last, _back = _record_with_a_pause(d, down=True)
+    assert main(["status", "--replay", str(d), "--at", format_time(last + 150)]) in (0, 1)
+    out, err = capsys.readouterr()
+    assert "not recorded" not in err and "lease stream down" in out

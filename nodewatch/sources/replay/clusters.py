@@ -26,6 +26,17 @@ ReplayState = Union[FleetState, MultiFleet]
 """What a replay rebuilds: one cluster's state, or several clusters' (the header says which)."""
 
 
+def lease_stream_down(state: ReplayState) -> bool:
+    """Whether the recording last said a lease stream was down (of any cluster): a stretch without
+    lines is then recorded blindness, not a stretch the recorder missed."""
+    states = [state] if isinstance(state, FleetState) else [m.state for m in state.members]
+    for st in states:
+        h = st.stream_health("leases")
+        if h is not None and not h.connected:
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class RecordedCluster:
     """One cluster of a recording's header."""

@@ -14,7 +14,8 @@ from ...core.clock import VirtualClock
 from ...core.settings import Settings
 from ...core.timeutil import parse_when
 from ..recording import RecordingError
-from .clusters import ReplayState, empty_like
+from ..segments import unrecorded
+from .clusters import ReplayState, empty_like, lease_stream_down
 from .index import EventIndex
 from .keyframes import Keyframes
 from .lookahead import next_change
@@ -194,6 +195,20 @@ class ReplaySource:
         self.replay = ReplayPlayer(index, self.state, self.clock)
         index.foreground = self.state  # never held back (``EventIndex.hold_background``)
         self.replay.seek(start)
+        gap = self._unrecorded(path, start) if start_at else None
+        if gap:
+            self.replay.close()
+            raise RecordingError(gap)
+
+    def _unrecorded(self, path: str, start: float) -> str | None:
+        """Why a hub directory's ``start`` cannot be shown: the recorder was not running then (the
+        window's lines end long before it, a later segment starts after it), so every node would
+        look as old as the gap is long. None: it can."""
+        index = self.replay.index
+        before = index.count_until(start)  # the seek waited for the index to reach ``start``
+        if not (os.path.isdir(path) and before):
+            return None
+        return None if lease_stream_down(self.state) else unrecorded(path, start, index.times[before - 1])
 
     def start(self) -> None:
         self.replay.launch()
