@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from .common import CommandError, add_settings_arguments, settings_from_args
 
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"{args.output}: the output must end in .md or .html")
     from .read_progress import ReadProgress
 
-    path = args.file
+    path, asked = args.file, args.start
     if os.path.isdir(path):  # a hub's flight recorder: only the segments of the window, HH:MM of its days
         from ..sources.segments import window
 
@@ -73,6 +74,9 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(str(exc)) from None
         if end < start:
             raise CommandError("--to is before --from")
+        gap = _unrecorded_start(args.file, index, start, given)
+        if gap:  # judged from there, every node would look as old as the gap is long
+            raise CommandError(f"{args.file}: --from {asked}: {gap}")
         shown.phase("judging")
         history = sample_recording(index, settings, start=start, end=end, state=state, progress=shown)
         clusters = tuple((m.name, m.state.settings) for m in state.members) if isinstance(state, MultiFleet) else ()
@@ -94,6 +98,20 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CommandError(f"{args.output}: cannot write ({exc.strerror or exc})") from None
     return 0
+
+
+def _unrecorded_start(directory: str, index: Any, start: float, given: Any) -> str | None:
+    """Why a hub directory's window cannot start at ``start``: the recorder was not running then
+    (``segments.unrecorded``), and the recording does not say the lease stream was down."""
+    from ..sources.replay.clusters import lease_stream_down
+    from ..sources.segments import RECORDING_GAP, unrecorded
+
+    before = index.count_until(start)
+    if not os.path.isdir(directory) or not before or start - index.times[before - 1] <= RECORDING_GAP:
+        return None
+    state = index.new_state(given)
+    index.apply_range(state, 0, before)
+    return None if lease_stream_down(state) else unrecorded(directory, start, index.times[before - 1])
 
 
 def _settings_given(args: argparse.Namespace) -> bool:

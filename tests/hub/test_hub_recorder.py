@@ -330,3 +330,18 @@ def test_a_stretch_the_recording_says_was_blind_is_answered_as_blind(tmp_path, c
     assert main(["status", "--replay", str(d), "--at", format_time(last + 150)]) in (0, 1)
     out, err = capsys.readouterr()
     assert "not recorded" not in err and "lease stream down" in out
+
+
+def test_a_report_of_a_stretch_the_recorder_missed_is_refused(tmp_path, capsys):
+    """``report DIR --from T`` with T where the hub was stopped: the same words as ``status --at``
+    (it wrote an incident report of every node five minutes Overdue); from a recorded instant it
+    reports."""
+    from nodewatch.cli import main
+
+    d = tmp_path / "rec"
+    last, back = _record_with_a_pause(d, down=False)
+    out = tmp_path / "r.md"
+    assert main(["report", str(d), "--from", _of_day(last + 150), "--to", _of_day(last + 250), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--from {_of_day(last + 150)}: " in err and "was not recorded" in err and not out.exists()
+    assert main(["report", str(d), "--from", _of_day(back + 10), "-o", str(out)]) == 0 and out.exists()
