@@ -994,8 +994,12 @@ def _written(frontier: StreamFrontier, batch: Batch) -> None:
 
 
 def _lane_written(frontier: StreamFrontier, events: list[Any], received: float) -> None:
-    """``_written`` for the lane's structs: the last one's write time that has one."""
+    """``_written`` for the lane's structs: the last one's write time that has one (a record is
+    built only of a Lease with managed fields: a server that writes none costs nothing here)."""
     for ev in reversed(events):
+        meta = ev.object.metadata
+        if meta is None or not meta.managedFields:
+            continue
         rec = _lease_record(ev.object)
         w = rec.written_at if rec is not None else None
         if w is not None:
