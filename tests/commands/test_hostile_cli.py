@@ -58,6 +58,22 @@ def test_a_recording_with_a_header_and_no_events_is_an_error(tmp_path, capsys):
     assert rc == 2 and "no usable events" in err and out == ""
 
 
+@pytest.mark.parametrize("lines", [[], ["not json"]])
+def test_a_replay_of_a_recording_without_events_is_an_error_not_an_empty_dashboard(tmp_path, lines):
+    """It opened a dashboard at 1970-01-01 with no node (a toast said why); ``status`` and ``report``
+    already refused. What skipped the lines is said too."""
+    from nodewatch.sources.recording import RecordingError
+    from nodewatch.sources.replay import ReplaySource
+
+    path = write(tmp_path, [])
+    with open(path, "a") as f:
+        f.writelines(line + "\n" for line in lines)
+    for background in (False, True):
+        with pytest.raises(RecordingError, match="no usable events in the recording, nothing to replay") as e:
+            ReplaySource(path, background=background)
+        assert ("malformed JSON" in str(e.value)) == bool(lines)
+
+
 def test_a_moment_without_nodes_is_an_error_that_says_so(tmp_path, capsys):
     path = write(tmp_path, [{"t": T0, "resource": "leases", "type": "ADDED", "object": lease("a", T0)},
                             {"t": T0 + 30, "resource": "leases", "type": "MODIFIED", "object": lease("a", T0 + 30)}])

@@ -68,6 +68,7 @@ PUBLISH_EVERY = 4096
 FIRST_FRAME_SECONDS = 2.0
 """How long background work (the rest of the index, keyframes, the timeline's history) gives way
 to the dashboard's first frame once the start is shown (``hold_background``)."""
+NO_EVENTS = "no usable events in the recording"
 OPENING_MAX = 100_000
 """Events of the opening kept parsed, at most (``EventIndex._opening``)."""
 
@@ -327,7 +328,7 @@ class EventIndex:
             # background index may have used the first events already, so then only the end moves.
             self._keep(*self._frame.trim(self._times, self._lines, start_fixed=self._background and self._shown > 0))
         if not len(self._times):
-            self.problems.append("no usable events in the recording")
+            self.problems.append(NO_EVENTS)
         if self._late:
             extra = (f", {self._too_late} of them more than {REORDER_WINDOW:g}s late: replayed where they came"
                      if self._too_late else "")

@@ -16,7 +16,7 @@ from ...core.timeutil import parse_when
 from ..recording import RecordingError
 from ..segments import unrecorded
 from .clusters import ReplayState, empty_like, lease_stream_down
-from .index import EventIndex
+from .index import NO_EVENTS, EventIndex
 from .keyframes import Keyframes
 from .lookahead import next_change
 
@@ -177,6 +177,10 @@ class ReplaySource:
         ``problems`` grow until it is complete. False: indexed when this returns. ``progress``:
         ``EventIndex``'s (the command's progress line until the start can be shown)."""
         index = EventIndex(path, background=background, progress=progress)
+        if index.complete and not len(index):  # (a dashboard at 1970-01-01 with no node, else)
+            index.close()
+            why = next((p for p in index.problems if p != NO_EVENTS), None)
+            raise RecordingError(f"{NO_EVENTS}, nothing to replay" + (f" ({why})" if why else ""))
         self.problems = index.problems
         """What was skipped while reading the recording, and why (for the user)."""
         self.settings = index.settings(settings)
