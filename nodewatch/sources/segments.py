@@ -95,6 +95,7 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
     ``supersede`` (a ``columnar.Supersession``): columnar segments without the renewals it finds
     superseded (it is told which keyframe lines are skipped)."""
     first = True
+    seen = _LeaseHealth()
     for seg in segments:
         try:
             raw = open(seg.path, "rb")  # noqa: SIM115 - closed below
@@ -120,6 +121,8 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
                 continue
             skip = 0
             if not first:
+                if end is None or seg.start <= end:
+                    yield from seen.gap_until(seg.start, header)
                 src = header.get("source") if isinstance(header.get("source"), dict) else {}
                 segment = src.get("segment") if isinstance(src.get("segment"), dict) else {}
                 k = segment.get("keyframe_lines")
@@ -128,14 +131,21 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
                     supersede.hidden = skip
             else:
                 yield head if head.endswith(b"\n") else head + b"\n"
+                seen.header = header
             first = False
+            last = None
             for line in lines:
                 if skip:
                     skip -= 1
                     continue
                 if end is not None and line_time(line) > end:
                     return
+                if line.find(b'"health":', 0, 320) >= 0:  # a health line's key comes after its time and cluster
+                    seen.learn(line)
+                last = line
                 yield line
+            if last is not None:
+                seen.last = line_time(last)
 
 
 def _whole_lines(stream: IO[bytes], name: str, problems: list[str]) -> Iterator[bytes]:
@@ -184,6 +194,59 @@ class SegmentWindow(str):
         self = super().__new__(cls, directory)
         self.start, self.end = start, end
         return self
+
+
+class _LeaseHealth:
+    """What ``iter_segment_lines`` keeps to mark a stretch the recorder missed between two segments:
+    the newest line's time and, per cluster, the lease stream's health as the recording last said
+    it. Where the next segment opens more than ``RECORDING_GAP`` after that line and the stream was
+    not said down, two lines are put between them: at the last line, the lease stream down ("not
+    recorded"), and at the next segment's opening, back as it was. A replay through the stretch is
+    then blind there, as a live dashboard is while its stream is down, instead of judging every
+    node as old as the stretch is long. (A recording without watch health lines, a demo's, comes
+    back "connected and synced".)"""
+
+    def __init__(self) -> None:
+        self.header: dict = {}
+        self.last: float | None = None
+        self.health: dict[str | None, dict[str, Any]] = {}
+
+    def learn(self, line: bytes) -> None:
+        try:
+            d = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return
+        h = d.get("health") if isinstance(d, dict) else None
+        if isinstance(h, dict) and h.get("resource") == "leases":
+            cluster = d.get("cluster")
+            self.health.setdefault(cluster if isinstance(cluster, str) else None, {}).update(
+                {k: v for k, v in h.items() if k in LEASE_HEALTH_FIELDS})
+
+    def gap_until(self, opened: float, header: dict) -> Iterator[bytes]:
+        last = self.last
+        if last is None or opened - last <= RECORDING_GAP:
+            return
+        clusters = self.header.get("clusters")
+        names: list[str | None] = ([c.get("name") for c in clusters if isinstance(c, dict)]
+                                   if isinstance(clusters, list) and clusters else [None])
+        why = f"{NOT_RECORDED} until {format_time(opened)}"
+        for name in names:
+            was = self.health.get(name)
+            if was is not None and was.get("connected") is False:
+                continue  # the recording says the stream was down: that blindness goes on as recorded
+            head: dict[str, Any] = {"t": last} if name is None else {"t": last, "cluster": name}
+            down = {"resource": "leases", "connected": False, "down_since": last, "last_error": why}
+            back = {"resource": "leases", "connected": True, "synced": True, "down_since": None, "last_error": ""}
+            back.update(was or {})
+            back["last_activity"] = opened
+            yield orjson.dumps({**head, "health": down}) + b"\n"
+            yield orjson.dumps({**head, "t": opened, "health": back}) + b"\n"
+        self.last = None
+
+
+NOT_RECORDED = "not recorded: the recorder was not running"
+"""How the lease stream's health put in a stretch the recorder missed begins (``_LeaseHealth``)."""
+LEASE_HEALTH_FIELDS = ("connected", "synced", "down_since", "last_error", "forbidden", "relists")
 
 
 RECORDING_GAP = 60.0

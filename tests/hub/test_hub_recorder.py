@@ -268,13 +268,14 @@ def test_a_time_of_day_outside_the_recording_is_named_so_on_the_day_nearest_it(t
     assert not (tmp_path / "x.jsonl.gz").exists()
 
 
-def _record_with_a_pause(directory, down: bool):
+def _record_with_a_pause(directory, down: bool, record_format: str = "jsonl"):
     """A demo fleet recorded 200 s, then 300 s not recorded (the hub stopped; ``down``: the hub ran
     on and recorded that its lease stream went down, then came back), then 100 s more. Returns
     (the last line's time before the pause, the first segment's start after it)."""
     src = DemoSource(nodes=30, scenario="incident", seed=1)
     rec = SegmentedRecorder(directory, {"kind": "demo"}, src.state.settings, segment_seconds=60.0,
-                            clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None)
+                            clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None,
+                            record_format=record_format)
     src.recorder = rec
     t0 = src.clock.now()
     for phase, (a, b) in enumerate(((0, 200), (200, 500), (500, 600))):
@@ -345,3 +346,34 @@ def test_a_report_of_a_stretch_the_recorder_missed_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"--from {_of_day(last + 150)}: " in err and "was not recorded" in err and not out.exists()
     assert main(["report", str(d), "--from", _of_day(back + 10), "-o", str(out)]) == 0 and out.exists()
+
+
+@pytest.mark.parametrize("record_format", ["jsonl", "columnar"])
+def test_replaying_through_a_stretch_the_recorder_missed_is_blind_there(tmp_path, record_format):
+    """Played through the stretch, the fleet is not judged by its leases there (it was every node
+    Overdue after a minute): the lease stream reads as down, "not recorded", until the segment after
+    it opens; then the fleet is judged again."""
+    d = tmp_path / "rec"
+    last, back = _record_with_a_pause(d, down=False, record_format=record_format)
+    src = ReplaySource(str(d))
+    try:
+        src.replay.seek(last + 150)
+        view = src.state.evaluate(last + 150)
+        assert view.leases_blind and "not recorded" in view.blind_reason and format_time(back) in view.blind_reason
+        assert not view.counts.get(NodeState.OVERDUE) and not view.counts.get(NodeState.LATE)
+        src.replay.seek(back + 60)
+        assert not src.state.evaluate(back + 60).leases_blind
+    finally:
+        src.stop()
+
+
+def test_a_stretch_recorded_as_blind_keeps_its_own_words(tmp_path):
+    d = tmp_path / "rec"
+    last, _back = _record_with_a_pause(d, down=True)
+    src = ReplaySource(str(d))
+    try:
+        src.replay.seek(last + 150)
+        view = src.state.evaluate(last + 150)
+        assert view.leases_blind and "connection refused" in view.blind_reason and "not recorded" not in view.blind_reason
+    finally:
+        src.stop()

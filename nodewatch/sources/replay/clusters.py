@@ -21,6 +21,7 @@ from ...core.multi import ClusterState, Member, MultiFleet
 from ...core.settings import Settings
 from ..multi_config import MAX_CLUSTERS
 from ..recording import Entry
+from ..segments import NOT_RECORDED
 
 ReplayState = Union[FleetState, MultiFleet]
 """What a replay rebuilds: one cluster's state, or several clusters' (the header says which)."""
@@ -28,11 +29,12 @@ ReplayState = Union[FleetState, MultiFleet]
 
 def lease_stream_down(state: ReplayState) -> bool:
     """Whether the recording last said a lease stream was down (of any cluster): a stretch without
-    lines is then recorded blindness, not a stretch the recorder missed."""
+    lines is then recorded blindness, not a stretch the recorder missed (whose own mark,
+    ``segments.NOT_RECORDED``, does not count)."""
     states = [state] if isinstance(state, FleetState) else [m.state for m in state.members]
     for st in states:
         h = st.stream_health("leases")
-        if h is not None and not h.connected:
+        if h is not None and not h.connected and not h.last_error.startswith(NOT_RECORDED):
             return True
     return False
 
