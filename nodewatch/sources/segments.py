@@ -93,7 +93,8 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
     """The lines of ``segments`` as one v1 recording: the first header, every event line, the
     keyframes of later segments skipped; stops after the first line later than ``end``.
     ``supersede`` (a ``columnar.Supersession``): columnar segments without the renewals it finds
-    superseded (it is told which keyframe lines are skipped)."""
+    superseded (it is told which keyframe lines are skipped). Between two segments with a stretch
+    the recorder missed, two lease-stream health lines say so (``_LeaseHealth``)."""
     first = True
     seen = _LeaseHealth()
     for seg in segments:
@@ -122,7 +123,7 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
             skip = 0
             if not first:
                 if end is None or seg.start <= end:
-                    yield from seen.gap_until(seg.start, header)
+                    yield from seen.gap_until(seg.start)
                 src = header.get("source") if isinstance(header.get("source"), dict) else {}
                 segment = src.get("segment") if isinstance(src.get("segment"), dict) else {}
                 k = segment.get("keyframe_lines")
@@ -222,7 +223,8 @@ class _LeaseHealth:
             self.health.setdefault(cluster if isinstance(cluster, str) else None, {}).update(
                 {k: v for k, v in h.items() if k in LEASE_HEALTH_FIELDS})
 
-    def gap_until(self, opened: float, header: dict) -> Iterator[bytes]:
+    def gap_until(self, opened: float) -> Iterator[bytes]:
+        """The two lines for the stretch before a segment ``opened`` then, if it is one."""
         last = self.last
         if last is None or opened - last <= RECORDING_GAP:
             return
