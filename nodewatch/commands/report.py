@@ -103,15 +103,16 @@ def run(args: argparse.Namespace) -> int:
 def _unrecorded_start(directory: str, index: Any, start: float, given: Any) -> str | None:
     """Why a hub directory's window cannot start at ``start``: the recorder was not running then
     (``segments.unrecorded``), and the recording does not say the lease stream was down."""
-    from ..sources.replay.clusters import lease_stream_down
-    from ..sources.segments import RECORDING_GAP, unrecorded
+    from ..sources.replay.clusters import not_recorded
 
     before = index.count_until(start)
-    if not os.path.isdir(directory) or not before or start - index.times[before - 1] <= RECORDING_GAP:
-        return None
-    state = index.new_state(given)
-    index.apply_range(state, 0, before)
-    return None if lease_stream_down(state) else unrecorded(directory, start, index.times[before - 1])
+
+    def state_at_start() -> Any:
+        state = index.new_state(given)
+        index.apply_range(state, 0, before)
+        return state
+
+    return not_recorded(directory, start, index.times[before - 1], state_at_start) if before else None
 
 
 def _settings_given(args: argparse.Namespace) -> bool:

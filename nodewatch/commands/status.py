@@ -252,17 +252,16 @@ def _evaluate_source(args: argparse.Namespace, settings):
             print(f"nodewatch: {args.replay}: {p}", file=sys.stderr)
         if seen.events == 0:
             raise ValueError(f"{args.replay}: no usable events in the recording, nothing to report")
-        from ..sources.replay.clusters import lease_stream_down
-        from ..sources.segments import recorded_until, unrecorded
+        from ..sources.replay.clusters import not_recorded
+        from ..sources.segments import recorded_until
 
         end = seen.last
         if seen.read_to_end and seen.at > end and os.path.isdir(args.replay):
             # a window's read stops at --at: the directory may hold later lines (read only now)
             end = max(end, recorded_until(args.replay) or end)
-        if seen.read_to_end and os.path.isdir(args.replay) and not lease_stream_down(state):
-            gap = unrecorded(args.replay, seen.at, seen.last)
-            if gap:  # judged at that instant, every node would look as old as the gap is long
-                raise ValueError(f"--at {asked}: {gap}")
+        gap = not_recorded(args.replay, seen.at, seen.last, lambda: state) if seen.read_to_end else None
+        if gap:  # judged at that instant, every node would look as old as the gap is long
+            raise ValueError(f"--at {asked}: {gap}")
         if seen.at < seen.start or (seen.read_to_end and seen.at > end):
             if seen.at < seen.start:  # (read only a little of it: its end is not known here)
                 raise ValueError(f"--at {asked}: {format_time(seen.at)} is before the recording, which starts at "

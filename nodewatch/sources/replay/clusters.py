@@ -13,15 +13,16 @@ header does not list, cannot be placed: it is skipped and reported.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 from ...core.fleet import FleetState
 from ...core.multi import ClusterState, Member, MultiFleet
 from ...core.settings import Settings
 from ..multi_config import MAX_CLUSTERS
 from ..recording import Entry
-from ..segments import NOT_RECORDED
+from ..segments import NOT_RECORDED, unrecorded
 
 ReplayState = Union[FleetState, MultiFleet]
 """What a replay rebuilds: one cluster's state, or several clusters' (the header says which)."""
@@ -37,6 +38,17 @@ def lease_stream_down(state: ReplayState) -> bool:
         if h is not None and not h.connected and not h.last_error.startswith(NOT_RECORDED):
             return True
     return False
+
+
+def not_recorded(directory: str, t: float, last: float, state: Callable[[], ReplayState]) -> str | None:
+    """Why a hub directory's instant ``t`` cannot be judged: the recorder was not running then
+    (``segments.unrecorded``: ``last``, the newest line before it, long before, a segment opened
+    after it) and the recording does not say the lease stream was down (``state()``: the state at
+    ``t``, asked for only then). None: it can be judged."""
+    if not os.path.isdir(directory):
+        return None
+    gap = unrecorded(directory, t, last)
+    return None if gap is None or lease_stream_down(state()) else gap
 
 
 @dataclass(frozen=True)

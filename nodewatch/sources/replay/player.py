@@ -14,8 +14,7 @@ from ...core.clock import VirtualClock
 from ...core.settings import Settings
 from ...core.timeutil import parse_when
 from ..recording import RecordingError
-from ..segments import unrecorded
-from .clusters import ReplayState, empty_like, lease_stream_down
+from .clusters import ReplayState, empty_like, not_recorded
 from .index import NO_EVENTS, EventIndex
 from .keyframes import Keyframes
 from .lookahead import next_change
@@ -210,9 +209,7 @@ class ReplaySource:
         look as old as the gap is long. None: it can."""
         index = self.replay.index
         before = index.count_until(start)  # the seek waited for the index to reach ``start``
-        if not (os.path.isdir(path) and before):
-            return None
-        return None if lease_stream_down(self.state) else unrecorded(path, start, index.times[before - 1])
+        return not_recorded(path, start, index.times[before - 1], lambda: self.state) if before else None
 
     def start(self) -> None:
         self.replay.launch()
