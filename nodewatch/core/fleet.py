@@ -73,6 +73,9 @@ class FleetState:
     def apply(self, resource: str, etype: str, obj: Any, received_at: float | None = None, listing: bool=False) -> bool:
         return self.ingest.apply(resource, etype, obj, received_at, listing)
 
+    def listed(self, resource: str, name: str) -> None:
+        return self.ingest.listed(resource, name)
+
     def apply_lease_watch(self, events: list[Any], received_at: float) -> None:
         self.ingest.apply_lease_watch(events, received_at)
 

@@ -56,6 +56,11 @@ class Store:
         self.problems: deque[Problem] = deque(maxlen=MAX_PROBLEMS)
         self.timelines: dict[str, deque[tuple[float, str]]] = {}
         self.synced: set[str] = set()
+        self.relisted: dict[str, set[str]] = {}
+        """Per resource (nodes, leases): the names its list in progress has given so far. At the
+        list's SYNCED, what the state holds of that resource and the list did not give is deleted, as
+        an informer's Replace does: a Node deleted while nobody watched (a hub restarted after a
+        stop, read across in a replay) does not stay as a stale node judged by its old Lease."""
         self.last_received: float | None = None
         self.generation = 0
         self.lists_done = 0

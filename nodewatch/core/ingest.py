@@ -80,6 +80,13 @@ class Ingest:
                 self.problem(received_at, f"{resource} {etype}", f"{type(exc).__name__}: {exc}")
                 return False
 
+    def listed(self, resource: str, name: str) -> None:
+        """The list in progress gave this Node or Lease, whose event a one-shot read left out (a
+        later one supersedes it): its SYNCED keeps it (``Store.relisted``)."""
+        if resource in ("nodes", "leases"):
+            with self.store.lock:
+                _listed(self.store, resource, name)
+
     def apply_lease_watch(self, events: list[Any], received_at: float) -> None:
         """The Lease events of one read of the synced watch, as the typed decoder's structs
         (``TypedDecoder.decode_watch``), applied in order under one lock. The steady state's hot
@@ -190,6 +197,9 @@ class Ingest:
             if h is not None:
                 h.last_activity = received_at
         if etype == "SYNCED":
+            listed = st.relisted.pop(resource, None)
+            if listed:
+                self._replace(resource, listed)
             self.store.synced.add(resource)
             if received_at is not None:
                 self.store.listed_at[resource] = received_at
@@ -219,19 +229,42 @@ class Ingest:
             tl = self.store.timelines[node] = deque(maxlen=MAX_TIMELINE)
         tl.append((t, text))
 
+    def _replace(self, resource: str, listed: set[str]) -> None:
+        """The end of a list that gave ``listed`` (at least one object): the nodes or leases held
+        and not in it are deleted (``Store.relisted``). A live reflector sends those deletions itself
+        before its SYNCED; a recording read across a restart of its recorder does not have them."""
+        st = self.store
+        if resource == "nodes":
+            for name in [n for n in st.nodes if n not in listed]:
+                self._forget_node(name)
+        elif resource == "leases":
+            for name in [n for n in st.leases if n not in listed]:
+                self._forget_lease(name)
+
+    def _forget_node(self, name: str) -> None:
+        """A deleted node is forgotten entirely (its timeline and certificate date too): a node
+        registering later under the same name is a new machine with a new kubelet. Its pods and
+        events leave with their own DELETED events."""
+        st = self.store
+        st.nodes.pop(name, None)
+        st.not_ready.discard(name)
+        st.timelines.pop(name, None)
+        st.certs.pop(name, None)
+        self.evaluator.mark(name)
+
+    def _forget_lease(self, name: str) -> None:
+        self.store.leases.pop(name, None)
+        self.store.beats.pop(name, None)
+        self.evaluator.mark(name)
+
     def _on_node(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
         rec = node_from_dict(obj)
         name = rec.name
         if etype == "DELETED":
-            # A deleted node is forgotten entirely (its timeline and certificate date too): a node
-            # registering later under the same name is a new machine with a new kubelet. Its pods
-            # and events leave with their own DELETED events.
-            self.store.nodes.pop(name, None)
-            self.store.not_ready.discard(name)
-            self.store.timelines.pop(name, None)
-            self.store.certs.pop(name, None)
-            self.evaluator.mark(name)
+            self._forget_node(name)
             return
+        if listing:
+            _listed(self.store, "nodes", name)
         old = self.store.nodes.get(name)
         if old is not None and old.taints:
             rec.taints = keep_eviction_start(old.taints, rec.taints)
@@ -271,10 +304,10 @@ class Ingest:
         name = rec.name
         st = self.store
         if etype == "DELETED":
-            st.leases.pop(name, None)
-            st.beats.pop(name, None)
-            self.evaluator.mark(name)
+            self._forget_lease(name)
             return
+        if listing:
+            _listed(st, "leases", name)
         duration = rec.duration_seconds or st.settings.lease_duration_seconds
         renew = rec.renew_time
         track = st.leases.get(name)
@@ -456,6 +489,14 @@ def listed_renewal(renew: float, written: float | None, received: float | None, 
     if written > by_node:
         return written, "server-bound", None
     return by_node, "renewTime", None
+
+
+def _listed(st: Store, resource: str, name: str) -> None:
+    """``name`` was given by its resource's list in progress (``Store.relisted``)."""
+    seen = st.relisted.get(resource)
+    if seen is None:
+        seen = st.relisted[resource] = set()
+    seen.add(name)
 
 
 def _unindex(index: dict[str, set], node: str, key: tuple[str, str]) -> None:

@@ -35,6 +35,8 @@ class Keyframe:
     last_received: float | None
     pod_schedules: dict[tuple[str, str], tuple[float, float]] | None = None
     """Evictions kept across a toleration change (``Store.pod_schedules``)."""
+    relisted: dict[str, frozenset[str]] | None = None
+    """A list in progress (``Store.relisted``): a keyframe taken in the middle of one keeps what it gave."""
 
 
 def take(state: Store, prev: Keyframe | None = None) -> Keyframe:
@@ -63,6 +65,7 @@ def take(state: Store, prev: Keyframe | None = None) -> Keyframe:
             synced=frozenset(state.synced),
             last_received=state.last_received,
             pod_schedules=dict(state.pod_schedules),
+            relisted={k: frozenset(v) for k, v in state.relisted.items()},
         )
 
 
@@ -78,6 +81,7 @@ def restore(state: Store, kf: Keyframe | None) -> None:
             state.problems.clear()
             state.timelines, state.synced, state.last_received = {}, set(), None
             state.pod_schedules = {}
+            state.relisted = {}
         else:
             state.nodes = dict(kf.nodes)
             state.not_ready = {n for n, rec in kf.nodes.items() if rec.ready != "True"}
@@ -94,6 +98,7 @@ def restore(state: Store, kf: Keyframe | None) -> None:
             state.synced = set(kf.synced)
             state.last_received = kf.last_received
             state.pod_schedules = dict(kf.pod_schedules or {})
+            state.relisted = {k: set(v) for k, v in (kf.relisted or {}).items()}
         state.beats = {}  # derived from lease events, not in keyframes (see ``Store.beats``)
         state.listed_at = {}  # not in keyframes either (see ``Store.listed_at``)
         state.generation += 1

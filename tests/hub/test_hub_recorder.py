@@ -377,3 +377,65 @@ def test_a_stretch_recorded_as_blind_keeps_its_own_words(tmp_path):
         assert view.leases_blind and "connection refused" in view.blind_reason and "not recorded" not in view.blind_reason
     finally:
         src.stop()
+
+
+def _record_a_restart(directory, record_format: str, stopped: int):
+    """A steady demo fleet recorded 200 s by one hub, which stops; a node is deleted while it is
+    stopped; ``stopped`` seconds later a new hub starts on the same directory, lists the fleet anew
+    (as its reflector does: every object, then SYNCED; it knows of no deletion) and records 100 s.
+    Returns (the deleted node, when the new hub started)."""
+    src = DemoSource(nodes=30, scenario="steady", seed=1)
+
+    def hub() -> SegmentedRecorder:
+        return SegmentedRecorder(directory, {"kind": "demo"}, src.state.settings, segment_seconds=60.0,
+                                 clock=src.clock, records=src.state.node_records, keep_seconds=None,
+                                 keep_bytes=None, record_format=record_format)
+
+    rec = src.recorder = hub()
+    t0 = src.clock.now()
+    for t in range(5, 201, 5):
+        src.advance_to(t0 + t)
+    rec.close()
+    src.recorder = None
+    gone = src.fleet.node_order[3]
+    src.fleet.delete_node(src.fleet.node(gone))
+    back = t0 + 200 + stopped
+    for t in range(205, 200 + stopped + 1, 5):
+        src.advance_to(t0 + t)
+    rec = src.recorder = hub()
+    for resource in ("nodes", "leases", "pods", "events", "certificatesigningrequests"):
+        for obj in src.fleet.objects(resource):
+            rec.write(resource, "ADDED", obj, back, listing=True)
+        rec.write(resource, "SYNCED", None, back, listing=True)
+    for t in range(205 + stopped, 300 + stopped + 1, 5):
+        src.advance_to(t0 + t)
+    rec.close()
+    assert gone not in {o["metadata"]["name"] for o in src.fleet.objects("nodes")}
+    return gone, back
+
+
+@pytest.mark.parametrize("record_format", ["jsonl", "columnar"])
+@pytest.mark.parametrize("stopped", [30, 300])
+def test_a_node_deleted_while_the_hub_was_stopped_leaves_the_replay(tmp_path, capsys, record_format, stopped):
+    """The restarted hub's list does not give the node deleted while it was stopped: read across the
+    restart, the list replaces what came before (an informer's Replace), so that node is gone, not
+    judged by its last Lease (it read Overdue from a minute on, a false alarm about a node that no
+    longer exists). Both readers: a replay's seek, and ``status --at``'s one-pass read."""
+    from nodewatch.cli import main
+
+    d = tmp_path / "rec"
+    gone, back = _record_a_restart(d, record_format, stopped)
+    src = ReplaySource(str(d))
+    try:
+        src.replay.seek(back - stopped - 10)
+        assert gone in {v.name for v in src.state.evaluate(back - stopped - 10).nodes}  # it was there
+        src.replay.seek(back + 60)
+        view = src.state.evaluate(back + 60)
+        assert gone not in {v.name for v in view.nodes}
+        assert len(view.nodes) == 29 and view.counts.get(NodeState.READY) == 29, view.counts
+    finally:
+        src.stop()
+    assert main(["status", "--replay", str(d), "--at", format_time(back + 60), "-o", "json"]) == 0
+    answer = orjson.loads(capsys.readouterr().out)
+    names = [n["name"] for n in answer["nodes"]]
+    assert len(names) == 29 and gone not in names

@@ -96,6 +96,22 @@ def _hostile(path: str) -> None:
             odd_node = node("n1")
             odd_node["metadata"]["labels"]["x"] = 1  # read by the dict reader
             rec.write("nodes", "MODIFIED", odd_node, t + 2)
+        if k == 10:  # a relist that ends in SYNCED and does not give n2 (deleted unseen): it goes;
+            for n in names:  # its kubelet renews after, so its Lease comes back as a new one
+                if n != "n2":
+                    rec.write("nodes", "ADDED", node(n), t + 3, listing=True)
+                    rec.write("leases", "ADDED", lease(n, t - 4, written=t - 3), t + 3, listing=True)
+            rec.write("nodes", "SYNCED", None, t + 3)
+            rec.write("leases", "SYNCED", None, t + 3)
+        # x: renewed on the watch, not given by the relist at k == 10 (deleted there), then listed
+        # twice without SYNCED, its kubelet's write time older than the watch renewal and moving back:
+        # a read that did not follow the deletion would time the second by the first wrongly
+        if k == 2:
+            rec.write("leases", "MODIFIED", lease("x", t - 0.3), t)
+        if k == 11:
+            rec.write("leases", "ADDED", lease("x", t - 5, written=T0 + 15), t + 4, listing=True)
+        if k == 12:
+            rec.write("leases", "ADDED", lease("x", t - 5, written=T0 + 10), t + 4, listing=True)
         if k == 11:
             rec.write("nodes", "MODIFIED", node("n5", transition=t), t + 2)  # back, untainted
             rec.write("pods", "DELETED", pod("p-n5", "n5"), t + 3)
@@ -181,7 +197,7 @@ def test_most_renewals_are_left_out(churn, monkeypatch):
     assert not any(e is not None and e.resource == "pods" and e.etype != "SYNCED" for e in counts[1].events)
 
 
-@pytest.mark.parametrize("at", [None, "+5", "+25", "+45", "+65", "+75", "+85", "+100", "+105", "+125"])
+@pytest.mark.parametrize("at", [None, "+5", "+25", "+45", "+65", "+75", "+85", "+100", "+105", "+108", "+125"])
 def test_hostile_lease_lines_get_the_answer_of_a_full_replay(tmp_path, open_replay, at):
     path = str(tmp_path / "hostile.jsonl")
     _hostile(path)

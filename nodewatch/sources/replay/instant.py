@@ -53,7 +53,7 @@ from .clusters import (
 )
 from .index import OUT_OF_ORDER_REPORT, apply_entry, learn_version
 from .lines import object_fits, parse_decoded, plain_line
-from .superseded import Deferred, Superseded, deferred, deferred_ahead, deferred_entry, deferred_lease
+from .superseded import Deferred, Listed, Superseded, deferred, deferred_ahead, deferred_entry, deferred_lease
 
 REORDER_WINDOW = 30.0
 """Seconds a line may step back in time and still be applied in time order."""
@@ -291,6 +291,9 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: 
             elif type(e) is _Learned:
                 _learned(state, e.entry, header, clusters, given, problems)
                 continue
+            elif type(e) is Listed:
+                _listed(state, e)
+                continue
             apply_entry(state, e, known)
     if start is None:
         problems.append("no usable events in the recording")
@@ -317,6 +320,12 @@ class _Learned:
     """A settings line that taught the server version, in its place among the events."""
 
     entry: Entry
+
+
+def _listed(state: ReplayState, e: Listed) -> None:
+    one = target(state, e)
+    if one is not None:
+        one.listed(e.resource, e.name)
 
 
 def _learned(state: ReplayState, e: Entry, header: dict, clusters: list[RecordedCluster] | None,

@@ -235,6 +235,9 @@ class Superseded:
         self._leases: dict[Any, _LeaseSeen] = {}
         self._nodes: dict[Any, list[int]] = {}
         self._synced: set[str | None] = set()
+        self._listed: dict[str | None, set[Any]] = {}
+        """Per cluster: the Leases its list in progress gave (left out or not): at its SYNCED the
+        state deletes the others it holds (``Store.relisted``), and so does this."""
         self._follows_of = follows or (lambda cluster: None)
         self._follows: dict[str | None, bool | None] = {}
         self._received_known = received_known
@@ -257,9 +260,11 @@ class Superseded:
                 k = self._leases.get(key)
                 if k is None:
                     k = self._leases[key] = _LeaseSeen()
+                if e.listing:
+                    self._listed.setdefault(e.cluster if self._several else None, set()).add(key)
                 if self._renewal(k, e.renew, e.t, e.listing, e.cluster, e.lease):
                     for i in k.pending:  # this renewal sets all the track alone
-                        out[i] = None
+                        out[i] = _left_out(out[i])
                     k.pending.clear()
                 pending = k.pending
             elif e.resource == "nodes":
@@ -268,7 +273,7 @@ class Superseded:
                     pending = self._nodes[key] = []
                 elif e.replaces:
                     for i in pending:  # this update replaces the record whole
-                        out[i] = None
+                        out[i] = _left_out(out[i])
                     pending.clear()
             else:  # a Pod
                 if not self._pods:
@@ -281,7 +286,7 @@ class Superseded:
             if k is not None:  # a clean renewal's record
                 if self._renewal(k, e.obj.renew_time, e.t, e.listing, e.cluster, e.obj):
                     for i in k.pending:
-                        out[i] = None
+                        out[i] = _left_out(out[i])
                     k.pending.clear()
                 k.pending.append(len(out))
         out.append(e)
@@ -333,7 +338,8 @@ class Superseded:
     @property
     def dropped(self) -> int:
         """Events left out: superseded, or Pods not read."""
-        return self.events.count(None) + self.skipped
+        events = self.events
+        return events.count(None) + sum(1 for e in events if type(e) is Listed) + self.skipped
 
     def _lease_entry(self, e: Entry) -> _LeaseSeen | None:
         """Follow a lease's ``Entry``; its lease's ``_LeaseSeen`` when it is a clean renewal (an
@@ -341,6 +347,11 @@ class Superseded:
         cluster = e.cluster if self._several else None
         if e.etype == "SYNCED":
             self._synced.add(cluster)
+            listed = self._listed.pop(cluster, None)
+            if listed:
+                for key, k in self._leases.items():
+                    if key not in listed and (not self._several or key[0] == cluster):
+                        k.exists, k.exact = False, True  # as DELETED: the list did not give it
             return None
         obj = e.obj
         if type(obj) is LeaseRecord:
@@ -357,6 +368,8 @@ class Superseded:
         k = self._leases.get(key)
         if k is None:
             k = self._leases[key] = _LeaseSeen()
+        if e.listing and e.etype != "DELETED":
+            self._listed.setdefault(cluster, set()).add(key)
         if type(obj) is LeaseRecord:
             if e.etype in ("ADDED", "MODIFIED") and self._records:
                 return k
@@ -365,6 +378,25 @@ class Superseded:
                 return None
         k.exact = False  # renewTime unknown here: no renewal after may drop what came before
         return None
+
+
+class Listed(msgspec.Struct, frozen=True, gc=False):
+    """A Node or Lease a list gave, its event left out (a later one supersedes it): applied as
+    ``FleetState.listed``, so that the list's SYNCED deletes the same objects as when every event
+    is applied (``Store.relisted``)."""
+
+    cluster: str | None
+    resource: str
+    name: str
+    etype: str = "LISTED"
+
+
+def _left_out(e: Any) -> Listed | None:
+    """What stands for an event left out: nothing, or that its list gave its object."""
+    if not e.listing:
+        return None
+    name = e.name if type(e) is Deferred else e.obj.name
+    return Listed(e.cluster, e.resource, name)
 
 
 _UNSET: Any = object()
