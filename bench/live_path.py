@@ -491,8 +491,8 @@ def measure_nodewatch(server: ServerChild, nodes: int, events: int, timeout: flo
 
     real_lane = src._lane
 
-    def counting_lane(structs: list, received_at: float) -> None:
-        real_lane(structs, received_at)  # the synced lease watch's renewals come this way
+    def counting_lane(structs: list, received_at: float, block: bytes | memoryview) -> None:
+        real_lane(structs, received_at, block)  # the synced lease watch's renewals come this way
         count(sum(1 for ev in structs if ev.type == "MODIFIED"))
 
     src._sink = counting_sink  # type: ignore[method-assign]  # reflectors are built in start()

@@ -42,9 +42,14 @@ import sys
 import tempfile
 import time
 
+import orjson
+
 from .harness import Figure
 
 FLEET_65K = 65_000
+READ_MS = 20.0
+"""Receive time a read of the Lease watch spans: the API server flushes a watch when its queue runs
+empty, so at thousands of renewals a second one read brings several (``--read-ms``)."""
 FOCUSED = 10
 """Nodes whose Pods and Events the hub watches (viewers drilling in; the hub's cap is higher)."""
 
@@ -86,17 +91,22 @@ DELIVERIES = ("watch", "jitter")
 
 
 def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool = True,
-           delivery: str = "watch", fast: bool = True) -> dict:
+           delivery: str = "watch", fast: bool = True, read_ms: float | None = READ_MS) -> dict:
     """Both recordings of the same run; returns the counts and CPU seconds (and of them the
     collector's, ``gc``). ``freeze``: ``gc.freeze()`` after the list (the objects alive then, the
     fleet's and the recorders', are never walked again by the collector), as the live hub does once
     its lists are in (``reflector.resume_gc``). ``delivery``: one of
     ``DELIVERIES``. ``fast``: the flight recorder's fast path for plain Lease renewals (False: every
-    event the general way, to compare)."""
+    event the general way, to compare). ``read_ms``: the Lease watch's events reach the recorders as
+    a live hub's reads do (``SegmentedRecorder.write_lease_watch``: the lines of ``read_ms`` of
+    receive time at a time, stamped with the read's time, their structs decoded for the state and
+    not timed here; 0: a read per line); None: each event's object through ``write`` (the way
+    before 2026-12-05)."""
     import gc
 
     from nodewatch.core.clock import ManualClock
     from nodewatch.core.fleet import FleetState
+    from nodewatch.core.wire import DECODERS
     from nodewatch.hub.flight_recorder import SegmentedRecorder
     from nodewatch.sim.fleet import SimFleet
 
@@ -175,6 +185,29 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool =
         gc.collect()
         gc.freeze()
 
+    decoder = DECODERS["leases"]
+    read: list[tuple[str, dict]] = []
+    """The Lease watch's events of the read in progress (``read_ms``)."""
+    read_times = [0.0, 0.0]  # its first and last receive time
+
+    def end_read() -> None:
+        """The read in progress into both recorders, as the hub's lane hands it over."""
+        if not read:
+            return
+        block = b"".join(orjson.dumps({"type": etype, "object": obj}) + b"\n" for etype, obj in read)
+        structs = decoder.decode_watch(block)  # the lane's decode, for the hub's state: not the recorder's
+        t = read_times[1]
+        turn[0] ^= 1
+        for fmt, rec in orders[turn[0]]:
+            inside[0], inside[1] = fmt, "leases"
+            c = pt()
+            rec.write_lease_watch(block, structs, t)
+            took = pt() - c
+            cpu[fmt] += took
+            lease_cpu[fmt] += took
+            inside[0] = None
+        read.clear()
+
     def sink(resource: str, etype: str, obj: dict, at: float) -> None:
         if not _recorded(resource, obj, focused):
             return
@@ -193,6 +226,17 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool =
             counts["renewals"] += 1
         elif resource == "nodes":
             state.apply("nodes", etype, obj, rx)
+        if read_ms is not None and resource == "leases":
+            if read and rx - read_times[0] > read_ms / 1000:
+                end_read()
+            if not read:
+                read_times[0] = rx
+            read.append((etype, obj))
+            read_times[1] = rx
+            if read_ms == 0:
+                end_read()
+            return
+        end_read()  # (another stream's event: the leases' read so far first)
         write(resource, etype, obj, rx)
 
     received: dict[str, float] = {}
@@ -203,6 +247,7 @@ def record(base: str, nodes: int, minutes: float, seed: int = 11, freeze: bool =
         t = min(end, t + 10)
         fleet.step_to(t)
         clock.set(max(t, clock.now()) if delivery == "watch" else t)
+    end_read()
     for rec in recs.values():
         rec.close()
     gc.callbacks.remove(collecting)
@@ -252,7 +297,7 @@ def _seek(directory: str, start: float, minutes: float) -> tuple[float, float]:
 
 
 def run(nodes: int = 5_000, minutes: float = 30, status: bool = True, keep: str | None = None,
-        freeze: bool = True, delivery: str = "watch", fast: bool = True) -> list[Figure]:
+        freeze: bool = True, delivery: str = "watch", fast: bool = True, read_ms: float | None = READ_MS) -> list[Figure]:
     """``keep``: record into this directory (kept: ``status`` may be timed on it again) instead of a
     temporary one."""
     from nodewatch.hub.flight_recorder import KEEP_BYTES
@@ -262,7 +307,7 @@ def run(nodes: int = 5_000, minutes: float = 30, status: bool = True, keep: str 
         os.makedirs(d, exist_ok=True)
         print(f"  recorder: {minutes:g} virtual min of {nodes:,} nodes into both formats", file=sys.stderr, flush=True)
         w = time.perf_counter()
-        r = record(d, nodes, minutes, freeze=freeze, delivery=delivery, fast=fast)
+        r = record(d, nodes, minutes, freeze=freeze, delivery=delivery, fast=fast, read_ms=read_ms)
         print(f"  recorder: recorded in {time.perf_counter() - w:.0f} s; status --replay", file=sys.stderr, flush=True)
         at = f"+{minutes * 60 * 0.9:.0f}"
         st_col = _status_at(os.path.join(d, "columnar"), at) if status else None
@@ -293,6 +338,9 @@ def run(nodes: int = 5_000, minutes: float = 30, status: bool = True, keep: str 
                f"full collections in the writes: {_full(r['full'])}; "
                f"the fast path wrote {r['fast'] / n:.1%} of the renewals; "
                f"load average {os.getloadavg()[0]:.1f}; delivery {delivery}; "
+               + (f"the Lease watch in reads of {read_ms:g} ms (write_lease_watch: the lines, both formats; the "
+                  f"state's decode of them not counted); " if read_ms is not None else
+                  "each Lease event's object through write; ") +
                f"gc.freeze() after the list: {'yes' if freeze else 'no'}; "
                f"process time in SegmentedRecorder.write per simulated second "
                f"(sanitize, keyframe bookkeeping, encoding, compression), x {scale:g} for 65,000 nodes"),
@@ -334,8 +382,12 @@ if __name__ == "__main__":
     p.add_argument("--delivery", choices=DELIVERIES, default="watch",
                    help="receive times: in order per stream as a watch delivers (default), or each event its "
                         "own delay (the model before 2026-12-04)")
+    p.add_argument("--read-ms", type=float, default=READ_MS,
+                   help=f"receive time one read of the Lease watch spans (default {READ_MS:g}; 0: a read per line)")
+    p.add_argument("--objects", action="store_true",
+                   help="each Lease event's object through write, not the watch's reads (the way before 2026-12-05)")
     p.add_argument("--no-fast", action="store_true",
                    help="the flight recorder's general path for every event (no fast path for plain renewals)")
     a = p.parse_args()
     print_table(run(nodes=a.nodes, minutes=a.minutes, status=not a.no_status, keep=a.keep, freeze=a.gc_freeze,
-                    delivery=a.delivery, fast=not a.no_fast))
+                    delivery=a.delivery, fast=not a.no_fast, read_ms=None if a.objects else a.read_ms))

@@ -73,7 +73,7 @@ def _reflectors(state: FleetState, received: float, lane: bool = True) -> dict[s
     for spec in (NODES, LEASES):
         r = Reflector(None, spec, sink, none, none, wall=lambda: received,  # type: ignore[arg-type]
                       frontier=state.track_lease_stream() if spec is LEASES else None,
-                      lane=state.apply_lease_watch if spec is LEASES and lane else None)
+                      lane=(lambda events, t, _block: state.apply_lease_watch(events, t)) if spec is LEASES and lane else None)
         out[spec.resource] = r
     return out
 

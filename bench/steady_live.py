@@ -51,13 +51,23 @@ def _cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _client(kubeconfig: str, seconds: float) -> dict:
-    """nodewatch's live source, synced, over ``seconds`` of steady traffic (in this process)."""
+def _client(kubeconfig: str, seconds: float, record: str = "") -> dict:
+    """nodewatch's live source, synced, over ``seconds`` of steady traffic (in this process).
+    ``record``: a format (``columnar``, ``jsonl``): a flight recorder writes everything the source
+    receives into segments of that format, as the hub's does (``hub_runner``)."""
     from nodewatch.core.rules import NodeState
     from nodewatch.core.settings import Settings
     from nodewatch.sources.live import LiveSource
 
     src = LiveSource(Settings(), kubeconfig=kubeconfig)
+    rec = None
+    tmp = tempfile.TemporaryDirectory(prefix="nodewatch-steady-rec-")
+    if record:
+        from nodewatch.hub.flight_recorder import SegmentedRecorder
+
+        rec = SegmentedRecorder(tmp.name, {"name": "steady"}, src.settings, records=src.state.node_records,
+                                record_format=record, keep_seconds=None, keep_bytes=None)
+        src.recorder = rec
     started = time.perf_counter()
     src.start()
     try:
@@ -99,6 +109,9 @@ def _client(kubeconfig: str, seconds: float) -> dict:
                 "not_ready": not_ready, "synced": synced, "counts": {k.word: c for k, c in view.counts.items() if c}}
     finally:
         src.stop()
+        if rec is not None:
+            rec.close()
+        tmp.cleanup()
 
 
 def _raw(kubeconfig: str, seconds: float) -> dict:
@@ -162,7 +175,7 @@ ALTERNATE = os.environ.get("NW_STEADY_ALTERNATE")
 against the same server (before and after a change, in one run), and said in the note."""
 
 
-def _child(kind: str, kubeconfig: str, seconds: float, checkout: str | None = None) -> dict:
+def _child(kind: str, kubeconfig: str, seconds: float, checkout: str | None = None, record: str = "") -> dict:
     """``checkout``: this benchmark's code with that checkout's nodewatch (a directory holding only
     a link to this ``bench`` comes first on the path, the checkout second)."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -171,7 +184,7 @@ def _child(kind: str, kubeconfig: str, seconds: float, checkout: str | None = No
         if checkout:
             os.symlink(os.path.join(here, "bench"), os.path.join(tmp, "bench"))
             env = {**os.environ, "PYTHONPATH": f"{tmp}:{checkout}"}
-        out = subprocess.run([sys.executable, "-m", "bench.steady_live", kind, kubeconfig, str(seconds)],
+        out = subprocess.run([sys.executable, "-m", "bench.steady_live", kind, kubeconfig, str(seconds), record],
                              capture_output=True, text=True, timeout=1800, check=False, env=env,
                              cwd=tmp if checkout else here)
     if out.returncode != 0:
@@ -179,7 +192,9 @@ def _child(kind: str, kubeconfig: str, seconds: float, checkout: str | None = No
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run(nodes: int = 130_000, seconds: float = 20.0) -> list[Figure]:
+def run(nodes: int = 130_000, seconds: float = 20.0, record: str = "") -> list[Figure]:
+    """``record``: nodewatch's source records what it receives (a hub's flight recorder, that
+    format), so its CPU is a hub's: ingest and recording."""
     from .live_path import ServerChild
 
     print(f"  steady_live: a stand-in server of {nodes:,} nodes", file=sys.stderr, flush=True)
@@ -187,13 +202,13 @@ def run(nodes: int = 130_000, seconds: float = 20.0) -> list[Figure]:
         server.renew(0)
         server.fast_renewing(10.0, 300.0)
         print("  steady_live: nodewatch", file=sys.stderr, flush=True)
-        nw = _child("client", server.kubeconfig, seconds)
+        nw = _child("client", server.kubeconfig, seconds, record=record)
         print("  steady_live: the raw reader", file=sys.stderr, flush=True)
         ref = _child("raw", server.kubeconfig, seconds)
         alt = None
         if ALTERNATE:
             print(f"  steady_live: nodewatch of {ALTERNATE}", file=sys.stderr, flush=True)
-            alt = _child("client", server.kubeconfig, seconds, ALTERNATE)
+            alt = _child("client", server.kubeconfig, seconds, ALTERNATE, record=record)
         behind = max(server.lag(*nw["window"]), server.lag(*ref["window"]),
                      server.lag(*alt["window"]) if alt else 0.0)
         changes, *_ = server.stop_renewing()
@@ -208,7 +223,8 @@ def run(nodes: int = 130_000, seconds: float = 20.0) -> list[Figure]:
                  f"core ({ref_share / (alt['cpu'] / alt['wall']):.2f}x), {alt['renewals'] / alt['wall']:,.0f} renewals/s, "
                  f"{alt['not_ready']:,} not Ready")
     return [
-        Figure(f"steady ingest over HTTPS at {nodes:,} nodes (nodewatch's CPU)", f"{share * 100:.1f} % of a core",
+        Figure(f"steady ingest over HTTPS at {nodes:,} nodes (nodewatch's CPU{', recording ' + record if record else ''})",
+               f"{share * 100:.1f} % of a core",
                "<= 15 %", f"raw reader + orjson.loads {ref_share * 100:.1f} %", judged and share <= 0.15,
                f"{rate:,.0f} renewals/s applied over {nw['wall']:.0f} s; reference {ref['lines'] / ref['wall']:,.0f} "
                f"lines/s, {ref['bytes'] / ref['wall'] / 1e6:.1f} MB/s; synced after {nw['synced']:.1f} s; an evaluation "
@@ -224,13 +240,17 @@ def run(nodes: int = 130_000, seconds: float = 20.0) -> list[Figure]:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] in ("client", "raw"):
-        fn = _client if sys.argv[1] == "client" else _raw
-        print(json.dumps(fn(sys.argv[2], float(sys.argv[3]))))
+        if sys.argv[1] == "client":
+            print(json.dumps(_client(sys.argv[2], float(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else "")))
+        else:
+            print(json.dumps(_raw(sys.argv[2], float(sys.argv[3]))))
         raise SystemExit(0)
     from .harness import print_table
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--nodes", type=int, default=130_000)
     p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--record", choices=("columnar", "jsonl"), default="",
+                   help="nodewatch's source records what it receives, as a hub's flight recorder does")
     a = p.parse_args()
-    print_table(run(a.nodes, a.seconds))
+    print_table(run(a.nodes, a.seconds, a.record))

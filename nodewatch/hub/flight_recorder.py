@@ -25,7 +25,9 @@ for anything.
 Columnar segments: a Lease renewal that changes nothing but its renewTime, resourceVersion and
 kubelet managedFields time (nearly all 6,500 a second at 65k) is told apart from its raw JSON and
 written as its row without being sanitized and matched (``lease_renewal.py``); the keyframe keeps
-its values and rebuilds its line. The same lines as the general way, for any stream.
+its values and rebuilds its line. The same lines as the general way, for any stream. A hub's Lease
+watch comes as reads of whole lines with the lane's structs (``write_lease_watch``): a renewal is
+then matched on the line's own bytes, and a read's renewals are written as rows in one call.
 
 A hub of several clusters writes a recording of several (``recording.py``): each segment's header
 lists the clusters (with the settings each has learned by then), every line says its cluster, and
@@ -61,7 +63,7 @@ from ..core.settings import Settings
 from ..core.views import RESOURCES
 from ..sources.columnar import EXTENSION as COLUMNAR_EXTENSION
 from ..sources.columnar import ColumnarRecorder, micros
-from ..sources.recording import ClusterRecorder, Recorder, sanitize, settings_payload
+from ..sources.recording import ClusterRecorder, Recorder, sanitize, settings_payload, write_watch_lines
 from ..sources.recording_stop import DISK_FULL, stop_reason
 from ..sources.segments import list_segments, segment_name
 from .keyframe_lines import node_to_dict
@@ -94,6 +96,29 @@ log = logging.getLogger("nodewatch.hub.recorder")
 
 
 # --- writing ----------------------------------------------------------------------------------------
+
+_Key = tuple[str | None, str, str, str]
+"""An object of ``SegmentedRecorder._last``: (cluster, resource, namespace, name)."""
+_Row = tuple[_Key, RawRenewal, tuple[int, int, int], bytes]
+"""A renewal matched on its line (``_matched``): its Lease, its fast path, its values, the line."""
+_MODIFIED = b'{"type":"MODIFIED","object":'
+_MODIFIED_AT = len(_MODIFIED)
+"""A watch line of a modified object, as the API server writes it: the object's JSON follows, then ``}``."""
+
+
+def _watch_lines(block: bytes | memoryview, n: int) -> list[bytes] | None:
+    """The ``n`` lines of a block whose ``n`` events were decoded (blank lines skipped, a line's
+    ``\r`` kept out); None when they do not come to ``n``."""
+    data = bytes(block)
+    if n == 1 and data.count(b"\n") == 1 and data.endswith(b"\n"):
+        return [data[:-1]]
+    lines = data.split(b"\n")
+    if lines and not lines[-1]:
+        lines.pop()
+    if len(lines) != n:
+        lines = [line.rstrip(b"\r") for line in lines if line.strip()]
+    return lines if len(lines) == n else None
+
 
 
 class SegmentedRecorder:
@@ -129,7 +154,7 @@ class SegmentedRecorder:
         self.clusters = [dict(c) for c in clusters] if clusters is not None else None
         self.cluster_records = cluster_records
         self._lock = threading.RLock()
-        self._last: dict[tuple[str | None, str, str, str], tuple[float, bool, bytes] | RawRenewal] = {}
+        self._last: dict[_Key, tuple[float, bool, bytes] | RawRenewal] = {}
         """(cluster, resource, namespace, name) -> when the object was last received, whether as a
         list item, and its JSON: for keyframes (not Nodes). The cluster is None for one cluster. A
         Lease whose next plain renewal may take the fast path (``_renewal``) has its ``RawRenewal``
@@ -172,6 +197,101 @@ class SegmentedRecorder:
         if (etype == "MODIFIED" and resource == "leases" and not listing and self._fast
                 and self._renewal(obj, t, cluster)):
             return
+        self._write(resource, etype, obj, t, listing, cluster, None)
+
+    def write_lease_watch(self, block: bytes | memoryview, events: list[Any], t: float,
+                          cluster: str | None = None) -> None:
+        """One read of the synced Lease watch, received at ``t``: its whole lines (``block``) and
+        their structs (``events``: ``TypedDecoder.decode_watch``, which the hub's state applies in
+        the same read). A plain renewal of a Lease the fast path knows is matched on the line's own
+        bytes (no dict, no ``orjson.dumps``), and the renewals of a run of them are written as rows
+        in one call, under one hold of the locks; any other line is decoded and written the general
+        way, in its place, and its bytes teach the fast path. The same lines as ``write`` of each
+        event's object."""
+        lines = _watch_lines(block, len(events))
+        if lines is None:
+            write_watch_lines(lambda etype, obj: self.write("leases", etype, obj, t, cluster=cluster), block)
+            return
+        if len(lines) == 1:  # most reads: an API server flushes a watch event by event
+            line = lines[0]
+            row = self._matched(line, events[0], cluster)
+            tm = micros(t)
+            with self._lock:
+                if row is None or tm is None or not self._fast_row(row[1], row[2], t, tm):
+                    self._watch_line(line, t, cluster)
+            return
+        rows: list[_Row] = []
+        with self._lock:
+            for line, ev in zip(lines, events):
+                row = self._matched(line, ev, cluster)
+                if row is not None:
+                    rows.append(row)
+                    continue
+                if rows:
+                    self._fast_rows(rows, t)  # (those before it first: the order is kept)
+                    rows = []
+                self._watch_line(line, t, cluster)
+            if rows:
+                self._fast_rows(rows, t)
+
+    def _matched(self, line: bytes, ev: Any, cluster: str | None) -> _Row | None:
+        """A watch line that is a plain renewal of a Lease the fast path knows (``lease_renewal.py``),
+        matched on its own bytes; None: write it the general way."""
+        if not self._fast or ev.type != "MODIFIED" or not line.startswith(_MODIFIED) or not line.endswith(b"}"):
+            return None
+        meta = ev.object.metadata
+        if meta is None:
+            return None
+        key: _Key = (cluster, "leases", str(meta.namespace or ""), str(meta.name or ""))
+        fast = self._last.get(key)
+        if type(fast) is not RawRenewal:
+            return None
+        values = fast.match(line[_MODIFIED_AT:-1])
+        return None if values is None else (key, fast, values, line)
+
+    def _fast_rows(self, rows: list[_Row], t: float) -> None:
+        """Matched renewals of one read as rows, in one call where there are several (under the
+        lock). From the first the segment cannot take as a row (a new segment, whose dictionary
+        learns its Leases again), one at a time: matched again if its Lease was learned again
+        meanwhile, else the general way."""
+        done = 0
+        if len(rows) > 1 and not self._closed and not self.stopped:  # (one: the way below is shorter)
+            seg = self._writable()
+            if isinstance(seg, ColumnarRecorder):
+                try:
+                    done = seg.write_renewals([(f.tpl, *v, t) for _, f, v, _ in rows])
+                except OSError as exc:
+                    self._fail(exc)
+                    return
+                for _, fast, values, _ in rows[:done]:
+                    fast.t, fast.listing, fast.values = t, False, values
+                self.lines += done
+                self.fast_lines += done
+        tm = micros(t)
+        for key, fast, values, line in rows[done:]:
+            now = self._last.get(key)
+            matched: tuple[int, int, int] | None = values
+            if now is not fast:  # learned again by a line before it in this read
+                matched = now.match(line[_MODIFIED_AT:-1]) if type(now) is RawRenewal else None
+                fast = now  # type: ignore[assignment]
+            if matched is None or tm is None or not self._fast_row(fast, matched, t, tm):
+                self._watch_line(line, t, cluster=key[0])
+
+    def _watch_line(self, line: bytes, t: float, cluster: str | None) -> None:
+        """A line of the Lease watch the general way (its object's bytes teach the fast path)."""
+        try:
+            d = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return  # (the stream's own decode read it: the state has it)
+        etype, obj = d.get("type"), d.get("object")
+        head = b'{"type":"' + str(etype).encode() + b'","object":'
+        raw = line[len(head):-1] if line.startswith(head) and line.endswith(b"}") else None
+        self._write("leases", str(etype), obj, t, False, cluster, raw)
+
+    def _write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool,
+               cluster: str | None, raw: bytes | None) -> None:
+        """An event the general way (``raw``: the object's JSON as received, when the caller has
+        it: a Lease's fast path learns from it)."""
         clean = sanitize(obj, resource)
         data = b"null" if obj is None else orjson.dumps(clean, default=str)  # once: file and keyframe
         with self._lock:
@@ -201,7 +321,7 @@ class SegmentedRecorder:
                 self.lines += 1
                 if (key is not None and resource == "leases" and etype != "DELETED" and self._fast
                         and isinstance(seg, ColumnarRecorder)):
-                    self._learn_renewal(key, obj, t, listing, data, seg, cluster, meta)
+                    self._learn_renewal(key, obj, t, listing, data, seg, cluster, meta, raw)
 
     def _renewal(self, obj: Any, t: float, cluster: str | None) -> bool:
         """A Lease ``MODIFIED`` (not listed) written by the fast path (``lease_renewal.py``) when it is
@@ -223,33 +343,40 @@ class SegmentedRecorder:
         if values is None or tm is None:
             return False
         with self._lock:
-            if self._closed:
-                return True
-            if self.stopped:
-                return False  # the general way tries to resume
-            seg = self._writable()
-            if not isinstance(seg, ColumnarRecorder):
-                return False
-            renew, rv, second = values
-            fast.t, fast.listing, fast.values = t, False, values
-            try:
-                if not seg.write_renewal(fast.tpl, tm, renew, rv, second):
-                    return False  # a new segment: its dictionary learns the Lease the general way
-            except OSError as exc:
-                self._fail(exc)
-                return True
-            self.lines += 1
-            self.fast_lines += 1
+            return self._fast_row(fast, values, t, tm)
+
+    def _fast_row(self, fast: RawRenewal, values: tuple[int, int, int], t: float, tm: tuple[int, int]) -> bool:
+        """The row of a renewal ``fast`` matched (under the lock). False: not written (recording
+        stopped, a new segment whose dictionary has to learn the Lease): write it the general way."""
+        if self._closed:
             return True
+        if self.stopped:
+            return False  # the general way tries to resume
+        seg = self._writable()
+        if not isinstance(seg, ColumnarRecorder):
+            return False
+        renew, rv, second = values
+        fast.t, fast.listing, fast.values = t, False, values
+        try:
+            if not seg.write_renewal(fast.tpl, tm, renew, rv, second):
+                return False  # a new segment: its dictionary learns the Lease the general way
+        except OSError as exc:
+            self._fail(exc)
+            return True
+        self.lines += 1
+        self.fast_lines += 1
+        return True
 
     def _learn_renewal(self, key: tuple, obj: Any, t: float, listing: bool, data: bytes, seg: ColumnarRecorder,
-                       cluster: str | None, meta: dict) -> None:
-        """After a Lease event written the general way: whether its next renewal may take the fast path."""
+                       cluster: str | None, meta: dict, raw: bytes | None = None) -> None:
+        """After a Lease event written the general way: whether its next renewal may take the fast
+        path, matched on the JSON it comes in (``raw``, as received; else ``orjson.dumps`` of the
+        object, what ``write`` matches a dict's renewal on)."""
         tpl = seg.lease_template(cluster, meta.get("namespace"), meta.get("name"))
         if tpl is None:
             return
         try:
-            fast = learn_renewal(orjson.dumps(obj), data, tpl)
+            fast = learn_renewal(orjson.dumps(obj) if raw is None else raw, data, tpl)
         except TypeError:
             return
         if fast is not None:

@@ -32,7 +32,7 @@ from ..core.text import safe
 from .certcache import CertCache
 from .heap import fix_mmap_threshold
 from .kubeconfig import ApiError, Connection, KubeconfigError
-from .recording import Recorder
+from .recording import Recorder, write_lease_watch
 from .reflector import CSRS, LEASES, NODES, Batch, Reflector, ResourceSpec, events_of, pods_on
 from .watchlist import StreamingOffer
 
@@ -297,10 +297,14 @@ class LiveSource:
             for resource, etype, obj, t, listing in batch:
                 rec.write(resource, etype, obj, t, listing)
 
-    def _lane(self, events: list[Any], received_at: float) -> None:
+    def _lane(self, events: list[Any], received_at: float, block: bytes | memoryview) -> None:
         """The synced Lease watch's typed structs of one read, into the state in one call
-        (``Reflector.take_block``; a recorder's source has none: it writes the objects)."""
+        (``Reflector.take_block``); the read's lines into the recorder, if there is one (the
+        flight recorder writes a plain renewal from its bytes, ``write_lease_watch``)."""
         self.state.apply_lease_watch(events, received_at)
+        rec = self.recorder
+        if rec is not None:
+            write_lease_watch(rec, block, events, received_at)
 
     def _on_problem(self, where: str, message: str) -> None:
         self.state.problem(self.clock.now(), where, message)

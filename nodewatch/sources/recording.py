@@ -38,7 +38,7 @@ import gzip
 import threading
 import zlib
 from dataclasses import dataclass
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 import orjson
 
@@ -379,9 +379,43 @@ class Recorder(FlushedWriter):
         self.close()
 
 
+def write_watch_lines(write: Callable[[str, Any], None], block: bytes | memoryview) -> None:
+    """Each event line of a watch read, decoded, through ``write(etype, object)``: how a recorder
+    without a way of its own records the Lease watch's reads that the state takes as structs
+    (``LiveSource._lane``). A line that does not decode is left out (the stream's own decode read
+    it: the state has it)."""
+    for line in bytes(block).split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            d = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(d, dict) and isinstance(d.get("type"), str):
+            write(d["type"], d.get("object"))
+
+
 def _line(t: float, cluster: str | None) -> dict[str, Any]:
     """The start of every line: its time first (``segments.py`` reads it cheaply), then its cluster."""
     return {"t": t} if cluster is None else {"t": t, "cluster": cluster}
+
+
+def write_lease_watch(recorder: Any, block: bytes | memoryview, events: list[Any], t: float,
+                      cluster: str | None = None) -> None:
+    """A read of the synced Lease watch, which the state took as structs, into ``recorder``: its
+    ``write_lease_watch`` where it has one (the flight recorder's matches renewals on their bytes),
+    else each line decoded and written (``write_watch_lines``)."""
+    own = getattr(recorder, "write_lease_watch", None)
+    if own is not None:
+        if cluster is None:
+            own(block, events, t)
+        else:
+            own(block, events, t, cluster=cluster)
+        return
+    if cluster is None:
+        write_watch_lines(lambda etype, obj: recorder.write("leases", etype, obj, t), block)
+    else:
+        write_watch_lines(lambda etype, obj: recorder.write("leases", etype, obj, t, cluster=cluster), block)
 
 
 class ClusterRecorder:
@@ -397,6 +431,10 @@ class ClusterRecorder:
 
     def write_health(self, resource: str, t: float, **health: Any) -> None:
         self.recorder.write_health(resource, t, cluster=self.cluster, **health)
+
+    def write_lease_watch(self, block: bytes | memoryview, events: list[Any], t: float) -> None:
+        """A read of the Lease watch (``LiveSource._lane``): the shared recorder's own way if it has one."""
+        write_lease_watch(self.recorder, block, events, t, self.cluster)
 
     def write_cert(self, node: str, not_after: float, source: str, t: float) -> None:
         self.recorder.write_cert(node, not_after, source, t, cluster=self.cluster)

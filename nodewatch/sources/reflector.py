@@ -235,7 +235,7 @@ class Reflector:
                  initial_silence: float | None = None, frontier: StreamFrontier | None = None,
                  after: tuple[threading.Event, float] | None = None,
                  expected: Callable[[], int | None] | None = None,
-                 lane: Callable[[list[Any], float], None] | None = None) -> None:
+                 lane: Callable[[list[Any], float, bytes | memoryview], None] | None = None) -> None:
         """``typed``: hand nodes and leases over as records decoded by ``core.wire`` (fast); False:
         as parsed JSON dicts, for a sink that needs the objects themselves (a recorder).
         ``watch_list``: list through a streaming list (a watch with ``sendInitialEvents``) where
@@ -252,8 +252,9 @@ class Reflector:
         first list waits for the event, at most that long (the Nodes for the Leases: ``LiveSource``).
         ``expected``: how many objects the first list will likely hold, None when unknown (the
         Nodes: as many as the Lease list held); a list expected to be small is read here.
-        ``lane``: the synced watch's typed structs go there in one call per read instead of a
-        batch of records to ``sink`` (the Leases: ``FleetState.apply_lease_watch``)."""
+        ``lane``: the synced watch's typed structs go there in one call per read, with the read's
+        lines, instead of a batch to ``sink`` (the Leases: ``FleetState.apply_lease_watch``, and a
+        recorder's ``write_lease_watch``)."""
         self.conn = conn
         self.spec = spec
         self.sink = sink
@@ -265,7 +266,9 @@ class Reflector:
         self.wall = wall
         self._rng = rng or random.Random()
         self.decoder: TypedDecoder | None = DECODERS.get(spec.resource) if typed else None
-        self.lane = lane if self.decoder is not None else None
+        self._lane_decoder: TypedDecoder | None = DECODERS.get(spec.resource) if lane is not None else None
+        """The lane's decoder: a recording source has one too (its lists and other events are dicts)."""
+        self.lane = lane if self._lane_decoder is not None else None
         self.backoff = Backoff(rng=self._rng)
         self.resource_version: str | None = None
         self.in_worker = in_worker
@@ -761,16 +764,16 @@ class Reflector:
         typed structs applied in one call), anything else decoded into a batch for ``sink``; the
         frontier told the newest write applied. True when an event was handed over."""
         lane = self.lane
-        if lane is not None and self._initial is None and self.decoder is not None:
+        if lane is not None and self._initial is None and self._lane_decoder is not None:
             try:
-                events = self.decoder.decode_watch(block)
+                events = self._lane_decoder.decode_watch(block)
             except WireError:
                 pass  # a bookmark, an ERROR or an odd object in the block: the general way below
             else:
                 now = self.wall()
                 taken = self._lane_books(events)
                 if taken:
-                    lane(events, now)
+                    lane(events, now, block)
                     if self.frontier is not None:
                         _lane_written(self.frontier, events, now)
                 return taken

@@ -142,7 +142,7 @@ def _reflector(st: FleetState, lane: bool) -> Reflector:
         return None
 
     return Reflector(None, LEASES, sink, none, none, wall=lambda: T0 + 2,  # type: ignore[arg-type]
-                     frontier=st.track_lease_stream(), lane=st.apply_lease_watch if lane else None)
+                     frontier=st.track_lease_stream(), lane=(lambda events, t, _block: st.apply_lease_watch(events, t)) if lane else None)
 
 
 

@@ -124,9 +124,10 @@ def test_a_burst_of_60000_renewals_all_arrive(tmp_path, start_live):
         assert {t.age_from for t in src.state.leases.values()} == {"receipt"}  # timed as the watch's
 
 
-def test_the_lease_watch_takes_the_lane_unless_a_recorder_needs_the_objects(tmp_path):
+def test_the_lease_watch_takes_the_lane_and_a_recorder_gets_its_lines(tmp_path):
     """The synced Lease watch hands its structs to the state in one call (``LiveSource._lane``); a
-    source that records writes the objects themselves, so its reflectors read dicts, no lane."""
+    source that records reads its lists and other streams as dicts (the recorder writes the
+    objects), and its Lease watch through the lane too, the read's lines to the recorder."""
     fleet = TinyFleet(nodes=3, start=time.time())
     with running_server(tmp_path, fleet=fleet) as srv:
         plain = LiveSource(Settings(), kubeconfig=str(srv.kubeconfig_path), cert_cache_dir=str(tmp_path / "a"))
@@ -135,7 +136,47 @@ def test_the_lease_watch_takes_the_lane_unless_a_recorder_needs_the_objects(tmp_
         with Recorder(str(tmp_path / "r.jsonl"), {"name": "t"}, Settings()) as rec:
             recording = LiveSource(Settings(), kubeconfig=str(srv.kubeconfig_path),
                                    cert_cache_dir=str(tmp_path / "b"), recorder=rec)
-            assert recording._reflector(LEASES).lane is None
+            leases = recording._reflector(LEASES)
+            assert leases.lane == recording._lane and leases.decoder is None
+            assert recording._reflector(NODES).decoder is None
+
+
+def test_a_recording_source_records_the_lease_watch_from_its_lines(tmp_path):
+    """A hub's source: its Lease watch goes through the lane and the flight recorder writes the
+    reads' lines (plain renewals as rows matched on their bytes); the recording replays to the
+    renewals the source applied."""
+    from nodewatch.hub.flight_recorder import SegmentedRecorder
+    from nodewatch.sources.replay import state_at
+
+    fleet = TinyFleet(nodes=6, start=time.time())
+    fleet.written.update({n: fleet.now for n in fleet.names})  # the kubelet's managedFields entry
+    with running_server(tmp_path, fleet=fleet) as srv:
+        src = LiveSource(Settings(), kubeconfig=str(srv.kubeconfig_path), cert_cache_dir=str(tmp_path / "c"))
+        rec = SegmentedRecorder(tmp_path / "rec", {"name": "t"}, src.settings, records=src.state.node_records,
+                                record_format="columnar", keep_seconds=None, keep_bytes=None)
+        src.recorder = rec
+        lanes = []
+        lane = src._lane
+
+        def counting(events, received_at, block):
+            lanes.append(len(events))
+            lane(events, received_at, block)
+
+        src._lane = counting  # type: ignore[method-assign]
+        src.start()
+        try:
+            assert src.wait_synced(15)
+            for _ in range(4):
+                fleet.step_to(fleet.now + 10)  # every kubelet renews
+            wait_until(lambda: all(t.renewals >= 4 for t in src.state.leases.values()) and len(src.state.leases) == 6)
+            live = {n: t.renew_time for n, t in src.state.leases.items()}
+        finally:
+            src.stop()
+            rec.close()
+    assert sum(lanes) >= 18 and rec.fast_lines > 0
+    replayed, _, problems = state_at(str(tmp_path / "rec"), None)
+    assert not problems, problems
+    assert {n: t.renew_time for n, t in replayed.leases.items()} == live
 
 
 def test_cert_cache_survives_restarts(tmp_path):
