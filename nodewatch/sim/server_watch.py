@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import random
 from typing import Any
 
@@ -24,6 +25,11 @@ from .store import Change, Gone, ResourceInfo, watch_line
 
 WATCH_BATCH = 5000
 """Changes read from the store (and sent as one chunk) at a time."""
+EVENT_CHUNKS = os.environ.get("NW_SIM_EVENT_CHUNKS") == "1"
+"""Each watch event its own HTTP chunk, as the API server writes them (it flushes whenever its
+queue of events runs empty: under a steady stream, event by event), where this server sends what
+it has in one chunk. A client reading a chunk at a time then reads an event at a time
+(``bench.steady_live --event-chunks``)."""
 INITIAL_CHUNK_BYTES = 1 << 20
 """Initial events are sent in chunks of about this size: a client decodes one while the next is on
 the way (one 50 MB write of 5,000 production-sized Nodes made the client wait for all of it)."""
@@ -342,7 +348,10 @@ class WatchStreaming(ServerParts):
             abort(conn, rst=False)
             raise StreamEnded()
         data = b"".join(lines)
-        await self._send(conn, chunk(data))
+        if EVENT_CHUNKS:
+            await self._send(conn, b"".join(chunk(line) for line in lines))
+        else:
+            await self._send(conn, chunk(data))
         return len(data)
 
     async def _send_gone(self, conn: Conn, rv: int, oldest: int) -> int:

@@ -23,6 +23,9 @@ from typing import Any
 
 import urllib3
 
+READ_BYTES = 1 << 16
+"""Bytes taken from the buffered file at a time (at least): the framing and payload of every chunk
+that has arrived."""
 MAX_LINE = 4096
 """A chunk-size or trailer line longer than this is not HTTP (http.client allows 64 KB; a size line
 is a few bytes)."""
@@ -36,6 +39,12 @@ class BodyReader:
         self._size = size
         self._left = 0
         """Bytes of the current chunk not read yet."""
+        self._buf = bytearray()
+        """Bytes received and not decoded yet (the framing of the chunks to come, their payload)."""
+        self._crlf = False
+        """The CRLF after a chunk's payload is the next thing to read."""
+        self._trailer = False
+        """The last chunk was read: trailer lines up to an empty one come next."""
         self._done = False
         fp = getattr(resp, "_fp", None)  # http.client's HTTPResponse under urllib3's
         raw = getattr(fp, "fp", None)  # its buffered socket file
@@ -49,31 +58,85 @@ class BodyReader:
         return self._file is not None
 
     def read(self) -> bytes:
-        """The next piece of the payload; b"" at the end of the body."""
+        """The next piece of the payload, at most ``size`` bytes: every whole chunk that has
+        arrived, and what has of the one being received; b"" at the end of the body. It waits only
+        when nothing of the payload has arrived. Why every chunk: the API server flushes a watch
+        whenever its queue of events runs empty, so a busy stream comes as a chunk an event, often
+        several of them already here; each read costs the reader a pass (a decode, a hold of the
+        state's lock, a recorder's write), so one per chunk cost most of a hub's CPU at 65,000
+        nodes (``bench.steady_live --event-chunks``)."""
         f = self._file
         if f is None:
             return self._resp.read1(self._size)
         try:
-            if self._left == 0:
-                if self._done:
-                    return b""
-                size = self._chunk_size(f)
-                if size == 0:
-                    self._trailer(f)
-                    self._done = True
-                    return b""
-                self._left = size
-            n = min(self._left, self._size)
-            data = f.read(n)
-            if len(data) < n:
-                raise urllib3.exceptions.ProtocolError(
-                    f"connection closed in the middle of a chunk ({self._left - len(data)} bytes missing)")
-            self._left -= n
-            if self._left == 0 and f.read(2) != b"\r\n":
-                raise urllib3.exceptions.ProtocolError("chunk not followed by CRLF")
-            return data
+            while True:
+                out = self._take()
+                if out or self._done:
+                    return out
+                if self._left:  # the rest of a chunk the server announced: read in C, as one piece
+                    n = min(self._left, self._size)
+                    data = f.read(n)
+                    if len(data) < n:
+                        raise urllib3.exceptions.ProtocolError(
+                            f"connection closed in the middle of a chunk ({self._left - len(data)} bytes missing)")
+                    self._left -= n
+                    self._crlf = not self._left
+                    return data
+                data = f.read1(READ_BYTES)  # what is buffered, else one read of the socket (it waits)
+                if not data:
+                    if self._left:
+                        raise urllib3.exceptions.ProtocolError(
+                            f"connection closed in the middle of a chunk ({self._left} bytes missing)")
+                    raise urllib3.exceptions.ProtocolError("connection closed before the end of the chunked body")
+                self._buf += data
         except TimeoutError:
             raise urllib3.exceptions.ReadTimeoutError(None, "", "read timed out") from None  # type: ignore[arg-type]
+
+    def _take(self) -> bytes:
+        """The payload that the bytes received so far hold (at most ``size``), the framing taken off."""
+        buf = self._buf
+        out = bytearray()
+        pos = 0
+        room = self._size
+        while room > 0:
+            if self._left:
+                n = min(self._left, len(buf) - pos, room)
+                if n <= 0:
+                    break
+                out += buf[pos:pos + n]
+                pos += n
+                room -= n
+                self._left -= n
+                if self._left:
+                    break
+                self._crlf = True
+            if self._crlf:
+                if len(buf) - pos < 2:
+                    break
+                if buf[pos:pos + 2] != b"\r\n":
+                    raise urllib3.exceptions.ProtocolError("chunk not followed by CRLF")
+                pos += 2
+                self._crlf = False
+            end = buf.find(b"\n", pos, pos + MAX_LINE + 1)
+            if end < 0:
+                if len(buf) - pos > MAX_LINE:
+                    raise urllib3.exceptions.ProtocolError(
+                        "trailer line too long" if self._trailer else "chunk size line too long or cut short")
+                break
+            line = bytes(buf[pos:end + 1])
+            pos = end + 1
+            if self._trailer:
+                if line in (b"\r\n", b"\n"):
+                    self._done = True
+                    break
+                continue
+            size = _chunk_size(line)
+            if size == 0:
+                self._trailer = True  # trailer lines (none in practice) up to an empty line
+            else:
+                self._left = size
+        del buf[:pos]
+        return bytes(out)
 
     def drained(self) -> bool | None:
         """Whether nothing of the body is left to read right now: no rest of a chunk, nothing in
@@ -84,7 +147,7 @@ class BodyReader:
         f = self._file
         if f is None:
             return None
-        if self._left:
+        if self._left or self._buf:
             return False
         sock = stream_socket(self._resp)
         if sock is None:
@@ -109,30 +172,16 @@ class BodyReader:
             except OSError:
                 pass
 
-    @staticmethod
-    def _chunk_size(f: Any) -> int:
-        line = f.readline(MAX_LINE + 1)
-        if not line:
-            raise urllib3.exceptions.ProtocolError("connection closed before the end of the chunked body")
-        if len(line) > MAX_LINE or not line.endswith(b"\n"):
-            raise urllib3.exceptions.ProtocolError("chunk size line too long or cut short")
-        try:
-            size = int(line.split(b";", 1)[0], 16)
-        except ValueError:
-            raise urllib3.exceptions.ProtocolError(f"bad chunk size line {line[:40]!r}") from None
-        if size < 0:
-            raise urllib3.exceptions.ProtocolError(f"bad chunk size line {line[:40]!r}")
-        return size
 
-    @staticmethod
-    def _trailer(f: Any) -> None:
-        """Trailer lines after the last chunk, up to the empty line (there are none in practice)."""
-        while True:
-            line = f.readline(MAX_LINE + 1)
-            if line in (b"\r\n", b"\n", b""):
-                return
-            if len(line) > MAX_LINE:
-                raise urllib3.exceptions.ProtocolError("trailer line too long")
+def _chunk_size(line: bytes) -> int:
+    """The size a chunk's size line announces (its extensions ignored)."""
+    try:
+        size = int(line.split(b";", 1)[0], 16)
+    except ValueError:
+        raise urllib3.exceptions.ProtocolError(f"bad chunk size line {line[:40]!r}") from None
+    if size < 0:
+        raise urllib3.exceptions.ProtocolError(f"bad chunk size line {line[:40]!r}")
+    return size
 
 
 KEEPALIVE = (30, 10, 3)

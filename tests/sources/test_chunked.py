@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -83,6 +84,20 @@ def test_chunks_of_every_size_come_out_as_the_payload_in_order():
         assert b"".join(pieces) == payload
         assert max(map(len, pieces)) <= 1000
         assert reader.read() == b""  # and stays ended
+
+
+def test_the_chunks_that_have_arrived_come_in_one_read():
+    """A busy watch comes as a chunk an event (the API server flushes whenever its queue runs
+    empty): those already received are one read, not a read each; the body is then the same."""
+    lines = [b'{"type":"MODIFIED","object":{"n":%d}}\n' % i for i in range(200)]
+    body = b"".join(_chunk(line) for line in lines) + b"0\r\n\r\n"
+    with serving(HEAD_CHUNKED + body, linger=1.0) as url:
+        resp = _get(url)
+        time.sleep(0.2)  # all of it has arrived
+        reader = BodyReader(resp, 1 << 20)
+        pieces = _read_all(reader)
+        assert b"".join(pieces) == b"".join(lines)
+        assert len(pieces) <= 5, len(pieces)  # (a read takes what the buffered file hands over at once)
 
 
 def test_trailer_lines_after_the_last_chunk_are_skipped():
