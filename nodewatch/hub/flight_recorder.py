@@ -208,22 +208,23 @@ class SegmentedRecorder:
         in one call, under one hold of the locks; any other line is decoded and written the general
         way, in its place, and its bytes teach the fast path. The same lines as ``write`` of each
         event's object."""
+        if len(events) == 1:  # a read of one event (a quiet stream): no list of lines, one copy
+            data = bytes(block)
+            if data.endswith(b"}\n") and data.find(b"\n") == len(data) - 1:
+                row = self._matched(data, events[0], cluster, 2)
+                tm = micros(t)
+                with self._lock:
+                    if row is None or tm is None or not self._fast_row(row[1], row[2], t, tm):
+                        self._watch_line(data[:-1], t, cluster)
+                return
         lines = _watch_lines(block, len(events))
         if lines is None:
             write_watch_lines(lambda etype, obj: self.write("leases", etype, obj, t, cluster=cluster), block)
             return
-        if len(lines) == 1:  # most reads: an API server flushes a watch event by event
-            line = lines[0]
-            row = self._matched(line, events[0], cluster)
-            tm = micros(t)
-            with self._lock:
-                if row is None or tm is None or not self._fast_row(row[1], row[2], t, tm):
-                    self._watch_line(line, t, cluster)
-            return
         rows: list[_Row] = []
         with self._lock:
             for line, ev in zip(lines, events):
-                row = self._matched(line, ev, cluster)
+                row = self._matched(line, ev, cluster) if line.endswith(b"}") else None
                 if row is not None:
                     rows.append(row)
                     continue
@@ -234,10 +235,11 @@ class SegmentedRecorder:
             if rows:
                 self._fast_rows(rows, t)
 
-    def _matched(self, line: bytes, ev: Any, cluster: str | None) -> _Row | None:
+    def _matched(self, line: bytes, ev: Any, cluster: str | None, tail: int = 1) -> _Row | None:
         """A watch line that is a plain renewal of a Lease the fast path knows (``lease_renewal.py``),
-        matched on its own bytes; None: write it the general way."""
-        if not self._fast or ev.type != "MODIFIED" or not line.startswith(_MODIFIED) or not line.endswith(b"}"):
+        matched on its own bytes (``tail``: the bytes after the object, its closing brace and
+        whatever follows it); None: write it the general way."""
+        if not self._fast or ev.type != "MODIFIED" or not line.startswith(_MODIFIED):
             return None
         meta = ev.object.metadata
         if meta is None:
@@ -246,7 +248,7 @@ class SegmentedRecorder:
         fast = self._last.get(key)
         if type(fast) is not RawRenewal:
             return None
-        values = fast.match(line[_MODIFIED_AT:-1])
+        values = fast.match(line[_MODIFIED_AT:-tail])
         return None if values is None else (key, fast, values, line)
 
     def _fast_rows(self, rows: list[_Row], t: float) -> None:
