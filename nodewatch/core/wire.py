@@ -559,6 +559,46 @@ def lease_write_time(le: _Lease) -> float | None:
     return _written(meta.managedFields, (spec.holderIdentity or "") if spec is not None else "")
 
 
+def watched_write_time(le: _WatchedLease) -> float | None:
+    """The ``written_at`` of a watched Lease's record (``_lease_record(le).written_at``) without
+    building the record: its managed fields' entries decoded once per text (the renewals of a
+    second share one: their kubelets' entries differ only in the time), the holder applied to them
+    each time. What the frontier of a lease stream asks of every read (``reflector._lane_written``):
+    a record and a decode each cost a tenth of a renewal's ingest when a read is one renewal."""
+    meta = le.metadata
+    if meta is None:
+        return None
+    managed = meta.managedFields
+    if type(managed) is not msgspec.Raw:
+        return lease_write_time(le)  # type: ignore[arg-type]  # (a fully decoded Lease)
+    if not managed:
+        return None
+    text = bytes(managed)
+    entries = _managed_entries.get(text, _MISSING)
+    if entries is _MISSING:
+        try:
+            decoded = _managed_fields.decode(text)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            entries = None  # read as the dict path reads it, by the record
+        else:
+            entries = tuple((m.manager, m.operation, _time(m.time)) for m in decoded) if decoded else ()
+        if len(_managed_entries) >= _TIME_CACHE_MAX:
+            _managed_entries.clear()
+        _managed_entries[text] = entries
+    if entries is None:
+        rec = _lease_record(le)
+        return rec.written_at if rec is not None else None
+    if not entries:
+        return None
+    spec = le.spec
+    return kubelet_write_time(entries, (spec.holderIdentity or "") if spec is not None else "")
+
+
+_managed_entries: dict[bytes, Any] = {}
+"""A watched Lease's managed fields (JSON text) -> their (manager, operation, time) entries, or None
+where they do not fit the types (``watched_write_time``)."""
+
+
 _micro_seconds: dict[str, int] = {}
 """The first 20 characters of a MicroTime (``2026-12-01T00:33:48.``) -> its whole seconds, for the
 ones ``_micro_time`` may read without ``parse_time``: a fleet's renewals of one second share them.

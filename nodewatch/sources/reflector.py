@@ -45,7 +45,7 @@ import orjson
 import urllib3
 
 from ..core.evidence import StreamFrontier
-from ..core.wire import DECODERS, TypedDecoder, WireError, _lease_record
+from ..core.wire import DECODERS, TypedDecoder, WireError, watched_write_time
 from . import list_worker
 from .chunked import BodyReader, keep_alive, set_read_timeout
 from .kubeconfig import ApiError, Connection, api_error
@@ -997,14 +997,13 @@ def _written(frontier: StreamFrontier, batch: Batch) -> None:
 
 
 def _lane_written(frontier: StreamFrontier, events: list[Any], received: float) -> None:
-    """``_written`` for the lane's structs: the last one's write time that has one (a record is
-    built only of a Lease with managed fields: a server that writes none costs nothing here)."""
+    """``_written`` for the lane's structs: the last one's write time that has one (its record's
+    ``written_at``, read without the record: ``wire.watched_write_time``)."""
     for ev in reversed(events):
         meta = ev.object.metadata
         if meta is None or not meta.managedFields:
             continue
-        rec = _lease_record(ev.object)
-        w = rec.written_at if rec is not None else None
+        w = watched_write_time(ev.object)
         if w is not None:
             frontier.written(min(w, received))
             return
