@@ -570,7 +570,7 @@ def watched_write_time(le: _WatchedLease) -> float | None:
         return None
     managed = meta.managedFields
     if type(managed) is not msgspec.Raw:
-        return lease_write_time(le)  # type: ignore[arg-type]  # (a fully decoded Lease)
+        return lease_write_time(le)  # (a fully decoded Lease)
     if not managed:
         return None
     text = bytes(managed)
