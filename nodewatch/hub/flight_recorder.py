@@ -120,7 +120,6 @@ def _watch_lines(block: bytes | memoryview, n: int) -> list[bytes] | None:
     return lines if len(lines) == n else None
 
 
-
 class SegmentedRecorder:
     """A ``Recorder`` (same methods) that rotates, keeps a keyframe at the head of each segment,
     and enforces retention. Thread-safe."""
@@ -285,6 +284,8 @@ class SegmentedRecorder:
             d = orjson.loads(line)
         except orjson.JSONDecodeError:
             return  # (the stream's own decode read it: the state has it)
+        if not isinstance(d, dict):
+            return
         etype, obj = d.get("type"), d.get("object")
         head = b'{"type":"' + str(etype).encode() + b'","object":'
         raw = line[len(head):-1] if line.startswith(head) and line.endswith(b"}") else None

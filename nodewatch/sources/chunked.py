@@ -1,11 +1,13 @@
-"""A watch stream's body, read a chunk at a time in C: the HTTP chunk framing decoded here.
+"""A watch stream's body, read in C: the HTTP chunk framing decoded here.
 
 Why: every watch stream is ``Transfer-Encoding: chunked``. Read through urllib3's ``read1``, each
 TLS record (16 KB) goes up through urllib3's and http.client's Python layers; 670 MB of Nodes (a
 65,000-node streaming list) took 0.75-0.86 s of CPU that way, where the bare TLS reads took
-0.32-0.39 s. Here the size line of each chunk is read with the buffered file's ``readline`` and the
-chunk itself, whose length the server announced, with one ``read(n)``: the buffered reader loops
-over the socket in C, so a 1 MB chunk costs a few Python calls, not 64.
+0.32-0.39 s. Here the bytes that have arrived are taken from the buffered file at once
+(``read1``), and the framing of every whole chunk among them is taken off: a busy watch, which the
+API server flushes event by event, comes as many small chunks, and a read hands over all that are
+here. The rest of a big chunk, whose length the server announced, is read with one ``read(n)``:
+the buffered reader loops over the socket in C, so a 1 MB chunk costs a few Python calls, not 64.
 
 A body that is not chunked, or a response whose body someone already started to read, is read
 through urllib3's ``read1`` as before. Errors come out as urllib3's (``ReadTimeoutError`` when the
@@ -59,7 +61,7 @@ class BodyReader:
 
     def read(self) -> bytes:
         """The next piece of the payload, at most ``size`` bytes: every whole chunk that has
-        arrived, and what has of the one being received; b"" at the end of the body. It waits only
+        arrived, and what has arrived of the one after them; b"" at the end of the body. It waits only
         when nothing of the payload has arrived. Why every chunk: the API server flushes a watch
         whenever its queue of events runs empty, so a busy stream comes as a chunk an event, often
         several of them already here; each read costs the reader a pass (a decode, a hold of the

@@ -670,7 +670,7 @@ class ColumnarWriter:
 
     def add_renewals(self, rows: list[tuple[_Template, int, int, int, float]]) -> int:
         """``add_renewal`` of each ``(tpl, renew, rv, second, received)`` in turn: the same rows,
-        without four calls each (the flight recorder's waiting Lease renewals, ``write_lease_watch``).
+        without four calls each (the renewals of a read of the Lease watch, ``write_lease_watch``).
         Returns how many were written: the row after them (if any) has a template that is not this
         file's, or a receive time ``micros`` does not take."""
         c = self._c
