@@ -26,6 +26,10 @@ from tests.ui.test_ui_app import static_text
 
 BIG = "X" * 100_000
 """A 100 KB string."""
+WHY = "Why" + BIG
+SAID = "m " + BIG
+"""A condition's 100 KB reason and message, one string each for all of them: 10,000 conditions of
+their own strings held 2 GB (a test worker's memory grew to 4.4 GB with the next test's)."""
 
 
 def hostile_node(name: str, n: int) -> dict:
@@ -35,7 +39,7 @@ def hostile_node(name: str, n: int) -> dict:
                taints=[taint(TAINT_UNREACHABLE, "NoExecute", T0 - 100)]
                + [taint(f"example.com/t{i}-" + BIG[:200], "NoSchedule", T0 - 50) for i in range(n)])
     obj["status"]["conditions"] += [
-        objects.condition(f"Custom{i:05d}", "True", reason="Why" + BIG, message=f"m{i} " + BIG,
+        objects.condition(f"Custom{i:05d}", "True", reason=WHY, message=SAID,
                           heartbeat=T0 - 10, transition=T0 - 10)
         for i in range(n)
     ]
