@@ -405,17 +405,12 @@ def write_lease_watch(recorder: Any, block: bytes | memoryview, events: list[Any
     """A read of the synced Lease watch, which the state took as structs, into ``recorder``: its
     ``write_lease_watch`` where it has one (the flight recorder's matches renewals on their bytes),
     else each line decoded and written (``write_watch_lines``)."""
+    kw = {} if cluster is None else {"cluster": cluster}  # (a one-cluster recorder takes no cluster)
     own = getattr(recorder, "write_lease_watch", None)
     if own is not None:
-        if cluster is None:
-            own(block, events, t)
-        else:
-            own(block, events, t, cluster=cluster)
-        return
-    if cluster is None:
-        write_watch_lines(lambda etype, obj: recorder.write("leases", etype, obj, t), block)
+        own(block, events, t, **kw)
     else:
-        write_watch_lines(lambda etype, obj: recorder.write("leases", etype, obj, t, cluster=cluster), block)
+        write_watch_lines(lambda etype, obj: recorder.write("leases", etype, obj, t, **kw), block)
 
 
 class ClusterRecorder:
