@@ -20,6 +20,9 @@ class SegmentStream(io.RawIOBase):
         self._buf = b""
         self.name = name
         self.problems: list[str] = []
+        self.beyond: list[float] = []
+        """The time of a line after the window's end, when the reading stopped at one (``open_segments``):
+        the recording goes on after it."""
 
     def readable(self) -> bool:
         return True

@@ -67,6 +67,13 @@ def read_recording(path: str) -> tuple[dict, list[Entry], list[str]]:
     return header, entries, problems
 
 
+def went_on(stream: IO[bytes]) -> bool:
+    """Whether a directory's window (``open_segments``) stopped at a line after its end: the
+    recording goes on after it. Why: ``status --at`` on the newest segment would otherwise read the
+    whole segment again to learn where the recording ends (~1 s at 65,000 nodes)."""
+    return bool(getattr(getattr(stream, "raw", None), "beyond", None))
+
+
 def close_input(stream: IO[bytes]) -> None:
     """Close what ``open_binary`` opened; stdin stays open (someone else may read it after us)."""
     if stream is not _stdin():

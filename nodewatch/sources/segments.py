@@ -89,9 +89,10 @@ def select_segments(segments: list[Segment], start: float | None, end: float | N
 
 
 def iter_segment_lines(segments: list[Segment], problems: list[str], end: float | None = None,
-                       supersede: Any = None) -> Iterator[bytes]:
+                       supersede: Any = None, beyond: list[float] | None = None) -> Iterator[bytes]:
     """The lines of ``segments`` as one v1 recording: the first header, every event line, the
-    keyframes of later segments skipped; stops after the first line later than ``end``.
+    keyframes of later segments skipped; stops after the first line later than ``end`` (its time
+    goes into ``beyond``: the recording goes on after ``end``).
     ``supersede`` (a ``columnar.Supersession``): columnar segments without the renewals it finds
     superseded (it is told which keyframe lines are skipped). Between two segments with a stretch
     the recorder missed, two lease-stream health lines say so (``_LeaseHealth``)."""
@@ -139,7 +140,9 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
                 if skip:
                     skip -= 1
                     continue
-                if end is not None and line_time(line) > end:
+                if end is not None and (t := line_time(line)) > end:
+                    if beyond is not None:
+                        beyond.append(t)
                     return
                 if line.find(b'"health":', 0, 320) >= 0:  # a health line's key comes after its time and cluster
                     seen.learn(line)
@@ -400,6 +403,8 @@ def open_segments(directory: str, start: float | None = None, end: float | None 
     if not segs:
         raise RecordingError(f"{directory}: is a directory, not a recording, and holds no hub recording segments")
     problems: list[str] = []
-    raw = SegmentStream(iter_segment_lines(segs, problems, end, supersede), f"{directory} ({len(segs)} segments)")
+    beyond: list[float] = []
+    raw = SegmentStream(iter_segment_lines(segs, problems, end, supersede, beyond), f"{directory} ({len(segs)} segments)")
     raw.problems = problems
+    raw.beyond = beyond
     return io.BufferedReader(raw, 1 << 20)

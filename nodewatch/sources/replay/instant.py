@@ -39,7 +39,7 @@ from ..recording import (
     iter_lines,
     parse_header,
 )
-from ..recording_input import close_input, open_binary
+from ..recording_input import close_input, open_binary, went_on
 from ..segments import SegmentWindow
 from .clusters import (
     RecordedCluster,
@@ -72,7 +72,8 @@ class Instant:
     last: float
     """Time of the latest event read."""
     read_to_end: bool
-    """The whole recording was read: ``last`` is its end (else it goes on after ``at``)."""
+    """The whole recording was read: ``last`` is its end (else it goes on after ``at``: the read stopped
+    past ``at``, or a directory's window ended at a later line)."""
 
 
 PROGRESS_EVERY = 4096
@@ -132,6 +133,8 @@ def _read_at(path: str, when: str | None, settings: Settings | None, compact: bo
         t = _apply_until(state, entries, when, known, header, clusters, settings, problems, pods, compact, progress)
         if ahead is not None and ahead.dropped:  # what it left out before the sort was read all the same
             t = replace(t, events=t.events + ahead.dropped, start=min(t.start, ahead.earliest))
+        if t.read_to_end and went_on(stream):
+            t = replace(t, read_to_end=False)
     finally:
         close_input(stream)
         if collecting:
