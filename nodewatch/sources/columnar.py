@@ -53,6 +53,7 @@ from ..core.settings import Settings
 from ..core.timeutil import parse_time
 from .columnar_blocks import FRAME, MAGIC, MAGIC_PREFIX, BlockReader, check_magic
 from .columnar_range import MAX_BUFFERED, MAX_WAIT, SHORT_RUN, FastRange
+from .columnar_whole import Plain, Raw, RawObject, decoded, plain, split
 from .line_stream import SegmentStream
 from .recording import (
     FORMAT_VERSION,
@@ -569,11 +570,26 @@ class _Codec:
             else:
                 self.objects[key2] = obj if self.plain else self._zc.compress(orjson.dumps(obj))
 
+    def learn_plain(self, line: Plain) -> None:
+        """A plain line of an object that is not a Lease went by (``learn_line``'s way, its object
+        kept as its JSON: ``plain`` decodes it only if a patch needs it)."""
+        key = line.key
+        if key is None:
+            return
+        if line.envelope.type == "DELETED":
+            self.objects.pop(key, None)
+        else:
+            obj = line.envelope.object
+            self.objects[key] = RawObject(obj) if self.plain else self._zc.compress(bytes(obj))
+
     def previous(self, key: tuple) -> Any:
         """The object's last version (a fresh copy; ``plain``: the very object, which no reader changes:
         ``patch`` makes a new one), or None."""
         if self.plain:
-            return self.objects.get(key)
+            obj = self.objects.get(key)
+            if type(obj) is RawObject:
+                obj = self.objects[key] = obj.value()
+            return obj
         data = self.previous_json(key)
         return None if data is None else orjson.loads(data)
 
@@ -1065,9 +1081,7 @@ def _split(body: bytes) -> tuple[int, bytes, list[memoryview], int, int, int, li
     kinds = bytes(cols[0])
     if len(kinds) != n:
         raise ValueError("row kinds of the wrong length")
-    blobs = orjson.loads(cols[7]) if len(cols[7]) else []
-    if type(blobs) is not list:
-        raise ValueError("whole lines that are not a list")
+    blobs: list[Any] = split(cols[7]) if len(cols[7]) else []  # each decoded when it is read (``_whole_row``)
     return n, kinds, cols, kinds.count(_ROW_LEASE), n_rv, n_mf, blobs
 
 
@@ -1100,7 +1114,17 @@ def _time_of(t_us: int, resid: int) -> float:
 
 def _whole_row(kind: int, blob: Any, c: _Codec, t: float, t_us: int) -> tuple[bytes, Any, dict]:
     """A row kept as a whole line (its object patched back when it is a patch): (the line, its time,
-    the line as a dict)."""
+    the line as a dict; of a plain line of an object that is not a Lease, only its time and resource:
+    all a reader asks of it). ``blob``: the block's element as its bytes (``Raw``), as a ``Plain``
+    line (``FastRange.may_read`` looked at it), or decoded."""
+    if type(blob) is Raw:
+        p = plain(blob) if kind == _ROW_LINE else None
+        blob = p if p is not None else decoded(blob)
+    if type(blob) is Plain:
+        if kind == _ROW_LINE:
+            c.learn_plain(blob)
+            return blob.line(t), t, {"t": t, "resource": blob.envelope.resource}
+        blob = decoded(blob.raw)
     if kind == _ROW_PATCHED:
         payload, p_, ns, nm_ = blob
         obj = c.previous((payload.get("cluster"), payload.get("resource"), ns, nm_))

@@ -31,6 +31,8 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, Callable
 
+from .columnar_whole import Plain, Raw, decoded, plain
+
 if TYPE_CHECKING:
     import numpy as np
 # numpy is imported where a run uses it, not with this module: every reader of a recording imports
@@ -152,7 +154,12 @@ class FastRange:
         n, kinds, cols, n_lease, n_rv, n_mf, blobs = parts
         if s.hidden or n_rv != n_lease or n_mf != n_lease or c.last_us / 1_000_000 > min(s.target, s.read_until):
             return False
-        for b in blobs:
+        for i, b in enumerate(blobs):
+            if type(b) is Raw:  # looked at once, kept so for the row's read (``columnar._whole_row``)
+                p = plain(b)
+                b = blobs[i] = p if p is not None else decoded(b)
+            if type(b) is Plain:
+                continue  # a plain line of an object that is not a Lease, without a time of its own
             payload = b[0] if type(b) is list else b
             if type(payload) is not dict or payload.get("resource") == "leases" or "t" in payload:
                 return False

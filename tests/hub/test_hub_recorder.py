@@ -87,7 +87,7 @@ def _patches(path) -> list:
             first = False
             continue
         _, kinds, _, _, _, _, blobs = columnar._split(body)
-        whole = iter(blobs)
+        whole = (orjson.loads(memoryview(b)) for b in blobs)  # (the block's elements, as bytes)
         out += [b[1] for k, b in ((k, next(whole)) for k in kinds if k)
                 if k == columnar._ROW_PATCHED and b[0].get("resource") == "nodes"]
     return out

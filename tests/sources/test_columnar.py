@@ -496,3 +496,79 @@ def test_the_live_clock_reads_whole_microseconds_that_leave_no_residual():
     times = [clock.now() for _ in range(2000)]
     assert all(columnar.micros(t) == (round(t * 1_000_000), 0) for t in times)
     assert all(abs(b - a) < 1.0 for a, b in zip(times, times[1:]))  # and still the wall clock
+
+
+def _whole_line_shapes() -> list[bytes]:
+    """Whole lines of every shape the raw way (``columnar_whole``) must give back as they were, or
+    leave to the decoded way: plain ones of Nodes, Pods and Events (with and without a cluster, a
+    list flag, a namespace), an object without metadata or a name, metadata not an object, a name not
+    a string, a deletion, a list's end, a line with its own time, health, certificate and settings
+    lines, extra envelope keys, envelope values of other JSON types, a Lease, and later versions of
+    each named object (patches of a version kept as its bytes)."""
+    t = 1_795_946_400.0
+    lines = []
+
+    def add(d: dict) -> None:
+        nonlocal t
+        t += 0.25
+        lines.append(orjson.dumps({"t": t, **d}))
+
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"a": "b"}},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    pod = {"metadata": {"name": "p1", "namespace": "ns"}, "spec": {"nodeName": "n1"}}
+    add({"resource": "nodes", "type": "ADDED", "object": node, "list": True})
+    add({"cluster": "c1", "resource": "nodes", "type": "ADDED", "object": {**node, "metadata": {"name": "n2"}}})
+    add({"resource": "pods", "type": "ADDED", "object": pod})
+    add({"resource": "events", "type": "ADDED", "object": {"metadata": {"name": "e1", "namespace": "ns"},
+                                                            "message": "[b]x[/b]\x1b[31m"}})
+    add({"resource": "nodes", "type": "SYNCED", "object": None, "list": True})
+    add({"resource": "nodes", "type": "ADDED", "object": {"spec": {}}})
+    add({"resource": "nodes", "type": "ADDED", "object": {"metadata": "n3"}})
+    add({"resource": "nodes", "type": "ADDED", "object": {"metadata": {"name": 7}}})
+    add({"resource": "nodes", "type": "ADDED", "object": {"metadata": None}})
+    add({"resource": "nodes", "type": "ADDED", "object": [1, 2]})
+    add({"resource": "nodes", "type": "ADDED", "object": node, "extra": 1})
+    add({"resource": "nodes", "type": 3, "object": node})
+    add({"resource": "nodes", "type": "ADDED", "object": node, "list": "yes"})
+    add({"cluster": 5, "resource": "nodes", "type": "ADDED", "object": node})
+    add({"resource": "leases", "type": "ADDED", "object": {"metadata": {"name": "n1", "namespace": "kube-node-lease"},
+                                                           "spec": {"holderIdentity": "n1"}}})
+    add({"health": {"resource": "nodes", "connected": True}})
+    add({"cert": {"node": "n1", "not_after": 1.9e9, "source": "csr"}})
+    for k in range(3):  # later versions: patches of the versions kept as bytes, then of patched ones
+        add({"resource": "nodes", "type": "MODIFIED",
+             "object": {**node, "status": {"conditions": [{"type": "Ready", "status": "False" if k % 2 else "True"}]}}})
+        add({"cluster": "c1", "resource": "nodes", "type": "MODIFIED",
+             "object": {**node, "metadata": {"name": "n2", "labels": {"k": str(k)}}}})
+        add({"resource": "pods", "type": "MODIFIED", "object": {**pod, "status": {"phase": "Running" if k else "Pending"}}})
+    add({"resource": "pods", "type": "DELETED", "object": pod})
+    add({"resource": "pods", "type": "ADDED", "object": pod})
+    lines.append(orjson.dumps({"t": t + 1, "resource": "nodes", "type": "MODIFIED", "object": node}))
+    header = orjson.dumps({"nodewatch_recording": 1, "started_at": "2026-11-29T10:00:00Z",
+                           "source": {"kind": "test"}, "settings": {}})
+    return [header] + lines
+
+
+def test_whole_lines_read_as_their_bytes_come_back_as_they_were(tmp_path):
+    """The block's whole lines split as bytes (a plain line given back without decoding its object)
+    give every line back byte for byte, by the whole reader and by a one-shot answer's, and the
+    patches of an object kept as its bytes rebuild each later version."""
+    from nodewatch.core.timeutil import format_time
+    from nodewatch.sources.replay.instant import _one_instant
+
+    lines = _whole_line_shapes()
+    data = _to_columnar(lines)
+    problems: list[str] = []
+    back = _back(data, problems)
+    assert not problems
+    assert [a.rstrip(b"\n") for a in lines] == [b.rstrip(b"\n") for b in back]
+    path = tmp_path / "x.nwcol"
+    path.write_bytes(data)
+    end = orjson.loads(lines[-1])["t"]
+    _, supersede = _one_instant(str(path), format_time(end + 1, micro=True))
+    stream = open_binary(str(path), supersede)
+    try:
+        once = [line for _, line in iter_lines(stream, problems) if line.strip()]
+    finally:
+        stream.close()
+    assert not problems and [a.rstrip(b"\n") for a in lines] == [b.rstrip(b"\n") for b in once]
