@@ -537,31 +537,8 @@ class _Codec:
         obj = line.get("object")
         if resource == "leases" and type(obj) is dict and type(etype) is str:
             meta = obj.get("metadata") if type(obj.get("metadata")) is dict else {}
-            key = (line.get("cluster"), meta.get("namespace"), meta.get("name"))
-            if etype == "DELETED":
-                tpl = self.leases.pop(key, None)
-                if tpl is not None:
-                    self.by_index[tpl.index] = None
-                return
-            if etype not in ("ADDED", "MODIFIED"):
-                return
-            shape = _lease_shape(orjson.dumps(obj))
-            tpl = self.leases.get(key)
-            if shape is None:
-                if tpl is not None:  # its next renewal cannot be a row of an older shape
-                    self.by_index[tpl.index] = None
-                    del self.leases[key]
-                return
-            cluster = line.get("cluster") if type(line.get("cluster")) is str else None
-            if tpl is None or tpl.shape != shape[0] or tpl.cluster != cluster:
-                if tpl is not None:
-                    self.by_index[tpl.index] = None
-                tpl = _Template(shape, cluster, len(self.by_index), meta.get("name"))
-                self.by_index.append(tpl)
-                self.leases[key] = tpl
-            tpl.offset = shape[1] - t_us
-            if shape[2] is not None:
-                self.rv[cluster] = shape[2]
+            cluster = line.get("cluster")
+            self._learn_lease(cluster, meta.get("namespace"), meta.get("name"), etype, obj, None, t_us)
             return
         key2 = _object_key(line)
         if key2 is not None:
@@ -570,9 +547,45 @@ class _Codec:
             else:
                 self.objects[key2] = obj if self.plain else self._zc.compress(orjson.dumps(obj))
 
-    def learn_plain(self, line: Plain) -> None:
-        """A plain line of an object that is not a Lease went by (``learn_line``'s way, its object
-        kept as its JSON: ``plain`` decodes it only if a patch needs it)."""
+    def _learn_lease(self, cluster: Any, namespace: Any, name: Any, etype: str, obj: Any, data: Any,
+                     t_us: int) -> None:
+        """A Lease's whole line: its shape enters (or leaves) the dictionary. ``obj`` its object, or
+        ``data`` the object's JSON as ``orjson`` writes it."""
+        key = (cluster, namespace, name)
+        if etype == "DELETED":
+            tpl = self.leases.pop(key, None)
+            if tpl is not None:
+                self.by_index[tpl.index] = None
+            return
+        if etype not in ("ADDED", "MODIFIED"):
+            return
+        shape = _lease_shape(orjson.dumps(obj) if data is None else bytes(data))
+        tpl = self.leases.get(key)
+        if shape is None:
+            if tpl is not None:  # its next renewal cannot be a row of an older shape
+                self.by_index[tpl.index] = None
+                del self.leases[key]
+            return
+        cluster = cluster if type(cluster) is str else None
+        if tpl is None or tpl.shape != shape[0] or tpl.cluster != cluster:
+            if tpl is not None:
+                self.by_index[tpl.index] = None
+            tpl = _Template(shape, cluster, len(self.by_index), name)
+            self.by_index.append(tpl)
+            self.leases[key] = tpl
+        tpl.offset = shape[1] - t_us
+        if shape[2] is not None:
+            self.rv[cluster] = shape[2]
+
+    def learn_plain(self, line: Plain, t_us: int) -> None:
+        """A plain line went by (``learn_line``'s way, its object kept as its JSON: ``plain`` decodes
+        it only if a patch needs it)."""
+        env = line.envelope
+        if env.resource == "leases":
+            meta = line.meta
+            self._learn_lease(env.cluster, meta.namespace if meta is not None else None,
+                              meta.name if meta is not None else None, env.type, None, env.object, t_us)
+            return
         key = line.key
         if key is None:
             return
@@ -1114,16 +1127,15 @@ def _time_of(t_us: int, resid: int) -> float:
 
 def _whole_row(kind: int, blob: Any, c: _Codec, t: float, t_us: int) -> tuple[bytes, Any, dict]:
     """A row kept as a whole line (its object patched back when it is a patch): (the line, its time,
-    the line as a dict; of a plain line of an object that is not a Lease, only its time and resource:
-    all a reader asks of it). ``blob``: the block's element as its bytes (``Raw``), as a ``Plain``
+    the line as a dict; of a plain line, only what a reader asks of it: ``Plain.read_as``). ``blob``: the block's element as its bytes (``Raw``), as a ``Plain``
     line (``FastRange.may_read`` looked at it), or decoded."""
     if type(blob) is Raw:
         p = plain(blob) if kind == _ROW_LINE else None
         blob = p if p is not None else decoded(blob)
     if type(blob) is Plain:
         if kind == _ROW_LINE:
-            c.learn_plain(blob)
-            return blob.line(t), t, {"t": t, "resource": blob.envelope.resource}
+            c.learn_plain(blob, t_us)
+            return blob.line(t), t, blob.read_as(t)
         blob = decoded(blob.raw)
     if kind == _ROW_PATCHED:
         payload, p_, ns, nm_ = blob

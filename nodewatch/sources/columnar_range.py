@@ -158,8 +158,10 @@ class FastRange:
             if type(b) is Raw:  # looked at once, kept so for the row's read (``columnar._whole_row``)
                 p = plain(b)
                 b = blobs[i] = p if p is not None else decoded(b)
-            if type(b) is Plain:
-                continue  # a plain line of an object that is not a Lease, without a time of its own
+            if type(b) is Plain:  # a plain line, without a time of its own
+                if b.envelope.resource == "leases":
+                    return False
+                continue
             payload = b[0] if type(b) is list else b
             if type(payload) is not dict or payload.get("resource") == "leases" or "t" in payload:
                 return False

@@ -533,6 +533,20 @@ def _whole_line_shapes() -> list[bytes]:
     add({"cluster": 5, "resource": "nodes", "type": "ADDED", "object": node})
     add({"resource": "leases", "type": "ADDED", "object": {"metadata": {"name": "n1", "namespace": "kube-node-lease"},
                                                            "spec": {"holderIdentity": "n1"}}})
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "n9", "namespace": "kube-node-lease", "resourceVersion": "100"},
+             "spec": {"holderIdentity": "n9", "leaseDurationSeconds": 40,
+                      "renewTime": "2026-11-29T10:00:00.000000Z"}}
+    add({"cluster": "c1", "resource": "leases", "type": "ADDED", "object": lease, "list": True})
+    for k in range(1, 4):  # renewals: rows of the shape the whole line above taught
+        meta = {**lease["metadata"], "resourceVersion": str(100 + k)}
+        spec = {**lease["spec"], "renewTime": f"2026-11-29T10:00:{10 * k:02d}.{k:06d}Z"}
+        add({"cluster": "c1", "resource": "leases", "type": "MODIFIED", "object": {**lease, "metadata": meta,
+                                                                                   "spec": spec}})
+    add({"resource": "leases", "type": "ADDED", "object": {"metadata": None, "spec": {}}})
+    add({"resource": "leases", "type": "ADDED", "object": {"spec": {}}})
+    add({"resource": "leases", "type": "ADDED", "object": {"metadata": "x"}})
+    add({"cluster": "c1", "resource": "leases", "type": "DELETED", "object": lease})
     add({"health": {"resource": "nodes", "connected": True}})
     add({"cert": {"node": "n1", "not_after": 1.9e9, "source": "csr"}})
     for k in range(3):  # later versions: patches of the versions kept as bytes, then of patched ones
@@ -551,8 +565,9 @@ def _whole_line_shapes() -> list[bytes]:
 
 def test_whole_lines_read_as_their_bytes_come_back_as_they_were(tmp_path):
     """The block's whole lines split as bytes (a plain line given back without decoding its object)
-    give every line back byte for byte, by the whole reader and by a one-shot answer's, and the
-    patches of an object kept as its bytes rebuild each later version."""
+    give every line back byte for byte, by the whole reader and by a one-shot answer's; the patches
+    of an object kept as its bytes rebuild each later version, and a Lease's shape learned from its
+    bytes rebuilds its renewals."""
     from nodewatch.core.timeutil import format_time
     from nodewatch.sources.replay.instant import _one_instant
 
@@ -562,6 +577,7 @@ def test_whole_lines_read_as_their_bytes_come_back_as_they_were(tmp_path):
     back = _back(data, problems)
     assert not problems
     assert [a.rstrip(b"\n") for a in lines] == [b.rstrip(b"\n") for b in back]
+    assert _to_columnar.writer.lease_rows == 3  # (the renewals were rows, not whole lines)
     path = tmp_path / "x.nwcol"
     path.write_bytes(data)
     end = orjson.loads(lines[-1])["t"]
