@@ -555,6 +555,26 @@ def _whole_line_shapes() -> list[bytes]:
         add({"cluster": "c1", "resource": "nodes", "type": "MODIFIED",
              "object": {**node, "metadata": {"name": "n2", "labels": {"k": str(k)}}}})
         add({"resource": "pods", "type": "MODIFIED", "object": {**pod, "status": {"phase": "Running" if k else "Pending"}}})
+    big = {"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": "big", "labels": {f"label-{i}": "x" * 20 for i in range(20)}},
+           "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
+           "status": {"conditions": [{"type": c, "status": "False", "reason": "r" * 40, "message": "m" * 80,
+                                      "lastHeartbeatTime": "2026-11-29T10:00:00Z"} for c in ("A", "B", "C", "Ready")],
+                      "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}] * 4, "capacity": {"cpu": "8"}}}
+    add({"resource": "nodes", "type": "ADDED", "object": big, "list": True})
+    versions = [
+        {**big, "status": {**big["status"], "conditions": [dict(c, lastHeartbeatTime="2026-11-29T10:05:00Z")
+                                                            for c in big["status"]["conditions"]]}},  # deep in a list
+        {**big, "metadata": {**big["metadata"], "labels": {**big["metadata"]["labels"], "label-3": "y"}}},
+        {**big, "status": "replaced whole"},  # a part kept as bytes replaced by a value
+        {**big, "spec": {"taints": [{"key": "k", "effect": "NoExecute"}], "unschedulable": True}},
+        {**big, "metadata": {**big["metadata"], "name": "big2"}},  # its name changes: a new key
+    ]
+    for v in versions:
+        add({"resource": "nodes", "type": "MODIFIED", "object": v})
+    add({"resource": "nodes", "type": "MODIFIED", "object": {**versions[-1], "status": {"phase": "x"}}})
+    add({"resource": "nodes", "type": "MODIFIED", "object": big})
+    add({"resource": "nodes", "type": "DELETED", "object": big})
     add({"resource": "pods", "type": "DELETED", "object": pod})
     add({"resource": "pods", "type": "ADDED", "object": pod})
     lines.append(orjson.dumps({"t": t + 1, "resource": "nodes", "type": "MODIFIED", "object": node}))
