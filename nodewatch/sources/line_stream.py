@@ -18,6 +18,7 @@ class SegmentStream(io.RawIOBase):
     def __init__(self, lines: Iterator[bytes], name: str) -> None:
         self._lines = lines
         self._buf = b""
+        self._read = False
         self.name = name
         self.problems: list[str] = []
         self.beyond: list[float] = []
@@ -27,7 +28,15 @@ class SegmentStream(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def lines(self) -> Iterator[bytes] | None:
+        """The lines themselves, one an item, for a reader that takes them so from the start
+        (``recording.iter_lines``): no copy into a buffer and no split of it again, a Python call
+        less a line (~1 us: 5.8 million lines in a 15-minute segment at 65,000 nodes). None once
+        something was read as a stream (its buffer may hold part of a line)."""
+        return None if self._read else self._lines
+
     def readinto(self, b: Any) -> int:
+        self._read = True
         while not self._buf:
             nxt = next(self._lines, None)
             if nxt is None:

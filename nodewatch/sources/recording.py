@@ -47,6 +47,7 @@ from ..core.objects import KUBELET_MANAGERS
 from ..core.settings import Settings
 from ..core.timeutil import format_time, time_problem, valid_time
 from ..core.views import EVENT_TYPES, RESOURCES
+from .line_stream import SegmentStream
 from .recording_format import FORMAT_VERSION, HEADER_KEY, RecordingError
 
 FLUSH_INTERVAL = 0.5
@@ -460,7 +461,15 @@ class Entry:
 
 
 def iter_lines(stream: IO[bytes], problems: list[str]) -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes) for each line; a truncated gzip ends the iteration with a problem."""
+    """(line number, bytes) for each line; a truncated gzip ends the iteration with a problem. The
+    lines of a directory or a columnar file (``line_stream.SegmentStream``) are taken as they are
+    made, not through the buffered stream."""
+    raw = getattr(stream, "raw", None)
+    if isinstance(raw, SegmentStream):
+        whole = raw.lines()
+        if whole is not None:
+            yield from _made_lines(whole, raw, problems)
+            return
     n = 0
     try:
         while True:
@@ -477,6 +486,26 @@ def iter_lines(stream: IO[bytes], problems: list[str]) -> Iterator[tuple[int, by
             yield n, line
     except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
         problems.append(f"after line {n}: the file ends abruptly ({_short(exc)}); replaying what was read")
+
+
+def _made_lines(lines: Iterator[bytes], raw: SegmentStream, problems: list[str]) -> Iterator[tuple[int, bytes]]:
+    """``iter_lines`` of lines made one an item: the same lines, numbers and problems as reading
+    them with ``readline(MAX_LINE_BYTES + 1)`` (a line longer than that is skipped)."""
+    n = 0
+    limit = MAX_LINE_BYTES + 1
+    try:
+        for line in lines:
+            if not line:
+                continue
+            n += 1
+            if len(line) > limit or (len(line) == limit and not line.endswith(b"\n")):
+                problems.append(f"line {n}: longer than {MAX_LINE_BYTES} bytes, skipped")
+                continue
+            yield n, line
+    except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
+        problems.append(f"after line {n}: the file ends abruptly ({_short(exc)}); replaying what was read")
+        return
+    problems.extend(raw.problems)  # a columnar file's torn tail
 
 
 def parse_header(line: bytes) -> dict:

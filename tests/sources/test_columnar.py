@@ -608,3 +608,32 @@ def test_whole_lines_read_as_their_bytes_come_back_as_they_were(tmp_path):
     finally:
         stream.close()
     assert not problems and [a.rstrip(b"\n") for a in lines] == [b.rstrip(b"\n") for b in once]
+
+
+def test_lines_taken_as_made_are_the_lines_read_as_a_stream(monkeypatch):
+    """``iter_lines`` takes a directory's or a columnar file's lines as they are made (no buffer in
+    between): the same numbers, lines and problems as reading them with ``readline``, a line longer
+    than the limit skipped either way, a torn tail named either way."""
+    from nodewatch.sources import recording
+    from nodewatch.sources.line_stream import SegmentStream
+
+    monkeypatch.setattr(recording, "MAX_LINE_BYTES", 40)
+    made = [b'{"a":1}\n', b"\n", b'{"b":"' + b"x" * 31 + b'"}\n', b'{"c":"' + b"y" * 32 + b'"}\n',
+            b'{"d":"' + b"z" * 200 + b'"}\n', b'{"e":2}\n', b'{"f":3}']
+
+    def read(direct: bool) -> tuple[list, list]:
+        raw = SegmentStream(iter(made), "x")
+        raw.problems = ["x: the tail is torn"]
+        stream = io.BufferedReader(raw, 1 << 20)
+        if not direct:
+            stream.peek(1)  # read as a stream first: its lines are not taken as made any more
+        problems: list[str] = []
+        out = list(recording.iter_lines(stream, problems)), problems
+        assert (raw.lines() is not None) is direct  # (taken as made: never read through the buffer)
+        return out
+
+    direct, buffered = read(True), read(False)
+    assert direct == buffered
+    lines, problems = direct
+    assert [n for n, _ in lines] == [1, 2, 3, 4, 6, 7] and [x for _, x in lines] == made[:4] + made[5:]
+    assert problems == ["line 5: longer than 40 bytes, skipped", "x: the tail is torn"]  # (41 bytes with its newline: read)
