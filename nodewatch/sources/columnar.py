@@ -1127,8 +1127,9 @@ def _time_of(t_us: int, resid: int) -> float:
 
 def _whole_row(kind: int, blob: Any, c: _Codec, t: float, t_us: int) -> tuple[bytes, Any, dict]:
     """A row kept as a whole line (its object patched back when it is a patch): (the line, its time,
-    the line as a dict; of a plain line, only what a reader asks of it: ``Plain.read_as``). ``blob``: the block's element as its bytes (``Raw``), as a ``Plain``
-    line (``FastRange.may_read`` looked at it), or decoded."""
+    the line as a dict; of a plain line, only what a reader asks of it: ``Plain.read_as``).
+    ``blob``: the block's element as its bytes (``Raw``), as a ``Plain`` line (``FastRange.may_read``
+    looked at it), or decoded (``columnar_whole``)."""
     if type(blob) is Raw:
         p = plain(blob) if kind == _ROW_LINE else None
         blob = p if p is not None else decoded(blob)
