@@ -53,7 +53,7 @@ from ..core.settings import Settings
 from ..core.timeutil import parse_time
 from .columnar_blocks import FRAME, MAGIC, MAGIC_PREFIX, BlockReader, check_magic
 from .columnar_range import MAX_BUFFERED, MAX_WAIT, SHORT_RUN, FastRange
-from .columnar_whole import Plain, Raw, RawObject, decoded, plain, split
+from .columnar_whole import Plain, Raw, decoded, plain, split
 from .line_stream import SegmentStream
 from .recording import (
     FORMAT_VERSION,
@@ -589,19 +589,19 @@ class _Codec:
         key = line.key
         if key is None:
             return
-        if line.envelope.type == "DELETED":
+        if env.type == "DELETED":
             self.objects.pop(key, None)
         else:
-            obj = line.envelope.object
-            self.objects[key] = RawObject(obj) if self.plain else self._zc.compress(bytes(obj))
+            obj = env.object
+            self.objects[key] = obj if self.plain else self._zc.compress(bytes(obj))  # (plain: its JSON, a ``Raw``)
 
     def previous(self, key: tuple) -> Any:
         """The object's last version (a fresh copy; ``plain``: the very object, which no reader changes:
         ``patch`` makes a new one), or None."""
         if self.plain:
             obj = self.objects.get(key)
-            if type(obj) is RawObject:
-                obj = self.objects[key] = obj.value()
+            if type(obj) is Raw:  # kept as its JSON (``learn_plain``): decoded for its first patch
+                obj = self.objects[key] = decoded(obj)
             return obj
         data = self.previous_json(key)
         return None if data is None else orjson.loads(data)

@@ -10,7 +10,7 @@ its time put in front: the same bytes ``orjson.dumps`` of the line would give, s
 array is ``orjson``'s JSON of the same dicts. Only the line's envelope and its object's name are
 decoded (the codec keys the object's last version by them, and a Lease's shape by them and the
 object's JSON, which is those bytes too); the object itself is decoded only if a later patch needs
-it (``RawObject``).
+it (``columnar._Codec.previous``).
 
 Anything else is decoded as before (``orjson.loads`` of the element): a patch row, a line with a
 time of its own, health, certificate and settings lines, an object that is not a JSON object or
@@ -108,15 +108,3 @@ def plain(blob: Raw) -> Plain | None:
     except msgspec.DecodeError:
         return None  # not an object, or its metadata not one: decoded whole, as before
     return Plain(blob, env, meta)
-
-
-class RawObject:
-    """An object's last version kept as its JSON, decoded when a patch needs it."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, data: Raw) -> None:
-        self.data = data
-
-    def value(self) -> Any:
-        return decoded(self.data)

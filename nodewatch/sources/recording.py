@@ -461,51 +461,38 @@ class Entry:
 
 
 def iter_lines(stream: IO[bytes], problems: list[str]) -> Iterator[tuple[int, bytes]]:
-    """(line number, bytes) for each line; a truncated gzip ends the iteration with a problem. The
-    lines of a directory or a columnar file (``line_stream.SegmentStream``) are taken as they are
-    made, not through the buffered stream."""
+    """(line number, bytes) for each line; a line longer than ``MAX_LINE_BYTES`` is skipped, a
+    truncated gzip ends the iteration, each with a problem. The lines of a directory or a columnar
+    file (``line_stream.SegmentStream``) are taken as they are made, not through the buffered stream."""
     raw = getattr(stream, "raw", None)
-    if isinstance(raw, SegmentStream):
-        whole = raw.lines()
-        if whole is not None:
-            yield from _made_lines(whole, raw, problems)
-            return
+    made = raw.lines() if isinstance(raw, SegmentStream) else None
     n = 0
     try:
-        while True:
-            line = stream.readline(MAX_LINE_BYTES + 1)
-            if not line:
-                problems.extend(getattr(getattr(stream, "raw", None), "problems", ()))  # a columnar file's torn tail
-                return
-            n += 1
-            if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-                problems.append(f"line {n}: longer than {MAX_LINE_BYTES} bytes, skipped")
-                while line and not line.endswith(b"\n"):  # skip the rest of the giant line
-                    line = stream.readline(MAX_LINE_BYTES)
-                continue
-            yield n, line
-    except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
-        problems.append(f"after line {n}: the file ends abruptly ({_short(exc)}); replaying what was read")
-
-
-def _made_lines(lines: Iterator[bytes], raw: SegmentStream, problems: list[str]) -> Iterator[tuple[int, bytes]]:
-    """``iter_lines`` of lines made one an item: the same lines, numbers and problems as reading
-    them with ``readline(MAX_LINE_BYTES + 1)`` (a line longer than that is skipped)."""
-    n = 0
-    limit = MAX_LINE_BYTES + 1
-    try:
-        for line in lines:
+        for line in made if made is not None else _read_lines(stream):
             if not line:
                 continue
             n += 1
-            if len(line) > limit or (len(line) == limit and not line.endswith(b"\n")):
+            if len(line) > MAX_LINE_BYTES + 1 or (len(line) > MAX_LINE_BYTES and not line.endswith(b"\n")):
                 problems.append(f"line {n}: longer than {MAX_LINE_BYTES} bytes, skipped")
                 continue
             yield n, line
     except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
         problems.append(f"after line {n}: the file ends abruptly ({_short(exc)}); replaying what was read")
         return
-    problems.extend(raw.problems)  # a columnar file's torn tail
+    problems.extend(getattr(raw, "problems", ()))  # a columnar file's torn tail
+
+
+def _read_lines(stream: IO[bytes]) -> Iterator[bytes]:
+    """The lines of a stream, each at most ``MAX_LINE_BYTES + 1`` long: of a longer one, its head
+    only (the rest is read past, not kept)."""
+    while True:
+        line = stream.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        yield line
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):  # the rest of a giant line
+                line = stream.readline(MAX_LINE_BYTES)
 
 
 def parse_header(line: bytes) -> dict:
