@@ -4,9 +4,10 @@ The hub (``nodewatch/hub/flight_recorder.py``) writes ``nodewatch-<UTC start>-<n
 segments; each begins with a *keyframe* (the fleet at the rotation, as list items) whose length the
 header's ``source.segment.keyframe_lines`` gives. Read as one stream (``open_segments``): the
 header of the first segment, then every line in order, the keyframes of the later segments skipped
-(the previous segment led up to them), from the last segment that starts at or before ``start``
-to the last that starts at or before ``end``, and no line after ``end``. A segment cut short by a
-crash is read up to its last whole line and the next one carries on.
+(the previous segment led up to them), from the last segment surely opened before ``start`` (a name
+gives the second, ``select_segments``) to the last that starts at or before ``end``, and no line
+after ``end``. A segment cut short by a crash is read up to its last whole line and the next one
+carries on.
 
 ``open_binary`` (``recording_input.py``) hands a directory to ``open_segments``; a ``SegmentWindow`` (a
 directory path that also carries the window) is how ``replay --from/--to`` and ``status --at``
@@ -73,14 +74,21 @@ def list_segments(directory: str | os.PathLike) -> list[Segment]:
 # --- reading ------------------------------------------------------------------------------------------
 
 
+NAMED_TO = 1.0
+"""A segment's name says the second it was opened in, not the instant (``segment_name``)."""
+
+
 def select_segments(segments: list[Segment], start: float | None, end: float | None) -> list[Segment]:
-    """The segments that hold [start, end]: from the last one opened at or before ``start``."""
+    """The segments that hold [start, end]: from the last one surely opened before ``start``. One
+    named in ``start``'s own second may have opened after it, its keyframe holding each Lease's
+    last line only, received after ``start`` (not one line of that Lease at or before it: the node
+    judged without its Lease, Overdue, a false alarm); the one before leads up to it."""
     if not segments:
         return []
     first = 0
     if start is not None:
         for i, s in enumerate(segments):
-            if s.start <= start:
+            if s.start + NAMED_TO <= start:
                 first = i
     last = len(segments)
     if end is not None:

@@ -481,3 +481,63 @@ def test_a_node_deleted_while_the_hub_was_stopped_leaves_the_replay(tmp_path, ca
     answer = orjson.loads(capsys.readouterr().out)
     names = [n["name"] for n in answer["nodes"]]
     assert len(names) == 29 and gone not in names
+
+
+def _record_a_rotation_within_a_second(directory, record_format: str) -> float:
+    """Three nodes recorded with a manual clock: listed at T0 + 0.9 (the first segment opens then),
+    each Lease renewed every 10 s; the renewal at T0 + 60.95 opens the second segment (60 s after
+    the first), whose keyframe holds node a's renewal received at T0 + 60.6. Returns T0."""
+    from tests.support import factories as f
+
+    clock = ManualClock(f.T0)
+    rec = SegmentedRecorder(directory, {"kind": "test"}, Settings(), segment_seconds=60.0, clock=clock,
+                            keep_seconds=None, keep_bytes=None, record_format=record_format)
+    rv = [100]
+
+    def write(resource, etype, obj, t, listing=False):
+        clock.set(t)
+        if obj is not None:
+            rv[0] += 1
+            obj["metadata"]["resourceVersion"] = str(rv[0])
+        rec.write(resource, etype, obj, t, listing)
+
+    names = ("a", "b", "c")
+    for name in names:
+        write("nodes", "ADDED", f.node(name, heartbeat=f.T0), f.T0 + 0.9, listing=True)
+    write("nodes", "SYNCED", None, f.T0 + 0.9)
+    for name in names:
+        write("leases", "ADDED", f.lease(name, f.T0 + 0.5), f.T0 + 0.9, listing=True)
+    write("leases", "SYNCED", None, f.T0 + 0.9)
+    for k in range(1, 7):  # a at x0.6, b at x0.95 (the rotation at 60.95), c at x1.3
+        for name, at in zip(names, (0.6, 0.95, 1.3)):
+            write("leases", "MODIFIED", f.lease(name, f.T0 + 10 * k + at - 0.1), f.T0 + 10 * k + at)
+    rec.close()
+    return f.T0
+
+
+@pytest.mark.parametrize("record_format", ["jsonl", "columnar"])
+def test_an_instant_in_the_second_a_segment_opened_is_read_from_the_segment_before(tmp_path, capsys, record_format):
+    """A segment's name says the second it was opened in: the second one here is named T0 + 60 and
+    opened at T0 + 60.95. Read from its keyframe, the instant T0 + 60.5 had no line of node a's Lease
+    at or before it (the keyframe keeps each Lease's last line, received at T0 + 60.6): node a was
+    judged without its Lease, Overdue, a false alarm (what made the restart test above fail now and
+    then: the demo's clock moves with real time between its steps, so its rotation fell in the
+    instant's second in some runs only). Such an instant is read from the segment before."""
+    from nodewatch.cli import main
+
+    d = tmp_path / "rec"
+    t0 = _record_a_rotation_within_a_second(d, record_format)
+    segs = list_segments(d)
+    assert [s.start for s in segs] == [t0, t0 + 60]  # the second named in the instant's own second
+    at = format_time(t0 + 60.5, micro=True)
+    assert main(["status", "--replay", str(d), "--at", at, "-o", "json"]) == 0
+    nodes = {n["name"]: n for n in orjson.loads(capsys.readouterr().out)["nodes"]}
+    assert {n: v["state"] for n, v in nodes.items()} == {"a": "Ready", "b": "Ready", "c": "Ready"}
+    assert nodes["a"]["lease_age_seconds"] == pytest.approx(9.9, abs=0.01)  # its renewal at T0 + 50.6
+    src = ReplaySource(str(d))
+    try:
+        src.replay.seek(t0 + 60.5)
+        view = {v.name: v for v in src.state.evaluate(t0 + 60.5).nodes}
+        assert view["a"].state == NodeState.READY
+    finally:
+        src.stop()
