@@ -487,7 +487,7 @@ def _record_a_rotation_within_a_second(directory, record_format: str) -> float:
     """Three nodes recorded with a manual clock: listed at T0 + 0.9 (the first segment opens then),
     each Lease renewed every 10 s; the renewal at T0 + 60.95 opens the second segment (60 s after
     the first), whose keyframe holds node a's renewal received at T0 + 60.6. Returns T0."""
-    from tests.support import factories as f
+    from support import factories as f
 
     clock = ManualClock(f.T0)
     rec = SegmentedRecorder(directory, {"kind": "test"}, Settings(), segment_seconds=60.0, clock=clock,
