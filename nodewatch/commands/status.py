@@ -259,7 +259,7 @@ def _evaluate_source(args: argparse.Namespace, settings):
         if seen.read_to_end and seen.at > end and os.path.isdir(args.replay):
             # a window's read stops at --at: the directory may hold later lines (read only now)
             end = max(end, recorded_until(args.replay) or end)
-        gap = not_recorded(args.replay, seen.at, seen.last, lambda: state) if seen.read_to_end else None
+        gap = not_recorded(args.replay, seen.at, seen.last, lambda: state)  # (also where the recording goes on)
         if gap:  # judged at that instant, every node would look as old as the gap is long
             raise ValueError(f"--at {asked}: {gap}")
         if seen.at < seen.start or (seen.read_to_end and seen.at > end):

@@ -132,7 +132,12 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
             skip = 0
             if not first:
                 if end is None or seg.start <= end:
-                    yield from seen.gap_until(seg.start)
+                    for line in seen.gap_until(seg.start):
+                        if end is not None and (t := line_time(line)) > end:  # (back after ``end``)
+                            if beyond is not None:
+                                beyond.append(t)
+                            return
+                        yield line
                 src = header.get("source") if isinstance(header.get("source"), dict) else {}
                 segment = src.get("segment") if isinstance(src.get("segment"), dict) else {}
                 k = segment.get("keyframe_lines")
@@ -213,10 +218,11 @@ class _LeaseHealth:
     the newest line's time and, per cluster, the lease stream's health as the recording last said
     it. Where the next segment opens more than ``RECORDING_GAP`` after that line and the stream was
     not said down, two lines are put between them: at the last line, the lease stream down ("not
-    recorded"), and at the next segment's opening, back as it was. A replay through the stretch is
-    then blind there, as a live dashboard is while its stream is down, instead of judging every
-    node as old as the stretch is long. (A recording without watch health lines, a demo's, comes
-    back "connected and synced".)"""
+    recorded"), and at the next segment's opening (the end of the second its name gives: no
+    instant the recorder may have missed reads as recorded), back as it was. A replay through the
+    stretch is then blind there, as a live dashboard is while its stream is down, instead of
+    judging every node as old as the stretch is long. (A recording without watch health lines, a
+    demo's, comes back "connected and synced".)"""
 
     def __init__(self) -> None:
         self.header: dict = {}
@@ -235,7 +241,8 @@ class _LeaseHealth:
                 {k: v for k, v in h.items() if k in LEASE_HEALTH_FIELDS})
 
     def gap_until(self, opened: float) -> Iterator[bytes]:
-        """The two lines for the stretch before a segment ``opened`` then, if it is one."""
+        """The two lines for the stretch before a segment opened in the second ``opened`` (its
+        name's), if it is one: back at that second's end."""
         last = self.last
         if last is None or opened - last <= RECORDING_GAP:
             return
@@ -243,6 +250,7 @@ class _LeaseHealth:
         names: list[str | None] = ([c.get("name") for c in clusters if isinstance(c, dict)]
                                    if isinstance(clusters, list) and clusters else [None])
         why = f"{NOT_RECORDED} until {format_time(opened)}"
+        backs = []
         for name in names:
             was = self.health.get(name)
             if was is not None and was.get("connected") is False:
@@ -251,9 +259,10 @@ class _LeaseHealth:
             down = {"resource": "leases", "connected": False, "down_since": last, "last_error": why}
             back = {"resource": "leases", "connected": True, "synced": True, "down_since": None, "last_error": ""}
             back.update(was or {})
-            back["last_activity"] = opened
+            back["last_activity"] = opened + NAMED_TO
             yield orjson.dumps({**head, "health": down}) + b"\n"
-            yield orjson.dumps({**head, "t": opened, "health": back}) + b"\n"
+            backs.append(orjson.dumps({**head, "t": opened + NAMED_TO, "health": back}) + b"\n")
+        yield from backs  # (after every cluster's down line: in time order)
         self.last = None
 
 
@@ -271,10 +280,11 @@ even one node holds a line at least that often."""
 def unrecorded(directory: str, t: float, last: float) -> str | None:
     """What to say of ``t`` when the directory holds no line there: more than ``RECORDING_GAP``
     after ``last`` (the newest line read before ``t``) with a segment opened after ``t`` (the
-    recorder was stopped, then started again). None when ``t`` is recorded, or after the end."""
+    recorder was stopped, then started again; one named in ``t``'s own second may have opened after
+    it, ``select_segments``). None when ``t`` is recorded, or after the end."""
     if t - last <= RECORDING_GAP:
         return None
-    later = [seg.start for seg in list_segments(directory) if seg.start > t]
+    later = [seg.start for seg in list_segments(directory) if seg.start + NAMED_TO > t]
     if not later:
         return None
     return (f"{format_time(t)} was not recorded: the recording stops at {format_time(last)} and goes on at "

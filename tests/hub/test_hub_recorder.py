@@ -483,35 +483,45 @@ def test_a_node_deleted_while_the_hub_was_stopped_leaves_the_replay(tmp_path, ca
     assert len(names) == 29 and gone not in names
 
 
-def _record_a_rotation_within_a_second(directory, record_format: str) -> float:
-    """Three nodes recorded with a manual clock: listed at T0 + 0.9 (the first segment opens then),
-    each Lease renewed every 10 s; the renewal at T0 + 60.95 opens the second segment (60 s after
-    the first), whose keyframe holds node a's renewal received at T0 + 60.6. Returns T0."""
+def _record_by_hand(directory, record_format: str, runs) -> float:
+    """Three nodes (a, b, c) recorded with a manual clock by one hub per run in ``runs``, each
+    ``(opens, until)`` seconds after T0: it lists the fleet at ``opens`` (its first segment opens
+    then), and each Lease is renewed every 10 s after it (a at x0.6, b at x0.95, c at x1.3) up to
+    ``until``; segments of 60 s. Returns T0."""
+    from nodewatch.core.fleet import FleetState
     from support import factories as f
 
     clock = ManualClock(f.T0)
-    rec = SegmentedRecorder(directory, {"kind": "test"}, Settings(), segment_seconds=60.0, clock=clock,
-                            keep_seconds=None, keep_bytes=None, record_format=record_format)
     rv = [100]
-
-    def write(resource, etype, obj, t, listing=False):
-        clock.set(t)
-        if obj is not None:
-            rv[0] += 1
-            obj["metadata"]["resourceVersion"] = str(rv[0])
-        rec.write(resource, etype, obj, t, listing)
-
     names = ("a", "b", "c")
-    for name in names:
-        write("nodes", "ADDED", f.node(name, heartbeat=f.T0), f.T0 + 0.9, listing=True)
-    write("nodes", "SYNCED", None, f.T0 + 0.9)
-    for name in names:
-        write("leases", "ADDED", f.lease(name, f.T0 + 0.5), f.T0 + 0.9, listing=True)
-    write("leases", "SYNCED", None, f.T0 + 0.9)
-    for k in range(1, 7):  # a at x0.6, b at x0.95 (the rotation at 60.95), c at x1.3
-        for name, at in zip(names, (0.6, 0.95, 1.3)):
-            write("leases", "MODIFIED", f.lease(name, f.T0 + 10 * k + at - 0.1), f.T0 + 10 * k + at)
-    rec.close()
+    for opens, until in runs:
+        state = FleetState(Settings())  # the hub's: the Nodes of its keyframes
+        rec = SegmentedRecorder(directory, {"kind": "test"}, Settings(), segment_seconds=60.0, clock=clock,
+                                records=state.node_records, keep_seconds=None, keep_bytes=None,
+                                record_format=record_format)
+
+        def write(resource, etype, obj, t, listing=False):
+            clock.set(t)
+            if obj is not None:
+                rv[0] += 1
+                obj["metadata"]["resourceVersion"] = str(rv[0])
+            rec.write(resource, etype, obj, t, listing)
+
+        at = f.T0 + opens
+        for name in names:
+            state.apply("nodes", "ADDED", f.node(name, heartbeat=at), at, listing=True)
+            write("nodes", "ADDED", f.node(name, heartbeat=at), at, listing=True)
+        write("nodes", "SYNCED", None, at)
+        for name in names:
+            write("leases", "ADDED", f.lease(name, at - 0.4), at, listing=True)
+        write("leases", "SYNCED", None, at)
+        k = int(opens // 10) + 1
+        while 10 * k + 0.6 <= until:
+            for name, off in zip(names, (0.6, 0.95, 1.3)):
+                if 10 * k + off <= until:
+                    write("leases", "MODIFIED", f.lease(name, f.T0 + 10 * k + off - 0.1), f.T0 + 10 * k + off)
+            k += 1
+        rec.close()
     return f.T0
 
 
@@ -526,7 +536,7 @@ def test_an_instant_in_the_second_a_segment_opened_is_read_from_the_segment_befo
     from nodewatch.cli import main
 
     d = tmp_path / "rec"
-    t0 = _record_a_rotation_within_a_second(d, record_format)
+    t0 = _record_by_hand(d, record_format, [(0.9, 61.3)])  # the renewal at T0 + 60.95 opens the second segment
     segs = list_segments(d)
     assert [s.start for s in segs] == [t0, t0 + 60]  # the second named in the instant's own second
     at = format_time(t0 + 60.5, micro=True)
@@ -541,3 +551,19 @@ def test_an_instant_in_the_second_a_segment_opened_is_read_from_the_segment_befo
         assert view["a"].state == NodeState.READY
     finally:
         src.stop()
+
+
+@pytest.mark.parametrize("record_format", ["jsonl", "columnar"])
+def test_an_instant_the_recorder_missed_in_the_second_it_came_back_is_named_so(tmp_path, capsys, record_format):
+    """The hub stopped at T0 + 100 and came back at T0 + 200.7, its segment named T0 + 200: the
+    instant T0 + 200.3 was not recorded, though the name of the segment after it is not later
+    than it (judged, every node would be Overdue by its renewal 100 s before)."""
+    from nodewatch.cli import main
+
+    d = tmp_path / "rec"
+    t0 = _record_by_hand(d, record_format, [(0.9, 100), (200.7, 230)])
+    assert list_segments(d)[-1].start == t0 + 200
+    assert main(["status", "--replay", str(d), "--at", format_time(t0 + 200.3, micro=True)]) == 2
+    err = capsys.readouterr().err
+    assert "was not recorded" in err and "the recorder was not running" in err, err
+    assert main(["status", "--replay", str(d), "--at", format_time(t0 + 215, micro=True), "-o", "name"]) == 0
