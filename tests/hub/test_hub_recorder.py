@@ -567,3 +567,98 @@ def test_an_instant_the_recorder_missed_in_the_second_it_came_back_is_named_so(t
     err = capsys.readouterr().err
     assert "was not recorded" in err and "the recorder was not running" in err, err
     assert main(["status", "--replay", str(d), "--at", format_time(t0 + 215, micro=True), "-o", "name"]) == 0
+
+
+@pytest.mark.parametrize("record_format", ["jsonl", "columnar"])
+def test_a_line_received_before_a_rotation_and_written_after_it_is_read_at_its_time(tmp_path, capsys, record_format):
+    """Node a's renewal is received at T0 + 59.5 but written after the renewal that opened the
+    second segment at T0 + 60.95 (another stream's line went first), so it lies in the segment named
+    T0 + 60, after its keyframe. An instant between the two (T0 + 59.8) read the first segment only
+    and found node a's renewal of T0 + 50.6: 9.2 s old instead of 0.3 (what the replay's seek, which
+    reads every segment, says). A window's read now takes the segments opened up to ``LATE_LINES``
+    after its end, and the lines of it up to that far past the end, keeping those at or before it."""
+    from nodewatch.cli import main
+    from nodewatch.core.fleet import FleetState
+    from support import factories as f
+
+    d = tmp_path / "rec"
+    clock = ManualClock(f.T0)
+    state = FleetState(Settings())
+    rec = SegmentedRecorder(d, {"kind": "test"}, Settings(), segment_seconds=60.0, clock=clock,
+                            records=state.node_records, keep_seconds=None, keep_bytes=None, record_format=record_format)
+    rv = [100]
+
+    def write(resource, etype, obj, t, at=None):
+        clock.set(t if at is None else at)
+        if obj is not None:
+            rv[0] += 1
+            obj["metadata"]["resourceVersion"] = str(rv[0])
+        rec.write(resource, etype, obj, t, etype == "ADDED")
+
+    for name in ("a", "b"):
+        state.apply("nodes", "ADDED", f.node(name, heartbeat=f.T0), f.T0 + 0.9, listing=True)
+        write("nodes", "ADDED", f.node(name, heartbeat=f.T0), f.T0 + 0.9)
+    write("nodes", "SYNCED", None, f.T0 + 0.9)
+    for name in ("a", "b"):
+        write("leases", "ADDED", f.lease(name, f.T0 + 0.5), f.T0 + 0.9)
+    write("leases", "SYNCED", None, f.T0 + 0.9)
+    for k in range(1, 6):
+        write("leases", "MODIFIED", f.lease("a", f.T0 + 10 * k + 0.5), f.T0 + 10 * k + 0.6)
+        write("leases", "MODIFIED", f.lease("b", f.T0 + 10 * k + 0.9), f.T0 + 10 * k + 0.95)
+    write("leases", "MODIFIED", f.lease("b", f.T0 + 60.9), f.T0 + 60.95)  # opens the second segment
+    write("leases", "MODIFIED", f.lease("a", f.T0 + 59.4), f.T0 + 59.5, at=f.T0 + 60.96)  # received before it
+    for k in range(7, 10):
+        write("leases", "MODIFIED", f.lease("a", f.T0 + 10 * k - 0.5), f.T0 + 10 * k - 0.4)
+        write("leases", "MODIFIED", f.lease("b", f.T0 + 10 * k + 0.9), f.T0 + 10 * k + 0.95)
+    rec.close()
+    assert [s.start for s in list_segments(d)] == [f.T0, f.T0 + 60]
+    at = f.T0 + 59.8
+    assert main(["status", "--replay", str(d), "--at", format_time(at, micro=True), "-o", "json"]) == 0
+    nodes = {n["name"]: n for n in orjson.loads(capsys.readouterr().out)["nodes"]}
+    assert nodes["a"]["lease_age_seconds"] == pytest.approx(0.3, abs=0.01)
+    src = ReplaySource(str(d))
+    try:
+        src.replay.seek(at)
+        assert src.state.node_view("a", at).lease_age(at) == pytest.approx(0.3, abs=0.01)
+    finally:
+        src.stop()
+
+
+@pytest.mark.parametrize("record_format", ["jsonl", "columnar"])
+def test_a_one_instant_answer_is_the_replays_at_every_instant_around_every_rotation(record_format, tmp_path):
+    """``status --at``'s read (from the segment that holds the instant, the renewals a later one
+    supersedes left out) against the replay's seek through every segment, at random instants and at
+    instants within two seconds after each segment's named start: the same view of every node. The
+    hub's clock moves first and the fleet's lines follow, as a live hub's lines are received before
+    they are written: at a rotation, the lines received before it are written after it, into the
+    next segment. A window that stopped at the segments named by its end missed those (they
+    differed here at instants before a rotation); ``LATE_LINES`` reads on for them."""
+    import random
+
+    from nodewatch.sources.replay.instant import state_at
+
+    d = tmp_path / "rec"
+    src = DemoSource(nodes=20, scenario="incident", seed=3)
+    rec = SegmentedRecorder(d, {"kind": "demo"}, src.state.settings, segment_seconds=20.0, clock=src.clock,
+                            records=src.state.node_records, keep_seconds=None, keep_bytes=None,
+                            record_format=record_format)
+    src.recorder = rec
+    t0 = src.clock.now()
+    for i in range(1, 81):
+        src.clock.seek(t0 + 3 * i)  # the hub's clock first, then what it received by then
+        src.advance_to(t0 + 3 * i)
+    rec.close()
+    segs = list_segments(d)
+    assert len(segs) >= 10
+    rng = random.Random(7)
+    instants = sorted([t0 + rng.uniform(5, 235) for _ in range(10)]
+                      + [s.start + f for s in segs[1:] for f in (0.0, 0.5, 0.999, 1.5)])
+    whole = ReplaySource(str(d))
+    try:
+        for t in instants:
+            whole.replay.seek(t)
+            want = {v.name: view_to_wire(v) for v in whole.state.evaluate(t).nodes}
+            one, _, _ = state_at(str(d), format_time(t, micro=True), compact=True, pods=False)
+            assert {v.name: view_to_wire(v) for v in one.evaluate(t).nodes} == want, t - t0
+    finally:
+        whole.stop()
