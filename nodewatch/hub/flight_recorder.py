@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import math
 import os
 import threading
 import time
@@ -89,6 +90,9 @@ MAX_RETRY_SECONDS = 60.0
 MIN_FREE_BYTES = 1024 * 1024
 """A try waits for at least this much free space (statvfs), so it costs nothing while the disk
 stays full."""
+AHEAD_MAX = 60.0
+"""A segment is named by the latest line the one before holds when that is later than its opening
+(``rotate``), by at most this much: a line dated further ahead is not a clock's."""
 KEEP_WHEN_FULL = 2
 """Segments a full disk never makes the recorder drop: the newest history stays."""
 
@@ -180,6 +184,8 @@ class SegmentedRecorder:
         self._retry_clock = retry_clock
         self._retry_at = 0.0
         self._tries = 0
+        self._latest = -math.inf
+        """The latest receive time of a line written (``_writable``): a new segment's name is not earlier."""
         self._mine: list[Path] = []
         """The segments this recorder wrote (the rate of ``capacity_notice``)."""
         self._began: float | None = None
@@ -257,7 +263,7 @@ class SegmentedRecorder:
         meanwhile, else the general way."""
         done = 0
         if len(rows) > 1 and not self._closed and not self.stopped:  # (one: the way below is shorter)
-            seg = self._writable()
+            seg = self._writable(t)
             if isinstance(seg, ColumnarRecorder):
                 try:
                     done = seg.write_renewals([(f.tpl, *v, t) for _, f, v, _ in rows])
@@ -300,7 +306,7 @@ class SegmentedRecorder:
         with self._lock:
             if self._closed:
                 return
-            seg = self._writable()  # first: a keyframe written now must not hold this event yet
+            seg = self._writable(t)  # first: a keyframe written now must not hold this event yet
             key = None
             meta: Any = {}
             if etype == "SYNCED":
@@ -355,7 +361,7 @@ class SegmentedRecorder:
             return True
         if self.stopped:
             return False  # the general way tries to resume
-        seg = self._writable()
+        seg = self._writable(t)
         if not isinstance(seg, ColumnarRecorder):
             return False
         renew, rv, second = values
@@ -389,14 +395,14 @@ class SegmentedRecorder:
     def write_health(self, resource: str, t: float, cluster: str | None = None, **health: Any) -> None:
         with self._lock:
             if not self._closed:
-                seg = self._writable()
+                seg = self._writable(t)
                 self._health.setdefault((cluster, resource), {}).update(health)
                 self._put(seg, lambda: seg.write_health(resource, t, cluster=cluster, **health))
 
     def write_cert(self, node: str, not_after: float, source: str, t: float, cluster: str | None = None) -> None:
         with self._lock:
             if not self._closed:
-                seg = self._writable()
+                seg = self._writable(t)
                 cur = self._certs.get((cluster, node))
                 if cur is None or not_after > cur[0]:
                     self._certs[(cluster, node)] = (not_after, source)
@@ -413,7 +419,7 @@ class SegmentedRecorder:
                     if c.get("name") == cluster:
                         c["settings"] = settings_payload(settings)
             if not self._closed:
-                seg = self._writable()
+                seg = self._writable(t)
                 self._put(seg, lambda: seg.write_settings(t, settings, cluster=cluster))
 
     def flush(self) -> None:
@@ -430,9 +436,16 @@ class SegmentedRecorder:
             except OSError as exc:
                 self._fail(exc)
 
-    def _writable(self) -> Recorder | ColumnarRecorder | None:
-        """The segment to write to (rotated when due), or None while recording is stopped; tries to
-        resume once ``RETRY_SECONDS`` have passed since the last failure."""
+    def _writable(self, t: float) -> Recorder | ColumnarRecorder | None:
+        """The segment to write a line received at ``t`` to (rotated when due), or None while
+        recording is stopped; tries to resume once ``RETRY_SECONDS`` have passed since the last
+        failure."""
+        seg = self._rotated()
+        if type(t) is float and t > self._latest:  # (after the rotation: the line is the new segment's; NaN is not)
+            self._latest = t
+        return seg
+
+    def _rotated(self) -> Recorder | ColumnarRecorder | None:
         if self.stopped:
             if self._retry_clock() < self._retry_at:
                 return None
@@ -520,7 +533,12 @@ class SegmentedRecorder:
             if cur is not None:
                 cur.close()
             self._n += 1
-            path = self.directory / segment_name(now, self._n, RECORD_FORMATS[self.record_format])
+            # named by its opening, or by the latest line the segment before holds if that is later
+            # (a source whose receive times run ahead of this clock, a wall clock stepped back): a
+            # reader takes an instant in a later second from this segment's keyframe, which holds
+            # those lines (``segments.select_segments``)
+            named = self._latest if now < self._latest <= now + AHEAD_MAX else now
+            path = self.directory / segment_name(named, self._n, RECORD_FORMATS[self.record_format])
             source = {**self.source, "segment": {"n": self._n, "keyframe_lines": len(lines)}}
             # The header dates the segment from its earliest line: the keyframe's recent objects keep
             # their receive times (up to EXACT_SECONDS back), and a reader refuses lines from before

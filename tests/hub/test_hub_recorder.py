@@ -652,7 +652,7 @@ def test_a_one_instant_answer_is_the_replays_at_every_instant_around_every_rotat
     assert len(segs) >= 10
     rng = random.Random(7)
     instants = sorted([t0 + rng.uniform(5, 235) for _ in range(10)]
-                      + [s.start + f for s in segs[1:] for f in (0.0, 0.5, 0.999, 1.5)])
+                      + [s.start + f for s in segs[1:] for f in (0.0, 0.5, 0.999, 1.0, 1.2, 2.0, 2.9)])
     whole = ReplaySource(str(d))
     try:
         for t in instants:
@@ -662,3 +662,59 @@ def test_a_one_instant_answer_is_the_replays_at_every_instant_around_every_rotat
             assert {v.name: view_to_wire(v) for v in one.evaluate(t).nodes} == want, t - t0
     finally:
         whole.stop()
+
+
+@pytest.mark.parametrize("record_format", ["jsonl", "columnar"])
+def test_a_segment_is_named_no_earlier_than_the_lines_before_it(tmp_path, capsys, record_format):
+    """Node a's renewal is received at T0 + 61.4, ahead of the hub's clock (T0 + 60.0: a source whose
+    times run ahead, a wall clock stepped back), and written before the renewal that opens the second
+    segment at T0 + 60.95. Named by its opening (T0 + 60), the segment was read for the instant
+    T0 + 61.2 from its keyframe, which holds node a's Lease only as received at T0 + 61.4, after the
+    instant: node a was judged without its Lease. It is named by the latest line before it (T0 + 61),
+    and the instant is read from the segment before, as the replay's seek reads it."""
+    from nodewatch.cli import main
+    from nodewatch.core.fleet import FleetState
+    from support import factories as f
+
+    d = tmp_path / "rec"
+    clock = ManualClock(f.T0)
+    state = FleetState(Settings())
+    rec = SegmentedRecorder(d, {"kind": "test"}, Settings(), segment_seconds=60.0, clock=clock,
+                            records=state.node_records, keep_seconds=None, keep_bytes=None, record_format=record_format)
+    rv = [100]
+
+    def write(resource, etype, obj, t, at=None):
+        clock.set(t if at is None else at)
+        if obj is not None:
+            rv[0] += 1
+            obj["metadata"]["resourceVersion"] = str(rv[0])
+        rec.write(resource, etype, obj, t, etype == "ADDED")
+
+    for name in ("a", "b"):
+        state.apply("nodes", "ADDED", f.node(name, heartbeat=f.T0), f.T0 + 0.9, listing=True)
+        write("nodes", "ADDED", f.node(name, heartbeat=f.T0), f.T0 + 0.9)
+    write("nodes", "SYNCED", None, f.T0 + 0.9)
+    for name in ("a", "b"):
+        write("leases", "ADDED", f.lease(name, f.T0 + 0.5), f.T0 + 0.9)
+    write("leases", "SYNCED", None, f.T0 + 0.9)
+    for k in range(1, 6):
+        write("leases", "MODIFIED", f.lease("a", f.T0 + 10 * k + 0.5), f.T0 + 10 * k + 0.6)
+        write("leases", "MODIFIED", f.lease("b", f.T0 + 10 * k + 0.9), f.T0 + 10 * k + 0.95)
+    write("leases", "MODIFIED", f.lease("a", f.T0 + 61.3), f.T0 + 61.4, at=f.T0 + 60.0)  # ahead of the clock
+    write("leases", "MODIFIED", f.lease("b", f.T0 + 60.9), f.T0 + 60.95)  # opens the second segment
+    for k in range(7, 10):
+        write("leases", "MODIFIED", f.lease("a", f.T0 + 10 * k + 1.3), f.T0 + 10 * k + 1.4)
+        write("leases", "MODIFIED", f.lease("b", f.T0 + 10 * k + 0.9), f.T0 + 10 * k + 0.95)
+    rec.close()
+    assert [s.start for s in list_segments(d)] == [f.T0, f.T0 + 61]
+    at = f.T0 + 61.2
+    src = ReplaySource(str(d))
+    try:
+        src.replay.seek(at)
+        want = src.state.node_view("a", at).lease_age(at)
+    finally:
+        src.stop()
+    assert want == pytest.approx(10.6, abs=0.01)  # its renewal of T0 + 50.6
+    assert main(["status", "--replay", str(d), "--at", format_time(at, micro=True), "-o", "json"]) == 0
+    nodes = {n["name"]: n for n in orjson.loads(capsys.readouterr().out)["nodes"]}
+    assert nodes["a"]["lease_age_seconds"] == pytest.approx(want, abs=0.01)
