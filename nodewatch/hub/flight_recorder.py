@@ -440,35 +440,37 @@ class SegmentedRecorder:
         """The segment to write a line received at ``t`` to (rotated when due), or None while
         recording is stopped; tries to resume once ``RETRY_SECONDS`` have passed since the last
         failure."""
-        seg = self._rotated()
+        if self.stopped:
+            seg = self._resume()
+        else:
+            try:
+                seg = self._segment()
+            except OSError as exc:
+                self._fail(exc)
+                seg = None
         if type(t) is float and t > self._latest:  # (after the rotation: the line is the new segment's; NaN is not)
             self._latest = t
         return seg
 
-    def _rotated(self) -> Recorder | ColumnarRecorder | None:
-        if self.stopped:
-            if self._retry_clock() < self._retry_at:
+    def _resume(self) -> Recorder | ColumnarRecorder | None:
+        """Recording is stopped: a new segment once a retry is due (and, for a full disk, there is room)."""
+        if self._retry_clock() < self._retry_at:
+            return None
+        if self.stopped == DISK_FULL:
+            self._drop_oldest_for_space()
+            if not self._room():
+                self._retry_at = self._retry_clock() + self._retry_wait()
                 return None
-            if self.stopped == DISK_FULL:
-                self._drop_oldest_for_space()
-                if not self._room():
-                    self._retry_at = self._retry_clock() + self._retry_wait()
-                    return None
-            try:
-                self.rotate(keyframe=True)
-            except OSError as exc:
-                self._fail(exc)
-                return None
-            log.warning("recording resumed in %s (%s)", self.directory, Path(self._current.path).name
-                        if self._current is not None else "")
-            self.stopped = ""
-            self._tries = 0
-            return self._current
         try:
-            return self._segment()
+            self.rotate(keyframe=True)
         except OSError as exc:
             self._fail(exc)
             return None
+        log.warning("recording resumed in %s (%s)", self.directory, Path(self._current.path).name
+                    if self._current is not None else "")
+        self.stopped = ""
+        self._tries = 0
+        return self._current
 
     def _fail(self, exc: OSError) -> None:
         """Stop recording (the hub says so); the sources never see the error."""
