@@ -81,7 +81,7 @@ LATE_LINES = 5.0
 after later ones: only those are yielded. It takes the segments opened that far after the end too,
 since a line received just before a rotation may be written just after it, into the next segment.
 A hub writes a line within milliseconds of receiving it (a list's items within the list's decode:
-seconds); reading 5 s more costs ~4 % of a one-instant read early in a 65,000-node segment (30 s,
+seconds); reading 5 s more costs ~5 % of a one-instant read early in a 65,000-node segment (30 s,
 the whole-file reader's ``REORDER_WINDOW`` for any recording's disorder, cost 20 %)."""
 
 
