@@ -5,9 +5,9 @@ segments; each begins with a *keyframe* (the fleet at the rotation, as list item
 header's ``source.segment.keyframe_lines`` gives. Read as one stream (``open_segments``): the
 header of the first segment, then every line in order, the keyframes of the later segments skipped
 (the previous segment led up to them), from the last segment surely opened before ``start`` (a name
-gives the second, ``select_segments``) to the last that starts at or before ``end``, and no line
-after ``end``. A segment cut short by a crash is read up to its last whole line and the next one
-carries on.
+gives the second, ``select_segments``) to the last opened up to ``LATE_LINES`` after ``end``, and
+no line after ``end``. A segment cut short by a crash is read up to its last whole line and the
+next one carries on.
 
 ``open_binary`` (``recording_input.py``) hands a directory to ``open_segments``; a ``SegmentWindow`` (a
 directory path that also carries the window) is how ``replay --from/--to`` and ``status --at``
@@ -48,7 +48,8 @@ def segment_name(t: float, n: int, ext: str = ".jsonl.gz") -> str:
 class Segment:
     path: Path
     start: float
-    """From the file name (the time the segment was opened, UTC, to the second)."""
+    """From the file name: the second the segment was opened in, UTC (or that of the latest line the
+    segment before holds, when later: ``SegmentedRecorder.rotate``)."""
     n: int
 
     @property
