@@ -483,45 +483,72 @@ def test_a_node_deleted_while_the_hub_was_stopped_leaves_the_replay(tmp_path, ca
     assert len(names) == 29 and gone not in names
 
 
+class _HubByHand:
+    """A hub's flight recorder fed by hand on a manual clock from T0 (``support.factories``), 60 s
+    segments: ``write`` moves the clock to a line's receive time (or to ``at``: a line received
+    before or after the clock reads) and numbers its resourceVersion; ``lists`` lists the Nodes and
+    Leases of ``names`` (the state keeps the Nodes for the keyframes)."""
+
+    def __init__(self, directory, record_format: str, clock: ManualClock | None = None, rv: list | None = None):
+        from nodewatch.core.fleet import FleetState
+        from support import factories as f
+
+        self.f = f
+        self.clock = clock or ManualClock(f.T0)
+        self.rv = rv if rv is not None else [100]
+        self.state = FleetState(Settings())
+        self.rec = SegmentedRecorder(directory, {"kind": "test"}, Settings(), segment_seconds=60.0, clock=self.clock,
+                                     records=self.state.node_records, keep_seconds=None, keep_bytes=None,
+                                     record_format=record_format)
+
+    def write(self, resource, etype, obj, t, at=None):
+        self.clock.set(t if at is None else at)
+        if obj is not None:
+            self.rv[0] += 1
+            obj["metadata"]["resourceVersion"] = str(self.rv[0])
+        self.rec.write(resource, etype, obj, t, etype == "ADDED")
+
+    def lists(self, names, at: float) -> None:
+        f = self.f
+        for name in names:
+            self.state.apply("nodes", "ADDED", f.node(name, heartbeat=at), at, listing=True)
+            self.write("nodes", "ADDED", f.node(name, heartbeat=at), at)
+        self.write("nodes", "SYNCED", None, at)
+        for name in names:
+            self.write("leases", "ADDED", f.lease(name, at - 0.4), at)
+        self.write("leases", "SYNCED", None, at)
+
+    def first_minute(self) -> None:
+        """Nodes a and b listed at T0 + 0.9 (the first segment opens then), their Leases renewed
+        every 10 s up to a minute on (a at x0.6, b at x0.95)."""
+        f = self.f
+        self.lists(("a", "b"), f.T0 + 0.9)
+        for k in range(1, 6):
+            self.renew("a", f.T0 + 10 * k + 0.6)
+            self.renew("b", f.T0 + 10 * k + 0.95)
+
+    def renew(self, name: str, t: float, at=None) -> None:
+        """A renewal received at ``t`` (renewed 0.1 s before)."""
+        self.write("leases", "MODIFIED", self.f.lease(name, t - 0.1), t, at)
+
+
 def _record_by_hand(directory, record_format: str, runs) -> float:
-    """Three nodes (a, b, c) recorded with a manual clock by one hub per run in ``runs``, each
-    ``(opens, until)`` seconds after T0: it lists the fleet at ``opens`` (its first segment opens
-    then), and each Lease is renewed every 10 s after it (a at x0.6, b at x0.95, c at x1.3) up to
-    ``until``; segments of 60 s. Returns T0."""
-    from nodewatch.core.fleet import FleetState
+    """Three nodes (a, b, c) recorded by one hub per run in ``runs``, each ``(opens, until)`` seconds
+    after T0: it lists the fleet at ``opens`` (its first segment opens then), and each Lease is renewed
+    every 10 s after it (a at x0.6, b at x0.95, c at x1.3) up to ``until``. Returns T0."""
     from support import factories as f
 
-    clock = ManualClock(f.T0)
-    rv = [100]
-    names = ("a", "b", "c")
+    clock, rv = ManualClock(f.T0), [100]
     for opens, until in runs:
-        state = FleetState(Settings())  # the hub's: the Nodes of its keyframes
-        rec = SegmentedRecorder(directory, {"kind": "test"}, Settings(), segment_seconds=60.0, clock=clock,
-                                records=state.node_records, keep_seconds=None, keep_bytes=None,
-                                record_format=record_format)
-
-        def write(resource, etype, obj, t, listing=False):
-            clock.set(t)
-            if obj is not None:
-                rv[0] += 1
-                obj["metadata"]["resourceVersion"] = str(rv[0])
-            rec.write(resource, etype, obj, t, listing)
-
-        at = f.T0 + opens
-        for name in names:
-            state.apply("nodes", "ADDED", f.node(name, heartbeat=at), at, listing=True)
-            write("nodes", "ADDED", f.node(name, heartbeat=at), at, listing=True)
-        write("nodes", "SYNCED", None, at)
-        for name in names:
-            write("leases", "ADDED", f.lease(name, at - 0.4), at, listing=True)
-        write("leases", "SYNCED", None, at)
+        hub = _HubByHand(directory, record_format, clock, rv)
+        hub.lists(("a", "b", "c"), f.T0 + opens)
         k = int(opens // 10) + 1
         while 10 * k + 0.6 <= until:
-            for name, off in zip(names, (0.6, 0.95, 1.3)):
+            for name, off in zip(("a", "b", "c"), (0.6, 0.95, 1.3)):
                 if 10 * k + off <= until:
-                    write("leases", "MODIFIED", f.lease(name, f.T0 + 10 * k + off - 0.1), f.T0 + 10 * k + off)
+                    hub.renew(name, f.T0 + 10 * k + off)
             k += 1
-        rec.close()
+        hub.rec.close()
     return f.T0
 
 
@@ -578,39 +605,17 @@ def test_a_line_received_before_a_rotation_and_written_after_it_is_read_at_its_t
     reads every segment, says). A window's read now takes the segments opened up to ``LATE_LINES``
     after its end, and the lines of it up to that far past the end, keeping those at or before it."""
     from nodewatch.cli import main
-    from nodewatch.core.fleet import FleetState
-    from support import factories as f
 
     d = tmp_path / "rec"
-    clock = ManualClock(f.T0)
-    state = FleetState(Settings())
-    rec = SegmentedRecorder(d, {"kind": "test"}, Settings(), segment_seconds=60.0, clock=clock,
-                            records=state.node_records, keep_seconds=None, keep_bytes=None, record_format=record_format)
-    rv = [100]
-
-    def write(resource, etype, obj, t, at=None):
-        clock.set(t if at is None else at)
-        if obj is not None:
-            rv[0] += 1
-            obj["metadata"]["resourceVersion"] = str(rv[0])
-        rec.write(resource, etype, obj, t, etype == "ADDED")
-
-    for name in ("a", "b"):
-        state.apply("nodes", "ADDED", f.node(name, heartbeat=f.T0), f.T0 + 0.9, listing=True)
-        write("nodes", "ADDED", f.node(name, heartbeat=f.T0), f.T0 + 0.9)
-    write("nodes", "SYNCED", None, f.T0 + 0.9)
-    for name in ("a", "b"):
-        write("leases", "ADDED", f.lease(name, f.T0 + 0.5), f.T0 + 0.9)
-    write("leases", "SYNCED", None, f.T0 + 0.9)
-    for k in range(1, 6):
-        write("leases", "MODIFIED", f.lease("a", f.T0 + 10 * k + 0.5), f.T0 + 10 * k + 0.6)
-        write("leases", "MODIFIED", f.lease("b", f.T0 + 10 * k + 0.9), f.T0 + 10 * k + 0.95)
-    write("leases", "MODIFIED", f.lease("b", f.T0 + 60.9), f.T0 + 60.95)  # opens the second segment
-    write("leases", "MODIFIED", f.lease("a", f.T0 + 59.4), f.T0 + 59.5, at=f.T0 + 60.96)  # received before it
+    hub = _HubByHand(d, record_format)
+    f = hub.f
+    hub.first_minute()
+    hub.renew("b", f.T0 + 60.95)  # opens the second segment
+    hub.renew("a", f.T0 + 59.5, at=f.T0 + 60.96)  # received before it
     for k in range(7, 10):
-        write("leases", "MODIFIED", f.lease("a", f.T0 + 10 * k - 0.5), f.T0 + 10 * k - 0.4)
-        write("leases", "MODIFIED", f.lease("b", f.T0 + 10 * k + 0.9), f.T0 + 10 * k + 0.95)
-    rec.close()
+        hub.renew("a", f.T0 + 10 * k - 0.4)
+        hub.renew("b", f.T0 + 10 * k + 0.95)
+    hub.rec.close()
     assert [s.start for s in list_segments(d)] == [f.T0, f.T0 + 60]
     at = f.T0 + 59.8
     assert main(["status", "--replay", str(d), "--at", format_time(at, micro=True), "-o", "json"]) == 0
@@ -673,39 +678,17 @@ def test_a_segment_is_named_no_earlier_than_the_lines_before_it(tmp_path, capsys
     instant: node a was judged without its Lease. It is named by the latest line before it (T0 + 61),
     and the instant is read from the segment before, as the replay's seek reads it."""
     from nodewatch.cli import main
-    from nodewatch.core.fleet import FleetState
-    from support import factories as f
 
     d = tmp_path / "rec"
-    clock = ManualClock(f.T0)
-    state = FleetState(Settings())
-    rec = SegmentedRecorder(d, {"kind": "test"}, Settings(), segment_seconds=60.0, clock=clock,
-                            records=state.node_records, keep_seconds=None, keep_bytes=None, record_format=record_format)
-    rv = [100]
-
-    def write(resource, etype, obj, t, at=None):
-        clock.set(t if at is None else at)
-        if obj is not None:
-            rv[0] += 1
-            obj["metadata"]["resourceVersion"] = str(rv[0])
-        rec.write(resource, etype, obj, t, etype == "ADDED")
-
-    for name in ("a", "b"):
-        state.apply("nodes", "ADDED", f.node(name, heartbeat=f.T0), f.T0 + 0.9, listing=True)
-        write("nodes", "ADDED", f.node(name, heartbeat=f.T0), f.T0 + 0.9)
-    write("nodes", "SYNCED", None, f.T0 + 0.9)
-    for name in ("a", "b"):
-        write("leases", "ADDED", f.lease(name, f.T0 + 0.5), f.T0 + 0.9)
-    write("leases", "SYNCED", None, f.T0 + 0.9)
-    for k in range(1, 6):
-        write("leases", "MODIFIED", f.lease("a", f.T0 + 10 * k + 0.5), f.T0 + 10 * k + 0.6)
-        write("leases", "MODIFIED", f.lease("b", f.T0 + 10 * k + 0.9), f.T0 + 10 * k + 0.95)
-    write("leases", "MODIFIED", f.lease("a", f.T0 + 61.3), f.T0 + 61.4, at=f.T0 + 60.0)  # ahead of the clock
-    write("leases", "MODIFIED", f.lease("b", f.T0 + 60.9), f.T0 + 60.95)  # opens the second segment
+    hub = _HubByHand(d, record_format)
+    f = hub.f
+    hub.first_minute()
+    hub.renew("a", f.T0 + 61.4, at=f.T0 + 60.0)  # ahead of the clock
+    hub.renew("b", f.T0 + 60.95)  # opens the second segment
     for k in range(7, 10):
-        write("leases", "MODIFIED", f.lease("a", f.T0 + 10 * k + 1.3), f.T0 + 10 * k + 1.4)
-        write("leases", "MODIFIED", f.lease("b", f.T0 + 10 * k + 0.9), f.T0 + 10 * k + 0.95)
-    rec.close()
+        hub.renew("a", f.T0 + 10 * k + 1.4)
+        hub.renew("b", f.T0 + 10 * k + 0.95)
+    hub.rec.close()
     assert [s.start for s in list_segments(d)] == [f.T0, f.T0 + 61]
     at = f.T0 + 61.2
     src = ReplaySource(str(d))
