@@ -541,7 +541,10 @@ class SegmentedRecorder:
             # those lines (``segments.select_segments``)
             named = self._latest if now < self._latest <= now + AHEAD_MAX else now
             path = self.directory / segment_name(named, self._n, RECORD_FORMATS[self.record_format])
-            source = {**self.source, "segment": {"n": self._n, "keyframe_lines": len(lines)}}
+            segment: dict[str, Any] = {"n": self._n, "keyframe_lines": len(lines)}
+            if self.stopped:  # resumed: the stretch since the segment before was not recorded
+                segment["after"] = self.stopped
+            source = {**self.source, "segment": segment}
             # The header dates the segment from its earliest line: the keyframe's recent objects keep
             # their receive times (up to EXACT_SECONDS back), and a reader refuses lines from before
             # a recording started (sources/line_guards.TimeFrame).

@@ -140,7 +140,7 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
                 continue
             skip = 0
             if not first:
-                if end is None or seg.start <= end:
+                if (end is None or seg.start <= end) and _run_opened(header):
                     for line in seen.gap_until(seg.start):
                         if end is not None and (t := line_time(line)) > end:  # (back after ``end``)
                             if beyond is not None and not beyond:
@@ -227,13 +227,13 @@ class SegmentWindow(str):
 class _LeaseHealth:
     """What ``iter_segment_lines`` keeps to mark a stretch the recorder missed between two segments:
     the newest line's time and, per cluster, the lease stream's health as the recording last said
-    it. Where the next segment opens more than ``RECORDING_GAP`` after that line and the stream was
-    not said down, two lines are put between them: at the last line, the lease stream down ("not
-    recorded"), and at the next segment's opening (the end of the second its name gives: no
-    instant the recorder may have missed reads as recorded), back as it was. A replay through the
-    stretch is then blind there, as a live dashboard is while its stream is down, instead of
-    judging every node as old as the stretch is long. (A recording without watch health lines, a
-    demo's, comes back "connected and synced".)"""
+    it. Where the next segment opens a run (``opens_run``) more than ``RECORDING_GAP`` after that
+    line and the stream was not said down, two lines are put between them: at the last line, the
+    lease stream down ("not recorded"), and at the next segment's opening (the end of the second
+    its name gives: no instant the recorder may have missed reads as recorded), back as it was. A
+    replay through the stretch is then blind there, as a live dashboard is while its stream is
+    down, instead of judging every node as old as the stretch is long. (A recording without watch
+    health lines, a demo's, comes back "connected and synced".)"""
 
     def __init__(self) -> None:
         self.header: dict = {}
@@ -290,16 +290,25 @@ even one node holds a line at least that often."""
 
 def unrecorded(directory: str, t: float, last: float) -> str | None:
     """What to say of ``t`` when the directory holds no line there: more than ``RECORDING_GAP``
-    after ``last`` (the newest line read before ``t``) with a segment opened after ``t`` (the
-    recorder was stopped, then started again; one named in ``t``'s own second may have opened after
-    it, ``select_segments``). None when ``t`` is recorded, or after the end."""
+    after ``last`` (the newest line read before ``t``), the segment before it ending before ``t``,
+    and the next one opened after ``t`` by a recorder that had stopped (``opens_run``: a hub
+    started again, or writing again after a full disk; one named in ``t``'s own second may have
+    opened after it, ``select_segments``). None when ``t`` is recorded (a segment that goes on
+    past it, or a rotation after it: the fleet sent nothing), or after the end."""
     if t - last <= RECORDING_GAP:
         return None
-    later = [seg.start for seg in list_segments(directory) if seg.start + NAMED_TO > t]
-    if not later:
+    segs = list_segments(directory)
+    i = next((i for i, seg in enumerate(segs) if seg.start + NAMED_TO > t), None)
+    if i is None:
+        return None
+    if i > 0:
+        ended = _last_line_time(segs[i - 1])
+        if ended is not None and ended > t:
+            return None  # the recorder wrote on in the segment before, after ``t``
+    if not opens_run(segs[i]):
         return None
     return (f"{format_time(t)} was not recorded: the recording stops at {format_time(last)} and goes on at "
-            f"{format_time(min(later))} (the recorder was not running)")
+            f"{format_time(segs[i].start)} (the recorder was not running)")
 
 
 def recorded_until(directory: str) -> float | None:
@@ -340,6 +349,46 @@ def _file_last_line_time(seg: Segment, _size: int, _mtime_ns: int) -> float | No
             return t if t > float("-inf") else None
     except (OSError, RecordingError):
         return None
+
+
+def opens_run(seg: Segment) -> bool:
+    """Whether nothing of the recorder carried over into this segment: the first of a hub's run (no
+    keyframe: a hub that started), or one it opened when it could write again after it could not
+    (``source.segment.after``, ``SegmentedRecorder.rotate``). Where a stretch without lines ends in
+    such a segment, the recorder was not running (or not writing) through it. A segment of its
+    rotation (a keyframe, nothing else said) was opened by a recorder that ran on: a stretch before
+    it without lines was a fleet that sent nothing (every kubelet cut off from the API server), and
+    it is recorded. An unreadable header counts as a run's first (as every segment counted before)."""
+    try:
+        st = seg.path.stat()
+    except OSError:
+        return True
+    return _file_opens_run(seg, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_opens_run(seg: Segment, _size: int, _mtime_ns: int) -> bool:
+    try:
+        with open(seg.path, "rb") as raw:
+            if seg.path.name.endswith(COLUMNAR_EXT):
+                lines: Iterator[bytes] = iter_file_lines(raw, seg.path.name, [])
+            else:
+                lines = iter(gzip.GzipFile(fileobj=raw, mode="rb") if seg.path.name.endswith(".gz") else raw)
+            head = next(lines, None)
+        header = orjson.loads(head) if head is not None else None
+    except (OSError, RecordingError, EOFError, zlib.error, orjson.JSONDecodeError):
+        return True
+    return _run_opened(header)
+
+
+def _run_opened(header: Any) -> bool:
+    """``opens_run`` of a segment with this header."""
+    src = header.get("source") if isinstance(header, dict) else None
+    segment = src.get("segment") if isinstance(src, dict) else None
+    if not isinstance(segment, dict):
+        return True
+    k = segment.get("keyframe_lines")
+    return not (isinstance(k, int) and k > 0) or "after" in segment
 
 
 def resolve_when(text: str, directory: str) -> float:

@@ -217,6 +217,10 @@ def test_an_injected_full_disk_stops_and_resumes_the_recording_without_a_mount(t
     rec.close()
     _, entries, problems = read_recording(str(rec.directory))
     assert entries and max(e.t for e in entries if e.t is not None) >= t - 5
+    from nodewatch.sources.segments import list_segments, opens_run
+
+    segs = list_segments(rec.directory)  # the one opened on resuming says so (a stretch before it was not written)
+    assert len(segs) >= 2 and opens_run(segs[-1]) and not any(opens_run(s) for s in segs[1:-1])
 
 
 def test_a_full_disk_is_said_in_readyz_and_metrics_and_pages(tmp_path):

@@ -24,9 +24,10 @@ from nodewatch.sources.replay import ReplaySource
 from nodewatch.sources.segments import list_segments, resolve_when, window
 
 
-def _record_demo(directory, nodes=60, seconds=400, step=5.0, segment=60.0, every=7, record_format="jsonl"):
+def _record_demo(directory, nodes=60, seconds=400, step=5.0, segment=60.0, every=7, record_format="jsonl",
+                 scenario="incident"):
     """A demo fleet recorded in segments; returns {t: every node's view at t} along the way."""
-    src = DemoSource(nodes=nodes, scenario="incident", seed=1)
+    src = DemoSource(nodes=nodes, scenario=scenario, seed=1)
     rec = SegmentedRecorder(directory, {"kind": "demo"}, src.state.settings, segment_seconds=segment,
                             clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None,
                             record_format=record_format)
@@ -311,25 +312,36 @@ def test_a_time_of_day_outside_the_recording_is_named_so_on_the_day_nearest_it(t
 
 
 def _record_with_a_pause(directory, down: bool, record_format: str = "jsonl"):
-    """A demo fleet recorded 200 s, then 300 s not recorded (the hub stopped; ``down``: the hub ran
-    on and recorded that its lease stream went down, then came back), then 100 s more. Returns
-    (the last line's time before the pause, the first segment's start after it)."""
+    """A demo fleet recorded 200 s, then 300 s not recorded (the hub stopped, and started again: a
+    new recorder on the directory, which lists the fleet anew; ``down``: the hub ran on and recorded
+    that its lease stream went down, then came back), then 100 s more. Returns (the last line's time
+    before the pause, the first segment's start after it)."""
     src = DemoSource(nodes=30, scenario="incident", seed=1)
-    rec = SegmentedRecorder(directory, {"kind": "demo"}, src.state.settings, segment_seconds=60.0,
-                            clock=src.clock, records=src.state.node_records, keep_seconds=None, keep_bytes=None,
-                            record_format=record_format)
-    src.recorder = rec
+
+    def hub() -> SegmentedRecorder:
+        return SegmentedRecorder(directory, {"kind": "demo"}, src.state.settings, segment_seconds=60.0,
+                                 clock=src.clock, records=src.state.node_records, keep_seconds=None,
+                                 keep_bytes=None, record_format=record_format)
+
+    rec = src.recorder = hub()
     t0 = src.clock.now()
     for phase, (a, b) in enumerate(((0, 200), (200, 500), (500, 600))):
         if phase == 1:
             if down:
                 rec.write_health("leases", t0 + a, connected=False, down_since=t0 + a, last_error="connection refused")
             else:
+                rec.close()
                 src.recorder = None
         if phase == 2:
-            src.recorder = rec
             if down:
                 rec.write_health("leases", t0 + a, connected=True, down_since=None, last_error="")
+            else:  # started again: its reflectors list the fleet
+                src.clock.seek(t0 + a)
+                rec = src.recorder = hub()
+                for resource in ("nodes", "leases", "pods", "events", "certificatesigningrequests"):
+                    for obj in src.fleet.objects(resource):
+                        rec.write(resource, "ADDED", obj, t0 + a, listing=True)
+                    rec.write(resource, "SYNCED", None, t0 + a, listing=True)
         for t in range(a + 5, b + 1, 5):
             if down and phase == 1:
                 src.clock.seek(t0 + t)  # the fleet's events never reach the hub: the stream is down
@@ -701,3 +713,31 @@ def test_a_segment_is_named_no_earlier_than_the_lines_before_it(tmp_path, capsys
     assert main(["status", "--replay", str(d), "--at", format_time(at, micro=True), "-o", "json"]) == 0
     nodes = {n["name"]: n for n in orjson.loads(capsys.readouterr().out)["nodes"]}
     assert nodes["a"]["lease_age_seconds"] == pytest.approx(want, abs=0.01)
+
+
+@pytest.mark.parametrize("record_format", ["jsonl", "columnar"])
+def test_a_fleet_that_sends_nothing_is_recorded_not_a_stretch_the_recorder_missed(tmp_path, capsys, record_format):
+    """``control-plane-cutoff``: every kubelet cut off from the API server at +10 s, back at +240 s.
+    After the node controller's updates the fleet sends nothing for minutes (no renewal, no status)
+    while the recorder runs on. Read as a stretch the recorder missed, ``status --at`` refused those
+    instants ("was not recorded") and a replay went blind there, in the very incident to look back
+    on. The segment after the silence is the recorder's own rotation (its keyframe carried over), so
+    the silence is recorded: the replay and ``status --at`` answer as the live hub judged."""
+    from nodewatch.cli import main
+
+    d = tmp_path / "rec"
+    refs = _record_demo(d, nodes=20, seconds=300, step=5.0, segment=30.0, every=4, record_format=record_format,
+                        scenario="control-plane-cutoff")
+    t0 = list_segments(d)[0].start
+    silent = [t for t in refs if t0 + 120 < t < t0 + 235]
+    assert len(silent) >= 4
+    for t in silent:
+        src = ReplaySource(str(d))
+        try:
+            assert _wire_at(src, t) == refs[t], t - t0
+        finally:
+            src.stop()
+        assert main(["status", "--replay", str(d), "--at", format_time(t, micro=True), "-o", "json"]) == 1
+        answer = orjson.loads(capsys.readouterr().out)
+        live = {name: view[2] for name, view in refs[t].items()}  # (the wire view's state)
+        assert {n["name"]: n["state"].upper() for n in answer["nodes"]} == live, t - t0
