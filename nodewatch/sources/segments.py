@@ -26,7 +26,7 @@ import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 import orjson
 
@@ -122,11 +122,7 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
             problems.append(f"{seg.path.name}: cannot open ({exc.strerror or exc})")
             continue
         with raw:
-            if seg.path.name.endswith(COLUMNAR_EXT):
-                lines = _columnar_lines(raw, seg.path.name, problems, supersede)
-            else:
-                stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if seg.path.name.endswith(".gz") else raw
-                lines = _whole_lines(stream, seg.path.name, problems)
+            lines = _segment_lines(seg, raw, problems, supersede)
             head = next(lines, None)
             if head is None:
                 continue
@@ -147,9 +143,7 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
                                 beyond.append(t)
                             continue
                         yield line
-                src = header.get("source") if isinstance(header.get("source"), dict) else {}
-                segment = src.get("segment") if isinstance(src.get("segment"), dict) else {}
-                k = segment.get("keyframe_lines")
+                k = (_segment_entry(header) or {}).get("keyframe_lines")
                 skip = k if isinstance(k, int) and k > 0 else 0
                 if supersede is not None:
                     supersede.hidden = skip
@@ -186,6 +180,14 @@ def _whole_lines(stream: IO[bytes], name: str, problems: list[str]) -> Iterator[
             yield line
     except (EOFError, zlib.error, gzip.BadGzipFile, OSError):
         problems.append(f"{name}: ends abruptly (the hub stopped without closing it); read up to there")
+
+
+def _segment_lines(seg: Segment, raw: IO[bytes], problems: list[str], supersede: Any = None) -> Iterator[bytes]:
+    """A segment's lines (its header first), read from ``raw`` as its name's format says."""
+    if seg.path.name.endswith(COLUMNAR_EXT):
+        return _columnar_lines(raw, seg.path.name, problems, supersede)
+    stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if seg.path.name.endswith(".gz") else raw
+    return _whole_lines(stream, seg.path.name, problems)
 
 
 def _columnar_lines(raw: IO[bytes], name: str, problems: list[str], supersede: Any = None) -> Iterator[bytes]:
@@ -322,14 +324,20 @@ def recorded_until(directory: str) -> float | None:
     return None
 
 
-def _last_line_time(seg: Segment) -> float | None:
-    """The receive time of a segment's last whole line (None: none, or unreadable); reads it all,
-    once for the file as it is (a command asks for each of its options)."""
+def _of_file(seg: Segment, read: Callable[[Segment, int, int], Any], missing: Any) -> Any:
+    """``read(seg, size, mtime_ns)``: a figure of the file as it is (its size and time key a cache
+    of ``read``, so a command that asks for it again reads it once); ``missing`` when it is gone."""
     try:
         st = seg.path.stat()
     except OSError:
-        return None
-    return _file_last_line_time(seg, st.st_size, st.st_mtime_ns)
+        return missing
+    return read(seg, st.st_size, st.st_mtime_ns)
+
+
+def _last_line_time(seg: Segment) -> float | None:
+    """The receive time of a segment's last whole line (None: none, or unreadable); reads it all,
+    once for the file as it is (a command asks for each of its options)."""
+    return _of_file(seg, _file_last_line_time, None)
 
 
 @functools.lru_cache(maxsize=8)
@@ -340,9 +348,8 @@ def _file_last_line_time(seg: Segment, _size: int, _mtime_ns: int) -> float | No
                 from .columnar import received_until
 
                 return received_until(raw, seg.path.name)
-            stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if seg.path.name.endswith(".gz") else raw
             last = None
-            for i, line in enumerate(_whole_lines(stream, seg.path.name, [])):
+            for i, line in enumerate(_segment_lines(seg, raw, [])):
                 if i:
                     last = line
             t = line_time(last) if last is not None else float("-inf")
@@ -359,33 +366,31 @@ def opens_run(seg: Segment) -> bool:
     rotation (a keyframe, nothing else said) was opened by a recorder that ran on: a stretch before
     it without lines was a fleet that sent nothing (every kubelet cut off from the API server), and
     it is recorded. An unreadable header counts as a run's first (as every segment counted before)."""
-    try:
-        st = seg.path.stat()
-    except OSError:
-        return True
-    return _file_opens_run(seg, st.st_size, st.st_mtime_ns)
+    return _of_file(seg, _file_opens_run, True)
 
 
 @functools.lru_cache(maxsize=64)
 def _file_opens_run(seg: Segment, _size: int, _mtime_ns: int) -> bool:
     try:
         with open(seg.path, "rb") as raw:
-            if seg.path.name.endswith(COLUMNAR_EXT):
-                lines: Iterator[bytes] = iter_file_lines(raw, seg.path.name, [])
-            else:
-                lines = iter(gzip.GzipFile(fileobj=raw, mode="rb") if seg.path.name.endswith(".gz") else raw)
-            head = next(lines, None)
+            head = next(_segment_lines(seg, raw, []), None)
         header = orjson.loads(head) if head is not None else None
-    except (OSError, RecordingError, EOFError, zlib.error, orjson.JSONDecodeError):
+    except (OSError, orjson.JSONDecodeError):
         return True
     return _run_opened(header)
 
 
-def _run_opened(header: Any) -> bool:
-    """``opens_run`` of a segment with this header."""
+def _segment_entry(header: Any) -> dict | None:
+    """The header's ``source.segment`` (a hub's segment: its number, keyframe lines, why it resumed)."""
     src = header.get("source") if isinstance(header, dict) else None
     segment = src.get("segment") if isinstance(src, dict) else None
-    if not isinstance(segment, dict):
+    return segment if isinstance(segment, dict) else None
+
+
+def _run_opened(header: Any) -> bool:
+    """``opens_run`` of a segment with this header."""
+    segment = _segment_entry(header)
+    if segment is None:
         return True
     k = segment.get("keyframe_lines")
     return not (isinstance(k, int) and k > 0) or "after" in segment
