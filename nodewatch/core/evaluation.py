@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import msgspec
 from sortedcontainers import SortedKeyList
@@ -23,10 +23,11 @@ from .objects import AWAITED, NodeRecord
 from .rules import (
     PRESSURE_CONDITIONS,
     NodeState,
+    Taint,
     all_zones_full,
     effective_taints,
     eviction_taints,
-    master_disruption_kept_since,
+    master_disruption_kept,
     node_eviction_deadline,
     node_grace,
     node_state,
@@ -83,9 +84,12 @@ class Evaluator:
         self._all_down = False
         """Every zone in FullDisruption at the last judgement: the controller takes every NoExecute
         eviction taint off (``rules.effective_taints``), so tainted nodes are judged again when it flips."""
-        self._kept_since: float | None = None
-        """While ``_all_down`` on 1.34+: the eviction taints added since the entering pass began stay
-        (``rules.master_disruption_kept_since``); None: every one comes off."""
+        self._kept: tuple[float, float] | None = None
+        """While ``_all_down``: the eviction taints added while the entering pass ran stay
+        (``rules.master_disruption_kept``); None: every one comes off."""
+        self._flips_kept = False
+        """While ``_all_down`` on 1.34+ (``settings.taint_queued_in_the_flip_pass``): every eviction
+        taint of a node the entering pass flipped stays (``rules.effective_taints``' ``flipped_at``)."""
         self._evaluated_at = -math.inf
         """``now`` of the last ``evaluate``: an earlier ``now`` (a replay stepping back) re-judges every node."""
         self._awaiting: dict[str, tuple[float, int]] = {}
@@ -334,8 +338,7 @@ class Evaluator:
         probe_age = None if probe is None else now - probe
         taints = rec.taints
         if taints:
-            judged = effective_taints(taints, ready, self._all_down, self._kept_since,
-                                      rc.last_transition if rc is not None else None)
+            judged = self.judged_taints(rec)
             ev_taints = eviction_taints(judged)
             deadline = node_eviction_deadline(judged, s.toleration_seconds)
         else:
@@ -461,17 +464,13 @@ class Evaluator:
             self._published = fv
             return fv
 
-    @property
-    def master_disruption(self) -> bool:
-        """Every zone in FullDisruption at the last judgement (the controller's master disruption
-        mode: it takes every NoExecute eviction taint off; ``Queries.pods_on`` reads it)."""
-        return self._all_down
-
-    @property
-    def master_disruption_kept_since(self) -> float | None:
-        """In master disruption mode on 1.34+, the eviction taints added since this stay
-        (``rules.master_disruption_kept_since``; ``Queries.pods_on`` reads it)."""
-        return self._kept_since
+    def judged_taints(self, rec: NodeRecord) -> Sequence[Taint]:
+        """The node's taints as the pods' countdowns are judged by (``rules.effective_taints``): the
+        eviction taints the controller is about to take off left out, by the master disruption mode
+        of the last judgement (``Queries.pods_on`` reads it too)."""
+        rc = rec.conditions.get("Ready")
+        return effective_taints(rec.taints, rec.ready, self._all_down, self._kept,
+                                rc.last_transition if rc is not None and self._flips_kept else None)
 
     def published(self) -> FleetView | None:
         """The latest ``FleetView`` an ``evaluate`` published (None before the first): for a reader
@@ -538,13 +537,14 @@ class Evaluator:
         if down == self._all_down:
             return
         self._all_down = down
-        self._kept_since = None
-        if down and taint_queued_in_the_flip_pass(self.store.settings.server_version):
+        self._kept = None
+        self._flips_kept = down and taint_queued_in_the_flip_pass(self.store.settings.server_version)
+        if down:
             records = self.store.nodes
             flips = (records[n].conditions.last_transition("Ready") for n, v in self._views.items()
                      if not v.excluded and v.ready != "True" and n in records)
-            self._kept_since = master_disruption_kept_since((t for t in flips if t is not None),
-                                                            self.store.settings.monitor_period_seconds)
+            self._kept = master_disruption_kept((t for t in flips if t is not None),
+                                                self.store.settings.monitor_period_seconds)
         for name, v in list(self._views.items()):
             if v.taints and any(t.effect == "NoExecute" for t in v.taints):
                 self._refresh(name, now, blind, grace)

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from .evaluation import Evaluator
 from .fleet_data import Store
 from .objects import EventRecord, NodeRecord, PodRecord
-from .rules import effective_taints, noexecute_taints, pod_eviction_at, process_pod_on_node
+from .rules import noexecute_taints, pod_eviction_at, process_pod_on_node
 from .views import (
     AT_RISK_STATES,
     PROBLEM_NOTICE,
@@ -54,12 +54,7 @@ class Queries:
             # Only NoExecute taints decide an eviction: filter once, not once per pod (a node may
             # carry thousands of taints and hundreds of pods). Eviction taints the controller takes
             # off at its next pass (Ready again, master disruption mode) count for nothing.
-            ev = self.evaluator
-            rc = rec.conditions.get("Ready") if rec else None
-            taints = (noexecute_taints(effective_taints(rec.taints, rec.ready, ev.master_disruption,
-                                                        ev.master_disruption_kept_since,
-                                                        rc.last_transition if rc is not None else None))
-                      if rec else [])
+            taints = noexecute_taints(self.evaluator.judged_taints(rec)) if rec else []
             out = []
             for key in sorted(self.store.pods_by_node.get(node, ())):
                 p = self.store.pods.get(key)

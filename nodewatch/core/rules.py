@@ -161,52 +161,57 @@ def controller_removes_eviction_taints(ready: str | None, all_zones_down: bool) 
     """Whether the node lifecycle controller takes the node's ``not-ready``/``unreachable``
     NoExecute taints off at its next pass: the node is Ready again (``processTaintBaseEviction``:
     ``markNodeAsReachable``), or every zone is in FullDisruption ("Entering master disruption
-    mode": ``handleDisruption`` marks every node reachable; from 1.34 not the taints its entering
-    pass added, ``master_disruption_kept_since``). The taint manager then cancels the pods'
+    mode": ``handleDisruption`` marks every node reachable; not the taints added since its
+    entering pass began, ``master_disruption_kept``). The taint manager then cancels the pods'
     scheduled evictions."""
     return ready == "True" or all_zones_down
 
 
 def effective_taints(taints: Sequence[Taint], ready: str | None, all_zones_down: bool,
-                     kept_since: float | None = None, flipped_at: float | None = None) -> Sequence[Taint]:
+                     kept: tuple[float, float] | None = None, flipped_at: float | None = None) -> Sequence[Taint]:
     """``taints`` without the eviction taints the controller is about to remove
     (``controller_removes_eviction_taints``): what the pods' countdowns are judged by.
-    ``kept_since``: while every zone is down, the eviction taints added at or after it stay
-    (``master_disruption_kept_since``), and every one of a node whose Ready transition
-    (``flipped_at``) is that late: the entering pass flipped it, so whatever eviction taint it has
-    that pass wrote (a not-ready one swapped for unreachable keeps its first ``timeAdded`` here,
-    ``keep_eviction_start``, yet was written then); None: every one comes off."""
+    ``kept``: while every zone is down, the eviction taints added within this span stay
+    (``master_disruption_kept``); ``flipped_at`` (1.34+, ``settings.taint_queued_in_the_flip_pass``):
+    every one of a node whose Ready transition is that late stays too: the entering pass flipped
+    it, so whatever eviction taint it has that pass wrote (a not-ready one swapped for unreachable
+    keeps its first ``timeAdded`` here, ``keep_eviction_start``, yet was written then); None: every
+    one comes off."""
     if not controller_removes_eviction_taints(ready, all_zones_down):
         return taints
-    if ready != "True" and kept_since is not None and flipped_at is not None and flipped_at >= kept_since:
+    if ready != "True" and kept is not None and flipped_at is not None and flipped_at >= kept[0]:
         return taints
-    if ready == "True" or kept_since is None:
+    if ready == "True" or kept is None:
         return tuple(t for t in taints if not (t.effect == "NoExecute" and t.key in EVICTION_TAINTS))
+    since, until = kept
     return tuple(t for t in taints if not (t.effect == "NoExecute" and t.key in EVICTION_TAINTS
-                                           and (t.time_added is None or t.time_added < kept_since)))
+                                           and (t.time_added is None or not since <= t.time_added <= until)))
 
 
-def master_disruption_kept_since(transitions: Iterable[float], monitor_period: float) -> float | None:
-    """From 1.34 (``settings.taint_queued_in_the_flip_pass``): the start of the monitor pass that
-    entered master disruption mode, as the Ready transitions tell it (the earliest of those within
-    one monitor period of the latest: the passes run a whole period apart); the eviction taints
-    added since stay on while every zone is down. None without transitions.
+def master_disruption_kept(transitions: Iterable[float], monitor_period: float) -> tuple[float, float] | None:
+    """When the eviction taints that stay on while every zone is down were added: from the start of
+    the monitor pass that entered master disruption mode, as the Ready transitions tell it (the
+    earliest of those within one monitor period of the latest: the passes run a whole period
+    apart), to a period after its last flip (by then that pass has swapped every zone's tainting
+    limiter to 0: nothing is tainted later while the mode lasts). None without transitions.
 
     Why they stay: ``handleDisruption`` marks every node reachable from the node list the pass
-    began with, and ``RemoveTaintOffNode`` skips a node whose listed copy has no such taint. From
-    1.34 the pass queues each node it flips (``processTaintBaseEviction`` with the current Ready
-    condition), and the tainting loop, every 100 ms, taints one per zone with a token while the
-    pass is still writing (seconds, under the client's rate limit) and until ``handleDisruption``,
-    after its "Entering master disruption mode" line and the marking, swaps the limiters to 0
-    (so a taint may be added just after that line: its time is still after the pass began); a
-    not-ready taint is swapped for unreachable at once. Those taints are not in the list: on
-    v1.37.2, 4 and 3 of 16 nodes kept theirs (docs/real-control-plane.md), and the taint-eviction
-    controller evicts their pods."""
+    began with, and ``RemoveTaintOffNode`` skips a node whose listed copy has no such taint. The
+    tainting loop, every 100 ms, taints one queued node per zone with a token while the pass is
+    still writing (seconds, under the client's rate limit) and until ``handleDisruption``, after
+    its "Entering master disruption mode" line and the marking, swaps the limiters to 0 (so a taint
+    may be added just after that line: its time is still after the pass began). Every release
+    does so for nodes queued by earlier passes whose token comes then (seen once on v1.20.2: 1 of
+    16 nodes); from 1.34 the pass also queues each node it flips (``processTaintBaseEviction`` with
+    the current Ready condition) and swaps a not-ready taint for unreachable at once, so more stay
+    (v1.37.2: 4 and 3 of 16 nodes, docs/real-control-plane.md). The taint-eviction controller
+    evicts their pods. A taint older than the span came off; one younger than it was not added by
+    this controller in this mode (the upstream unit tests' fixtures carry such taints)."""
     times = sorted(transitions)
     if not times:
         return None
     last = times[-1]
-    return next(t for t in times if t > last - monitor_period)
+    return next(t for t in times if t > last - monitor_period), last + monitor_period
 
 
 @dataclass(frozen=True, slots=True)

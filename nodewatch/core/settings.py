@@ -198,8 +198,8 @@ def writes_follow_renewals(server_version: str | None) -> bool:
 def taint_queued_in_the_flip_pass(version: str | None) -> bool:
     """Whether the controller of this API server version queues a node for its NoExecute taint in
     the monitor pass that writes its Ready=Unknown (1.34+, ``TAINT_IN_THE_FLIP_PASS_SINCE``), rather
-    than one pass later, and so keeps the taints that pass added when it enters master disruption
-    mode (``rules.master_disruption_kept_since``). Unknown version: False, as the other version
+    than one pass later, and so keeps the taints of the nodes that pass flipped when it enters
+    master disruption mode (``rules.effective_taints``). Unknown version: False, as the other version
     inputs (a live source always knows it from ``/version``)."""
     mm = parse_minor(version)
     return mm is not None and mm >= TAINT_IN_THE_FLIP_PASS_SINCE

@@ -406,7 +406,7 @@ class NodeLifecycleController:
             # "Controller detected that all Nodes are not-Ready. Entering master disruption mode."
             # From the node list the pass began with: RemoveTaintOffNode skips a node whose listed
             # copy has no eviction taint, so a taint this pass added (from 1.34 the nodes it flipped
-            # and queued, and swaps) stays (rules.master_disruption_kept_since).
+            # and queued, and swaps) stays (rules.master_disruption_kept).
             for name in sorted(self.attention):
                 node = self.world.nodes.get(name)
                 if node is not None:

@@ -15,15 +15,9 @@ from pathlib import Path
 import pytest
 
 from support.frontdoor_support import DEMO_NODE, DEMO_VIEWER, Tmux, client_key, need, run_ssh, ssh_argv
-from support.simserver import wait_until
+from support.simserver import free_port, wait_until
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "sshd-forcecommand.conf"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def listening(port: int) -> bool:

@@ -21,7 +21,6 @@ import http.client
 import json
 import os
 import shutil
-import socket
 import ssl
 import sys
 import time
@@ -31,6 +30,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from nodewatch.sim.server import SimServer
+from nodewatch.testbed.processes import free_port as free_port  # the one place (re-exported)
 
 START = float(calendar.timegm((2026, 11, 29, 10, 0, 0, 0, 0, 0)))
 
@@ -243,12 +243,6 @@ def running_server(directory: str | os.PathLike | None = None, fleet: Any = None
         yield server
     finally:
         server.stop()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def kubectl_path() -> str | None:

@@ -47,7 +47,6 @@ from nodewatch.core.rules import (
     condition_taints,
     wanted_eviction_taint,
 )
-from nodewatch.core.settings import taint_queued_in_the_flip_pass
 
 pytestmark = [pytest.mark.testbed, pytest.mark.timeout(900)]
 
@@ -247,8 +246,8 @@ def test_what_nodewatch_said_of_the_coming_taint_is_what_the_controller_did(obs)
         assert none, (n, said[n])
         stop = partial_zone_taints_until(obs, none[0])
         assert all(parse_time(t["timeAdded"]) <= stop + TRUNC for t in noexecute(obs.real_nodes_before_master[n]))
-    # every zone down: no taint and no eviction, and the controller took its taints away (from
-    # 1.34 not those its entering pass added: test_all_zones_down_stops_evictions)
+    # every zone down: no taint and no eviction, and the controller took its taints away (not those
+    # added while its entering pass ran: test_all_zones_down_stops_evictions)
     kept = kept_in_master_disruption(obs)
     assert {obs.nodes[n][-1].outlook for n in obs.roles if n not in kept} == {
         "no NoExecute taint, no eviction: every zone is down, so the controller blames its own connectivity and stops"}
@@ -274,22 +273,21 @@ def test_skewed_clocks_do_not_fool_either(obs):
 
 def test_all_zones_down_stops_evictions(obs):
     """Every node cut off: the controller enters master disruption mode and removes NoExecute taints;
-    nodewatch says all zones are down and predicts no eviction. From 1.34 the taints its entering
-    pass added stay (``rules.master_disruption_kept_since``: the pass marks nodes reachable from the
-    node list it began with, and queues the nodes it flips while the zones still have tokens):
-    nodewatch counts their pods down."""
+    nodewatch says all zones are down and predicts no eviction. The taints added while its entering
+    pass ran stay (``rules.master_disruption_kept``: the pass marks nodes reachable from the
+    node list it began with; from 1.34 it queues the nodes it flips while the zones still have
+    tokens): nodewatch counts their pods down."""
     started, entered = entering_pass(obs)
     assert entered > obs.master_start
     first_all = next(t for t, _, all_full in obs.zones if t > obs.master_start and all_full)
     assert within_the_pass(obs, first_all, entered)
     kept = kept_in_master_disruption(obs)
-    if taint_queued_in_the_flip_pass(obs.testbed_version):
-        # what stays is what that pass queued, tainted before the limiters were swapped to 0
-        # (timeAdded in whole seconds)
-        stopped = tainting_stopped_by(obs, entered)
-        assert all(started - TRUNC <= added <= stopped for added in kept.values()), (kept, started, entered, stopped)
-    else:
-        assert kept == {}
+    # What stays is what was tainted after that pass began (from 1.34 it queues the nodes it flips;
+    # on every release a node an earlier pass queued may get its token then) and before the
+    # limiters were swapped to 0 (timeAdded in whole seconds). Seen on v1.20.2 in about one run
+    # of five: one node of 16.
+    stopped = tainting_stopped_by(obs, entered)
+    assert all(started - TRUNC <= added <= stopped for added in kept.values()), (kept, started, entered, stopped)
     for key, pod in obs.real_pods.items():
         ts = pod["metadata"].get("deletionTimestamp")
         if ts:

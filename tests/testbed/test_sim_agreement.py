@@ -145,7 +145,9 @@ def test_kubelet_stop_simulated_and_real_agree(obs):
 
 def test_all_zones_down_simulated_and_real_agree(obs):
     """Every node cut off: neither the real nor the simulated controller evicts, but for the taints
-    the entering pass added, which stay from 1.34 in both (each within that pass)."""
+    added while the entering pass ran, which stay (each within that pass): from 1.34 in both; up to
+    1.33 the real one may keep the taint of a node an earlier pass queued whose token came then
+    (seen on v1.20.2: one of 16), the simulator none (docs/kubernetes-rules.md: not modelled)."""
     rec = Recorded("control-plane-cutoff", nodes=12, seconds=200, version=obs.testbed_version)
     fleet = rec.fleet
     cut = fleet.start + 10.0
@@ -153,16 +155,16 @@ def test_all_zones_down_simulated_and_real_agree(obs):
     sim_deleted = [(o["metadata"]["name"], o["spec"].get("nodeName")) for r, _, o, t in rec.events
                    if r == "pods" and t > cut and o["metadata"].get("deletionTimestamp")]
     real_kept = kept_in_master_disruption(obs)
+    started, real_entered = entering_pass(obs)
+    stopped = tainting_stopped_by(obs, real_entered)
+    assert all(started - TRUNC <= t <= stopped for t in real_kept.values()), (real_kept, started, stopped)
     if taint_queued_in_the_flip_pass(obs.testbed_version):
-        started, real_entered = entering_pass(obs)
-        stopped = tainting_stopped_by(obs, real_entered)
-        assert all(started - TRUNC <= t <= stopped for t in real_kept.values()), (real_kept, started, stopped)
         # the simulated entering pass: the last Ready node's flip; its taints were added then
         last_flip = max(t for n in fleet.node_order if (t := rec.first(n, lambda o: _ready(o) == "Unknown")) is not None)
         assert all(t == last_flip for t in sim_kept.values()), (sim_kept, last_flip)
         assert {node for _, node in sim_deleted} <= set(sim_kept)  # evicted by a kept taint only
     else:
-        assert sim_kept == real_kept == {}
+        assert sim_kept == {}
         assert sim_deleted == []
 
 
