@@ -69,7 +69,7 @@ def view_from_wire(w: list) -> NodeView:
             raise ValueError("a cluster that is not one string")
         return NodeView(  # positional, in VIEW_FIELDS order: the fastest way to build 65,000 of them
             name, intern(zone), _STATES[state], ready if ready is None else intern(ready), observed,
-            _shared(duration), _shared(grace), skew, eviction_at,
+            shared_float(duration), shared_float(grace), skew, eviction_at,
             tuple(Taint(intern(k), intern(e), val, ta) for k, e, val, ta in taints) if taints else (), cordoned,
             tuple(intern(p) for p in pressure) if pressure else (), net, cert, intern(kubelet),
             _causes(causes) if causes else (), since, math.inf if nc is None else nc,
@@ -82,7 +82,7 @@ def view_from_wire(w: list) -> NodeView:
 _floats_seen: dict[float, float] = {}
 
 
-def _shared(x: float | None) -> float | None:
+def shared_float(x: float | None) -> float | None:
     """One float object per value for the fields set by the cluster's settings (lease duration,
     grace), the same on most nodes: 65,000 copies of 40.0 are 1.5 MB a field."""
     if x is None:

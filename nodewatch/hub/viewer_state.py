@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 import threading
 import time
-from bisect import bisect_left, insort
-from collections.abc import Callable, Iterable
+from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from sys import intern
 from typing import Any
@@ -38,7 +38,7 @@ from ..core.objects import PodRecord
 from ..core.rules import NodeState
 from ..core.settings import Settings
 from ..core.views import PROBLEM_NOTICE, ClusterView, FleetView, NodeDetails, NodeView, Problem, WatchHealth, ZoneView
-from .codec import WireError, from_wire, view_from_wire
+from .codec import WireError, from_wire, shared_float, view_from_wire
 
 BULK = 500
 """Views changed at once above which the order is rebuilt (one sort) rather than edited in place."""
@@ -68,11 +68,16 @@ class ViewerState:
         hub's table, ``hub/publisher.py``). 130,000 label dicts, or a tuple each, would be much of
         a viewer's memory; ``node_labels`` makes a node's dict when asked."""
         self.settings = Settings()
-        self._views: dict[str, NodeView] = {}
-        self._order: list[str] = []
-        """The node keys in the fleet's order (worst first) of their views, a plain sorted list
-        searched with ``bisect``: no sort key kept per node (a sorted container keeps one, a tuple
-        each), and a renewal, which moves no view in the order, costs it nothing."""
+        self._rows: list[NodeView] = []
+        """The views in the fleet's order (worst first), a plain sorted list searched with
+        ``bisect``: no sort key kept per node (a sorted container keeps one, a tuple each). A frame
+        is ``tuple(self._rows)``: a copy of pointers (~1 ms at 130,000 nodes, against ~30 ms for a
+        lookup of every key in order), and a renewal, which moves no view in the order, writes its
+        new view in its place."""
+        self._pos: dict[str, int] = {}
+        """Each view's place in ``_rows`` by node key; from ``_stale`` on, out of date (``_reindex``)."""
+        self._stale: int | None = None
+        """The first place in ``_rows`` whose ``_pos`` entry may be wrong (None: all are right)."""
         self._pairs: dict[int, tuple[str, str | None]] = {}
         self._sets: dict[int, LabelSet] = {}
         self._parts_left = 0
@@ -218,37 +223,62 @@ class ViewerState:
     def _apply_pending(self) -> None:
         p = self._pending
         order_of = merged_order(self._cluster_names) if self._cluster_names else sort_key
-        views = self._views
-        key = lambda n: order_of(views[n])  # noqa: E731 - a key's place: its current view's
         if p.snapshot:
-            views = self._views = dict(p.up)
-            self._order = sorted(views, key=key)
+            self._rows = sorted(p.up.values(), key=order_of)
+            self._pos = {}
+            self._stale = 0
             self.nodes = dict(p.labels)
         elif p.up or p.gone:
-            order = self._order
-            out = [n for n in p.gone if n in views] + [n for n in p.up if n in views]
+            rows, pos = self._rows, self._view_positions()
+            out = [pos[n] for n in p.gone if n in pos] + [pos[n] for n in p.up if n in pos]
             if len(out) + len(p.up) > BULK:  # (the rest of a snapshot: thousands at once)
+                views = {v.key: v for v in rows}
                 for n in p.gone:
                     views.pop(n, None)
                 views.update(p.up)
-                order = self._order = list(views)
-                order.sort(key=key)
+                self._rows = sorted(views.values(), key=order_of)
+                self._pos = {}
+                self._stale = 0
             else:
-                for n in out:  # (found by the view they had)
-                    del order[_place(order, n, key)]
-                for n in p.gone:
-                    views.pop(n, None)
-                views.update(p.up)
-                for n in p.up:
-                    insort(order, n, key=key)
+                low = len(rows)
+                for i in sorted(out, reverse=True):  # (from the end: the places before stay right)
+                    del pos[rows[i].key]
+                    del rows[i]
+                    low = i
+                for v in p.up.values():
+                    i = bisect_left(rows, order_of(v), key=order_of)
+                    rows.insert(i, v)
+                    low = min(low, i)
+                if low < len(rows):
+                    self._stale = low if self._stale is None else min(self._stale, low)
             for n in p.gone:
                 self.nodes.pop(n, None)
             self.nodes.update(p.labels)
-        for n, moved in p.renew.items():
-            old = views.get(n)
-            if old is not None:  # (the renewed fields are in no sort key: the view keeps its place)
-                views[n] = _renewed(old, moved)
+        if p.renew:
+            rows, pos = self._rows, self._view_positions()
+            for n, moved in p.renew.items():
+                at = pos.get(n)
+                if at is not None:  # (the renewed fields are in no sort key: the view keeps its place)
+                    rows[at] = _renewed(rows[at], moved)
         self._pending = _Pending()
+
+    def _view_positions(self) -> dict[str, int]:
+        """``_pos``, brought up to date from ``_stale`` on (only the places after an insertion or
+        removal moved)."""
+        start = self._stale
+        if start is not None:
+            rows, pos = self._rows, self._pos
+            if start == 0:
+                pos = self._pos = {v.key: i for i, v in enumerate(rows)}
+            else:
+                for i in range(start, len(rows)):
+                    pos[rows[i].key] = i
+            self._stale = None
+        return self._pos
+
+    def _view(self, key: str) -> NodeView | None:
+        i = self._view_positions().get(key)
+        return None if i is None else self._rows[i]
 
     def evaluate(self, now: float) -> FleetView:
         """The fleet as the hub evaluated it last (``now`` is the hub's, from the clock of the
@@ -264,7 +294,7 @@ class ViewerState:
             if not self.connected:
                 blind, reason = True, self._lost_reason()
             fv = self._published = FleetView(
-                at=now, settings=self.settings, nodes=tuple(map(self._views.__getitem__, self._order)), zones=tuple(self._zones),
+                at=now, settings=self.settings, nodes=tuple(self._rows), zones=tuple(self._zones),
                 counts=dict(self._counts), all_zones_full=bool(m.get("all_zones_full")), leases_blind=blind,
                 blind_reason=reason, health=health, generation=int(m.get("generation", 0)),
                 statefulset_at_risk=int(m.get("statefulset_at_risk", 0)),
@@ -295,11 +325,11 @@ class ViewerState:
 
     def node_count(self) -> int:
         with self.lock:
-            return len(self._views) if not self._pending.snapshot else len(self._pending.up)
+            return len(self._rows) if not self._pending.snapshot else len(self._pending.up)
 
     def has_node(self, name: str) -> bool:
         with self.lock:
-            return name in self._views
+            return name in self._view_positions()
 
     def problem_count(self) -> int:
         with self.lock:
@@ -337,7 +367,7 @@ class ViewerState:
         """The drill-down: the hub's last details of ``name`` (asked for with ``focus_node``), with
         the current view; until they arrive, the view alone."""
         with self.lock:
-            view = self._views.get(name)
+            view = self._view(name)
             got = self._details
         if got is None or got[0] != name:
             if view is None:
@@ -381,14 +411,6 @@ class LabelSet:
         return {**dict(self.shared), **dict.fromkeys(self.own, name)}
 
 
-def _place(order: list[str], n: str, key: Callable[[str], Any]) -> int:
-    """Where node ``n`` is in ``order`` (sorted by ``key``, which its view still has)."""
-    i = bisect_left(order, key(n), key=key)
-    if i < len(order) and order[i] == n:
-        return i
-    return order.index(n)  # (not where its key says: never, unless the order was broken)
-
-
 def _renewals(entries: list) -> list[tuple[str, tuple]]:
     """A delta's ``renew`` entries (``[key, *RENEW_FIELDS]``) as (key, values); WireError if malformed."""
     try:
@@ -396,7 +418,7 @@ def _renewals(entries: list) -> list[tuple[str, tuple]]:
         for key, observed, duration, skew, nxt in entries:
             if not isinstance(key, str):
                 raise TypeError("a key that is not a string")
-            out.append((key, (observed, duration, skew, math.inf if nxt is None else nxt)))
+            out.append((key, (observed, shared_float(duration), skew, math.inf if nxt is None else nxt)))
         return out
     except (TypeError, ValueError) as exc:
         raise WireError(f"malformed renewal: {type(exc).__name__}: {str(exc)[:100]}") from None
