@@ -142,10 +142,24 @@ def test_a_viewers_frames_and_renewals_land_on_the_right_views_whatever_moved_be
     names = [f"n{i:03d}" for i in range(60)]
     model = {n: _view(n, rng) for n in names[:40]}
     state = ViewerState()
-    state.receive({"k": "snap", "seq": 1, "now": 1.0, "parts": 0, "nodes": [view_to_wire(v) for v in model.values()]})
+    # the snapshot as the hub sends it: its worst first, the rest in parts, the dashboard ticking between
+    ordered = [view_to_wire(v) for v in sorted(model.values(), key=sort_key)]
+    state.receive({"k": "snap", "seq": 1, "now": 1.0, "parts": 4, "nodes": ordered[:4]})
+    for i in range(4):
+        if rng.random() < 0.5:
+            state.evaluate(1.0)
+        state.receive({"k": "part", "seq": 1, "now": 1.0, "nodes": ordered[4 + 9 * i:13 + 9 * i]})
+    assert [view_to_wire(v) for v in state.evaluate(1.0).nodes] == ordered
     for seq in range(2, 80):
-        up = {n: _view(n, rng) for n in rng.sample(names, rng.randrange(0, 6))}
-        gone = [n for n in rng.sample(sorted(model), rng.randrange(0, 3)) if n not in up]
+        if seq % 3 == 0:  # nodes that join, and nothing else moves: after the last row, or not
+            absent = [n for n in names if n not in model]
+            up = {n: _view(n, rng) for n in rng.sample(absent, min(len(absent), rng.randrange(1, 4)))}
+            if seq % 2:  # Ready, deadlines after every row's: after the last row, their names in random order
+                up = {n: replace(v, state=NodeState.READY, sort_deadline=10.0 + seq) for n, v in up.items()}
+            gone = []
+        else:
+            up = {n: _view(n, rng) for n in rng.sample(names, rng.randrange(0, 6))}
+            gone = [n for n in rng.sample(sorted(model), rng.randrange(0, 3)) if n not in up]
         renew = {}
         for n in rng.sample(sorted(set(model) - set(gone)), min(len(model) - len(gone), rng.randrange(0, 15))):
             renew[n] = (rng.random() * 1000, 40.0, None, 500.0 + n.__hash__() % 7)
