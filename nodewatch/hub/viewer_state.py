@@ -75,7 +75,8 @@ class ViewerState:
         lookup of every key in order), and a renewal, which moves no view in the order, writes its
         new view in its place."""
         self._pos: dict[str, int] = {}
-        """Each view's place in ``_rows`` by node key; from ``_stale`` on, out of date (``_reindex``)."""
+        """Each view's place in ``_rows`` by node key; from ``_stale`` on, out of date (``_view_positions``
+        brings it up to date: after a renewal nothing moved, after a part appended only its places)."""
         self._stale: int | None = None
         """The first place in ``_rows`` whose ``_pos`` entry may be wrong (None: all are right)."""
         self._pairs: dict[int, tuple[str, str | None]] = {}
@@ -233,7 +234,7 @@ class ViewerState:
             out = [pos[n] for n in p.gone if n in pos] + [pos[n] for n in p.up if n in pos]
             if not out and _follows(rows, list(p.up.values()), order_of):
                 # the rest of a snapshot: its parts are slices of the hub's order, each after the last
-                self._stale = len(rows) if self._stale is None else self._stale
+                self._stale = len(rows)  # (positions were up to date just above)
                 rows.extend(p.up.values())
             elif len(out) + len(p.up) > BULK:  # (thousands at once: one sort)
                 views = {v.key: v for v in rows}
