@@ -188,12 +188,20 @@ def effective_taints(taints: Sequence[Taint], ready: str | None, all_zones_down:
                                            and (t.time_added is None or not since <= t.time_added <= until)))
 
 
+MARKING_SECONDS = 60.0
+"""How long the entering pass's marking may run after its last flip before it swaps the limiters
+(``master_disruption_kept``): a call per listed tainted node, 1,200 at 20 a second."""
+
+
 def master_disruption_kept(transitions: Iterable[float], monitor_period: float) -> tuple[float, float] | None:
     """When the eviction taints that stay on while every zone is down were added: from the start of
     the monitor pass that entered master disruption mode, as the Ready transitions tell it (the
     earliest of those within one monitor period of the latest: the passes run a whole period
-    apart), to a period after its last flip (by then that pass has swapped every zone's tainting
-    limiter to 0: nothing is tainted later while the mode lasts). None without transitions.
+    apart), to ``MARKING_SECONDS`` and a period after its last flip (the pass swaps every zone's
+    tainting limiter to 0 once it has marked every listed tainted node reachable, an API call each
+    under the controller's client rate limit: nothing is tainted later while the mode lasts, and
+    whatever was tainted before the swap is not in the list, so the bound may be generous). None
+    without transitions.
 
     Why they stay: ``handleDisruption`` marks every node reachable from the node list the pass
     began with, and ``RemoveTaintOffNode`` skips a node whose listed copy has no such taint. The
@@ -211,7 +219,8 @@ def master_disruption_kept(transitions: Iterable[float], monitor_period: float) 
     if not times:
         return None
     last = times[-1]
-    return next(t for t in times if t > last - monitor_period), last + monitor_period
+    return next(t for t in times if t > last - monitor_period), last + monitor_period + MARKING_SECONDS
+
 
 
 @dataclass(frozen=True, slots=True)

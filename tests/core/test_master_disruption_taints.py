@@ -69,15 +69,17 @@ def test_up_to_1_33_master_disruption_takes_off_every_eviction_taint_older_than_
 
 def test_the_entering_pass_is_told_by_the_last_flips():
     """The passes run a monitor period apart: the flips within one period of the last are that
-    pass's; it has swapped the tainting limiters to 0 a period after its last flip."""
-    assert rules.master_disruption_kept([100.0, 140.0, 141.0, 143.5], 5.0) == (140.0, 148.5)
-    assert rules.master_disruption_kept([100.0], 5.0) == (100.0, 105.0)
+    pass's; it has swapped the tainting limiters to 0 a period after its last flip and its marking
+    (``MARKING_SECONDS``)."""
+    m = rules.MARKING_SECONDS
+    assert rules.master_disruption_kept([100.0, 140.0, 141.0, 143.5], 5.0) == (140.0, 148.5 + m)
+    assert rules.master_disruption_kept([100.0], 5.0) == (100.0, 105.0 + m)
     assert rules.master_disruption_kept([], 5.0) is None
     kept = rules.Taint(rules.TAINT_UNREACHABLE, "NoExecute", time_added=140.0)
     gone = rules.Taint(rules.TAINT_NOT_READY, "NoExecute", time_added=139.0)
-    later = rules.Taint(rules.TAINT_NOT_READY, "NoExecute", time_added=149.0)
+    later = rules.Taint(rules.TAINT_NOT_READY, "NoExecute", time_added=148.5 + m + 1)
     other = rules.Taint("dedicated", "NoExecute", time_added=1.0)
-    span = (140.0, 148.5)
+    span = (140.0, 148.5 + m)
     assert rules.effective_taints((kept, gone, other), "Unknown", True, span) == (kept, other)
     assert rules.effective_taints((kept, gone, other), "Unknown", True) == (other,)
     assert rules.effective_taints((kept, gone, other), "True", True, span) == (other,)  # Ready again
