@@ -147,6 +147,8 @@ def test_410_gone_after_an_api_server_restart_means_a_relist(testbed):
 
 
 def test_api_server_restart_loses_nothing_and_blames_no_node(testbed, fleet):
+    """An API server restart shorter than the grace: every Node and Lease is there after it, the
+    lease stream is said blind while it is down, and nodewatch blames no node of its own accord."""
     settings = Settings().override(grace_seconds=GRACE, toleration_seconds=TOLERATION)
     src = LiveSource(settings, kubeconfig=str(testbed.viewer_kubeconfig),
                      cert_cache_dir=str(testbed.dir / "certcache-restart"), stall_timeout=10.0)
@@ -201,9 +203,15 @@ def test_api_server_restart_loses_nothing_and_blames_no_node(testbed, fleet):
     blind = [s for s in seen if not s[3]]
     assert blind, "the lease stream was seen down while the API server restarted"
     assert all(s[2] for s in blind), "while the stream is down nodewatch says it is blind"
-    assert not blamed, ("no node blamed for the API server's restart (seconds after it began, node, state, "
-                        f"Ready, lease age, cause; down {down:.1f} s)",
-                        [(round(t - stopping, 1), *rest) for t, *rest in blamed[:5]])
+    # A node the controller itself marked (Ready not True on its Node: the kubelet's renewals missed
+    # during the restart, plus its retry, can reach the controller's grace; seen on v1.20.2 after a
+    # 13 s restart at a 20 s grace) is the judge's statement, shown as such; nodewatch blames none
+    # on its own: no node not Ready in its view while its Node says Ready, none Late or Overdue.
+    said = [(round(t - stopping, 1), *rest) for t, *rest in blamed]
+    own = [b for b in said if b[3] == "True" or b[2] in (NodeState.LATE, NodeState.OVERDUE)]
+    assert not own, ("no node blamed for the API server's restart (seconds after it began, node, state, "
+                     f"Ready, lease age, cause; down {down:.1f} s)", own[:5])
+    assert all(b[3] in ("Unknown", "False") for b in said), said[:5]
 
 
 def _service_account_token(admin, ns: str, sa: str) -> str:
