@@ -222,7 +222,6 @@ def master_disruption_kept(transitions: Iterable[float], monitor_period: float) 
     return next(t for t in times if t > last - monitor_period), last + monitor_period + MARKING_SECONDS
 
 
-
 @dataclass(frozen=True, slots=True)
 class Taint:
     key: str

@@ -254,8 +254,7 @@ class ViewerState:
                     i = bisect_left(rows, order_of(v), key=order_of)
                     rows.insert(i, v)
                     low = min(low, i)
-                if low < len(rows):
-                    self._stale = low if self._stale is None else min(self._stale, low)
+                self._stale = low if low < len(rows) else None  # (positions were up to date just above)
             for n in p.gone:
                 self.nodes.pop(n, None)
             self.nodes.update(p.labels)
