@@ -17,8 +17,6 @@ import collections
 import logging
 import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -48,6 +46,11 @@ Each costs one file descriptor and a few tens of KB until ``LOGIN_TIMEOUT_SECOND
 REFUSAL_LOG_SECONDS = 10.0
 TERM_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
 DEFAULT_TERM = "xterm-256color"
+VIEWER_DIR_NAME = "viewer-cwd"
+"""The viewers' working directory, beside the host key (in the hub's directory): whatever a viewer
+writes to "." (nothing, as screenshots are off in a front-door session) stays there, not where the
+hub was started. One for every session, made once: a directory made per session was left behind by
+every session of a hub that was killed, one more in the temporary directory each time."""
 NO_TERMINAL = ("nodewatch: this server shows the dashboard and nothing else, on a terminal: "
                "connect with `ssh -t`\r\n")
 
@@ -72,6 +75,8 @@ class SSHFrontDoor:
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self.host = ""
         self.port = 0
+        self.viewer_dir = Path(authorized_keys).parent
+        """The viewers' working directory (``start_ssh``: ``VIEWER_DIR_NAME`` beside the host key)."""
 
     def read_authorized_keys(self) -> asyncssh.SSHAuthorizedKeys | None:
         """The keys allowed now; None (nobody may log in) when the file cannot be read."""
@@ -116,6 +121,8 @@ async def start_ssh(listen: str | tuple[str, int], authorized_keys: str | os.Pat
     host, port = parse_listen(listen) if isinstance(listen, str) else listen
     door = SSHFrontDoor(Path(authorized_keys), command_for, env=env or {}, max_sessions=max_sessions)
     door.max_unauthenticated = max_unauthenticated
+    door.viewer_dir = Path(host_key_path).parent / VIEWER_DIR_NAME
+    door.viewer_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     door._acceptor = await asyncssh.listen(
         host, port, server_factory=lambda: _Server(door),
         server_host_keys=[host_key(Path(host_key_path))],
@@ -184,7 +191,6 @@ class _ViewerSession(asyncssh.SSHServerSession):
         self.term = DEFAULT_TERM
         self.size: tuple[int, int] | None = None
         self.done = asyncio.Event()
-        self._cwd: str | None = None
         self._task: asyncio.Task | None = None
         self._paused = False
         self._hung_up = False
@@ -235,8 +241,6 @@ class _ViewerSession(asyncssh.SSHServerSession):
             self._say(f"nodewatch: cannot start the viewer ({exc})\r\n")
         finally:
             self.door.sessions.discard(self)
-            if self._cwd:
-                shutil.rmtree(self._cwd, ignore_errors=True)
             if not self._hung_up:
                 chan.exit(code & 0xFF if code >= 0 else 128 - code)
             self.done.set()
@@ -265,11 +269,8 @@ class _ViewerSession(asyncssh.SSHServerSession):
         env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
         env.setdefault("LANG", "C.UTF-8")
         env.update(self.door.env, TERM=self.term, NODEWATCH_FRONTDOOR="ssh", **parent_environment())
-        # A private, throw-away working directory: whatever a viewer writes to "." (a Textual
-        # screenshot) goes with the session instead of piling up where the hub runs.
-        self._cwd = tempfile.mkdtemp(prefix="nodewatch-ssh-")
         log.info("%s: viewer %s on %dx%d", self._who(), argv, cols, rows)
-        self.child = await PtyChild.spawn(argv, cols=cols, rows=rows, env=env, cwd=self._cwd,
+        self.child = await PtyChild.spawn(argv, cols=cols, rows=rows, env=env, cwd=str(self.door.viewer_dir),
                                           on_output=self._output)
         if self._paused:
             self.child.pause()

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from nodewatch.frontdoor.background import DoorThread
 from nodewatch.frontdoor.doors import HOST_KEY_NAME
-from nodewatch.frontdoor.ssh import start_ssh
+from nodewatch.frontdoor.ssh import VIEWER_DIR_NAME, start_ssh
 from nodewatch.frontdoor.viewer import wall_command_for
 from support.frontdoor_support import DEMO_NODE, DEMO_VIEWER, PROBE_VIEWER, Tmux, client_key, need, run_ssh, ssh_argv
 from support.simserver import wait_until
@@ -119,6 +120,26 @@ def test_session_ends_when_the_client_goes_away(door_factory, tmux, probe, tmp_p
     wait_until(lambda: not door.door.sessions, 20)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_viewers_work_in_the_hubs_directory_and_leave_nothing_in_tmp(door_factory, tmux, probe, tmp_path,
+                                                                     monkeypatch):
+    """A directory made per session in the temporary directory stayed behind whenever the hub was
+    killed with sessions open (dozens after a few test runs)."""
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    door = door_factory(probe)
+    for name in ("p1", "p2"):
+        tmux.start(name, door.ssh())
+        tmux.wait_screen(name, "size 120x35")
+        assert (tmp_path / "viewer.pid.cwd").read_text() == str(tmp_path / "hub" / VIEWER_DIR_NAME)
+        tmux.keys(name, "quit", "Enter")
+        assert tmux.wait_exit(name) == 3
+        wait_until(lambda: not door.door.sessions, 20)
+    assert (tmp_path / "hub" / VIEWER_DIR_NAME).stat().st_mode & 0o777 == 0o700
+    assert list(scratch.iterdir()) == []
 
 
 # --- wall mode per key and per user ---------------------------------------------------------------

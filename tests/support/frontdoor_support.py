@@ -32,6 +32,8 @@ PROBE_VIEWER = r'''
 import os, signal, sys
 print("argv", " ".join(sys.argv[1:]), flush=True)
 print("term", os.environ.get("TERM"), "door", os.environ.get("NODEWATCH_FRONTDOOR"), flush=True)
+with open(os.environ["PROBE_PIDFILE"] + ".cwd", "w") as f:
+    f.write(os.getcwd())
 with open(os.environ["PROBE_PIDFILE"], "w") as f:
     f.write(str(os.getpid()))
 def size(*_):
@@ -44,7 +46,8 @@ for line in sys.stdin:
         sys.exit(3)
 '''
 """A viewer that shows what a session gives it: its argv, TERM, terminal size (again at each
-SIGWINCH), and exits 3 when the user types ``quit``."""
+SIGWINCH), and exits 3 when the user types ``quit``; it writes its working directory and then its
+pid beside ``PROBE_PIDFILE``."""
 
 
 def need(program: str, package: str) -> str:
