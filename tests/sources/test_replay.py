@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import math
+import platform
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -89,6 +92,49 @@ def test_seek_is_exact_forward_and_backward(recording, small_keyframes, open_rep
         t = T0 + offset
         player.seek(t)
         assert states(src.state.evaluate(t)) == brute_force(recording, t), offset
+
+
+def test_keyframes_past_their_budget_thin_out_and_seeks_stay_exact(recording, small_keyframes, open_replay,
+                                                                    monkeypatch):
+    """Past ``MAX_BYTES`` every other keyframe goes and the next come twice as far apart: memory
+    stays bounded (a replay of 65,000 nodes grew by ~7 MB a second of reading), seeks stay exact."""
+    whole = open_replay(recording).replay
+    assert whole.wait_indexed(10)
+    n, total = len(whole.keyframes), whole.keyframes.bytes
+    assert n >= 6 and whole.keyframes.every == 500
+    monkeypatch.setattr(keyframes, "MAX_BYTES", total // 3)
+    src = open_replay(recording)
+    player = src.replay
+    assert player.wait_indexed(10)
+    kept = player.keyframes
+    assert kept.bytes <= total // 3 and 1 < len(kept) <= n // 2, (kept.bytes, total, len(kept), n)
+    assert kept.every >= 2000  # doubled at each of at least two thinnings
+    at, states = kept._frames
+    assert len(at) == len(states) and at == sorted(at) and all(b - a >= 500 for a, b in zip(at, at[1:]))
+    for offset in (550, 30, 320, 301, 599, 0, 400, 346.5, 200):
+        t = T0 + offset
+        player.seek(t)
+        assert states_now(src, t) == brute_force(recording, t), offset
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the knob is glibc's (sources/heap.py)")
+def test_a_replay_gives_back_the_memory_of_the_keyframes_it_lets_go(recording):
+    """A keyframe's dictionaries (megabytes each at 65,000 nodes) freed at a thinning went back to
+    the heap, not to the system, once glibc's dynamic mmap threshold had risen to their size:
+    measured, the replay's memory did not drop when half its keyframes went."""
+    probe = ("import sys\n"
+             "from nodewatch.sources import heap\n"
+             "from nodewatch.sources.replay import ReplaySource\n"
+             "before = heap._fixed\n"
+             "ReplaySource(sys.argv[1]).stop()\n"
+             "print(before, heap._fixed)\n")
+    out = subprocess.run([sys.executable, "-c", probe, recording], capture_output=True, text=True, timeout=60,
+                         check=True)
+    assert out.stdout.split() == ["None", "True"]
+
+
+def states_now(src, t: float) -> dict:
+    return states(src.state.evaluate(t))
 
 
 def test_the_dead_nodes_go_late_overdue_unknown_evicting(recording, open_replay):

@@ -13,6 +13,7 @@ from typing import Callable
 from ...core.clock import VirtualClock
 from ...core.settings import Settings
 from ...core.timeutil import parse_when
+from ..heap import fix_mmap_threshold
 from ..recording import RecordingError
 from .clusters import ReplayState, empty_like, not_recorded
 from .index import NO_EVENTS, EventIndex
@@ -175,6 +176,7 @@ class ReplaySource:
         dashboard); seeks wait for the index to reach their target, ``end``, ``events`` and
         ``problems`` grow until it is complete. False: indexed when this returns. ``progress``:
         ``EventIndex``'s (the command's progress line until the start can be shown)."""
+        fix_mmap_threshold()  # the keyframes' dictionaries, let go at a thinning, go back to the system
         index = EventIndex(path, background=background, progress=progress)
         if index.complete and not len(index):  # (a dashboard at 1970-01-01 with no node, else)
             index.close()
