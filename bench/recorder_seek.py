@@ -1,7 +1,7 @@
 """Seek in a flight recording at 65,000 nodes: one 15-minute segment written quickly, then timed.
 
 ``python -m bench.recorder_seek [--nodes 65000] [--minutes 15] [--dir /tmp/nodewatch-seek-65000]
-[--at 0.05,0.5,0.97] [--regen] [--no-jsonl]``.
+[--at 0.05,0.5,0.97] [--regen] [--no-jsonl] [--replay]``.
 
 Why a generator of its own: a seek only needs what a hub's segment holds, so this writes it
 directly, without ``SimFleet``'s virtual time (``bench.recorder``), through the real writer (``SegmentedRecorder``, both
@@ -25,7 +25,11 @@ Timed, each beside a reference measured in the same run:
 - the bare floor of the columnar read: zstd decompression of the segment up to ``T`` and a walk of
   its blocks by their length prefix (no row decoded);
 - the same seek in a directory of 96 segments (24 h: the 94 before are hard links named earlier,
-  never opened by a seek into the last one): the recording's length costs one directory listing.
+  never opened by a seek into the last one): the recording's length costs one directory listing;
+- with ``--replay``: ``nodewatch replay``'s source on the columnar directory (a child process), its
+  index and keyframes built in full, then eight seeks back and forth (the slowest against the
+  ``state_at`` figures of the same run) and the process's peak RSS (its keyframes keep to a budget:
+  ``replay/keyframes.py``).
 """
 
 from __future__ import annotations
@@ -193,6 +197,38 @@ def _status(d: str, at: str) -> tuple[float, float, bytes]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), p.stdout
 
 
+def replay_child(d: str, offsets: list[float]) -> dict:
+    """In a process of its own: ``nodewatch replay``'s source on ``d`` (a ``ReplaySource``), its index
+    and keyframes built in full, then a seek to each offset (seconds from the recording's start), in
+    that order; the seeks' wall times, the build's, the keyframes' count, spacing and estimated bytes,
+    and the process's peak RSS."""
+    from nodewatch.sources.replay import ReplaySource
+
+    w = time.perf_counter()
+    src = ReplaySource(d, background=True)
+    player = src.replay
+    while not player.wait_indexed(5):
+        pass
+    built = time.perf_counter() - w
+    start = player.index.start
+    seeks = []
+    for off in offsets:
+        t = time.perf_counter()
+        player.seek(start + off)
+        seeks.append(time.perf_counter() - t)
+    k = player.keyframes
+    out = {"built": built, "seeks": seeks, "keyframes": len(k), "every": k.every, "bytes": k.bytes,
+           "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    src.stop()
+    return out
+
+
+def _replay(d: str, offsets: list[float]) -> dict:
+    p = subprocess.run([sys.executable, "-m", "bench.recorder_seek", "replay-child", d,
+                        ",".join(f"{o:g}" for o in offsets)], stdout=subprocess.PIPE, text=True, check=True)
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 def day_dir(base: str) -> str:
     """A directory of 96 segments: the generated ones, and 94 hard links named 15 minutes apart before them."""
     from nodewatch.sources.segments import list_segments, segment_name
@@ -211,7 +247,7 @@ def day_dir(base: str) -> str:
 
 
 def run(base: str, nodes: int, minutes: float, fractions: list[float], regen: bool, jsonl: bool,
-        status: bool = True) -> list[Figure]:
+        status: bool = True, replay: bool = False) -> list[Figure]:
     from nodewatch.core.timeutil import format_time
     from nodewatch.sources.replay import state_at
 
@@ -235,11 +271,13 @@ def run(base: str, nodes: int, minutes: float, fractions: list[float], regen: bo
     figures = []
     sizes = f"segment {os.path.getsize(seg) / 1e6:.1f} MB columnar" + (
         f", {os.path.getsize(os.path.join(js, _segments(js)[-1])) / 1e6:.1f} MB gzip JSON Lines" if have_js else "")
+    one_instant = []
     for frac in fractions:
         t = meta["start"] + frac * (meta["end"] - meta["start"])
         at = format_time(t, micro=True)
         bare, blocks = _cpu(bare_scan, seg, t)
         c, _ = _cpu(state_at, col, at, compact=True, pods=False)
+        one_instant.append(c)
         j = _cpu(state_at, js, at, compact=True, pods=False)[0] if have_js else None
         load = os.getloadavg()[0]
         print(f"  at +{t - meta['start']:.0f} s: columnar {c:.2f} s CPU, JSON Lines {j}, bare {bare:.2f} s, "
@@ -248,6 +286,22 @@ def run(base: str, nodes: int, minutes: float, fractions: list[float], regen: bo
                               f"{c:.2f} s CPU", "<= 1 s",
                               (f"JSON Lines dir {j:.2f} s; " if j is not None else "") + f"bare zstd + block walk {bare:.2f} s",
                               c <= 1.0, f"load average {load:.1f}; {blocks} blocks walked; {sizes}"))
+    if replay:
+        span = meta["end"] - meta["start"]
+        offsets = [f * span for f in (0.97, 0.05, 0.6, 0.3, 0.999, 0.01, 0.45, 0.8)]
+        print("  recorder_seek: nodewatch replay's source on the directory (its keyframes built in full)",
+              file=sys.stderr, flush=True)
+        r = _replay(col, offsets)
+        worst = max(r["seeks"])
+        figures.append(Figure(
+            f"recorder_seek: replay DIR, slowest of {len(offsets)} seeks once its keyframes are built, {label}",
+            f"{worst:.2f} s", "<= 1 s",
+            "state_at at " + ", ".join(f"+{f * span:.0f} s {c:.2f} s CPU" for f, c in zip(fractions, one_instant)),
+            worst <= 1.0,
+            "seeks (wall) " + ", ".join(f"+{o:.0f} s {s:.2f}" for o, s in zip(offsets, r["seeks"]))
+            + f"; index and keyframes built in {r['built']:.0f} s; {r['keyframes']} keyframes, "
+            f"{r['every']:,} events apart at the end, {r['bytes'] / 2**20:.0f} MiB estimated; peak RSS "
+            f"{r['peak_mb']:,.0f} MB; load average {os.getloadavg()[0]:.1f}"))
     if status:
         t = meta["start"] + max(fractions) * (meta["end"] - meta["start"])
         at = format_time(t, micro=True)
@@ -270,6 +324,9 @@ def run(base: str, nodes: int, minutes: float, fractions: list[float], regen: bo
 
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "replay-child":
+        print(json.dumps(replay_child(sys.argv[2], [float(x) for x in sys.argv[3].split(",")])))
+        raise SystemExit(0)
     from .harness import print_table
 
     p = argparse.ArgumentParser()
@@ -280,6 +337,8 @@ if __name__ == "__main__":
     p.add_argument("--regen", action="store_true", help="write the recording again")
     p.add_argument("--no-jsonl", action="store_true", help="write (and time) the columnar format only")
     p.add_argument("--no-status", action="store_true", help="skip the child processes")
+    p.add_argument("--replay", action="store_true",
+                   help="also nodewatch replay's source on the directory: its seeks and its memory (~4 min at 65k)")
     a = p.parse_args()
     print_table(run(a.dir or f"/tmp/nodewatch-seek-{a.nodes}", a.nodes, a.minutes,
-                    [float(x) for x in a.at.split(",")], a.regen, not a.no_jsonl, not a.no_status))
+                    [float(x) for x in a.at.split(",")], a.regen, not a.no_jsonl, not a.no_status, a.replay))

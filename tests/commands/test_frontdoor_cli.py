@@ -31,7 +31,7 @@ def test_both_doors_from_the_command_line(tmp_path):
         port = int(ssh_line.split("127.0.0.1:")[1].split()[0])
         url = web_line.split("web front door: ")[1].strip()
         assert (hub / "web-url").read_text().strip() == url
-        assert sorted(p.name for p in hub.iterdir()) == ["ssh_host_ed25519_key", "web-token", "web-url"]
+        assert sorted(p.name for p in hub.iterdir()) == ["ssh_host_ed25519_key", "viewer-cwd", "web-token", "web-url"]
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(url.split("?")[0], timeout=30)
         assert refused.value.code == 401
