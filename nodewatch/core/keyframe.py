@@ -51,8 +51,9 @@ class Keyframe:
 
 
 def take(state: Store, prev: Keyframe | None = None) -> Keyframe:
-    """A keyframe of ``state``. ``prev`` (the previous keyframe) lets unchanged timelines share
-    their tuples, so ninety keyframes of a quiet fleet do not hold ninety copies of each."""
+    """A keyframe of ``state``. ``prev`` (the previous keyframe) lets what did not change since share
+    its copies (lease tracks, timelines, each node's pod and event sets), so ninety keyframes of a
+    quiet fleet do not hold ninety copies of each."""
     with state.lock:
         prev_leases = prev.leases if prev else {}
         leases: dict[str, LeaseTrack] = {}
@@ -152,5 +153,6 @@ def restore(state: Store, kf: Keyframe | None) -> None:
 
 _TRACK_BYTES = sys.getsizeof(LeaseTrack(None, None, None, 0.0, "")) + 3 * sys.getsizeof(0.0)
 """A copied track and its three times (a renewal's own floats, which only the keyframe keeps once the
-state's track moves on): at 65,000 nodes this made the estimate match the memory a keyframe took."""
+state's track moves on): at 65,000 nodes they brought the estimate within ~20 % of the memory the
+keyframes took."""
 _EMPTY = Keyframe({}, {}, {}, {}, {}, {}, {}, {}, (), {}, frozenset(), None)

@@ -133,6 +133,18 @@ def test_a_replay_gives_back_the_memory_of_the_keyframes_it_lets_go(recording):
     assert out.stdout.split() == ["None", "True"]
 
 
+@pytest.mark.parametrize("physical, budget", [(16 << 30, 2 << 30), (2 << 30, 768 << 20), (64 << 30, 4 << 30),
+                                               (None, 768 << 20)])
+def test_the_keyframes_budget_is_an_eighth_of_the_machine_within_bounds(monkeypatch, physical, budget):
+    def sysconf(name: str) -> int:
+        if physical is None:
+            raise ValueError(name)
+        return {"SC_PHYS_PAGES": physical // 4096, "SC_PAGE_SIZE": 4096}[name]
+
+    monkeypatch.setattr(keyframes.os, "sysconf", sysconf)
+    assert keyframes._budget() == budget
+
+
 def states_now(src, t: float) -> dict:
     return states(src.state.evaluate(t))
 
