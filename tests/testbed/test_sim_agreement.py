@@ -108,9 +108,12 @@ def test_kubelet_stop_simulated_and_real_agree(obs):
     # Unknown: both in (grace, grace + one monitor pass]; the pass phase differs, so up to a period apart.
     for v in (real["flip"], sim["flip"]):
         assert GRACE - TRUNC <= v <= GRACE + MONITOR + LATENCY
-    # NoSchedule in the same pass as Unknown.
-    assert abs(sim["noschedule"] - real["noschedule"]) <= TRUNC
     assert 0 <= real["pass_overrun"]
+    # NoSchedule at the flip, in both. The real taint is written by a worker of the node update queue
+    # once the Unknown status reaches the controller's informer (doNoScheduleTaintingPass), and that
+    # status waited behind the flip pass's other writes in the client-side rate limit (seen: 2 s after
+    # lastTransitionTime on v1.37.2 in CI); the simulated one comes at once.
+    assert -TRUNC <= real["noschedule"] - sim["noschedule"] <= real["pass_overrun"] + TRUNC + LATENCY
     if in_the_flip_pass:
         # From 1.34 (PR #120816) the pass that writes Unknown queues the NoExecute taint, in both.
         # The real taint is written through the same client-side rate limit as the pass's other
