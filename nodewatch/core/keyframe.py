@@ -18,8 +18,9 @@ from __future__ import annotations
 import copy
 import sys
 from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .fleet_data import Store
 from .objects import EventRecord, NodeRecord, PodRecord
@@ -55,11 +56,6 @@ def take(state: Store, prev: Keyframe | None = None) -> Keyframe:
     its copies (lease tracks, timelines, each node's pod and event sets), so ninety keyframes of a
     quiet fleet do not hold ninety copies of each."""
     with state.lock:
-        prev_leases = prev.leases if prev else {}
-        leases: dict[str, LeaseTrack] = {}
-        for k, track in state.leases.items():
-            was = prev_leases.get(k)
-            leases[k] = was if was is not None and was == track else _copy_track(track)
         prev_tl = prev.timelines if prev else {}
         timelines = {}
         for name, dq in state.timelines.items():
@@ -70,11 +66,11 @@ def take(state: Store, prev: Keyframe | None = None) -> Keyframe:
                 timelines[name] = tuple(dq)
         return Keyframe(
             nodes=dict(state.nodes),
-            leases=leases,
+            leases=_shared(state.leases, prev.leases if prev else {}, _copy_track),
             pods=dict(state.pods),
-            pods_by_node=_frozen_sets(state.pods_by_node, prev.pods_by_node if prev else {}),
+            pods_by_node=_shared(state.pods_by_node, prev.pods_by_node if prev else {}, frozenset),
             events=dict(state.events),
-            events_by_node=_frozen_sets(state.events_by_node, prev.events_by_node if prev else {}),
+            events_by_node=_shared(state.events_by_node, prev.events_by_node if prev else {}, frozenset),
             certs=dict(state.certs),
             health={k: copy.copy(h) for k, h in state.health.items()},
             problems=tuple(state.problems),
@@ -91,12 +87,13 @@ def _copy_track(t: LeaseTrack) -> LeaseTrack:
     return LeaseTrack(t.renew_time, t.observed_at, t.skew, t.duration, t.holder, t.renewals, t.age_from)
 
 
-def _frozen_sets(sets: dict[str, set[_T]], prev: dict[str, frozenset[_T]]) -> dict[str, frozenset[_T]]:
-    """Each set frozen, or the previous keyframe's frozen copy where it holds the same."""
-    out: dict[str, frozenset[_T]] = {}
-    for k, v in sets.items():
-        old = prev.get(k)
-        out[k] = old if old is not None and old == v else frozenset(v)
+def _shared(current: Mapping[str, Any], prev: Mapping[str, _T], copy_of: Callable[[Any], _T]) -> dict[str, _T]:
+    """A copy of each of ``current``'s values, or the previous keyframe's where it is equal (a lease
+    track, a set of pods or events: compared with the state's own, which ``Ingest`` changes in place)."""
+    out: dict[str, _T] = {}
+    for k, v in current.items():
+        was = prev.get(k)
+        out[k] = was if was is not None and was == v else copy_of(v)
     return out
 
 

@@ -59,7 +59,7 @@ class SSHFrontDoor:
     """A listening SSH front door. Make one with ``await start_ssh(...)``."""
 
     def __init__(self, authorized_keys: Path, command_for: CommandFor, *, env: Mapping[str, str],
-                 max_sessions: int) -> None:
+                 max_sessions: int, viewer_dir: Path) -> None:
         self.authorized_keys = Path(authorized_keys)
         self.command_for = command_for
         self.env = dict(env)
@@ -75,7 +75,7 @@ class SSHFrontDoor:
         self._acceptor: asyncssh.SSHAcceptor | None = None
         self.host = ""
         self.port = 0
-        self.viewer_dir = Path(authorized_keys).parent
+        self.viewer_dir = viewer_dir
         """The viewers' working directory (``start_ssh``: ``VIEWER_DIR_NAME`` beside the host key)."""
 
     def read_authorized_keys(self) -> asyncssh.SSHAuthorizedKeys | None:
@@ -119,10 +119,11 @@ async def start_ssh(listen: str | tuple[str, int], authorized_keys: str | os.Pat
     back from ``.port``). ``command_for(user, key_options)`` gives the viewer argv of a session
     (None refuses it); ``env`` is added to the viewers' environment."""
     host, port = parse_listen(listen) if isinstance(listen, str) else listen
-    door = SSHFrontDoor(Path(authorized_keys), command_for, env=env or {}, max_sessions=max_sessions)
+    viewer_dir = Path(host_key_path).parent / VIEWER_DIR_NAME
+    viewer_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    door = SSHFrontDoor(Path(authorized_keys), command_for, env=env or {}, max_sessions=max_sessions,
+                        viewer_dir=viewer_dir)
     door.max_unauthenticated = max_unauthenticated
-    door.viewer_dir = Path(host_key_path).parent / VIEWER_DIR_NAME
-    door.viewer_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     door._acceptor = await asyncssh.listen(
         host, port, server_factory=lambda: _Server(door),
         server_host_keys=[host_key(Path(host_key_path))],

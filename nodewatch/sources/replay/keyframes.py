@@ -39,7 +39,7 @@ def _budget() -> int:
 
 MAX_BYTES = _budget()
 """What the keyframes may hold together (estimated): past it, every other one is let go. Relative to
-the machine: at 65,000 nodes a 15-minute segment's keyframes (306 of them, ~1.6 GiB estimated) fit in
+the machine: at 65,000 nodes a 15-minute segment's keyframes (306 of them, ~2.0 GiB estimated) fit in
 an eighth of 23 GB and seek in 0.4 s; in 768 MiB they thinned to 38 and a seek took up to 1.7 s."""
 
 
