@@ -143,7 +143,8 @@ def _serve(argv: list[str]) -> int:
                 print(renewer.stop(), flush=True)
                 renewer = None
             else:
-                renewer = FastRenewer(store, leases, nodes_made, float(cmd[1]), float(cmd[2]))
+                renewer = FastRenewer(store, leases, nodes_made, float(cmd[1]), float(cmd[2]),
+                                      float(cmd[3]) if len(cmd) > 3 else FastRenewer.SLICE)
                 nodes_made.clear()  # the templates hold them now (10 KB each: no second copy at 130k)
                 print("renewing", flush=True)
         elif cmd[0] == "lag":
@@ -291,8 +292,10 @@ class FastRenewer:
 
     SLICE = 0.1
 
-    def __init__(self, store, leases: list[dict], nodes: list[dict], every: float, node_every: float) -> None:
+    def __init__(self, store, leases: list[dict], nodes: list[dict], every: float, node_every: float,
+                 slice_seconds: float = SLICE) -> None:
         self.store = store
+        self.slice = slice_seconds
         self.leases = [(("kube-node-lease", o["metadata"]["name"]), _Template(o, _lease_slots)) for o in leases]
         self.nodes = [(("", o["metadata"]["name"]), _Template(o, _node_slots)) for o in nodes]
         self.every, self.node_every = every, node_every
@@ -309,7 +312,7 @@ class FastRenewer:
 
         def due(items: list, every: float) -> Iterator[list]:
             n = len(items)
-            per = n * self.SLICE / every
+            per = n * self.slice / every
             owed, i = 0.0, 0
             while True:
                 owed += per
@@ -322,8 +325,8 @@ class FastRenewer:
         leases, nodes = due(self.leases, self.every), due(self.nodes, self.node_every)
         t0, k = time.monotonic(), 0
         while not self._stop.is_set():
-            when = t0 + k * self.SLICE
-            lag = max(0.0, time.monotonic() - when - self.SLICE)
+            when = t0 + k * self.slice
+            lag = max(0.0, time.monotonic() - when - self.slice)
             self.behind = max(self.behind, lag)
             self._stop.wait(max(0.0, when - time.monotonic()))
             t = time.time()
@@ -406,11 +409,11 @@ class ServerChild:
         if self._readline(60) != "renewing":
             raise RuntimeError("the server child did not start renewing")
 
-    def fast_renewing(self, every: float = 10.0, node_every: float = 300.0) -> None:
+    def fast_renewing(self, every: float = 10.0, node_every: float = 300.0, slice_seconds: float = FastRenewer.SLICE) -> None:
         """Start the child's ``FastRenewer`` (every Lease every ``every`` s, every Node's status every
-        ``node_every`` s); ``stop_renewing`` stops it."""
+        ``node_every`` s, the changes due made every ``slice_seconds``); ``stop_renewing`` stops it."""
         assert self.proc.stdin is not None
-        self.proc.stdin.write(f"fastrenewing {every} {node_every}\n".encode())
+        self.proc.stdin.write(f"fastrenewing {every} {node_every} {slice_seconds}\n".encode())
         self.proc.stdin.flush()
         if self._readline(600) != "renewing":
             raise RuntimeError("the server child did not start renewing")

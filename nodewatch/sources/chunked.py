@@ -9,8 +9,10 @@ API server flushes event by event, comes as many small chunks, and a read hands 
 here. The rest of a big chunk, whose length the server announced, is read with one ``read(n)``:
 the buffered reader loops over the socket in C, so a 1 MB chunk costs a few Python calls, not 64.
 
-A body that is not chunked, or a response whose body someone already started to read, is read
-through urllib3's ``read1`` as before. Errors come out as urllib3's (``ReadTimeoutError`` when the
+A watch over TLS is read off its socket by ``tls_stream`` (its ``TlsResponse`` offers the file to
+decode the framing from: ``chunked_file``), in reads that gather many chunks; their framing is then
+split at once (``_whole_chunks``). A body that is not chunked, or a response whose body someone
+already started to read, is read through urllib3's ``read1`` as before. Errors come out as urllib3's (``ReadTimeoutError`` when the
 socket's read timeout passes, ``ProtocolError`` for a broken framing or a body cut short), the
 exceptions the watch loop already tells apart.
 
@@ -28,6 +30,9 @@ import urllib3
 READ_BYTES = 1 << 16
 """Bytes taken from the buffered file at a time (at least): the framing and payload of every chunk
 that has arrived."""
+FAST_SCAN_BYTES = 4096
+"""From this many bytes received on, ``_take`` first takes the whole chunks among them at once
+(``_whole_chunks``)."""
 MAX_LINE = 4096
 """A chunk-size or trailer line longer than this is not HTTP (http.client allows 64 KB; a size line
 is a few bytes)."""
@@ -48,11 +53,15 @@ class BodyReader:
         self._trailer = False
         """The last chunk was read: trailer lines up to an empty one come next."""
         self._done = False
-        fp = getattr(resp, "_fp", None)  # http.client's HTTPResponse under urllib3's
-        raw = getattr(fp, "fp", None)  # its buffered socket file
         encoding = (resp.headers.get("content-encoding") or "identity").lower() if hasattr(resp, "headers") else "?"
-        self._file = raw if (getattr(fp, "chunked", False) and getattr(fp, "chunk_left", 0) is None
-                             and encoding == "identity" and hasattr(raw, "readline")) else None
+        self._file: Any
+        if hasattr(resp, "chunked_file"):  # a response read off its socket (``tls_stream.TlsResponse``)
+            self._file = resp.chunked_file() if encoding == "identity" else None
+        else:
+            fp = getattr(resp, "_fp", None)  # http.client's HTTPResponse under urllib3's
+            raw = getattr(fp, "fp", None)  # its buffered socket file
+            self._file = raw if (getattr(fp, "chunked", False) and getattr(fp, "chunk_left", 0) is None
+                                 and encoding == "identity" and hasattr(raw, "readline")) else None
 
     @property
     def direct(self) -> bool:
@@ -97,15 +106,18 @@ class BodyReader:
     def _take(self) -> bytes:
         """The payload that the bytes received so far hold (at most ``size``), the framing taken off."""
         buf = self._buf
-        out = bytearray()
+        out: list[bytes] = []
         pos = 0
         room = self._size
+        if not (self._left or self._crlf or self._trailer) and len(buf) >= FAST_SCAN_BYTES:
+            out, pos, taken = _whole_chunks(buf, room)
+            room -= taken
         while room > 0:
             if self._left:
                 n = min(self._left, len(buf) - pos, room)
                 if n <= 0:
                     break
-                out += buf[pos:pos + n]
+                out.append(bytes(buf[pos:pos + n]))
                 pos += n
                 room -= n
                 self._left -= n
@@ -138,7 +150,7 @@ class BodyReader:
             else:
                 self._left = size
         del buf[:pos]
-        return bytes(out)
+        return out[0] if len(out) == 1 else b"".join(out)
 
     def drained(self) -> bool | None:
         """Whether nothing of the body is left to read right now: no rest of a chunk, nothing in
@@ -151,6 +163,8 @@ class BodyReader:
             return None
         if self._left or self._buf:
             return False
+        if hasattr(f, "drained"):  # (``tls_stream.TlsFile``: it knows what TLS holds)
+            return f.drained()
         sock = stream_socket(self._resp)
         if sock is None:
             return None
@@ -173,6 +187,35 @@ class BodyReader:
                 sock.settimeout(timeout)
             except OSError:
                 pass
+
+
+def _whole_chunks(buf: bytearray, room: int) -> tuple[list[bytes], int, int]:
+    """The payloads of the whole chunks at the start of ``buf`` (at most ``room`` bytes of them)
+    framed as an API server frames a watch (a size line without extensions, the payload, CRLF),
+    where they end and their bytes; it stops at anything else, which ``_take`` reads as it reads any framing.
+    Why: a busy watch comes a chunk an event, and a read that gathered a few hundred of them
+    decoded each one's framing step by step (~2 us a chunk, a tenth of a renewal's ingest at
+    130,000 nodes); split at every CRLF in C, a chunk costs a size parse and a length check. A
+    payload holding a CRLF of its own splits apart, its length is then not its size: the scan stops
+    there."""
+    parts = bytes(buf).split(b"\r\n")
+    sizes = parts[0::2]
+    datas = parts[1::2]
+    out: list[bytes] = []
+    end = taken = 0
+    for line, data in zip(sizes, datas[:(len(parts) - 1) // 2]):  # each data followed by a CRLF
+        if len(line) > 16 or b";" in line:
+            break
+        try:
+            size = int(line, 16)
+        except ValueError:
+            break
+        if size <= 0 or len(data) != size or taken + size > room:
+            break
+        out.append(data)
+        taken += size
+        end += len(line) + size + 4
+    return out, end, taken
 
 
 def _chunk_size(line: bytes) -> int:

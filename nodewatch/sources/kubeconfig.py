@@ -27,6 +27,8 @@ from urllib.parse import urlencode
 
 import urllib3
 
+from . import tls_stream
+
 USER_AGENT = "nodewatch/0.1 (read-only)"
 RELOAD_MIN_INTERVAL = 2.0
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -323,19 +325,21 @@ class Connection:
         return True
 
     def get(self, path: str, query: dict[str, Any] | None = None, *,
-            timeout: tuple[float, float] = (10.0, 60.0)) -> urllib3.BaseHTTPResponse:
+            timeout: tuple[float, float] = (10.0, 60.0), stream: bool = False) -> Any:
         """GET ``path``; the body is not read (stream it). Raises ApiError for non-2xx or no answer.
+        ``stream``: a watch, read off its socket where it can be (``tls_stream``), else a urllib3
+        response as any other GET.
 
         A 401 reloads the credentials (a rotated token) and asks once more; a 401 after that is
         "credentials rejected", permanent. Permanent failures are kept in ``failure``."""
         try:
             client = self._client
             try:
-                resp = self._get(client, path, query, timeout)
+                resp = self._get(client, path, query, timeout, stream)
             except ApiError as exc:
                 if exc.status != 401 or not (self.reload_credentials() or self._client is not client):
                     raise
-                resp = self._get(self._client, path, query, timeout)
+                resp = self._get(self._client, path, query, timeout, stream)
         except ApiError as exc:
             if exc.status == 401:
                 exc = ApiError(401, f"credentials rejected by {self.target.server} for user "
@@ -365,14 +369,17 @@ class Connection:
             self.received_bytes += n
 
     def _get(self, client: Any, path: str, query: dict[str, Any] | None,
-             timeout: tuple[float, float]) -> urllib3.BaseHTTPResponse:
+             timeout: tuple[float, float], stream: bool = False) -> Any:
         with self._count_lock:
             self.requests += 1
         try:
             url, hdrs = _url_and_headers(client, path, query)
-            resp = client.rest_client.pool_manager.request(
-                "GET", url, headers=hdrs, preload_content=False, retries=False,
-                timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]))
+            if stream and tls_stream.possible(client, url):
+                resp = tls_stream.open_stream(client, url, hdrs, timeout)
+            else:
+                resp = client.rest_client.pool_manager.request(
+                    "GET", url, headers=hdrs, preload_content=False, retries=False,
+                    timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]))
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise self._connect_error(exc) from None
         if not 200 <= resp.status <= 299:

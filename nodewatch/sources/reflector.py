@@ -554,7 +554,7 @@ class Reflector:
         elif self.resource_version:
             q["resourceVersion"] = self.resource_version
         try:
-            resp = self.conn.get(self.spec.path, q, timeout=(10.0, first_read))
+            resp = self.conn.get(self.spec.path, q, timeout=(10.0, first_read), stream=True)
         except ApiError as exc:
             if initial and exc.status in WATCH_LIST_REFUSED:
                 raise WatchListRefused(str(exc)) from None

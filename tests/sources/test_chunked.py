@@ -6,6 +6,7 @@ and urllib3 makes the request, as the reflector does."""
 
 from __future__ import annotations
 
+import random
 import socket
 import threading
 import time
@@ -231,3 +232,47 @@ def test_drained_cannot_tell_for_a_body_urllib3_reads():
     with serving(raw) as url:
         reader = BodyReader(_get(url), 1 << 16)
         assert reader.drained() is None
+
+
+class _Pieces:
+    """A received body handed over in pieces of random sizes, as a socket file hands it over."""
+
+    def __init__(self, data: bytes, rng: random.Random) -> None:
+        self.data, self.rng, self.pos = data, rng, 0
+
+    def read1(self, n: int) -> bytes:
+        piece = self.data[self.pos:self.pos + self.rng.randint(1, 9000)]
+        self.pos += len(piece)
+        return piece
+
+    def read(self, n: int) -> bytes:
+        piece = self.data[self.pos:self.pos + n]
+        self.pos += len(piece)
+        return piece
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_framing_gives_the_payload_whether_the_whole_chunks_are_scanned_at_once_or_not(seed, monkeypatch):
+    """``_whole_chunks`` (a gathered read's chunks split at once) against the step-by-step decoding
+    of the same bytes: payloads that hold CRLFs of their own, sizes in upper case or with a leading
+    zero, extensions, chunks of 1 to 700 bytes, reads of every size: the same payload."""
+    from nodewatch.sources import chunked
+
+    rng = random.Random(seed)
+    for _ in range(40):
+        payload = bytes(rng.choice(b"ab\r\n{}") for _ in range(rng.randint(0, 20000)))
+        body, p = b"", 0
+        while p < len(payload):
+            piece = payload[p:p + rng.randint(1, 700)]
+            p += len(piece)
+            size = f"{len(piece):x}"
+            size = size.upper() if rng.random() < 0.1 else "0" + size if rng.random() < 0.05 else size
+            body += (size + (";x=y" if rng.random() < 0.05 else "")).encode() + b"\r\n" + piece + b"\r\n"
+        body += b"0\r\n\r\n"
+        size = rng.choice([7, 1000, 1 << 18])
+        for scan_from in (0, 4096, 1 << 40):  # (1 << 40: never scanned at once)
+            monkeypatch.setattr(chunked, "FAST_SCAN_BYTES", scan_from)
+            reader = BodyReader(object(), size)
+            reader._file = _Pieces(body, rng)
+            pieces = _read_all(reader)
+            assert b"".join(pieces) == payload and max(map(len, pieces), default=0) <= size

@@ -95,7 +95,7 @@ class QuietServer:
     def gap(self) -> float:
         return 59.0 + 2.0 * self._rng.random()  # measured on v1.20.2: 59-61 s
 
-    def get(self, path: str, query: dict[str, Any] | None = None, *, timeout: Any = None) -> Any:
+    def get(self, path: str, query: dict[str, Any] | None = None, *, timeout: Any = None, stream: bool = False) -> Any:
         query = dict(query or {})
         if self.clock.t >= self.horizon:  # the 5 minutes are over
             assert self.reflector is not None
