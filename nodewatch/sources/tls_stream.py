@@ -115,7 +115,11 @@ def open_stream(client: Any, url: str, headers: dict[str, str], timeout: tuple[f
         lines = [f"GET {target} HTTP/1.1", f"Host: {authority}", "Accept-Encoding: identity"]  # (as urllib3 asks)
         lines += [f"{k}: {v}" for k, v in headers.items() if k.lower() not in ("host", "accept-encoding")]
         tls.send(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-        return TlsResponse(sock, tls, *tls.read_head())
+        resp = TlsResponse(sock, tls, *tls.read_head())
+        encoding = (resp.headers.get("content-encoding") or "identity").lower()
+        if 200 <= resp.status <= 299 and encoding != "identity":  # (urllib3 would have decompressed it)
+            raise urllib3.exceptions.ProtocolError(f"the server answered in {encoding} although identity was asked")
+        return resp
     except BaseException:
         sock.close()
         raise
@@ -156,8 +160,10 @@ class TlsFile:
         self._flush_out()
 
     def send(self, data: bytes) -> None:
+        """A request: its answer is read as it comes (nothing to gather for)."""
         self._tls.write(data)
         self._flush_out()
+        self._trickle = False
 
     def read_head(self) -> tuple[int, str, urllib3.HTTPHeaderDict]:
         """The response's status, reason and headers; what follows them stays for ``read1``."""
@@ -222,7 +228,7 @@ class TlsFile:
                     self._eof = True  # (the next read says so)
             except OSError:
                 return None
-        return None  # records that say nothing, still coming: cannot tell
+        return False  # records that say nothing, still coming: not known to be drained
 
     def _arrived(self) -> bytes:
         """The plaintext that has arrived, waiting for some when none has; b"" at the end. After a
