@@ -52,7 +52,9 @@ loop: ~30 us of CPU an event, 39-43 % of a core at 13,000 renewals a second (a p
 alone, records sent one by one; bench/README.md, session 46), where reads at most 50 times a second
 take ~260 events each: ~5 us an event. A quiet stream is not held back (the wait counts from the
 read before), nor is a list in full flow (its reads fill the buffer). An event is read at most this
-much later: a fiftieth of the dashboard's second."""
+much later: a fiftieth of the dashboard's second; the lease stream's frontier (``core/evidence.py``)
+counts the wait as waiting on the stream, so up to this much of what arrived may be unread when a
+frame judges, less than the way over the network the frontier never sees."""
 DRAIN_ROUNDS = 4
 """Reads of what has arrived that ``TlsFile.drained`` makes, at most, before it answers."""
 MAX_HEAD = 64 * 1024
