@@ -250,7 +250,7 @@ class TlsFile:
 
     def _decrypt(self) -> bytes:
         """The plaintext of every whole record received so far."""
-        if not self._in.pending:
+        if not self._in.pending and not self._tls.pending():
             return b""
         pieces = []
         while True:
