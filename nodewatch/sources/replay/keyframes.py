@@ -28,6 +28,8 @@ from .index import EventIndex
 KEYFRAME_EVENTS = 20_000
 """A keyframe every so many events (until ``MAX_BYTES``): seek applies at most this many (about
 0.2 s at 5,000 nodes, 0.4 s at 65,000)."""
+
+
 def _budget() -> int:
     """An eighth of the machine's memory, at least 768 MiB and at most 4 GiB."""
     try:
@@ -40,7 +42,7 @@ def _budget() -> int:
 MAX_BYTES = _budget()
 """What the keyframes may hold together (estimated): past it, every other one is let go. Relative to
 the machine: at 65,000 nodes a 15-minute segment's keyframes (306 of them, ~2.0 GiB estimated) fit in
-an eighth of 23 GB and seek in 0.4 s; in 768 MiB they thinned to 38 and a seek took up to 1.7 s."""
+an eighth of 23 GB and seek in 0.2-0.3 s; in 768 MiB they thinned to 38 and a seek took up to 1.7 s."""
 
 
 class Keyframes:
