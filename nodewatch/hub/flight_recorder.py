@@ -266,7 +266,7 @@ class SegmentedRecorder:
             seg = self._writable(t)
             if isinstance(seg, ColumnarRecorder):
                 try:
-                    done = seg.write_renewals([(f.tpl, *v, t) for _, f, v, _ in rows])
+                    done = seg.write_renewals([(f.tpl, *v) for _, f, v, _ in rows], t)
                 except OSError as exc:
                     self._fail(exc)
                     return

@@ -35,6 +35,7 @@ from __future__ import annotations
 import calendar
 import functools
 import io
+import itertools
 import math
 import re
 import struct
@@ -530,22 +531,23 @@ class _Codec:
         self._zd = zstandard.ZstdDecompressor()
         self.last_us = 0
 
-    def learn_line(self, line: dict, t_us: int) -> None:
-        """A whole line went by: a Lease's shape enters (or leaves) the dictionary; an object's version is kept."""
+    def learn_line(self, line: dict, t_us: int, data: bytes | None = None) -> None:
+        """A whole line went by: a Lease's shape enters (or leaves) the dictionary; an object's version is kept.
+        ``data``: the object's JSON, when the writer has it already (what the file holds of it)."""
         resource = line.get("resource")
         etype = line.get("type")
         obj = line.get("object")
         if resource == "leases" and type(obj) is dict and type(etype) is str:
             meta = obj.get("metadata") if type(obj.get("metadata")) is dict else {}
             cluster = line.get("cluster")
-            self._learn_lease(cluster, meta.get("namespace"), meta.get("name"), etype, obj, None, t_us)
+            self._learn_lease(cluster, meta.get("namespace"), meta.get("name"), etype, obj, data, t_us)
             return
         key2 = _object_key(line)
         if key2 is not None:
             if etype == "DELETED":
                 self.objects.pop(key2, None)
             else:
-                self.objects[key2] = obj if self.plain else self._zc.compress(orjson.dumps(obj))
+                self.objects[key2] = obj if self.plain else self._zc.compress(orjson.dumps(obj) if data is None else data)
 
     def _learn_lease(self, cluster: Any, namespace: Any, name: Any, etype: str, obj: Any, data: Any,
                      t_us: int) -> None:
@@ -667,7 +669,7 @@ class ColumnarWriter:
         line["object"] = obj
         if listing:
             line["list"] = True
-        self.add_line(line)
+        self.add_line(line, data)
 
     def _renewal(self, t: Any, cluster: str | None, obj: dict, data: bytes | None) -> bool:
         """Write a Lease renewal as a row when its Lease is in the dictionary with the same shape."""
@@ -697,38 +699,50 @@ class ColumnarWriter:
         self._row(tpl, tm[0], tm[1], renew, rv, second, None)
         return True
 
-    def add_renewals(self, rows: list[tuple[_Template, int, int, int, float]]) -> int:
-        """``add_renewal`` of each ``(tpl, renew, rv, second, received)`` in turn: the same rows,
-        without four calls each (the renewals of a read of the Lease watch, ``write_lease_watch``).
+    def add_renewals(self, rows: list[tuple[_Template, int, int, int]], t: float) -> int:
+        """``add_renewal`` of each ``(tpl, renew, rv, second)`` in turn, all received at ``t`` (the
+        renewals of one read of the Lease watch, ``write_lease_watch``): the same rows, with the
+        receive time's columns and the block's bookkeeping done once for the read, not once a row.
         Returns how many were written: the row after them (if any) has a template that is not this
-        file's, or a receive time ``micros`` does not take."""
+        file's; none when ``micros`` does not take ``t``."""
+        tm = micros(t)
+        if tm is None or not rows:
+            return 0
+        t_us, resid = tm
         c = self._c
         by_index = c.by_index
         n_index = len(by_index)
         last_rv = c.rv
         done = 0
-        at: Any = None
-        tm: tuple[int, int] | None = None
-        for tpl, renew, rv, second, t in rows:
-            i = tpl.index
-            if i >= n_index or by_index[i] is not tpl:
+        total = len(rows)
+        while done < total:
+            first = rows[done][0]
+            if first.index >= n_index or by_index[first.index] is not first:
                 break
-            if t != at:
-                at, tm = t, micros(t)
-            if tm is None:
-                break
-            self._start_row(tm[0], tm[1])  # (may flush: the columns are new lists after it)
-            self.lease_rows += 1
-            self._kinds.append(_ROW_LEASE)
-            self._idx.append(i)
-            offset = renew - tm[0]
-            self._off.append(offset - tpl.offset)
-            tpl.offset = offset
-            cluster = tpl.cluster
-            self._rv.append(rv - last_rv.get(cluster, 0))
-            last_rv[cluster] = rv
-            self._mf.append(second - renew // 1_000_000)
-            done += 1
+            self._start_row(t_us, resid)  # the first of a run (may flush: the columns are new lists after it)
+            room = MAX_BLOCK_ROWS - len(self._kinds)
+            idx, off, rvs, mf = self._idx, self._off, self._rv, self._mf
+            n = 0
+            for tpl, renew, rv, second in rows[done:done + room]:
+                i = tpl.index
+                if i >= n_index or by_index[i] is not tpl:
+                    break
+                idx.append(i)
+                offset = renew - t_us
+                off.append(offset - tpl.offset)
+                tpl.offset = offset
+                cluster = tpl.cluster
+                rvs.append(rv - last_rv.get(cluster, 0))
+                last_rv[cluster] = rv
+                mf.append(second - renew // 1_000_000)
+                n += 1
+            # the rest of the run: the same receive time, so each one's delta is 0 and its residue the first's
+            self._rx.extend(itertools.repeat(0, n - 1))
+            self._res.extend(itertools.repeat(resid, n - 1))
+            self._kinds.extend(bytes(n))  # _ROW_LEASE
+            self.rows += n - 1
+            self.lease_rows += n
+            done += n
         return done
 
     def _row(self, tpl: _Template, t_us: int, resid: int, renew: int, rv: int | None, second: int,
@@ -750,10 +764,11 @@ class ColumnarWriter:
         else:
             self._mf.extend(s - base for s in seconds)
 
-    def add_line(self, line: dict) -> None:
+    def add_line(self, line: dict, data: bytes | None = None) -> None:
         """Any v1 line as a dict (its ``t`` first): a Lease renewal of a known shape becomes a row
         (when the line is exactly what a row rebuilds: these keys in this order), anything else is
-        kept whole, its object as a patch when it can be."""
+        kept whole, its object as a patch when it can be. ``data``: the object's JSON as ``orjson``
+        writes it, when the caller has it (not written again for the codec)."""
         keys = list(line)
         if keys == _PLAIN or keys == _PLAIN_CLUSTER:
             cluster = line.get("cluster")
@@ -780,7 +795,7 @@ class ColumnarWriter:
         else:
             self._kinds.append(_ROW_LINE)
             self._blobs.append(payload)
-        self._c.learn_line(line, t_us)
+        self._c.learn_line(line, t_us, data)
 
     def flush(self) -> None:
         """The rows so far as one block, on disk (readable after a crash)."""
@@ -894,7 +909,7 @@ class ColumnarRecorder(FlushedWriter):
                 raise
             return True
 
-    def write_renewals(self, rows: list[tuple[_Template, int, int, int, float]]) -> int:
+    def write_renewals(self, rows: list[tuple[_Template, int, int, int]], t: float) -> int:
         """``ColumnarWriter.add_renewals`` under this recorder's lock, counted and flushed once:
         how many of ``rows`` were written (the rest: write them one at a time)."""
         with self._lock:
@@ -904,7 +919,7 @@ class ColumnarRecorder(FlushedWriter):
             if self._closed or w is None:
                 return 0
             try:
-                done = w.add_renewals(rows)
+                done = w.add_renewals(rows, t)
                 if done:
                     self.lines += done - 1
                     self._written()

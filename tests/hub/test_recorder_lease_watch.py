@@ -8,6 +8,7 @@ formats and for a cluster of several."""
 from __future__ import annotations
 
 import random
+import struct
 
 import orjson
 import pytest
@@ -16,6 +17,8 @@ from nodewatch.core.clock import ManualClock
 from nodewatch.core.settings import Settings
 from nodewatch.core.wire import DECODERS, WireError
 from nodewatch.hub.flight_recorder import SegmentedRecorder
+from nodewatch.sources import columnar
+from nodewatch.sources.columnar_blocks import BlockReader, check_magic
 from nodewatch.sources.recording import write_lease_watch
 from nodewatch.sources.segments import iter_segment_lines, list_segments
 from tests.core.test_lease_watch import _event, _line
@@ -39,6 +42,28 @@ def _lines(directory) -> list[bytes]:
 @pytest.mark.parametrize("record_format", ["columnar", "jsonl"])
 @pytest.mark.parametrize("seed", range(4))
 def test_a_watch_read_is_recorded_as_its_objects_are(tmp_path, record_format, seed):
+    _compare_reads_with_objects(tmp_path, record_format, seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_read_longer_than_a_block_goes_on_in_the_next_block(tmp_path, monkeypatch, seed):
+    """The renewals of one read are written as runs of rows (``ColumnarWriter.add_renewals``): a
+    run stops where the block is full and the next block takes the rest, as a row at a time does."""
+    monkeypatch.setattr(columnar, "MAX_BLOCK_ROWS", 4)
+    by_read = _compare_reads_with_objects(tmp_path, "columnar", seed)
+    assert by_read.fast_lines > 200
+    rows = []
+    for seg in list_segments(tmp_path / "reads"):
+        with open(seg.path, "rb") as f:
+            check_magic(f, seg.path.name)
+            bodies = list(BlockReader(f))[1:]  # (block 0: the header)
+        rows += [struct.unpack_from("<I", body)[0] for body in bodies]
+    assert max(rows) == 4 and rows.count(4) > 20  # full blocks, none fuller
+
+
+def _compare_reads_with_objects(tmp_path, record_format: str, seed: int) -> SegmentedRecorder:
+    """A recording of random reads of the Lease watch written by ``write_lease_watch`` against the
+    same events written by ``write``: the same lines (returns the first recorder)."""
     rng = random.Random(seed)
     several = seed % 2 == 1
     clusters = [{"name": "eu", "context": "eu"}] if several else None
@@ -89,6 +114,7 @@ def test_a_watch_read_is_recorded_as_its_objects_are(tmp_path, record_format, se
         assert by_read.fast_lines > 200 and by_read.fast_lines >= by_object.fast_lines, (by_read.fast_lines, by_object.fast_lines)
     else:
         assert by_read.fast_lines == 0
+    return by_read
 
 
 def _versioned(obj: dict, rv: int) -> dict:
