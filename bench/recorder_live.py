@@ -176,7 +176,8 @@ def run(nodes: int = 65_000, seconds: float = 20.0, rounds: int = 2, alternate: 
     alt = results["alternate"]
     if alt:
         load += (f"; the columnar recorder of {alternate}, a third window each round: "
-                 + ", ".join(f"{_share(r) * 100:.2f}" for r in alt) + f" % (median {_median([_share(r) for r in alt]) * 100:.1f} %)")
+                 + ", ".join(f"{_share(r) * 100:.2f}" for r in alt) + f" % (median {_median([_share(r) for r in alt]) * 100:.1f} %: "
+                 + parts(alt) + ")")
     return [
         Figure(f"recorder_live: flight recorder write CPU in a live source at {nodes:,} nodes (columnar)",
                f"{share * 100:.1f} % of a core", "<= 5 %", f"JSON Lines recorder {ref_share * 100:.1f} %",
