@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -67,3 +72,21 @@ def print_table(figures: list[Figure]) -> None:
     for f in figures:
         if f.note:
             print(f"note ({f.name}): {f.note}")
+
+
+def child_json(module: str, args: list[str], checkout: str | None = None, timeout: float = 1800) -> dict:
+    """``python -m <module> <args>`` in a child process, its last line of output read as JSON.
+    ``checkout``: this benchmark's code with that checkout's nodewatch (a directory holding only a
+    link to this ``bench`` comes first on the path, the checkout second): before and after a change,
+    against the same server."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with tempfile.TemporaryDirectory(prefix="nodewatch-bench-child-") as tmp:
+        env = None
+        if checkout:
+            os.symlink(os.path.join(here, "bench"), os.path.join(tmp, "bench"))
+            env = {**os.environ, "PYTHONPATH": f"{tmp}:{checkout}"}
+        out = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=timeout,
+                             check=False, env=env, cwd=tmp if checkout else here)
+    if out.returncode != 0:
+        raise RuntimeError(f"{module} {args[0] if args else ''} child failed: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])

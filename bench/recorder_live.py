@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -33,7 +32,7 @@ import time
 from collections import Counter, defaultdict
 from typing import Any
 
-from .harness import Figure
+from .harness import Figure, child_json
 
 WARMUP = 12.0
 """Seconds after the lists are in before the window: the recorder's first renewal of each Lease
@@ -110,20 +109,8 @@ def _child(kubeconfig: str, seconds: float, record_format: str) -> dict:
 
 
 def _run_child(kubeconfig: str, seconds: float, record_format: str, checkout: str | None = None) -> dict:
-    """``checkout``: this benchmark's code with that checkout's nodewatch (a directory holding only a
-    link to this ``bench`` comes first on the path, the checkout second), as ``steady_live`` does."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with tempfile.TemporaryDirectory(prefix="nodewatch-recorder-live-") as tmp:
-        env = None
-        if checkout:
-            os.symlink(os.path.join(here, "bench"), os.path.join(tmp, "bench"))
-            env = {**os.environ, "PYTHONPATH": f"{tmp}:{checkout}"}
-        out = subprocess.run([sys.executable, "-m", "bench.recorder_live", "child", kubeconfig, str(seconds),
-                              record_format], capture_output=True, text=True, timeout=1800, check=False, env=env,
-                             cwd=tmp if checkout else here)
-    if out.returncode != 0:
-        raise RuntimeError(f"child failed: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    """``checkout``: this benchmark's code with that checkout's nodewatch (``harness.child_json``)."""
+    return child_json("bench.recorder_live", ["child", kubeconfig, str(seconds), record_format], checkout)
 
 
 def _share(r: dict) -> float:

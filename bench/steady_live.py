@@ -43,13 +43,12 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from typing import Any
 
-from .harness import Figure
+from .harness import Figure, child_json
 
 WARMUP = 5.0
 """Seconds of the steady stream before a window starts (the list's garbage, the first renewals)."""
@@ -198,20 +197,8 @@ against the same server (before and after a change, in one run), and said in the
 
 
 def _child(kind: str, kubeconfig: str, seconds: float, checkout: str | None = None, record: str = "") -> dict:
-    """``checkout``: this benchmark's code with that checkout's nodewatch (a directory holding only
-    a link to this ``bench`` comes first on the path, the checkout second)."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with tempfile.TemporaryDirectory(prefix="nodewatch-steady-") as tmp:
-        env = None
-        if checkout:
-            os.symlink(os.path.join(here, "bench"), os.path.join(tmp, "bench"))
-            env = {**os.environ, "PYTHONPATH": f"{tmp}:{checkout}"}
-        out = subprocess.run([sys.executable, "-m", "bench.steady_live", kind, kubeconfig, str(seconds), record],
-                             capture_output=True, text=True, timeout=1800, check=False, env=env,
-                             cwd=tmp if checkout else here)
-    if out.returncode != 0:
-        raise RuntimeError(f"{kind} child failed: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    """``checkout``: this benchmark's code with that checkout's nodewatch (``harness.child_json``)."""
+    return child_json("bench.steady_live", [kind, kubeconfig, str(seconds), record], checkout)
 
 
 SLICE_BURSTS = 0.1
