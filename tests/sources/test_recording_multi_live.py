@@ -34,9 +34,12 @@ def _lines(path) -> list[dict]:
 
 
 def _listed(lines: list[dict], cluster: str) -> bool:
-    """The cluster's streams were listed and its server version is known."""
-    return (any(d.get("cluster") == cluster and d.get("health", {}).get("synced") for d in lines[1:])
-            and any(d.get("cluster") == cluster and "settings" in d for d in lines[1:]))
+    """The cluster's Nodes and Leases were listed and its server version is known. (Any one stream
+    synced was not enough: the Node list waits for the Lease list, and on a busy machine beta was
+    stopped between the two, its Nodes never recorded.)"""
+    synced = {d["health"].get("resource") for d in lines[1:]
+              if d.get("cluster") == cluster and d.get("health", {}).get("synced")}
+    return synced >= {"nodes", "leases"} and any(d.get("cluster") == cluster and "settings" in d for d in lines[1:])
 
 
 @pytest.fixture(scope="module")
