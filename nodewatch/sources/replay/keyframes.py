@@ -27,7 +27,7 @@ from .index import EventIndex
 
 KEYFRAME_EVENTS = 20_000
 """A keyframe every so many events (until ``MAX_BYTES``): seek applies at most this many (about
-0.2 s at 5,000 nodes, 0.4 s at 65,000)."""
+0.2 s at 5,000 nodes, 0.2-0.3 s at 65,000: bench/README.md, session 45)."""
 
 
 def _budget() -> int:
