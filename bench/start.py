@@ -33,7 +33,8 @@ References, same run, same server:
 dashboard and list worker sampled by py-spy (``NW_PY_SPY``; not a dependency) from the command to
 the complete frame, written to ``PREFIX-K.txt`` and its top printed (``NW_PY_SPY_GIL=1``: only
 the samples of threads holding the GIL, which is what the dashboard's threads compete for; without
-it a thread waiting for the GIL counts as busy). The profiler takes CPU of its own: the figures of
+it a thread waiting for the GIL counts as busy; ``NW_PY_SPY_UNTIL=useful``: to the first useful
+frame instead). The profiler takes CPU of its own: the figures of
 a profiled run are not figures.
 """
 
@@ -252,6 +253,8 @@ def _count(header: str, word: str) -> int:
 PY_SPY = os.environ.get("NW_PY_SPY", "py-spy")
 """The sampling profiler ``profile=`` runs (py-spy: every thread and the list worker, no change to
 the code measured; not a dependency of nodewatch, installed apart)."""
+PROFILE_UNTIL = os.environ.get("NW_PY_SPY_UNTIL", "complete")
+"""``useful``: the profile ends at the first useful frame, not the complete one."""
 
 
 def _profiler(pid: int, out: str) -> subprocess.Popen:
@@ -273,7 +276,7 @@ def summarize_profile(path: str, top: int = 25) -> str:
     total = 0
     for line in Path(path).read_text().splitlines():
         stack, _, n = line.rpartition(" ")
-        if not stack:
+        if not stack or not n.isdigit():  # a stack py-spy cut short as it was stopped
             continue
         count = int(n)
         frames = stack.split(";")
@@ -320,12 +323,14 @@ def dashboard(kubeconfig: str, nodes: int, stopped: int, timeout: float = 300,
                 got["judged_max"] = max(got["judged_max"], late + overdue)
                 if "useful_cpu" not in got:
                     got["useful_cpu"] = tree_cpu(tmux.pid, cpu)
+                    if spy is not None and PROFILE_UNTIL == "useful":
+                        spy.send_signal(2)  # SIGINT: py-spy writes its profile
                 if "nodes:ok" in header:
                     got["complete"] = now
                     got["complete_cpu"] = tree_cpu(tmux.pid, cpu)
                     got["late_at_complete"] = _count(header, "Late")
                     got["overdue_at_complete"] = _count(header, "Overdue")
-                    if spy is not None:
+                    if spy is not None and PROFILE_UNTIL != "useful":
                         spy.send_signal(2)  # SIGINT: py-spy writes its profile
             time.sleep(CAPTURE_EVERY)
         if spy is not None:

@@ -202,14 +202,28 @@ class TlsFile:
         return self._arrived()
 
     def read(self, n: int) -> bytes:
-        """``n`` bytes, fewer only at the end of the connection."""
-        while len(self._buf) < n:
+        """``n`` bytes, fewer only at the end of the connection. (The rest of a big chunk, a list's:
+        when what arrived holds them all it is given without going through the buffer, and the
+        buffer's bytes are copied out once, not twice: at 130,000 Leases these copies were an eighth
+        of the Lease list's reading, py-spy.)"""
+        buf = self._buf
+        if not buf:
+            data = self._arrived()
+            if len(data) <= n:
+                if len(data) == n or not data:
+                    return data
+            else:
+                buf += memoryview(data)[n:]
+                return data[:n]
+            buf += data
+        while len(buf) < n:
             data = self._arrived()
             if not data:
                 break
-            self._buf += data
-        out = bytes(self._buf[:n])
-        del self._buf[:n]
+            buf += data
+        with memoryview(buf) as view:
+            out = bytes(view[:n])
+        del buf[:n]
         return out
 
     def drained(self) -> bool | None:

@@ -7,6 +7,7 @@ asks for a watch) is compared with ``Connection.get`` (urllib3's way) on the sam
 
 from __future__ import annotations
 
+import random
 import socket
 import ssl
 import threading
@@ -265,4 +266,28 @@ def test_a_busy_stream_is_read_in_gathered_reads_and_a_quiet_one_at_once(tmp_pat
         assert reads <= took / tls_stream.GATHER_SECONDS + 10 and reads < 100, (reads, took)
         assert body.read() == b"after the pause\n"
         assert time.monotonic() - stamps[-1] < 0.1  # read as it came, not held back
+        resp.close()
+
+
+@pytest.mark.parametrize("size", [1 << 12, 1 << 16, 1 << 18])
+def test_big_chunks_cut_into_records_anywhere_give_the_same_payload(tmp_path, size):
+    """A list's chunks are big (each read of the rest of a chunk is ``TlsFile.read(n)``): arriving in
+    pieces shorter and longer than a read, cut anywhere, they give the payload byte for byte."""
+    rng = random.Random(size)
+    lines = [b'{"n":%d,"pad":"%s"}\n' % (i, b"x" * rng.randrange(0, 3000)) for i in range(600)]
+    chunks, at = [], 0
+    while at < len(lines):
+        take = rng.choice((1, 7, 60, 250))
+        chunks.append(_chunk(b"".join(lines[at:at + take])))
+        at += take
+    wire = b"".join(chunks) + b"0\r\n\r\n"
+    pieces, pos = [HEAD_CHUNKED], 0
+    while pos < len(wire):
+        step = rng.choice((1, 5, 900, 16_000, 70_000, 400_000))
+        pieces.append(wire[pos:pos + step])
+        pos += step
+    with tls_serving(tmp_path, pieces) as (kubeconfig, _):
+        resp = Connection(str(kubeconfig)).get("/api/v1/nodes", {"watch": "true"}, stream=True)
+        assert isinstance(resp, TlsResponse)
+        assert _payload(BodyReader(resp, size)) == b"".join(lines)
         resp.close()
