@@ -198,3 +198,17 @@ def test_the_lease_frontier_reads_one_write_time_a_batch_and_the_newest():
     nothing = StreamFrontier()
     _written(nothing, [("leases", "MODIFIED", objs[0], received, False)])  # a dict (a recorder's path)
     assert nothing.written_to == float("-inf")
+
+
+def test_managed_fields_decoded_once_per_text_still_answer_for_each_holder():
+    """Leases listed in one second share their managed fields' text, decoded once (``wire._entries_of``):
+    the holder is applied to each record's own, so the same text says a write time for the Lease
+    whose holder wrote it and none for another holder's."""
+    entry = dict(_ENTRY, manager="ip-10-20-0-0.ec2.internal")
+    mine, other = _lease([dict(entry)]), _lease([dict(entry)])
+    mine["spec"]["holderIdentity"] = "ip-10-20-0-0.ec2.internal"
+    other["spec"]["holderIdentity"] = "ip-10-20-0-9.ec2.internal"
+    lines = b"".join(orjson.dumps({"type": "ADDED", "object": o}) + b"\n" for o in (mine, other, mine))
+    recs = [rec for _, rec, _ in DECODERS["leases"].decode_events(lines)]
+    assert [r.written_at for r in recs] == [lease_from_dict(o).written_at for o in (mine, other, mine)]
+    assert recs[0].written_at is not None and recs[1].written_at is None
