@@ -62,6 +62,17 @@ def safe(s: object, max_len: int = 200) -> str:
     return _safe(s if isinstance(s, str) else str(s), max_len)
 
 
+def middle_cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, cut in the middle (``ap-so…ast-1a``), not at the
+    end: what tells a fleet's zones apart is their last letter (``ap-southeast-1a``, ``-1b``,
+    ``-1c`` all read ``ap-southeast`` cut at the end). A text that is not ASCII is left as it is
+    (its cells are not its characters: the caller's own cut applies)."""
+    if len(text) <= width or width < 5 or not text.isascii():
+        return text
+    tail = (width - 1) // 2 + (width - 1) % 2
+    return text[:width - 1 - tail] + ELLIPSIS + text[-tail:]
+
+
 @lru_cache(maxsize=65536)
 def _safe(text: str, max_len: int) -> str:
     # Work on a bounded prefix: a 10 MB annotation must not cost 10 MB of work per frame.

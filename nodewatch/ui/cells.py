@@ -27,10 +27,10 @@ from ..core.format import (
     zone_short,
 )
 from ..core.rules import NodeState, renew_interval
-from ..core.text import duration, safe
+from ..core.text import duration, middle_cut, safe
 from ..core.views import NodeView
 from .partial_update import single_width
-from .rows import SEP, Column, cond_flags
+from .rows import SEP, ZONE_WIDTH, Column, cond_flags
 from .theme import DEFAULT_PALETTE, Palette
 
 
@@ -183,7 +183,7 @@ def static_cells(v: NodeView, p: Palette) -> dict[str, CellKey]:
         "state": state_cell(v, p),
         "cluster": (safe(v.cluster, 60), Style()),
         "name": (safe(v.name, 80), Style(bold=v.state is not NodeState.READY)),
-        "zone": (safe(zone_short(v.zone), 40), p.muted),
+        "zone": (middle_cut(safe(zone_short(v.zone), 40), ZONE_WIDTH), p.muted),
         "cond": (conditions_text(v.ready, v.pressure, v.network_unavailable), cond_style),
         "cond.c": (conditions_compact(v.ready, v.pressure, v.network_unavailable), cond_style),
         "kubelet": (safe(v.kubelet_version, 20), p.muted),

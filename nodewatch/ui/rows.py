@@ -52,10 +52,13 @@ def cond_flags(v: NodeView) -> int:
     return (v.ready != "True") * 4 + len(v.pressure) + v.network_unavailable
 
 
+ZONE_WIDTH = 12
+"""The zone column's width: a longer zone is cut in the middle (``cells``), keeping its letter."""
+
 COLUMNS: tuple[Column, ...] = (
     Column("state", "STATE", 10, None),
     Column("name", "NODE", 12, lambda v: v.name, flex=True),
-    Column("zone", "ZONE", 12, lambda v: (v.zone, v.state.rank, v.name)),
+    Column("zone", "ZONE", ZONE_WIDTH, lambda v: (v.zone, v.state.rank, v.name)),
     Column("renew", "RENEW AGE", 16, lambda v: (v.lease_observed_at if v.lease_observed_at is not None else INF, v.name),
            compact_width=6, compact_title="RENEW"),
     Column("grace", "GRACE", 18, lambda v: (v.lease_observed_at + v.grace if v.lease_observed_at is not None else INF, v.state.rank, v.name),

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from nodewatch.core.certs import certificate_not_after
-from nodewatch.core.text import safe
+from nodewatch.core.text import middle_cut, safe
 from nodewatch.core.timeutil import format_time, parse_time, parse_when
 from support.factories import make_cert_pem
 
@@ -102,3 +102,19 @@ def test_certificate_not_after_pem_and_base64():
                                   "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----", 12])
 def test_certificate_not_after_junk(junk):
     assert certificate_not_after(junk) is None
+
+
+@given(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=40), st.integers(5, 30))
+def test_middle_cut_fits_the_width_and_keeps_both_ends(text, width):
+    out = middle_cut(text, width)
+    if len(text) <= width:
+        assert out == text
+    else:
+        assert len(out) == width and "…" in out
+        head, tail = out.split("…")
+        assert text.startswith(head) and text.endswith(tail) and len(tail) >= len(head)
+
+
+def test_middle_cut_leaves_what_it_cannot_count_as_it_is():
+    assert middle_cut("zone-éééééééééééé", 12) == "zone-éééééééééééé"  # not ASCII: the cell's own cut
+    assert middle_cut("abcdefgh", 4) == "abcdefgh"  # too narrow to say anything with an ellipsis

@@ -419,3 +419,21 @@ def test_whole_names_cost_optional_columns_before_letters_of_the_name():
         cols = dict((c.key, w) for c, w in layout_columns(width, name_width=19))
         assert cols["name"] >= 19, (width, cols)
         assert sum(cols.values()) + len(cols) - 1 <= width
+
+
+def test_long_zones_are_cut_in_the_middle_so_their_letters_still_tell_them_apart():
+    """``ap-southeast-1a``, ``-1b`` and ``-1c`` cut at the end all read ``ap-southeast`` in the
+    12-cell zone column: the table keeps each one's end (``ap-so…ast-1a``), and a short zone whole."""
+    state = FleetState(Settings(server_version="v1.33.2"))
+    zones = ["ap-southeast-1a", "ap-southeast-1b", "ap-southeast-1c", "eu-west-1a"]
+    feed(state, [obj for i, z in enumerate(zones)
+                 for obj in (("nodes", node(f"n{i}", zone=z, region="ap-southeast-1")), ("leases", lease(f"n{i}", T0 - 1)))])
+    view = state.evaluate(T0)
+    cols = layout_columns(200, name_width=12)
+    x = 0
+    for c, w in cols:
+        if c.key == "zone":
+            break
+        x += w + 1
+    cells = {v.name: render_row(v, RowContext(T0), cols, 200).text[x:x + w].rstrip() for v in view.nodes}
+    assert [cells[f"n{i}"] for i in range(4)] == ["ap-so…ast-1a", "ap-so…ast-1b", "ap-so…ast-1c", "eu-west-1a"]
