@@ -209,11 +209,18 @@ class HistoryRecorder:
         return None
 
     def peak(self) -> Sample | None:
-        """The sample with the most nodes down (past the grace or worse), else the most not Ready."""
+        """The first sample with the most nodes down (past the grace or worse); when none was down,
+        the first with the most not Ready. The first: the report says the peak came "at" its time,
+        which is where its timeline (a row each time the count of nodes down changed) shows that
+        count first; a Late node later beside the same count (not down, not in that table) made it
+        name a later time than any row."""
         with self.lock:
             if not self.samples:
                 return None
-            return max(self.samples, key=lambda s: (s.down, s.not_ready, -s.at))
+            most = max(s.down for s in self.samples)
+            if most:
+                return next(s for s in self.samples if s.down == most)
+            return max(self.samples, key=lambda s: (s.not_ready, -s.at))
 
     # --- sampling ----------------------------------------------------------------------------------
 

@@ -186,3 +186,22 @@ def test_the_committed_recording_in_one_pass():
     assert taints[0].happened is not None and taints[0].happened <= taints[0].at
     peak = rec.peak()
     assert isinstance(peak, Sample) and peak.down >= 7
+
+
+def test_the_peak_is_when_the_most_nodes_down_came_first():
+    """Six down from the first sample on, a seventh node Late (not down) later: the peak is the
+    first sample with six down, where the report's timeline shows six first. With none down, the
+    first sample with the most not Ready."""
+    def sample(at: float, down: int, late: int) -> Sample:
+        counts = [0] * len(NodeState)
+        counts[NodeState.UNKNOWN.rank] = down
+        counts[NodeState.LATE.rank] = late
+        counts[NodeState.READY.rank] = 30 - down - late
+        return Sample(at, tuple(counts))
+
+    rec = HistoryRecorder()
+    rec.samples += [sample(T0, 6, 0), sample(T0 + 6, 6, 1), sample(T0 + 9, 5, 0)]
+    assert rec.peak() == rec.samples[0]
+    calm = HistoryRecorder()
+    calm.samples += [sample(T0, 0, 1), sample(T0 + 1, 0, 2), sample(T0 + 2, 0, 2)]
+    assert calm.peak() == calm.samples[1]
