@@ -194,6 +194,14 @@ def add_demo_arguments(parser: argparse.ArgumentParser, *, flag_prefix: str = ""
     g.add_argument("--speed", type=float, default=1.0, metavar="X", help="virtual time speed (default 1)")
 
 
+def naming(path: str, exc: object) -> str:
+    """An error about the recording ``path``, naming it once: readers name the file (or the
+    directory) in some errors and not in others ("line 1: not a nodewatch recording header"), and
+    a command that put the path before each said it twice in the first kind."""
+    text = str(exc)
+    return text if text.startswith(f"{path}:") else f"{path}: {text}"
+
+
 def fail(message: str) -> int:
     """One line on stderr, exit code 2: the contract of every command's errors."""
     print(f"nodewatch: {message}", file=sys.stderr)

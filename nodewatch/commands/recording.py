@@ -19,7 +19,7 @@ import sys
 from typing import IO, Callable, Iterator
 
 from ..sources.segments import line_time
-from .common import CommandError, fail
+from .common import CommandError, fail, naming
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +42,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         lines, problems, end = _lines(args)
         n = _write(_counted(lines, shown, end), args.output)
-    except (RecordingError, ValueError, CommandError) as exc:
+    except RecordingError as exc:
+        shown.done()
+        return fail(naming(args.src, exc))
+    except (ValueError, CommandError) as exc:
         shown.done()
         return fail(str(exc))
     except OSError as exc:

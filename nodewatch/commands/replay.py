@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_settings_arguments, fail, settings_from_args
+from .common import add_settings_arguments, fail, naming, settings_from_args
 from .dashboard import add_dashboard_arguments, run_app
 
 
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
                               background=True, progress=shown)  # the first frame once the start is read;
     except (RecordingError, OSError, ValueError) as exc:  # the rest is indexed meanwhile
         shown.done()  # (before the error: on the line it would share)
-        return fail(f"{args.file}: {exc}")
+        return fail(naming(args.file, exc))
     finally:
         shown.done()
     return run_app(source, args, problems=source.problems)

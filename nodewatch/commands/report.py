@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from .common import CommandError, add_settings_arguments, settings_from_args
+from .common import CommandError, add_settings_arguments, naming, settings_from_args
 
 FORMATS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}
 
@@ -53,14 +53,13 @@ def run(args: argparse.Namespace) -> int:
         try:
             path, args.start, args.end = window(path, args.start, args.end)
         except (RecordingError, ValueError) as exc:
-            raise CommandError(f"{args.file}: {exc}") from None
+            raise CommandError(naming(args.file, exc)) from None
     shown = ReadProgress(args.file, verb="indexing")
     try:
         index = EventIndex(path, progress=shown)
     except (RecordingError, OSError, ValueError) as exc:
         shown.done()
-        msg = str(exc)
-        raise CommandError(msg if msg.startswith(args.file) else f"{args.file}: {msg}") from None
+        raise CommandError(naming(args.file, exc)) from None
     try:
         if not len(index):
             raise CommandError(f"{args.file}: no usable events in the recording")

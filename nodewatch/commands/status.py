@@ -33,6 +33,7 @@ from .common import (
     cluster_specs_from_args,
     fail,
     live_source_from_args,
+    naming,
     settings_from_args,
 )
 from .status_output import OutputError, add_output_arguments, nodes_shown, output_of, watch, write_answer
@@ -231,21 +232,24 @@ def _evaluate_source(args: argparse.Namespace, settings):
         args._demo = demo  # -w moves it on
         return demo.state, t
     if args.replay:
+        from ..sources.recording import RecordingError
         from ..sources.replay import state_at
 
         path, asked = args.replay, args.at
-        if os.path.isdir(path) and args.at:  # a hub's flight recorder: read up to --at only
-            from ..sources.segments import window
-
-            path, _, args.at = window(path, None, args.at, "--at")
         # one pass, no index; what a later event supersedes is left out (the answer shows neither
         # renewal counts, heartbeat histories nor timelines), and the Pods unless --node shows them
         from .read_progress import ReadProgress
 
         shown = ReadProgress(str(args.replay))
         try:
+            if os.path.isdir(path) and args.at:  # a hub's flight recorder: read up to --at only
+                from ..sources.segments import window
+
+                path, _, args.at = window(path, None, args.at, "--at")
             state, seen, problems = state_at(path, args.at, settings, compact=True, pods=args.node is not None,
                                              progress=shown)
+        except (RecordingError, OSError) as exc:  # the file's trouble, named once (not --at's)
+            raise ValueError(naming(str(args.replay), exc)) from None
         finally:
             shown.done()
         for p in problems[:20]:

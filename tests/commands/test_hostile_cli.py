@@ -150,3 +150,21 @@ def test_replay_hands_the_problems_to_the_dashboard(tmp_path, monkeypatch):
         {"t": T0, "resource": "nodes", "type": "ADDED", "object": node("a"), "list": True})]) + b"\n")
     assert main(["replay", str(path)]) == 0
     assert any(p.startswith("line 2:") for p in seen["problems"])
+
+
+@pytest.mark.parametrize("command", [
+    ["status", "--replay", "{p}"], ["status", "--replay", "{p}", "--at", "+5"], ["report", "{p}"],
+    ["replay", "{p}"], ["recording", "export", "{p}", "-o", "{out}"],
+])
+@pytest.mark.parametrize("what", ["not a recording", "an empty directory", "no such file"])
+def test_a_recording_that_cannot_be_read_is_named_once(tmp_path, capsys, command, what):
+    """Every command that reads a recording names it in its one line of error, once: some readers'
+    errors name the file and some do not, and a command that added it to each said it twice."""
+    path = tmp_path / "rec"
+    if what == "not a recording":
+        path.write_bytes(b"garbage\n")
+    elif what == "an empty directory":
+        path.mkdir()
+    rc = main([a.format(p=path, out=tmp_path / "out.jsonl") for a in command])
+    _, err = capsys.readouterr()
+    assert rc == 2 and err.count(str(path)) == 1 and err.startswith(f"nodewatch: {path}: "), err
