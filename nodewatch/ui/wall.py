@@ -73,9 +73,9 @@ class WallView(Vertical):
             box.show(view.counts.get(box.state, 0), palette)
         not_ready = len(view.nodes) - view.counts.get(NodeState.READY, 0)
         title = Text()
-        title.append(f" {not_ready} of {len(view.nodes)} nodes not Ready ",
+        title.append(f" {not_ready:,} of {len(view.nodes):,} nodes not Ready ",
                      palette.bad if not_ready else palette.good)
         cordoned = view.cordoned
         if cordoned:  # a cordoned node may be Ready (not in the table below): count them all here
-            title.append(f" {CORDON_MARK} {cordoned} cordoned ", palette.warn)
+            title.append(f" {CORDON_MARK} {cordoned:,} cordoned ", palette.warn)
         self.query_one("#wall-title", Static).update(title)

@@ -7,11 +7,13 @@ after moving the ManualClock, so nothing waits for a timer.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 from textual.binding import Binding
 from textual.geometry import Region
 
+from nodewatch.core.clock import ManualClock
 from nodewatch.core.rules import TAINT_UNREACHABLE, NodeState
 from nodewatch.ui import app as app_module
 from nodewatch.ui.app import NodewatchApp, run_dashboard
@@ -24,7 +26,7 @@ from nodewatch.ui.problems import ProblemsScreen
 from nodewatch.ui.replay_bar import ReplayBar
 from nodewatch.ui.rows import COLUMN_KEYS, NOT_READY
 from support.factories import T0, node, taint
-from support.ui_support import incident_source
+from support.ui_support import FakeSource, big_state, incident_source
 
 SIZE = (160, 40)
 
@@ -646,3 +648,12 @@ async def test_a_large_fleet_shows_no_frame_judged_without_its_first_lease_list(
             if state.published() is not before:
                 break
         assert state.published() is not before
+
+
+async def test_the_wall_title_counts_a_big_fleet_as_the_header_does():
+    """Thousands grouped as in the header (``65,000 nodes``): ``41 of 1,500``, not ``41 of 1500``."""
+    app = NodewatchApp(FakeSource(big_state(1_500), ManualClock(T0)), wall=True, refresh_seconds=3600)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        title = static_text(app.query_one("#wall-title")).strip()
+        assert re.fullmatch(r"\d{1,3}(,\d{3})* of 1,500 nodes not Ready", title), title
