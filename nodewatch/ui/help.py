@@ -25,6 +25,10 @@ def bindings_table(groups: list[tuple[str, list[Binding]]], key_display) -> Tabl
 
 
 class HelpScreen(ModalScreen[None]):
+    AUTO_FOCUS = "VerticalScroll"
+    """Its scroll focused, so the arrows, Page Up/Down, Home and End scroll what a short terminal
+    cuts off (the app focuses nothing by itself: at 24 rows twenty lines of keys were out of reach)."""
+
     BINDINGS = [
         Binding("escape,question_mark,q", "dismiss_help", "Close help", id="help.close"),
     ]

@@ -46,6 +46,9 @@ def problems_table(problems: list[Problem], now: float, palette: Palette = DEFAU
 class ProblemsScreen(ModalScreen[None]):
     """The list behind the header's error and notice counts. The app refreshes it each tick."""
 
+    AUTO_FOCUS = "VerticalScroll"
+    """Its scroll focused, so the keys scroll a list longer than the screen (``HelpScreen``'s reason)."""
+
     BINDINGS = [
         Binding("escape,p,q", "close", "Close", id="problems.close"),
     ]

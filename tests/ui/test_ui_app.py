@@ -11,6 +11,7 @@ import re
 
 import pytest
 from textual.binding import Binding
+from textual.containers import VerticalScroll
 from textual.geometry import Region
 
 from nodewatch.core.clock import ManualClock
@@ -657,3 +658,27 @@ async def test_the_wall_title_counts_a_big_fleet_as_the_header_does():
         await pilot.pause()
         title = static_text(app.query_one("#wall-title")).strip()
         assert re.fullmatch(r"\d{1,3}(,\d{3})* of 1,500 nodes not Ready", title), title
+
+
+@pytest.mark.parametrize("key", ["question_mark", "p"])
+async def test_help_and_problems_scroll_by_keys_on_a_short_terminal(key):
+    """At 24 rows neither the key table nor a long list of problems fits: the keys scroll them
+    (nothing was focused in them, so the arrows and Page Down did nothing), and still close them."""
+    src, app = make_app()
+    for i in range(60):
+        src.state.notice(T0 - 60 + i, "test", f"notice {i}")
+    async with app.run_test(size=(100, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press(key)
+        await pilot.pause()
+        box = app.screen.query_one(VerticalScroll)
+        assert box.max_scroll_y > 0 and box.scroll_y == 0
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert box.scroll_y > 0
+        await pilot.press("end")
+        await pilot.pause()
+        assert box.scroll_y == box.max_scroll_y
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, (HelpScreen, ProblemsScreen))
