@@ -183,7 +183,7 @@ def static_cells(v: NodeView, p: Palette) -> dict[str, CellKey]:
         "state": state_cell(v, p),
         "cluster": (safe(v.cluster, 60), Style()),
         "name": (safe(v.name, 80), Style(bold=v.state is not NodeState.READY)),
-        "zone": (middle_cut(safe(zone_short(v.zone), 40), ZONE_WIDTH), p.muted),
+        "zone": (middle_cut(safe(zone_short(v.zone), 80), ZONE_WIDTH), p.muted),  # (a label value: <= 63)
         "cond": (conditions_text(v.ready, v.pressure, v.network_unavailable), cond_style),
         "cond.c": (conditions_compact(v.ready, v.pressure, v.network_unavailable), cond_style),
         "kubelet": (safe(v.kubelet_version, 20), p.muted),

@@ -425,7 +425,7 @@ def test_long_zones_are_cut_in_the_middle_so_their_letters_still_tell_them_apart
     """``ap-southeast-1a``, ``-1b`` and ``-1c`` cut at the end all read ``ap-southeast`` in the
     12-cell zone column: the table keeps each one's end (``ap-so…ast-1a``), and a short zone whole."""
     state = FleetState(Settings(server_version="v1.33.2"))
-    zones = ["ap-southeast-1a", "ap-southeast-1b", "ap-southeast-1c", "eu-west-1a"]
+    zones = ["ap-southeast-1a", "ap-southeast-1b", "ap-southeast-1c", "eu-west-1a", "z" * 55 + "-east-1d"]  # (<= 63)
     feed(state, [obj for i, z in enumerate(zones)
                  for obj in (("nodes", node(f"n{i}", zone=z, region="ap-southeast-1")), ("leases", lease(f"n{i}", T0 - 1)))])
     view = state.evaluate(T0)
@@ -436,4 +436,5 @@ def test_long_zones_are_cut_in_the_middle_so_their_letters_still_tell_them_apart
             break
         x += w + 1
     cells = {v.name: render_row(v, RowContext(T0), cols, 200).text[x:x + w].rstrip() for v in view.nodes}
-    assert [cells[f"n{i}"] for i in range(4)] == ["ap-so…ast-1a", "ap-so…ast-1b", "ap-so…ast-1c", "eu-west-1a"]
+    assert [cells[f"n{i}"] for i in range(5)] == ["ap-so…ast-1a", "ap-so…ast-1b", "ap-so…ast-1c", "eu-west-1a",
+                                                  "zzzzz…ast-1d"]
