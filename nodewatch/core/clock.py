@@ -18,6 +18,14 @@ class Clock(Protocol):
         ...
 
 
+def is_virtual(clock: object) -> bool:
+    """Whether ``clock`` tells another time than the wall's (a replay, the simulator, a demo hub): the
+    header says so. A clock that knows says it itself (``virtual``: a hub's clock as its viewer hears
+    it, which is the hub's own kind); any other is virtual unless it is the wall clock."""
+    said = getattr(clock, "virtual", None)
+    return not isinstance(clock, SystemClock) if said is None else bool(said)
+
+
 class SystemClock:
     """Wall-clock time: the live source, to the microsecond.
 

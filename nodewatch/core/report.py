@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import orjson
+from humanize import intcomma
 
 from .fleet import FleetState
 from .format import conditions_text, taint_label
@@ -169,13 +170,13 @@ def fleet_table_lines(state: FleetState, view: FleetView, node: str | None = Non
             yield "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1]
         return
     yield f"at {format_time(now)}  {view.settings.summary(zone_threshold=True)}"
-    yield "  ".join(f"{s.word} {view.counts[s]}" for s in NodeState if view.counts[s]) or "no nodes"
+    yield "  ".join(f"{s.word} {intcomma(view.counts[s])}" for s in NodeState if view.counts[s]) or "no nodes"
     if view.leases_blind:
         yield f"WARNING: {view.blind_reason}; lease ages unknown"
     if view.all_zones_full:
         yield "ALL ZONES IN FULL DISRUPTION: the node controller stops all evictions"
     for z in view.zones:
-        yield (f"zone {safe(z.name or '(no zone)', 60)}: {z.state.value} {z.ready}/{z.nodes} ready, "
+        yield (f"zone {safe(z.name or '(no zone)', 60)}: {z.state.value} {intcomma(z.ready)}/{intcomma(z.nodes)} ready, "
                f"taint rate {z.taint_rate:g}/s")
     yield "  ".join(c.ljust(w) for c, w in zip(title, widths)) + "  " + title[-1]
     for v in shown:

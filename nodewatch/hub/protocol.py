@@ -7,7 +7,7 @@ newline, and refuses an absurd length before allocating it.
 
 Hub to viewer (every frame carries ``now``, the hub's clock: the only "now" a viewer shows):
 
-- ``hello``: protocol version, the source's name, the hub's limits.
+- ``hello``: protocol version, the source's name, whether its clock is virtual (a demo's), the hub's limits.
 - ``snap``: the whole fleet: ``meta`` (counts, zones, health, settings, and for a hub of several
   clusters the cluster strip), then every node's view (with its cluster, when there are several)
   and labels (for the search box), worst first, in this frame and the ``parts`` ``part`` frames

@@ -41,6 +41,11 @@ class HubClock:
         t = self._state.hub_now
         return time.time() if t is None else t
 
+    @property
+    def virtual(self) -> bool:
+        """The hub's clock is a replay's or the simulator's (its hello says; a live hub's is the wall)."""
+        return self._state.hub_virtual
+
 
 class ViewerSource:
     """A ``Source`` fed by a hub; see the module docstring."""
@@ -206,6 +211,7 @@ class ViewerSource:
                 if kind == "hello":
                     if msg.get("v") != protocol.VERSION:
                         return f"the hub speaks protocol {msg.get('v')!r}, this viewer {protocol.VERSION}"
+                    self.state.hub_virtual = msg.get("virtual") is True
                     continue
                 if kind in ("snap", "part", "delta", "details"):
                     self.state.receive(msg)

@@ -30,7 +30,7 @@ from textual.widgets import Footer, Input
 from textual.worker import Worker, WorkerState
 
 from ..config import UserConfig, remember_theme, remembered_theme
-from ..core.clock import SystemClock
+from ..core.clock import is_virtual
 from ..core.rules import NodeState
 from ..core.search import LabelSearch
 from ..core.source import Source
@@ -386,7 +386,7 @@ class NodewatchApp(SourceActions, App):
 
     def _header(self, view: FleetView, now: float, listing: int | None = None) -> Text:
         return header_text(self.source.name, view, now, self.palette,
-                           virtual=not isinstance(self.source.clock, SystemClock),
+                           virtual=is_virtual(self.source.clock),
                            problems=self.source.state.problem_counts(), width=self.size.width,
                            problems_key=self.keymap.get("app.problems", "p"), listing=listing)
 

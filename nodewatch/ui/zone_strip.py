@@ -9,6 +9,7 @@ each zone; the summary says what an SRE must know first.
 
 from __future__ import annotations
 
+import humanize
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.widgets import Static
@@ -45,7 +46,7 @@ def zone_items(view: FleetView, palette: Palette, *, compact: bool = False) -> l
         style = palette.zones.get(z.state)
         word = "" if compact and z.state is ZoneState.NORMAL else f" {z.state.value}"
         t.append(f" {ZONE_SYMBOL[z.state]}{word}", style)
-        t.append(f" {z.ready}/{z.nodes}")
+        t.append(f" {humanize.intcomma(z.ready)}/{humanize.intcomma(z.nodes)}")
         if not compact:
             t.append(f" · {rate_text(z.taint_rate)}", palette.muted)
         items.append(t)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import orjson
 import pytest
 
 from nodewatch.core import report
 from nodewatch.core.fleet import FleetState
 from nodewatch.core.report import fleet_json, fleet_table, fleet_table_lines, terminal_safe_json, write_fleet_json
+from nodewatch.core.rules import NodeState, ZoneState
 from nodewatch.core.text import safe
+from nodewatch.core.views import ZoneView
 from nodewatch.sources.demo import DemoSource
 
 T0 = 1_800_000_000.0
@@ -69,3 +73,14 @@ def test_table_rows_line_up_under_their_titles():
         assert row[starts[1]:starts[2]].strip() == f"{v.state.symbol} {v.state.word}"
         assert row[starts[3]:] == (safe(v.cause, 120) or "-")
     assert max(len(v.name) for v in view.nodes) + 2 == starts[0]
+
+
+def test_the_tables_counts_have_thousands_separators():
+    """A 65,000-node fleet reads "Ready 64,990" and "21,667/21,667 ready", as the dashboard's header does."""
+    state, now = _state(1500)
+    view = state.evaluate(now)
+    big = ZoneView("eu-west-1/eu-west-1a", ZoneState.NORMAL, 21_667, 21_660, 7, 0.0)
+    lines = list(fleet_table_lines(state, dataclasses.replace(view, zones=[*view.zones, big])))
+    ready = view.counts[NodeState.READY]
+    assert ready >= 1000 and f"Ready {ready:,}" in lines[1].split("  ")
+    assert "zone eu-west-1/eu-west-1a: Normal 21,660/21,667 ready, taint rate 0/s" in lines

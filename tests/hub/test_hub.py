@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 import pytest
 
+from nodewatch.core.clock import SystemClock, is_virtual
 from nodewatch.core.rules import NodeState
 from nodewatch.core.views import NodeDetails
 from nodewatch.hub import protocol
@@ -323,3 +325,22 @@ def test_views_and_details_survive_the_wire(tmp_path):
         assert view_from_wire(view_to_wire(v)) == v
         d = src.state.node_details(v.name, t)
         assert from_wire(NodeDetails, to_wire(d)) == d
+
+
+def test_a_viewer_calls_the_clock_virtual_only_when_the_hubs_is(tmp_path):
+    """The header's "(virtual)" follows the hub's clock: a demo hub's is the simulator's, a live
+    hub's the wall (here a demo fleet read on the wall clock, which is all the hub's hello looks at)."""
+    (tmp_path / "demo").mkdir()
+    (tmp_path / "live").mkdir()
+    with demo_hub(tmp_path / "demo") as hub, viewer(hub) as v:
+        assert is_virtual(hub.source.clock) and is_virtual(v.clock)
+    src = DemoSource(nodes=10, scenario="steady", seed=1, speed=0.0)
+    src.clock = SystemClock()
+    hub = Hub(src, str(tmp_path / "live" / "hub.sock"), tick_seconds=None)
+    hub.start()
+    try:
+        with viewer(hub) as v:
+            assert not is_virtual(v.clock)
+            assert abs(v.clock.now() - time.time()) < 60
+    finally:
+        hub.stop()

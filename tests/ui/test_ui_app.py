@@ -15,7 +15,8 @@ from textual.containers import VerticalScroll
 from textual.geometry import Region
 
 from nodewatch.core.clock import ManualClock
-from nodewatch.core.rules import TAINT_UNREACHABLE, NodeState
+from nodewatch.core.rules import TAINT_UNREACHABLE, NodeState, ZoneState
+from nodewatch.core.views import ZoneView
 from nodewatch.ui import app as app_module
 from nodewatch.ui.app import NodewatchApp, run_dashboard
 from nodewatch.ui.commands import NodewatchCommands
@@ -26,6 +27,8 @@ from nodewatch.ui.help import HelpScreen
 from nodewatch.ui.problems import ProblemsScreen
 from nodewatch.ui.replay_bar import ReplayBar
 from nodewatch.ui.rows import COLUMN_KEYS, NOT_READY
+from nodewatch.ui.theme import palette_16
+from nodewatch.ui.zone_strip import zone_items
 from support.factories import T0, node, taint
 from support.ui_support import FakeSource, big_state, incident_source
 
@@ -472,6 +475,15 @@ async def test_the_zone_strip_breaks_between_zones_never_inside_one(width):
             assert z in joined, (z, lines)  # every item whole on one line
         for line in lines[1:]:
             assert line.startswith(" ") and not line.startswith("  "), lines  # one space in, none lost
+
+
+def test_the_zone_strip_counts_read_with_thousands():
+    """A zone of a 65,000-node fleet reads "21,660/21,667", as the header's counts do."""
+    src, _ = make_app()
+    view = src.state.evaluate(T0)
+    big = ZoneView("eu-west-1/eu-west-1a", ZoneState.NORMAL, 21_667, 21_660, 7, 0.0)
+    items = [t.plain for t in zone_items(dataclasses.replace(view, zones=[big]), palette_16())]
+    assert items == ["eu-west-1a ● Normal 21,660/21,667 · 0/s (stopped)"]
 
 
 async def test_header_names_errors_and_notices_and_p_lists_them():
