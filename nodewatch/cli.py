@@ -18,7 +18,7 @@ COMMANDS = {
     "record": ("record", "record a live cluster's watch streams to a file, headless"),
     "recording": ("recording", "recordings: export any of them (or a span of a hub's directory) as JSON Lines"),
     "sim-server": ("sim_server", "serve the simulated fleet as a Kubernetes API on 127.0.0.1"),
-    "testbed": ("testbed", "a real Kubernetes v1.20 control plane on 127.0.0.1 with simulated kubelets"),
+    "testbed": ("testbed", "a real Kubernetes control plane (v1.20.2, or the newest release) on 127.0.0.1 with simulated or hollow kubelets"),
     "hub": ("hub", "one watcher for many screens: serve viewers and record everything, headless"),
     "attach": ("attach", "dashboard fed by a hub (its directory, socket or https://HOST:PORT)"),
     "info": ("info", "where every file nodewatch reads and writes is"),

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
             if not args.quiet and elapsed - shown >= 1.0:
                 shown = elapsed
                 nodes = source.state.node_count()
-                print(f"\rrecording {args.file}: {elapsed:.0f}s, {recorder.lines} events, {nodes} nodes",
+                print(f"\rrecording {args.file}: {elapsed:.0f}s, {recorder.lines:,} lines, {nodes:,} nodes",
                       end="", file=sys.stderr, flush=True)
             if args.duration is not None and elapsed >= args.duration:
                 break
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if not args.quiet:
         some = f" of {len(specs) - len(told)} of {len(specs)} clusters" if specs is not None and told else ""
-        print(f"wrote {recorder.lines} events{some} to {args.file}", file=sys.stderr)
+        print(f"wrote {recorder.lines:,} lines{some} to {args.file}", file=sys.stderr)
     if not listed:
         return fail(f"{args.file}: nodes and leases were never listed (the API server did not answer in "
                     f"{time.monotonic() - started:.0f}s); the file has only what was received")

@@ -231,6 +231,8 @@ class HistoryRecorder:
         with self.lock:
             if self._last_at is not None and t < self._last_at:
                 self._reset()  # time went backwards (a new run): start over
+            if self._first and not view.nodes:
+                return  # no node known yet (a recording's first lines): "0 down" would be no statement
             first = self._first
             self._first = False
             self._last_at = t

@@ -205,3 +205,26 @@ def test_the_peak_is_when_the_most_nodes_down_came_first():
     calm = HistoryRecorder()
     calm.samples += [sample(T0, 0, 1), sample(T0 + 1, 0, 2), sample(T0 + 2, 0, 2)]
     assert calm.peak() == calm.samples[1]
+
+
+def test_a_recordings_first_lines_before_any_node_are_no_sample():
+    """A recording starts with its lists: sampled before the first Node, the fleet read "0 down",
+    and every node already down at the start then counted as going down in the window (``Ready →
+    Evicted``), its earlier NoExecute taint as added in it. Nothing is sampled until a node is known."""
+    st = FleetState(Settings())
+    rec = HistoryRecorder()
+    rec.observe(st, st.evaluate(T0))  # the recording's first line: no node yet
+    added = T0 - 400
+    st.apply("nodes", "ADDED", node("n0", "Unknown", transition=T0 - 460,
+                                    taints=[taint(TAINT_UNREACHABLE, "NoExecute", added)]), T0 + 1)
+    st.apply("nodes", "ADDED", node("n1"), T0 + 1)
+    st.apply("leases", "ADDED", lease("n1", T0), T0 + 1)
+    for r in RESOURCES:
+        st.apply(r, "SYNCED", None, T0 + 1)
+    rec.observe(st, st.evaluate(T0 + 1))
+    rec.observe(st, st.evaluate(T0 + 2))
+    assert [s.at for s in rec.all_samples()] == [T0 + 1, T0 + 2]
+    assert rec.all_samples()[0].count(NodeState.EVICTED) == 1
+    # down before the window: said as found at the start, nothing happened in it
+    assert [(c.node, c.before, c.after) for c in rec.changes] == [("n0", None, NodeState.EVICTED)]
+    assert list(rec.marks) == []
