@@ -169,6 +169,7 @@ class HistoryRecorder:
         self._blind_open: dict[str, BlindPeriod] = {}
         """The blind periods still open, by cluster ("" for a one-cluster fleet)."""
         self._first = True
+        self._lists_in = False
         self._last_at: float | None = None
 
     # --- reading ---------------------------------------------------------------------------------
@@ -234,7 +235,10 @@ class HistoryRecorder:
             if self._first and not view.nodes:
                 return  # no node known yet (a recording's first lines): "0 down" would be no statement
             first = self._first
-            self._first = False
+            # until the Node and Lease lists are in, each sample is a first look: a node first seen
+            # in a list that spans samples (seconds at 65,000 nodes) was down before, not going down
+            self._lists_in = self._lists_in or _lists_in(view)
+            self._first = not self._lists_in
             self._last_at = t
             self.nodes_seen = max(self.nodes_seen, len(view.nodes))
             self.health_tracked = self.health_tracked or bool(view.health)
@@ -261,6 +265,7 @@ class HistoryRecorder:
         self._terminating, self._sts = set(), set()
         self._blind_open = {}
         self._first = True
+        self._lists_in = False
 
     def _add_sample(self, t: float, counts: tuple[int, ...]) -> None:
         s = Sample(t, counts)
@@ -380,6 +385,12 @@ class HistoryRecorder:
         self._terminating = terminating
         self._sts = sts
 
+
+
+def _lists_in(view: FleetView) -> bool:
+    """The Node and Lease lists are in (or no stream health says otherwise: a kubectl log)."""
+    nodes, leases = view.health.get("nodes"), view.health.get("leases")
+    return nodes is None or leases is None or (nodes.synced and leases.synced)
 
 
 def _worse(a: Sample, b: Sample) -> bool:

@@ -228,3 +228,28 @@ def test_a_recordings_first_lines_before_any_node_are_no_sample():
     # down before the window: said as found at the start, nothing happened in it
     assert [(c.node, c.before, c.after) for c in rec.changes] == [("n0", None, NodeState.EVICTED)]
     assert list(rec.marks) == []
+
+
+def test_a_list_that_spans_samples_is_a_first_look_until_it_is_in():
+    """At 65,000 nodes the Node list comes over seconds: a node first seen in its second half was
+    down before the recording began, not going down then."""
+    st = FleetState(Settings())
+    rec = HistoryRecorder()
+    for r in ("nodes", "leases"):  # as a recording has it: each stream connected, then its list
+        st.update_health(r, connected=True)
+    st.apply("nodes", "ADDED", node("n0"), T0, True)
+    st.apply("leases", "ADDED", lease("n0", T0), T0, True)
+    rec.observe(st, st.evaluate(T0))  # the list half in
+    added = T0 - 400
+    st.apply("nodes", "ADDED", node("n1", "Unknown", transition=T0 - 460,
+                                    taints=[taint(TAINT_UNREACHABLE, "NoExecute", added)]), T0 + 1, True)
+    for r in RESOURCES:
+        st.apply(r, "SYNCED", None, T0 + 1.5)
+        st.update_health(r, synced=True)
+    rec.observe(st, st.evaluate(T0 + 2))  # the list in, with a node down since before it
+    st.apply("nodes", "MODIFIED", node("n0", "Unknown", transition=T0 + 3), T0 + 3)
+    rec.observe(st, st.evaluate(T0 + 4))  # then one goes down in the window
+    changes = [(c.node, c.before, c.after) for c in rec.changes]
+    assert changes[0] == ("n1", None, NodeState.EVICTED)  # found so, not "Ready → Evicted"
+    assert ("n0", NodeState.READY, NodeState.UNKNOWN) in changes  # the window's own change
+    assert not any(m.subject == "n1" for m in rec.marks)  # its taint was added before the window
