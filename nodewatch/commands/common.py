@@ -184,14 +184,15 @@ def say_recording_stopped(source: Any, message: str) -> None:
     state.problem(source.clock.now(), "recording", message)
 
 
-def add_demo_arguments(parser: argparse.ArgumentParser, *, flag_prefix: str = "") -> None:
+def add_demo_arguments(parser: argparse.ArgumentParser, *, flag_prefix: str = "",
+                       speed_help: str = "virtual time speed (default 1)") -> None:
     g = parser.add_argument_group("simulated fleet")
     g.add_argument(f"--{flag_prefix}nodes", dest="nodes", type=int, default=30, metavar="N",
                    help="number of simulated nodes (default 30)")
     g.add_argument(f"--{flag_prefix}scenario", dest="scenario", default="incident", metavar="S",
                    help="scenario, or several joined with + (default: incident)")
     g.add_argument(f"--{flag_prefix}seed", dest="seed", type=int, default=1, metavar="N", help="random seed (default 1)")
-    g.add_argument("--speed", type=float, default=1.0, metavar="X", help="virtual time speed (default 1)")
+    g.add_argument("--speed", type=float, default=1.0, metavar="X", help=speed_help)
 
 
 def naming(path: str, exc: object) -> str:

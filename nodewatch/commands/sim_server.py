@@ -20,7 +20,9 @@ from .common import add_demo_arguments, add_settings_arguments, fail, settings_f
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_demo_arguments(parser)
+    add_demo_arguments(parser, speed_help=(
+        "virtual time speed (default 1). Above 1 the fleet's times run ahead of the wall clock, and a client "
+        "on the wall clock (`nodewatch watch`, kubectl) sees them in its future: times since read negative"))
     parser.add_argument("--server-version", dest="server_version", default="v1.33.2",
                         help="Kubernetes version the server reports (default v1.33.2)")
     parser.add_argument("--port", type=int, default=None,
