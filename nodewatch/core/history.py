@@ -386,7 +386,6 @@ class HistoryRecorder:
         self._sts = sts
 
 
-
 def _lists_in(view: FleetView) -> bool:
     """The Node and Lease lists are in (or no stream health says otherwise: a kubectl log)."""
     nodes, leases = view.health.get("nodes"), view.health.get("leases")

@@ -355,7 +355,8 @@ class Hub:
                 return
             self._viewers[v.id] = v
             hello = {"k": "hello", "v": protocol.VERSION, "now": self.source.clock.now(), "name": self.source.name,
-                     "virtual": is_virtual(self.source.clock), "tick_seconds": self.tick_seconds, "max_queue_frames": self.max_queue_frames}
+                     "virtual": is_virtual(self.source.clock),
+                     "tick_seconds": self.tick_seconds, "max_queue_frames": self.max_queue_frames}
             writer.write(protocol.encode(hello))
             sender = asyncio.ensure_future(self._send_loop(v))
             await self._resnapshot(v)

@@ -92,9 +92,9 @@ class ViewerState:
         self._health: dict[str, WatchHealth] = {}
         self._counts: dict[NodeState, int] = {s: 0 for s in NodeState}
         self.hub_now: float | None = None
+        """The hub's clock in the last frame received (None: nothing received yet)."""
         self.hub_virtual = False
         """The hub's clock is not the wall's (a demo hub's simulator): its hello says."""
-        """The hub's clock in the last frame received (None: nothing received yet)."""
         self.name = ""
         self.seq = 0
         self.connected = False
