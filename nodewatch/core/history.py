@@ -165,6 +165,9 @@ class HistoryRecorder:
         self._zones: dict[str, ZoneState] = {}
         self._taints: set[tuple[str, str, float | None]] = set()
         self._terminating: set[tuple[str, str]] = set()
+        self._pods_seen: set[tuple[str, str]] = set()
+        """The pods on nodes at risk in the previous sample: an eviction is one of them seen terminating
+        (a pod first seen terminating, as a node's pod list comes in, was evicted before it)."""
         self._sts: set[tuple[str, str]] = set()
         self._blind_open: dict[str, BlindPeriod] = {}
         """The blind periods still open, by cluster ("" for a one-cluster fleet)."""
@@ -262,7 +265,7 @@ class HistoryRecorder:
             d.clear()
         self._bucket_end = -math.inf
         self._states, self._zones, self._taints = {}, {}, set()
-        self._terminating, self._sts = set(), set()
+        self._terminating, self._sts, self._pods_seen = set(), set(), set()
         self._blind_open = {}
         self._first = True
         self._lists_in = False
@@ -367,15 +370,18 @@ class HistoryRecorder:
     def _observe_pods(self, t: float, pods: dict[str, list[PodRecord]], at_risk: list[str], first: bool) -> None:
         terminating: set[tuple[str, str]] = set()
         sts: set[tuple[str, str]] = set()
+        seen: set[tuple[str, str]] = set()
+        before = self._pods_seen
         tainted = {name for name, _, _ in self._taints}
         for node in at_risk:
             for p in pods.get(node, ()):
                 key = (p.namespace, p.name)
+                seen.add(key)
                 item = PodAtRisk(t, p.namespace, p.name, node, p.owner_kind, p.owner_name)
                 sts_risk = p.owner_kind == "StatefulSet"  # on a node at risk: the rule of ``Queries.pods_on``
                 if p.terminating and node in tainted:
                     terminating.add(key)
-                    if not first and key not in self._terminating:
+                    if not first and key not in self._terminating and key in before:
                         self.evictions.append(item)
                         self.marks.append(Mark(t, MarkKind.EVICTION, f"{p.namespace}/{p.name}", f"evicted from {node}"))
                 if sts_risk:
@@ -384,6 +390,7 @@ class HistoryRecorder:
                         self.statefulset_at_risk.append(item)
         self._terminating = terminating
         self._sts = sts
+        self._pods_seen = seen
 
 
 def _lists_in(view: FleetView) -> bool:

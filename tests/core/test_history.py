@@ -253,3 +253,22 @@ def test_a_list_that_spans_samples_is_a_first_look_until_it_is_in():
     assert changes[0] == ("n1", None, NodeState.EVICTED)  # found so, not "Ready → Evicted"
     assert ("n0", NodeState.READY, NodeState.UNKNOWN) in changes  # the window's own change
     assert not any(m.subject == "n1" for m in rec.marks)  # its taint was added before the window
+
+
+def test_a_pod_first_seen_terminating_was_not_evicted_in_the_window():
+    """A node's pod list can come in after the Node list (its scoped watch starts when the node is at
+    risk): a pod already terminating then was evicted before, at a time nodewatch never saw. Only a
+    pod seen alive on a node at risk and then terminating is an eviction of the window."""
+    st = _fleet()
+    tainted = [taint(TAINT_UNREACHABLE, "NoExecute", T0 - 400)]
+    st.apply("nodes", "MODIFIED", node("n0", "Unknown", transition=T0 - 460, taints=tainted), T0)
+    rec = HistoryRecorder()
+    rec.observe(st, st.evaluate(T0))
+    rec.observe(st, st.evaluate(T0 + 1))  # the lists are in; n0's pods are not yet
+    st.apply("pods", "ADDED", pod("old-1", "n0", deleting=T0 - 60), T0 + 1.5)
+    st.apply("pods", "ADDED", pod("web-1", "n0"), T0 + 1.5)
+    rec.observe(st, st.evaluate(T0 + 2))
+    st.apply("pods", "MODIFIED", pod("web-1", "n0", deleting=T0 + 30), T0 + 2.5)
+    rec.observe(st, st.evaluate(T0 + 3))
+    assert [p.name for p in rec.evictions] == ["web-1"]
+    assert [m.subject for m in rec.marks if m.kind is MarkKind.EVICTION] == ["default/web-1"]
