@@ -166,8 +166,11 @@ class HistoryRecorder:
         self._taints: set[tuple[str, str, float | None]] = set()
         self._terminating: set[tuple[str, str]] = set()
         self._pods_seen: set[tuple[str, str]] = set()
-        """The pods on nodes at risk in the previous sample: an eviction is one of them seen terminating
-        (a pod first seen terminating, as a node's pod list comes in, was evicted before it)."""
+        self._risk_seen: set[str] = set()
+        """The pods on nodes at risk in the previous sample, and those nodes. An eviction is a pod
+        seen there and now terminating, or a pod of a node that has just come to be at risk (its
+        NoExecute taint is new: a toleration of 0 s evicts at once); a pod first seen terminating on
+        a node at risk before (its pod list came in late) was evicted at a time nodewatch never saw."""
         self._sts: set[tuple[str, str]] = set()
         self._blind_open: dict[str, BlindPeriod] = {}
         """The blind periods still open, by cluster ("" for a one-cluster fleet)."""
@@ -265,7 +268,7 @@ class HistoryRecorder:
             d.clear()
         self._bucket_end = -math.inf
         self._states, self._zones, self._taints = {}, {}, set()
-        self._terminating, self._sts, self._pods_seen = set(), set(), set()
+        self._terminating, self._sts, self._pods_seen, self._risk_seen = set(), set(), set(), set()
         self._blind_open = {}
         self._first = True
         self._lists_in = False
@@ -371,7 +374,7 @@ class HistoryRecorder:
         terminating: set[tuple[str, str]] = set()
         sts: set[tuple[str, str]] = set()
         seen: set[tuple[str, str]] = set()
-        before = self._pods_seen
+        before, risk_before = self._pods_seen, self._risk_seen
         tainted = {name for name, _, _ in self._taints}
         for node in at_risk:
             for p in pods.get(node, ()):
@@ -381,7 +384,7 @@ class HistoryRecorder:
                 sts_risk = p.owner_kind == "StatefulSet"  # on a node at risk: the rule of ``Queries.pods_on``
                 if p.terminating and node in tainted:
                     terminating.add(key)
-                    if not first and key not in self._terminating and key in before:
+                    if not first and key not in self._terminating and (key in before or node not in risk_before):
                         self.evictions.append(item)
                         self.marks.append(Mark(t, MarkKind.EVICTION, f"{p.namespace}/{p.name}", f"evicted from {node}"))
                 if sts_risk:
@@ -391,6 +394,7 @@ class HistoryRecorder:
         self._terminating = terminating
         self._sts = sts
         self._pods_seen = seen
+        self._risk_seen = set(at_risk)
 
 
 def _lists_in(view: FleetView) -> bool:

@@ -272,3 +272,18 @@ def test_a_pod_first_seen_terminating_was_not_evicted_in_the_window():
     rec.observe(st, st.evaluate(T0 + 3))
     assert [p.name for p in rec.evictions] == ["web-1"]
     assert [m.subject for m in rec.marks if m.kind is MarkKind.EVICTION] == ["default/web-1"]
+
+
+def test_a_pod_evicted_as_its_node_comes_to_be_at_risk_is_an_eviction():
+    """A toleration of 0 s: the taint manager deletes the pod as the NoExecute taint comes, within
+    the sample that first sees its node at risk."""
+    st = _fleet()
+    st.apply("pods", "ADDED", pod("fast-1", "n0"), T0)
+    rec = HistoryRecorder()
+    rec.observe(st, st.evaluate(T0))
+    rec.observe(st, st.evaluate(T0 + 1))
+    tainted = [taint(TAINT_UNREACHABLE, "NoExecute", T0 + 1.2)]
+    st.apply("nodes", "MODIFIED", node("n0", "Unknown", transition=T0 + 1.2, taints=tainted), T0 + 1.3)
+    st.apply("pods", "MODIFIED", pod("fast-1", "n0", deleting=T0 + 1.4), T0 + 1.5)
+    rec.observe(st, st.evaluate(T0 + 2))
+    assert [p.name for p in rec.evictions] == ["fast-1"]
