@@ -116,6 +116,8 @@ class ZoneChange:
     """The controller's NoExecute tainting rate in this zone from then on (nodes/s)."""
     nodes: int
     not_ready: int
+    at_start: bool = False
+    """Found so in a first look (the lists coming in): the zone was in this state before the window."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,7 +309,7 @@ class HistoryRecorder:
                 continue
             if first or before is not None or z.state is not ZoneState.NORMAL:
                 self.zone_changes.append(ZoneChange(view.at, z.name, before, z.state, z.taint_rate, z.nodes,
-                                                    z.not_ready))
+                                                    z.not_ready, first and before is None))
             if not first and (before is not None or z.state is not ZoneState.NORMAL):
                 was = before.value if before is not None else "new"
                 self.marks.append(Mark(view.at, MarkKind.ZONE, z.name, f"{was} -> {z.state.value}"))

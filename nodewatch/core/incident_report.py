@@ -309,27 +309,28 @@ def _node_changes(blocks: list[Block], changes: list[NodeChange], down_nodes: li
 
 def _zones(blocks: list[Block], h: HistoryRecorder, info: RecordingInfo) -> None:
     blocks.append(Block("h2", ("Zone disruption and the controller's eviction rate",)))
-    periods: list[tuple[str, ZoneState, float, float | None, float, int, int]] = []
-    open_: dict[str, tuple[ZoneState, float, float, int, int]] = {}
+    periods: list[tuple[str, ZoneState, float, float | None, float, int, int, bool]] = []
+    open_: dict[str, tuple[ZoneState, float, float, int, int, bool]] = {}
     for z in h.zone_changes:
         cur = open_.pop(z.zone, None)
         if cur is not None:
-            periods.append((z.zone, cur[0], cur[1], z.at, cur[2], cur[3], cur[4]))
+            periods.append((z.zone, cur[0], cur[1], z.at, *cur[2:]))
         if z.after is not ZoneState.NORMAL:
-            open_[z.zone] = (z.after, z.at, z.taint_rate, z.not_ready, z.nodes)
-    for zone, (st, at, rate, nr, n) in open_.items():
-        periods.append((zone, st, at, None, rate, nr, n))
+            open_[z.zone] = (z.after, z.at, z.taint_rate, z.not_ready, z.nodes, z.at_start)
+    for zone, (st, at, *rest) in open_.items():
+        periods.append((zone, st, at, None, *rest))
     periods.sort(key=lambda p: (p[2], p[0]))
     if not periods:
         blocks.append(Block("p", ("Every zone stayed Normal: the controller could taint nodes NoExecute at "
                                   f"{info.settings.eviction_rate:g} nodes/s per zone.",)))
     else:
         rows: list[tuple[Line, ...]] = []
-        for zone, st, a, b, rate, nr, n in periods:
+        for zone, st, a, b, rate, nr, n, at_start in periods:
             to = _when(b) if b is not None else "end of window"
-            length = _delta((b if b is not None else info.end) - a)
+            length = _delta((b if b is not None else info.end) - a) + (" or more" if at_start else "")
             what = f"{rate:g} nodes/s" + (" (tainting stopped)" if rate == 0 else "")
-            rows.append(((_zone_name(zone),), (st.value,), (f"{nr}/{n}",), (_when(a),), (to,), (length,), (what,)))
+            since = _when(a) + (" (at start)" if at_start else "")
+            rows.append(((_zone_name(zone),), (st.value,), (f"{nr}/{n}",), (since,), (to,), (length,), (what,)))
         _table(blocks, ("zone", "state", "not Ready", "from", "to", "for", "NoExecute tainting rate"), rows)
     taints = [m for m in h.all_marks() if m.kind is MarkKind.TAINT]
     span = max(info.end - info.start, 1.0)
