@@ -314,11 +314,11 @@ def _zones(blocks: list[Block], h: HistoryRecorder, info: RecordingInfo) -> None
     for z in h.zone_changes:
         cur = open_.pop(z.zone, None)
         if cur is not None:
-            periods.append((z.zone, cur[0], cur[1], z.at, *cur[2:]))
+            periods.append((z.zone, cur[0], cur[1], z.at, cur[2], cur[3], cur[4], cur[5]))
         if z.after is not ZoneState.NORMAL:
             open_[z.zone] = (z.after, z.at, z.taint_rate, z.not_ready, z.nodes, z.at_start)
-    for zone, (st, at, *rest) in open_.items():
-        periods.append((zone, st, at, None, *rest))
+    for zone, (st, at, rate, nr, n, at_start) in open_.items():
+        periods.append((zone, st, at, None, rate, nr, n, at_start))
     periods.sort(key=lambda p: (p[2], p[0]))
     if not periods:
         blocks.append(Block("p", ("Every zone stayed Normal: the controller could taint nodes NoExecute at "
