@@ -130,6 +130,8 @@ class PodAtRisk:
     node: str
     owner_kind: str
     owner_name: str
+    at_start: bool = False
+    """At risk already when the window began (a StatefulSet pod found on a node found down)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,11 +170,12 @@ class HistoryRecorder:
         self._taints: set[tuple[str, str, float | None]] = set()
         self._terminating: set[tuple[str, str]] = set()
         self._pods_seen: set[tuple[str, str]] = set()
-        self._risk_seen: set[str] = set()
+        self._risk_seen: dict[str, tuple[float, bool]] = {}
         """The pods on nodes at risk in the previous sample, and those nodes. An eviction is a pod
         seen there and now terminating, or a pod of a node that has just come to be at risk (its
         NoExecute taint is new: a toleration of 0 s evicts at once); a pod first seen terminating on
-        a node at risk before (its pod list came in late) was evicted at a time nodewatch never saw."""
+        a node at risk before (its pod list came in late) was evicted at a time nodewatch never saw.
+        Each node with when it came to be at risk, and whether it was so in the first look."""
         self._sts: set[tuple[str, str]] = set()
         self._blind_open: dict[str, BlindPeriod] = {}
         """The blind periods still open, by cluster ("" for a one-cluster fleet)."""
@@ -270,7 +273,7 @@ class HistoryRecorder:
             d.clear()
         self._bucket_end = -math.inf
         self._states, self._zones, self._taints = {}, {}, set()
-        self._terminating, self._sts, self._pods_seen, self._risk_seen = set(), set(), set(), set()
+        self._terminating, self._sts, self._pods_seen, self._risk_seen = set(), set(), set(), {}
         self._blind_open = {}
         self._first = True
         self._lists_in = False
@@ -377,6 +380,7 @@ class HistoryRecorder:
         sts: set[tuple[str, str]] = set()
         seen: set[tuple[str, str]] = set()
         before, risk_before = self._pods_seen, self._risk_seen
+        risk_now = {node: risk_before.get(node) or (t, first) for node in at_risk}
         tainted = {name for name, _, _ in self._taints}
         for node in at_risk:
             for p in pods.get(node, ()):
@@ -392,11 +396,16 @@ class HistoryRecorder:
                 if sts_risk:
                     sts.add(key)
                     if key not in self._sts:
+                        if node in risk_before and key not in before:  # its pod list came in late
+                            at, at_start = risk_now[node]
+                            item = PodAtRisk(at, p.namespace, p.name, node, p.owner_kind, p.owner_name, at_start)
+                        elif first:
+                            item = PodAtRisk(t, p.namespace, p.name, node, p.owner_kind, p.owner_name, True)
                         self.statefulset_at_risk.append(item)
         self._terminating = terminating
         self._sts = sts
         self._pods_seen = seen
-        self._risk_seen = set(at_risk)
+        self._risk_seen = risk_now
 
 
 def _lists_in(view: FleetView) -> bool:

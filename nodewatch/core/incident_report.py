@@ -358,7 +358,7 @@ def _evictions(blocks: list[Block], h: HistoryRecorder, info: RecordingInfo) -> 
     blocks.append(Block("h3", ("StatefulSet pods at risk",)))
     if h.statefulset_at_risk:
         _table(blocks, ("at risk from", "pod", "node", "StatefulSet"),
-               [((_when(p.at) + (" (at start)" if p.at <= info.start else ""),),
+               [((_when(p.at) + (" (at start)" if p.at_start or p.at <= info.start else ""),),
                  (Untrusted(f"{p.namespace}/{p.name}"),), (Untrusted(p.node),), (Untrusted(p.owner_name),))
                 for p in h.statefulset_at_risk])
         blocks.append(Block("p", (FENCING,)))

@@ -287,3 +287,21 @@ def test_a_pod_evicted_as_its_node_comes_to_be_at_risk_is_an_eviction():
     st.apply("pods", "MODIFIED", pod("fast-1", "n0", deleting=T0 + 1.4), T0 + 1.5)
     rec.observe(st, st.evaluate(T0 + 2))
     assert [p.name for p in rec.evictions] == ["fast-1"]
+
+
+def test_a_statefulset_pod_listed_late_is_at_risk_since_its_node():
+    """A StatefulSet pod is at risk from when its node came to be (Unknown, evicting): a pod list
+    that comes a sample later does not move that, and a node found so at the start says so."""
+    st = _fleet()
+    down = [taint(TAINT_UNREACHABLE, "NoExecute", T0 - 400)]
+    st.apply("nodes", "MODIFIED", node("n0", "Unknown", transition=T0 - 460, taints=down), T0)
+    rec = HistoryRecorder()
+    rec.observe(st, st.evaluate(T0))  # n0 found down; its pods not listed yet
+    st.apply("nodes", "MODIFIED", node("n1", "Unknown", transition=T0 + 1,
+                                       taints=[taint(TAINT_UNREACHABLE, "NoExecute", T0 + 1)]), T0 + 1.2)
+    rec.observe(st, st.evaluate(T0 + 2))  # n1 goes down in the window
+    for name, on in (("db-0", "n0"), ("db-1", "n1")):
+        st.apply("pods", "ADDED", pod(name, on, owner_kind="StatefulSet", owner_name="db"), T0 + 2.5)
+    rec.observe(st, st.evaluate(T0 + 3))  # both pod lists come in
+    assert [(p.name, p.at, p.at_start) for p in rec.statefulset_at_risk] == [
+        ("db-0", T0, True), ("db-1", T0 + 2, False)]
