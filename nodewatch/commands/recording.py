@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{args.output}: cannot write ({exc.strerror or exc})")
     shown.done()
     for p in problems:
-        print(f"nodewatch: {p}", file=sys.stderr)
+        print(f"nodewatch: {naming(args.src, p)}", file=sys.stderr)
     if args.output != "-":
         print(f"nodewatch: {n:,} lines written to {args.output}", file=sys.stderr)
     return 0

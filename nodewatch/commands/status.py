@@ -253,7 +253,7 @@ def _evaluate_source(args: argparse.Namespace, settings):
         finally:
             shown.done()
         for p in problems[:20]:
-            print(f"nodewatch: {args.replay}: {p}", file=sys.stderr)
+            print(f"nodewatch: {naming(str(args.replay), p)}", file=sys.stderr)
         if seen.events == 0:
             raise ValueError(f"{args.replay}: no usable events in the recording, nothing to report")
         from ..sources.replay.clusters import not_recorded

@@ -92,6 +92,20 @@ def test_export_to_columnar_and_back_keeps_every_line(tmp_path):
     assert col.stat().st_size < os.path.getsize(src)
 
 
+def test_a_torn_recording_is_named_once_by_status_and_export(tmp_path, capsys):
+    """A columnar file whose writer was killed mid-block: the reader's message names the file, and
+    ``status --replay`` and ``recording export`` must not name it again before it."""
+    col = tmp_path / "x.nwcol"
+    assert main(["recording", "export", os.path.join(DATA, "incident-30.jsonl.gz"), "-o", str(col)]) == 0
+    torn = tmp_path / "torn.nwcol"
+    torn.write_bytes(col.read_bytes()[: col.stat().st_size * 2 // 3])
+    capsys.readouterr()
+    for args in (["status", "--replay", str(torn)], ["recording", "export", str(torn), "-o", str(tmp_path / "t.jsonl")]):
+        main(args)  # (0 whole blocks of this small file: nothing usable; the naming is the point)
+        err = [line for line in capsys.readouterr().err.splitlines() if "ends abruptly" in line]
+        assert len(err) == 1 and err[0].count(str(torn)) == 1, err
+
+
 def test_export_from_on_a_file_is_refused_in_one_line(tmp_path, capsys):
     rc = main(["recording", "export", os.path.join(DATA, "incident-30.jsonl.gz"), "--from", "+10",
                "-o", str(tmp_path / "x.jsonl")])
