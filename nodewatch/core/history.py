@@ -181,6 +181,7 @@ class HistoryRecorder:
         """The blind periods still open, by cluster ("" for a one-cluster fleet)."""
         self._first = True
         self._lists_in = False
+        self._looking_since: float | None = None
         self._last_at: float | None = None
 
     # --- reading ---------------------------------------------------------------------------------
@@ -248,7 +249,9 @@ class HistoryRecorder:
             first = self._first
             # until the Node and Lease lists are in, each sample is a first look: a node first seen
             # in a list that spans samples (seconds at 65,000 nodes) was down before, not going down
-            self._lists_in = self._lists_in or _lists_in(view)
+            if self._looking_since is None:
+                self._looking_since = t
+            self._lists_in = self._lists_in or _lists_in(view) or t - self._looking_since >= FIRST_LOOK_MAX
             self._first = not self._lists_in
             self._last_at = t
             self.nodes_seen = max(self.nodes_seen, len(view.nodes))
@@ -277,6 +280,7 @@ class HistoryRecorder:
         self._blind_open = {}
         self._first = True
         self._lists_in = False
+        self._looking_since = None
 
     def _add_sample(self, t: float, counts: tuple[int, ...]) -> None:
         s = Sample(t, counts)
@@ -408,10 +412,16 @@ class HistoryRecorder:
         self._risk_seen = risk_now
 
 
+FIRST_LOOK_MAX = 120.0
+"""Seconds a first look may last while the lists do not come in (a stream that keeps failing): after
+them, what changes is a change again."""
+
+
 def _lists_in(view: FleetView) -> bool:
-    """The Node and Lease lists are in (or no stream health says otherwise: a kubectl log)."""
+    """The Node and Lease lists are in, or will not come (forbidden), or no stream health says (a
+    kubectl log)."""
     nodes, leases = view.health.get("nodes"), view.health.get("leases")
-    return nodes is None or leases is None or (nodes.synced and leases.synced)
+    return nodes is None or leases is None or ((nodes.synced or nodes.forbidden) and (leases.synced or leases.forbidden))
 
 
 def _worse(a: Sample, b: Sample) -> bool:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from nodewatch.core.fleet import FleetState
-from nodewatch.core.history import HistoryRecorder, MarkKind, Sample, sample_recording
+from nodewatch.core.history import FIRST_LOOK_MAX, HistoryRecorder, MarkKind, Sample, sample_recording
 from nodewatch.core.rules import TAINT_UNREACHABLE, NodeState, ZoneState
 from nodewatch.core.settings import Settings
 from nodewatch.core.views import RESOURCES
@@ -305,3 +305,21 @@ def test_a_statefulset_pod_listed_late_is_at_risk_since_its_node():
     rec.observe(st, st.evaluate(T0 + 3))  # both pod lists come in
     assert [(p.name, p.at, p.at_start) for p in rec.statefulset_at_risk] == [
         ("db-0", T0, True), ("db-1", T0 + 2, False)]
+
+
+def test_a_list_that_will_not_come_ends_the_first_look():
+    """The lease list forbidden (RBAC), or a stream failing for minutes: the first look ends (at
+    once, or after ``FIRST_LOOK_MAX``), and what changes after it is a change."""
+    for forbidden in (True, False):
+        st = FleetState(Settings())
+        rec = HistoryRecorder()
+        st.update_health("nodes", connected=True, synced=True)
+        st.update_health("leases", connected=False, forbidden=forbidden)
+        st.apply("nodes", "ADDED", node("n0"), T0, True)
+        st.apply("nodes", "SYNCED", None, T0)
+        wait = 1 if forbidden else FIRST_LOOK_MAX
+        rec.observe(st, st.evaluate(T0))
+        rec.observe(st, st.evaluate(T0 + wait))
+        st.apply("nodes", "MODIFIED", node("n0", "False", transition=T0 + wait + 1), T0 + wait + 1)
+        rec.observe(st, st.evaluate(T0 + wait + 2))
+        assert [(c.before, c.after) for c in rec.changes][-1:] == [(NodeState.READY, NodeState.NOT_READY)], forbidden
