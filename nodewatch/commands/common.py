@@ -184,15 +184,55 @@ def say_recording_stopped(source: Any, message: str) -> None:
     state.problem(source.clock.now(), "recording", message)
 
 
+MAX_SIM_NODES = 200_000
+"""The most simulated nodes a command builds (the largest clusters run have 130,000): a slip of the
+keyboard (``--nodes 10000000``) is told so, not a machine run out of memory."""
+MAX_SPEED = 1000.0
+
+
+def sim_nodes(text: str) -> int:
+    """``--nodes`` of a simulated fleet (argparse ``type``: a bad value is a usage error)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= n <= MAX_SIM_NODES:
+        raise argparse.ArgumentTypeError(f"{n:,}: a simulated fleet has 1 to {MAX_SIM_NODES:,} nodes")
+    return n
+
+
+def scenario_name(text: str) -> str:
+    """``--scenario`` (argparse ``type``): known parts joined with ``+``, checked before any fleet is
+    built (``demo`` built its fleet, and crashed on the name, before it looked for a terminal)."""
+    from ..sim.scenarios import plan
+
+    try:
+        plan(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def speed(text: str) -> float:
+    """``--speed`` (argparse ``type``): more than 0, at most ``MAX_SPEED`` (NaN and infinity refused)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < v <= MAX_SPEED:
+        raise argparse.ArgumentTypeError(f"{text}: a speed is more than 0 and at most {MAX_SPEED:g}")
+    return v
+
+
 def add_demo_arguments(parser: argparse.ArgumentParser, *, flag_prefix: str = "",
                        speed_help: str = "virtual time speed (default 1)") -> None:
     g = parser.add_argument_group("simulated fleet")
-    g.add_argument(f"--{flag_prefix}nodes", dest="nodes", type=int, default=30, metavar="N",
+    g.add_argument(f"--{flag_prefix}nodes", dest="nodes", type=sim_nodes, default=30, metavar="N",
                    help="number of simulated nodes (default 30)")
-    g.add_argument(f"--{flag_prefix}scenario", dest="scenario", default="incident", metavar="S",
+    g.add_argument(f"--{flag_prefix}scenario", dest="scenario", type=scenario_name, default="incident", metavar="S",
                    help="scenario, or several joined with + (default: incident)")
     g.add_argument(f"--{flag_prefix}seed", dest="seed", type=int, default=1, metavar="N", help="random seed (default 1)")
-    g.add_argument("--speed", type=float, default=1.0, metavar="X", help=speed_help)
+    g.add_argument("--speed", type=speed, default=1.0, metavar="X", help=speed_help)
 
 
 def naming(path: str, exc: object) -> str:

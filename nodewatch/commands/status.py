@@ -34,7 +34,9 @@ from .common import (
     fail,
     live_source_from_args,
     naming,
+    scenario_name,
     settings_from_args,
+    sim_nodes,
 )
 from .status_output import OutputError, add_output_arguments, nodes_shown, output_of, watch, write_answer
 
@@ -54,8 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--at", metavar="WHEN",
                      help="with --replay or --demo: RFC 3339, +SECONDS from the start, or HH:MM[:SS] (UTC) "
                      "(default: the end / +0)")
-    src.add_argument("--nodes", type=int, default=30, help="with --demo: number of nodes")
-    src.add_argument("--scenario", default="incident", help="with --demo: scenario")
+    src.add_argument("--nodes", type=sim_nodes, default=30, help="with --demo: number of nodes")
+    src.add_argument("--scenario", type=scenario_name, default="incident", help="with --demo: scenario")
     src.add_argument("--seed", type=int, default=1, help="with --demo: seed")
     src.add_argument("--wait", type=float, default=None, metavar="S",
                      help="live: how long to wait for the initial lists (default 30); given, also how long "

@@ -89,9 +89,25 @@ def test_at_outside_the_recording_is_an_error(tmp_path, capsys, at):
     assert rc == 2 and ("before the recording" in err or "after the recording" in err) and out == ""
 
 
-def test_a_demo_without_nodes_is_an_error(capsys):
-    rc, _, err = status(capsys, "--demo", "--nodes", "0")
-    assert rc == 2 and "node" in err
+@pytest.mark.parametrize("args, says", [
+    (["status", "--demo", "--nodes", "0"], "argument --nodes: 0: a simulated fleet has 1 to 200,000 nodes"),
+    (["status", "--demo", "--nodes", "10000000"], "10,000,000: a simulated fleet has 1 to 200,000 nodes"),
+    (["status", "--demo", "--scenario", "kubelet-stop+nope"], "argument --scenario: unknown scenario 'nope'"),
+    (["demo", "--scenario", "nope"], "argument --scenario: unknown scenario 'nope'; one of: incident"),
+    (["demo", "--nodes", "x"], "argument --nodes: 'x' is not a whole number"),
+    (["demo", "--speed", "nan"], "argument --speed: nan: a speed is more than 0 and at most 1000"),
+    (["demo", "--speed", "-1"], "argument --speed: -1: a speed"),
+    (["hub", "--demo", "--demo-scenario", "nope"], "argument --demo-scenario: unknown scenario 'nope'"),
+    (["sim-server", "--nodes", "0"], "argument --nodes: 0: a simulated fleet"),
+    (["replay", "x.jsonl", "--speed", "inf"], "argument --speed: inf: a speed"),
+])
+def test_a_simulated_fleet_that_cannot_be_is_a_usage_error(capsys, args, says):
+    """Told before anything is built: ``demo --scenario nope`` built its fleet first and ended in a
+    traceback, and ``--nodes 10000000`` would have filled the memory."""
+    with pytest.raises(SystemExit) as exit_:
+        main(args)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and says in err and "Traceback" not in err
 
 
 def test_a_live_cluster_that_really_has_no_nodes_says_so(tmp_path, capsys):
