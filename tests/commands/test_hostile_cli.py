@@ -89,6 +89,18 @@ def test_at_outside_the_recording_is_an_error(tmp_path, capsys, at):
     assert rc == 2 and ("before the recording" in err or "after the recording" in err) and out == ""
 
 
+@pytest.mark.parametrize("option, value, says", [
+    ("--keep", "0", "--keep '0': must be more than zero"),
+    ("--keep-bytes", "12Q", "--keep-bytes '12Q': expected a size like 500M or 2G"),
+    ("--segment", "soon", "--segment 'soon': expected an age like 90s"),
+])
+def test_a_hubs_bad_retention_names_its_option(tmp_path, capsys, option, value, says):
+    """``--keep 0`` said only "'0': must be more than zero" (of which option?)."""
+    rc = main(["hub", "--demo", "--demo-nodes", "5", "--dir", str(tmp_path / "hub"), option, value])
+    err = capsys.readouterr().err
+    assert rc == 2 and f"nodewatch: {says}" in err and err.count("\n") == 1
+
+
 @pytest.mark.parametrize("args, says", [
     (["status", "--demo", "--nodes", "0"], "argument --nodes: 0: a simulated fleet has 1 to 200,000 nodes"),
     (["status", "--demo", "--nodes", "10000000"], "10,000,000: a simulated fleet has 1 to 200,000 nodes"),
