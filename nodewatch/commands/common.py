@@ -254,26 +254,29 @@ TIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def parse_age(text: str) -> float:
+    """An age like ``90s``, ``15m``, ``24h``, ``7d`` (argparse ``type``: a bad value is a usage error
+    naming its option, told before anything is built)."""
     t = text.strip().lower()
     unit = t[-1:] if t[-1:] in TIME_UNITS else "s"
     num = t[:-1] if t[-1:] in TIME_UNITS else t
     try:
         v = float(num) * TIME_UNITS[unit]
     except ValueError:
-        raise CommandError(f"{text!r}: expected an age like 90s, 15m, 24h, 7d") from None
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an age like 90s, 15m, 24h, 7d") from None
     if v <= 0:
-        raise CommandError(f"{text!r}: must be more than zero")
+        raise argparse.ArgumentTypeError(f"{text!r}: must be more than zero")
     return v
 
 
 def parse_size(text: str) -> int:
+    """A size like ``500M`` or ``2G`` (argparse ``type``, as ``parse_age``)."""
     t = text.strip().upper().removesuffix("B").removesuffix("I")
     unit = t[-1:] if t[-1:] in SIZE_UNITS and t[-1:] else ""
     num = t[:-1] if unit else t
     try:
         v = int(float(num) * SIZE_UNITS[unit])
     except ValueError:
-        raise CommandError(f"{text!r}: expected a size like 500M or 2G") from None
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a size like 500M or 2G") from None
     if v <= 0:
-        raise CommandError(f"{text!r}: must be more than zero")
+        raise argparse.ArgumentTypeError(f"{text!r}: must be more than zero")
     return v

@@ -23,6 +23,8 @@ from .common import (
     add_live_arguments,
     add_multi_arguments,
     add_settings_arguments,
+    parse_age,
+    parse_size,
     settings_from_args,
 )
 
@@ -37,10 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", metavar="HOST:PORT",
                         help="also serve viewers over TCP with TLS and a token (written to DIR/viewer.json)")
     g = parser.add_argument_group("flight recorder")
-    g.add_argument("--keep", default="24h", metavar="AGE", help="keep recordings this long (default 24h)")
-    g.add_argument("--keep-bytes", default="8G", metavar="SIZE",
+    g.add_argument("--keep", type=parse_age, default="24h", metavar="AGE", help="keep recordings this long (default 24h)")
+    g.add_argument("--keep-bytes", type=parse_size, default="8G", metavar="SIZE",
                    help="and at most this much (default 8G: 24 h of a 65,000-node fleet in the columnar format)")
-    g.add_argument("--segment", default="15m", metavar="AGE", help="start a new segment this often (default 15m)")
+    g.add_argument("--segment", type=parse_age, default="15m", metavar="AGE", help="start a new segment this often (default 15m)")
     g.add_argument("--record-format", choices=("columnar", "jsonl"), default="columnar",
                    help="segments as the columnar format (default: a tenth of the bytes) or gzip JSON Lines")
     g.add_argument("--no-record", action="store_true", help="do not record")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..core.settings import Settings
 from ..hub import paths
@@ -22,17 +22,8 @@ class HubRunner:
     """What ``nodewatch hub`` runs; tests build one with ``args`` of their own."""
 
     def __init__(self, args: argparse.Namespace, directory: Path, settings: Settings) -> None:
-        from .common import CommandError, parse_age, parse_size
+        from .common import CommandError
 
-        def option(name: str, parse: Callable[[str], Any], value: str) -> Any:
-            try:
-                return parse(value)
-            except CommandError as exc:
-                raise CommandError(f"{name} {exc}") from None
-
-        # (before the source: a demo hub's fleet takes a while to build)
-        segment = option("--segment", parse_age, args.segment)
-        keep, keep_bytes = option("--keep", parse_age, args.keep), option("--keep-bytes", parse_size, args.keep_bytes)
         self.directory = directory
         self.args = args
         self.doors: list[Any] = []
@@ -48,7 +39,8 @@ class HubRunner:
             self.recorder = SegmentedRecorder(
                 directory / paths.RECORDINGS, {**info, "hub": True},
                 settings if several else self.source.state.settings,
-                segment_seconds=segment, keep_seconds=keep, keep_bytes=keep_bytes, clock=self.source.clock,
+                segment_seconds=args.segment, keep_seconds=args.keep, keep_bytes=args.keep_bytes,
+                clock=self.source.clock,
                 records=None if several else self.source.state.node_records,
                 clusters=self.source.recording_clusters() if several else None,
                 cluster_records=self.source.cluster_records if several else None,

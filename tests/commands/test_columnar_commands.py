@@ -165,11 +165,10 @@ def test_the_hub_says_how_long_its_cap_holds_at_the_rate_written(tmp_path):
 
 def test_the_hubs_default_cap_is_the_recorders():
     from nodewatch.cli import build_parser
-    from nodewatch.commands.common import parse_size
     from nodewatch.hub.flight_recorder import KEEP_BYTES
 
     args = build_parser(only="hub").parse_args(["hub"])
-    assert parse_size(args.keep_bytes) == KEEP_BYTES == 8 * 1024 ** 3
+    assert args.keep_bytes == KEEP_BYTES == 8 * 1024 ** 3
 
 
 def test_a_columnar_recording_is_read_from_stdin(tmp_path):
