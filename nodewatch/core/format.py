@@ -38,6 +38,14 @@ def ago(t: float | None, now: float) -> str:
     return f"{duration(d)} ago" if d >= 0 else f"in {duration(-d)}"
 
 
+def since_then(t: float, now: float) -> float:
+    """Seconds since ``t``, a time the cluster stamped (a condition's transition, a taint's
+    ``timeAdded``), never below 0: a controller's clock a few seconds ahead of this machine's would
+    otherwise show ``Unknown for -3s``. (A renewal's age is measured from its receive time, on this
+    machine's clock, and needs no such care.)"""
+    return max(0.0, now - t)
+
+
 def bar(fraction: float | None, width: int) -> str:
     """A bar of ``width`` cells, ``fraction`` of it full (eighths for smoothness); unknown: ``?``s."""
     if width <= 0:
@@ -65,7 +73,7 @@ def grace_text(state_word: str, ready: str | None, grace_remaining: float | None
         word = "down" if compact else "NotReady" if ready == "False" else "Unknown"
         if since is None:
             return word
-        return f"{word}{'' if compact else ' for'} {duration(now - since)}"
+        return f"{word}{'' if compact else ' for'} {duration(since_then(since, now))}"
     if grace_remaining is None:
         return "?" if compact else "lease age unknown"
     if grace_remaining > 0:
@@ -83,13 +91,17 @@ def eviction_text(eviction_in: float | None, *, compact: bool = False) -> str:
     return f"{'' if compact else 'evicted '}{duration(-eviction_in)} ago"
 
 
+EXPIRED = "EXPIRED"
+"""A kubelet certificate past its notAfter, in every table that shows one."""
+
+
 def cert_text(not_after: float | None, now: float) -> str:
     """Days left on the kubelet client certificate: ``123d``, ``6d``, ``5h``, ``EXPIRED``, ``?``."""
     if not_after is None:
         return "?"
     left = not_after - now
     if left <= 0:
-        return "EXPIRED"
+        return EXPIRED
     if left < 86400:
         return f"{int(left // 3600)}h"
     return f"{int(left // 86400)}d"
@@ -130,7 +142,7 @@ def taint_label(t: Taint, *, short_effect: bool = False) -> str:
 
 def taint_short(t: Taint, now: float, max_len: int = 40) -> str:
     """``unreachable:NoExec 3m``: the short label, with the taint's age when known."""
-    age = f" {short_duration(now - t.time_added)}" if t.time_added is not None else ""
+    age = f" {short_duration(since_then(t.time_added, now))}" if t.time_added is not None else ""
     return safe(f"{taint_label(t, short_effect=True)}{age}", max_len)
 
 
@@ -175,7 +187,7 @@ def taints_compact(taints: tuple[Taint, ...], now: float, max_len: int = 16) -> 
     first = sorted(taints, key=lambda t: (t.effect != "NoExecute", t.key))[0]
     key = first.key.removeprefix(_TAINT_PREFIX)
     key = _TAINT_KEY_SHORT.get(key, key) if first.key.startswith(_TAINT_PREFIX) else key
-    age = f" {short_duration(now - first.time_added)}" if first.time_added is not None else ""
+    age = f" {short_duration(since_then(first.time_added, now))}" if first.time_added is not None else ""
     more = f" +{len(taints) - 1}" if len(taints) > 1 else ""
     label = safe(f"{key}:{_EFFECTS_SHORT.get(first.effect, first.effect)}", max_len)
     if len(label) + len(age) + len(more) > max_len:

@@ -16,7 +16,7 @@ import orjson
 from humanize import intcomma
 
 from .fleet import FleetState
-from .format import conditions_text, taint_label
+from .format import EXPIRED, conditions_text, taint_label
 from .outlook import outlook_in
 from .rules import NodeState
 from .text import duration, safe
@@ -209,7 +209,8 @@ WIDE_TITLE = ("KUBELET", "CONDITIONS", "LEASE SEEN")
 
 
 def _table_row(v: NodeView, now: float, wide: bool = False) -> tuple[str, ...]:
-    cert = "-" if v.cert_not_after is None else _dur(v.cert_not_after - now)
+    cert = ("-" if v.cert_not_after is None else EXPIRED if v.cert_not_after <= now
+            else _dur(v.cert_not_after - now))
     row: tuple[str, ...] = (
         safe(v.name, 63), safe(v.zone, 40) or "-", f"{v.state.symbol} {v.state.word}",
         _dur(v.lease_age(now)), _dur(v.grace_remaining(now)), _dur(v.eviction_in(now)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import msgspec
 import orjson
 import pytest
 
@@ -84,3 +85,17 @@ def test_the_tables_counts_have_thousands_separators():
     ready = view.counts[NodeState.READY]
     assert ready >= 1000 and f"Ready {ready:,}" in lines[1].split("  ")
     assert "zone eu-west-1/eu-west-1a: Normal 21,660/21,667 ready, taint rate 0/s" in lines
+
+
+def test_the_tables_cert_column_says_expired_as_the_dashboard_does():
+    """A certificate past its notAfter reads EXPIRED, not a negative time left ("-4m10s")."""
+    state, now = _state(5)
+    view = state.evaluate(now)
+    first, second = view.nodes[0], view.nodes[1]
+    nodes = [msgspec.structs.replace(first, cert_not_after=now - 250),
+             msgspec.structs.replace(second, cert_not_after=now + 3 * 86400), *view.nodes[2:]]
+    lines = list(fleet_table_lines(state, dataclasses.replace(view, nodes=nodes)))
+    header = next(ln for ln in lines if ln.startswith("NODE  "))
+    at = header.index("CERT")
+    rows = {ln.split()[0]: ln[at:].split()[0] for ln in lines if ln.split() and ln.split()[0] in (first.name, second.name)}
+    assert rows == {first.name: "EXPIRED", second.name: "3d00h"}

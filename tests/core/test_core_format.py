@@ -16,6 +16,7 @@ from nodewatch.core.format import (
     conditions_text,
     eviction_text,
     grace_text,
+    taints_compact,
     taints_text,
     version_key,
 )
@@ -99,6 +100,15 @@ def test_grace_text_reads_like_kubectl():
     assert grace_text("Unknown", "Unknown", None, 100.0 - 180, 100.0) == "Unknown for 3m00s"
     assert grace_text("NotReady", "False", 30, 60.0, 100.0) == "NotReady for 40s"
     assert grace_text("Ready", "True", None, None, 100.0) == "lease age unknown"
+
+
+def test_a_cluster_clock_ahead_of_ours_shows_no_negative_time():
+    """A transition or taint the controller stamped 3 s "in the future" of this machine's clock."""
+    assert grace_text("Unknown", "Unknown", None, 103.0, 100.0) == "Unknown for 0s"
+    assert grace_text("Unknown", "Unknown", None, 103.0, 100.0, compact=True) == "down 0s"
+    ahead = (Taint("node.kubernetes.io/unreachable", "NoExecute", "", 103.0),)
+    assert taints_text(ahead, 100.0) == "unreachable:NoExec 0s"
+    assert taints_compact(ahead, 100.0) == "unreach:NE 0s"
 
 
 def test_eviction_and_cert_text():
