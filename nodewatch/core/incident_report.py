@@ -291,7 +291,8 @@ def _node_changes(blocks: list[Block], changes: list[NodeChange], down_nodes: li
     by_node: dict[str, list[NodeChange]] = defaultdict(list)
     for c in changes:
         by_node[c.node].append(c)
-    blocks.append(Block("p", (f"{_count(len(down_nodes), 'node')} went down (or already were) in the window, "
+    blocks.append(Block("p", (f"{_count(len(down_nodes), 'node')} went down (or already "
+                              f"{'was' if len(down_nodes) == 1 else 'were'}) in the window, "
                               "in the order they went down. \"since\" is when the API says the state began.",)))
     for name in down_nodes[:MAX_NODES]:
         items = by_node[name]

@@ -661,6 +661,8 @@ class SegmentedRecorder:
         if self.keep_seconds is not None and holds < self.keep_seconds:
             line += (f", less than --keep {_age(self.keep_seconds)}: the oldest segments go first "
                      f"(--keep-bytes {_size(rate * self.keep_seconds * 1.1)} would hold it)")
+        elif self.keep_seconds is not None:
+            line += f"; --keep {_age(self.keep_seconds)} removes them first"
         return line
 
     def _retain(self, now: float) -> None:
@@ -690,6 +692,9 @@ def _size(n: float) -> str:
 
 
 def _age(seconds: float) -> str:
+    """``45m``, ``23.5h``, ``2,303d`` (a small fleet's cap can hold years: not ``55285.3h``)."""
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:,.0f}d"
     return f"{seconds / 3600:.1f}h" if seconds >= 3600 else f"{seconds / 60:.0f}m"
 
 

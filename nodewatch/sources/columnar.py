@@ -52,6 +52,7 @@ import zstandard
 from ..core.clock import Clock, SystemClock
 from ..core.settings import Settings
 from ..core.timeutil import parse_time
+from . import writer_lock
 from .columnar_blocks import FRAME, MAGIC, MAGIC_PREFIX, BlockReader, check_magic
 from .columnar_range import MAX_BUFFERED, MAX_WAIT, SHORT_RUN, FastRange
 from .columnar_whole import Plain, Raw, decoded, plain, split
@@ -840,6 +841,7 @@ class ColumnarRecorder(FlushedWriter):
         """The write or flush that failed (a full disk), as ``recording.Recorder`` keeps it: every
         later write raises it again and the flusher stops, so the flight recorder sees it."""
         self._raw = open(path, "wb")  # noqa: SIM115 - closed in close()
+        writer_lock.hold(self._raw)
         self._header: dict[str, Any] | None = {HEADER_KEY: FORMAT_VERSION, "started_at": None, "source": source,
                                                "settings": settings_payload(settings)}
         if clusters is not None:
@@ -1050,8 +1052,8 @@ def iter_file_lines(raw: IO[bytes], name: str, problems: list[str],
         raise RecordingError(f"{name}: a columnar recording without its header" +
                              (f" ({reader.why})" if reader.why else " (cut short)"))
     problem = reader.problem(name, _at(last_t))
-    if problem is not None:
-        problems.append(problem)
+    if problem is not None and (reader.why is not None or not writer_lock.being_written(raw)):
+        problems.append(problem)  # (a tail still being written is the present, not a torn file)
 
 
 def received_until(raw: IO[bytes], name: str) -> float | None:

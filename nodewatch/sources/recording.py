@@ -47,6 +47,7 @@ from ..core.objects import KUBELET_MANAGERS
 from ..core.settings import Settings
 from ..core.timeutil import format_time, time_problem, valid_time
 from ..core.views import EVENT_TYPES, RESOURCES
+from . import writer_lock
 from .line_stream import SegmentStream
 from .recording_format import FORMAT_VERSION, HEADER_KEY, RecordingError
 
@@ -259,6 +260,7 @@ class Recorder(FlushedWriter):
         the flusher stops (it used to die with a traceback and leave the writers to find out)."""
         self.lines = 0
         raw = open(path, "wb")  # noqa: SIM115 - closed in close()
+        writer_lock.hold(raw)
         self._raw = raw
         self._gz: gzip.GzipFile | None = None
         self._out: IO[bytes] = raw
@@ -477,7 +479,8 @@ def iter_lines(stream: IO[bytes], problems: list[str]) -> Iterator[tuple[int, by
                 continue
             yield n, line
     except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
-        problems.append(f"after line {n}: the file ends abruptly ({_short(exc)}); replaying what was read")
+        if not writer_lock.being_written(stream):  # (still being written: its end is the present)
+            problems.append(f"after line {n}: the file ends abruptly ({_short(exc)}); replaying what was read")
         return
     problems.extend(getattr(raw, "problems", ()))  # a columnar file's torn tail
 

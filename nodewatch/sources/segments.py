@@ -31,6 +31,7 @@ from typing import IO, Any, Callable, Iterator
 import orjson
 
 from ..core.timeutil import format_time, parse_time, parse_when, time_of_day
+from . import writer_lock
 from .columnar import iter_file_lines
 from .line_stream import SegmentStream
 from .recording_format import HEADER_KEY, RecordingError
@@ -175,11 +176,13 @@ def _whole_lines(stream: IO[bytes], name: str, problems: list[str]) -> Iterator[
     try:
         for line in stream:
             if not line.endswith(b"\n"):
-                problems.append(f"{name}: the last line is cut short (the hub stopped abruptly), skipped")
+                if not writer_lock.being_written(stream):  # (else the hub is writing it now)
+                    problems.append(f"{name}: the last line is cut short (the hub stopped abruptly), skipped")
                 return
             yield line
     except (EOFError, zlib.error, gzip.BadGzipFile, OSError):
-        problems.append(f"{name}: ends abruptly (the hub stopped without closing it); read up to there")
+        if not writer_lock.being_written(stream):
+            problems.append(f"{name}: ends abruptly (the hub stopped without closing it); read up to there")
 
 
 def _segment_lines(seg: Segment, raw: IO[bytes], problems: list[str], supersede: Any = None) -> Iterator[bytes]:

@@ -163,6 +163,24 @@ def test_the_hub_says_how_long_its_cap_holds_at_the_rate_written(tmp_path):
     rec.close()
 
 
+def test_a_cap_that_holds_years_says_so_in_days_and_that_keep_comes_first(tmp_path):
+    """A 3-node cluster's 8 GiB cap held "55285.3h"; the age limit, not the cap, is what removes segments."""
+    clock = ManualClock(1_764_410_000.0)
+    rec = SegmentedRecorder(tmp_path / "r", {"kind": "t"}, Settings(), clock=clock, keep_bytes=8 * 1024 ** 3,
+                            keep_seconds=24 * 3600, segment_seconds=600, record_format="jsonl")
+    lease = {"metadata": {"name": "n", "namespace": "kube-node-lease"}, "spec": {"holderIdentity": "n"}}
+    for i in range(130):
+        rec.write("leases", "MODIFIED", {**lease, "spec": {"holderIdentity": "n", "renewTime": f"x{i}"}}, clock.now())
+        clock.advance(1.0)
+    rec.flush()
+    rate = rec.bytes_per_second()
+    notice = rec.capacity_notice()
+    assert rate and notice
+    assert f"holds {8 * 1024 ** 3 / rate / 86400:,.0f}d at this rate; --keep 24.0h removes them first" in notice
+    assert "less than" not in notice
+    rec.close()
+
+
 def test_the_hubs_default_cap_is_the_recorders():
     from nodewatch.cli import build_parser
     from nodewatch.hub.flight_recorder import KEEP_BYTES

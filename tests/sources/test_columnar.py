@@ -232,6 +232,40 @@ def test_a_writer_killed_without_closing_loses_at_most_the_unflushed_second(tmp_
     assert len(problems) == 1 and "ends abruptly" in problems[0]
 
 
+def test_a_file_still_being_written_is_read_to_its_present_without_calling_it_torn(tmp_path):
+    """``report`` of a running hub's directory said its newest segment "ends abruptly (the writer
+    stopped without closing it)": a recorder holds its file locked while it writes (``writer_lock``),
+    so only the same bytes without a writer (a copy here; a writer killed) are a torn file."""
+    clock = ManualClock(1_764_410_000.0)
+    for name, make in (("w.nwcol", columnar.ColumnarRecorder), ("w.jsonl.gz", Recorder)):
+        path = str(tmp_path / name)
+        rec = make(path, {"name": "t"}, Settings(), clock=clock)
+        lease = {"metadata": {"name": "n1", "namespace": "kube-node-lease", "resourceVersion": "5"},
+                 "spec": {"holderIdentity": "n1", "renewTime": "2025-11-29T10:00:00.000000Z"}}
+        for i in range(12):
+            clock.set(1_764_410_000.0 + i * 0.5)
+            rec.write("leases", "MODIFIED", lease, clock.now())
+        rec.flush()
+        copy = str(tmp_path / f"copy-{name}")
+        with open(path, "rb") as f, open(copy, "wb") as out:
+            out.write(f.read())
+        said = {}
+        for which in (path, copy):
+            problems: list[str] = []
+            stream = open_binary(which)
+            lines = list(iter_lines(stream, problems))
+            stream.close()
+            assert len(lines) == 13, which  # the header and every flushed row, both ways
+            said[which] = problems
+        assert said[path] == [], name
+        assert len(said[copy]) == 1 and "abruptly" in said[copy][0], name
+        rec.close()
+        problems = []
+        stream = open_binary(path)
+        assert len(list(iter_lines(stream, problems))) == 13 and problems == []
+        stream.close()
+
+
 def test_a_file_of_another_version_is_refused_in_one_line(tmp_path):
     path = tmp_path / "v9.nwcol"
     path.write_bytes(b"NWCOL\x09\r\n" + b"\0" * 20)
