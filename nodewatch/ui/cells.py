@@ -14,6 +14,7 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
+from ..core.causes import CauseKind
 from ..core.format import (
     bar,
     cert_text,
@@ -203,8 +204,12 @@ def time_cells(v: NodeView, ctx: RowContext) -> dict[str, CellKey]:
             renew = (f"? since {clock_time(ctx.blind_since).rstrip('Z')}", p.warn)
             renew_c = ("     ?", p.warn)
         else:
-            renew = ("no lease" if v.lease_observed_at is None else "?", p.muted)
-            renew_c = (" none" if v.lease_observed_at is None else "     ?", p.muted)
+            # No age is not no lease: a listed lease waits for a renewal to date it (core/evidence.py),
+            # which on a server before v1.25 is every node for up to 10 s after a start. Only the
+            # rules' "no Lease" cause (a node not Ready) says there is none.
+            missing = any(c.kind is CauseKind.NO_LEASE for c in v.causes)
+            renew = ("no lease" if missing else "?", p.muted)
+            renew_c = (" none" if missing else "     ?", p.muted)
     else:
         late = 2 * renew_interval(v.lease_duration)
         style = p.bad if age > v.grace else p.warn if age > late else p.good

@@ -170,6 +170,29 @@ def test_blind_rows_say_since_when():
     assert "Overdue" not in text and "Late" not in text
 
 
+def test_a_lease_whose_age_is_not_known_yet_is_not_called_missing():
+    """Seen on the v1.20.2 testbed: for up to 10 s after a start every row said "no lease" (" none"
+    compact) while its listed Lease waited for a renewal to date it; only a node the rules find
+    without a Lease says so."""
+    s = FleetState(Settings())
+    for res in ("nodes", "leases"):
+        s.update_health(res, connected=True, synced=False, down_since=None, last_error="")
+    s.apply("nodes", "ADDED", node("listed", heartbeat=T0 - 25), T0 + 0.5, True)
+    s.apply("leases", "ADDED", lease("listed", T0 - 25), T0 + 0.5, True)
+    s.apply("nodes", "ADDED", node("leaseless", "False", transition=T0 - 60, heartbeat=T0), T0 + 0.5, True)
+    for res in ("nodes", "leases"):
+        s.apply(res, "SYNCED", None, T0 + 1.0, True)
+        s.update_health(res, synced=True, last_activity=T0 + 1.0)
+    view = s.evaluate(T0 + 1.2)
+    assert view.node("listed").lease_age(T0 + 1.2) is None and view.awaiting_renewals == 1
+    ctx = RowContext(T0 + 1.2)
+    for width in (300, 90):
+        cols = layout_columns(width)
+        texts = {v.name: render_row(v, ctx, cols, width).text for v in view.nodes}
+        assert "lease" not in texts["listed"].replace("lease age unknown", "") and "none" not in texts["listed"]
+        assert ("no lease" if width == 300 else " none") in texts["leaseless"]
+
+
 @pytest.mark.parametrize("width", [30, 80, 133, 250])
 def test_every_row_is_exactly_the_width(width):
     state = incident_state()
