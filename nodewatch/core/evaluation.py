@@ -368,7 +368,8 @@ class Evaluator:
             # what likely_causes says of a Ready node with neither pressure nor cordon
             causes = _AWAITED_READY if rec.awaited else ()
         else:
-            causes = tuple(likely_causes(rec, state, lease_age=probe_age, has_lease=track is not None,
+            # blind, no Lease seen is not no Lease: the stream is down, still listing, or not recorded
+            causes = tuple(likely_causes(rec, state, lease_age=probe_age, has_lease=track is not None or blind,
                                          grace=grace, cert_not_after=cert_not_after, now=now))
         # When could the state change with time alone?
         nxt = math.inf

@@ -16,7 +16,7 @@ import orjson
 
 from .kubectl_format import iter_entries as kubectl_entries
 from .kubectl_format import looks_like_kubectl
-from .recording import FORMAT_VERSION, HEADER_KEY, RecordingError, iter_lines, parse_header
+from .recording import FORMAT_VERSION, HEADER_KEY, RecordingError, entry_line, iter_lines, parse_header
 from .recording_input import close_input, open_binary
 from .segments import line_time
 
@@ -39,10 +39,7 @@ def v1_lines(path: str, problems: list[str], end: float | None = None) -> Iterat
             for e in kubectl_entries(_chain((1, first), lines), problems):
                 if end is not None and e.t is not None and e.t > end:
                     return
-                d = {"t": e.t, "resource": e.resource, "type": e.etype, "object": e.obj}
-                if e.listing:
-                    d["list"] = True
-                yield orjson.dumps(d) + b"\n"
+                yield entry_line(e)
             return
         parse_header(first)
         yield first if first.endswith(b"\n") else first + b"\n"

@@ -13,6 +13,11 @@ kept), a later section of a concatenated log is placed by its own objects' times
 and a List is dated by its newest object. The events are applied with ``received_at=None`` so lease
 ages are measured from ``renewTime``. The entries come section by section: readers sort them by
 time (``sort_entries``).
+
+Where the log holds Nodes but no Lease (all of it, or before its Leases begin), the lease stream
+was not recorded there: the reader says so with a lease-stream health entry (``lease_health``),
+and no node is judged by an age it has no renewal for (a Node's heartbeat is posted every five
+minutes on a cluster with Leases: judged by it, every Ready node of a nodes-only log went Overdue).
 """
 
 from __future__ import annotations
@@ -380,9 +385,10 @@ def _entry_time(e: Any) -> float:
 class _Section:
     """One resource's events: one ``kubectl get -w`` of that resource, whose order is time order."""
 
-    __slots__ = ("t", "jumps", "pending", "deletions", "interleaved", "opening", "opening_keys")
+    __slots__ = ("resource", "t", "jumps", "pending", "deletions", "interleaved", "opening", "opening_keys")
 
     def __init__(self, problems: list[str], resource: str = "") -> None:
+        self.resource = resource
         self.opening: list[tuple[int, str, str, dict, bool]] | None = [] if resource in OPENING_LISTS else None
         """The watch's opening ADDED events, held until it ends (``SectionClock._close_opening``);
         None once it has (or for Events, whose every event is an ADDED of its own)."""
@@ -430,6 +436,8 @@ class SectionClock:
         self.first: float | None = None
         """The earliest time of any section (for a section that tells none)."""
         self._undated: list[int] = []
+        self.leases_from: float | None = None
+        """The first time the log's Leases tell (their list's, when it opens with one)."""
 
     def _section(self, resource: str) -> _Section:
         sec = self.sections.get(resource)
@@ -445,6 +453,8 @@ class SectionClock:
     def _move(self, sec: _Section, t: float) -> None:
         """The section's time moves to ``t``; the log's first and latest times follow."""
         sec.t = t
+        if sec.resource == "leases" and self.leases_from is None:
+            self.leases_from = t
         if self.latest is None or t > self.latest:
             self.latest = t
         if self.first is None or t < self.first:
@@ -586,9 +596,25 @@ class SectionClock:
                 f"{format_duration(dated[0][0] - dated[1][0])} after the next newest; ages are measured from there")
         return dated[0][0] if dated else None
 
+    def lease_health(self) -> Iterator[Entry]:
+        """Where the log has Nodes and no Lease, the lease stream's health says it was not
+        recorded (a live dashboard's blindness: no node is then judged by its lease's age, only by
+        what the API server says of it): from the log's first time, to the time its Leases begin
+        (``leases_from``), or throughout when it has none. Nothing when the Leases begin first."""
+        first, begin = self.first, self.leases_from
+        if "nodes" not in self.sections or first is None or (begin is not None and begin <= first):
+            return
+        why = "no Leases in this log" if begin is None else f"the log's Leases begin at {format_time(begin)}"
+        yield Entry(0, first, "leases", "HEALTH", None, False,
+                    {"connected": False, "synced": False, "down_since": None, "last_error": why})
+        if begin is not None:
+            yield Entry(0, begin, "leases", "HEALTH", None, False,
+                        {"connected": True, "synced": True, "down_since": None, "last_error": ""})
+
     def finish(self) -> Iterator[Entry]:
         """The end of the log: deletions still waiting go at its newest time; sections that never
-        told a time take the log's first."""
+        told a time take the log's first; the lease stream's health where the log has no Lease
+        (``lease_health``)."""
         for sec in self.sections.values():
             yield from self._close_opening(sec)
         for sec in self.sections.values():
@@ -600,6 +626,7 @@ class SectionClock:
                     e.t = end
                     yield e
                 sec.deletions = []
+        yield from self.lease_health()
         if self._undated:
             k = len(self._undated)
             self.problems.append(f"{k} deletion{'s' if k != 1 else ''} carr{'y' if k != 1 else 'ies'} no time of "

@@ -462,6 +462,17 @@ class Entry:
     """The line's cluster, in a recording of several (None: the only one)."""
 
 
+def entry_line(e: Entry) -> bytes:
+    """An event or watch-health entry of one cluster as the v1 line that reads back as it (what a
+    kubectl log's entries are written as: ``recording export``, a replay's spool)."""
+    if e.etype == "HEALTH":
+        return orjson.dumps({"t": e.t, "health": {"resource": e.resource, **(e.health or {})}}, default=str) + b"\n"
+    d: dict[str, Any] = {"t": e.t, "resource": e.resource, "type": e.etype, "object": e.obj}
+    if e.listing:
+        d["list"] = True
+    return orjson.dumps(d) + b"\n"
+
+
 def iter_lines(stream: IO[bytes], problems: list[str]) -> Iterator[tuple[int, bytes]]:
     """(line number, bytes) for each line; a line longer than ``MAX_LINE_BYTES`` is skipped, a
     truncated gzip ends the iteration, each with a problem. The lines of a directory or a columnar

@@ -257,3 +257,21 @@ def test_a_one_shot_answer_does_not_wait_for_the_frontier():
     s, _ = dated_start()
     s.judge_lists_at_once()
     assert states(s, T0 + 16.0) == {"a": NodeState.LATE, "b": NodeState.LATE}
+
+
+def test_no_lease_is_not_claimed_while_the_lease_stream_cannot_say():
+    """A node the controller marked Unknown, its Lease not seen because the lease stream is still
+    listing (or down, or, in a kubectl log, not recorded yet): its cause is the API server's
+    (NodeStatusUnknown), not "no Lease in kube-node-lease", which only a synced stream can say."""
+    from nodewatch.core.causes import CauseKind
+
+    s = FleetState(Settings())
+    s.update_health("nodes", connected=True, synced=True, down_since=None, last_error="")
+    s.update_health("leases", connected=True, synced=False, down_since=None, last_error="")
+    s.apply("nodes", "ADDED", node("x", "Unknown", reason="NodeStatusUnknown", transition=T0 - 30), T0, True)
+    s.apply("nodes", "SYNCED", None, T0, True)
+    kinds = {c.kind for c in s.evaluate(T0 + 1).node("x").causes}
+    assert CauseKind.NO_LEASE not in kinds and kinds
+    s.apply("leases", "SYNCED", None, T0 + 2, True)
+    s.update_health("leases", synced=True, last_activity=T0 + 2)
+    assert CauseKind.NO_LEASE in {c.kind for c in s.evaluate(T0 + 3).node("x").causes}

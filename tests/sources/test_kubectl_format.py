@@ -42,7 +42,7 @@ def test_a_concatenated_kubectl_log_replays(concatenated, open_replay):
     src = open_replay(concatenated)
     assert src.replay.index.format == "kubectl"
     assert src.problems == []
-    assert src.replay.events == 4 + 18
+    assert src.replay.events == 4 + 18 + 2  # and the lease stream's health before the Leases begin
     end = src.replay.end
     assert end == parse_time("2026-11-29T10:01:00Z")  # the newest renewTime
     src.replay.seek(end)
@@ -113,9 +113,13 @@ def test_lists_plain_objects_error_events_and_unknown_kinds():
     ]
     problems: list[str] = []
     entries = list(iter_entries(((i + 1, (x + "\n").encode()) for i, x in enumerate(lines)), problems))
-    assert [(e.resource, e.etype, e.listing) for e in entries] == [("nodes", "ADDED", True), ("leases", "ADDED", False)]
+    assert [(e.resource, e.etype, e.listing) for e in entries] == [
+        ("nodes", "ADDED", True), ("leases", "ADDED", False), ("leases", "HEALTH", False), ("leases", "HEALTH", False)]
     assert entries[0].obj["kind"] == "Node"
     assert entries[1].t == parse_time("2026-01-01T00:00:05Z")
+    # the Nodes came 5 s before the log's first Lease: the lease stream was not recorded until then
+    assert [(e.t, e.health["connected"]) for e in entries[2:]] == [
+        (parse_time("2026-01-01T00:00:00Z"), False), (parse_time("2026-01-01T00:00:05Z"), True)]
     assert any("too old resource version" in p for p in problems)
     assert sum("ConfigMap" in p for p in problems) == 1  # reported once
 

@@ -215,7 +215,8 @@ def test_a_watch_opening_is_dated_as_its_list_is():
     docs = [watch("ADDED", dead), watch("ADDED", live), watch("MODIFIED", later)]
     problems: list[str] = []
     got = list(iter_entries([(i + 1, orjson.dumps(d)) for i, d in enumerate(docs)], problems))
-    assert [(e.etype, e.t) for e in got] == [("ADDED", T0), ("ADDED", T0), ("MODIFIED", T0 + 10)]
+    assert [(e.etype, e.t) for e in got] == [("ADDED", T0), ("ADDED", T0), ("MODIFIED", T0 + 10), ("HEALTH", T0)]
+    assert got[-1].health["last_error"] == "no Leases in this log"  # a nodes-only log: lease ages unknown
     assert len(problems) == 1 and "dated by its newest object (Node 'b-live'" in problems[0]
 
 
@@ -224,3 +225,45 @@ def test_an_events_log_is_no_list():
     docs = [watch("ADDED", kinded("Event", event(f"e{k}", "a", "R", "m", T0 + 60 * k))) for k in range(3)]
     got = list(iter_entries([(i + 1, orjson.dumps(d)) for i, d in enumerate(docs)], []))
     assert [e.t for e in got] == [T0, T0 + 60, T0 + 120]
+
+
+
+def _lease_era_log(tmp_path, *, with_leases: bool):
+    """``cat nodes.log leases.log`` of a healthy v1.20+ fleet, both watches started at T0 + 149:
+    every kubelet renews its Lease every 10 s but posts its Node status only every five minutes, so
+    the Node list is dated by heartbeats from T0 (seen on the v1.20.2 testbed: a 30-node log's
+    report said "Peak: 30 nodes down ... 27 Overdue" and `status --at +60` called them Overdue).
+    Node n0 posts its status again at T0 + 200, the log's end."""
+    names = [f"n{i}" for i in range(5)]
+    docs = [watch("ADDED", kinded("Node", node(n, transition=T0 - 3600, heartbeat=T0))) for n in names]
+    docs.append(watch("MODIFIED", kinded("Node", node("n0", transition=T0 - 3600, heartbeat=T0 + 200))))
+    if with_leases:
+        docs += [watch("ADDED", kinded("Lease", lease(n, T0 + 145 + i))) for i, n in enumerate(names)]
+        docs += [watch("MODIFIED", kinded("Lease", lease(n, T0 + 155 + i))) for i, n in enumerate(names)]
+    path = tmp_path / "fleet.json"
+    path.write_bytes(b"\n".join(orjson.dumps(d) for d in docs) + b"\n")
+    return path
+
+
+@pytest.mark.parametrize("with_leases", [True, False])
+def test_nodes_are_not_judged_by_heartbeats_where_the_log_has_no_lease(tmp_path, capsys, open_replay, with_leases):
+    """Where a log holds Nodes but no Lease, lease ages are unknown (the stream was not recorded,
+    and a cluster with Leases posts Node status every five minutes): the nodes are what the API
+    says, Ready, never Overdue by their heartbeat; once the Leases begin, judged by them."""
+    from nodewatch.cli import main
+
+    path = _lease_era_log(tmp_path, with_leases=with_leases)
+    blind_to = T0 + (149 if with_leases else 200)
+    for t in (T0 + 60, T0 + 140, blind_to):
+        assert main(["status", "--replay", str(path), "--at", format_time(t), "--format", "json"]) in (0, 1)
+        doc = orjson.loads(capsys.readouterr().out)
+        assert {n["state"] for n in doc["nodes"]} == {"Ready"}, t - T0
+    src = open_replay(path)
+    src.replay.seek(T0 + 100)
+    view = src.state.evaluate(T0 + 100)
+    assert view.leases_blind and {v.state for v in view.nodes} == {NodeState.READY}
+    if with_leases:  # judged by the Leases once they begin: n1-n4 41-44 s without a renewal; n0's
+        # Lease is as late, but it posted its status (the controller's probe): Late, not Overdue
+        assert main(["status", "--replay", str(path), "--at", format_time(T0 + 200), "--format", "json"]) == 1
+        got = {n["name"]: n["state"] for n in orjson.loads(capsys.readouterr().out)["nodes"]}
+        assert got == {"n0": "Late", "n1": "Overdue", "n2": "Overdue", "n3": "Overdue", "n4": "Overdue"}

@@ -29,8 +29,6 @@ import time
 from array import array
 from typing import IO, Any, Callable, Iterator
 
-import orjson
-
 from ...core.objects import NodeRecord
 from ...core.settings import Settings
 from ...core.views import WatchHealth
@@ -40,6 +38,7 @@ from ..line_guards import DuplicateFilter, TimeFrame
 from ..recording import (
     Entry,
     RecordingError,
+    entry_line,
     iter_lines,
     parse_header,
 )
@@ -395,10 +394,7 @@ class EventIndex:
         pos = 0
         times, offsets, lengths, lines = array("d"), array("q"), array("l"), array("I")
         for e in entries:
-            d: dict[str, Any] = {"t": e.t, "resource": e.resource, "type": e.etype, "object": e.obj}
-            if e.listing:
-                d["list"] = True
-            data = orjson.dumps(d) + b"\n"
+            data = entry_line(e)
             spool.write(data)
             times.append(e.t if e.t is not None else 0.0)
             offsets.append(pos)
