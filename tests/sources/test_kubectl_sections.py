@@ -267,3 +267,19 @@ def test_nodes_are_not_judged_by_heartbeats_where_the_log_has_no_lease(tmp_path,
         assert main(["status", "--replay", str(path), "--at", format_time(T0 + 200), "--format", "json"]) == 1
         got = {n["name"]: n["state"] for n in orjson.loads(capsys.readouterr().out)["nodes"]}
         assert got == {"n0": "Late", "n1": "Overdue", "n2": "Overdue", "n3": "Overdue", "n4": "Overdue"}
+
+
+def test_an_export_of_a_concatenated_log_is_in_time_order_and_keeps_every_section(tmp_path):
+    """``recording export`` wrote a kubectl log's entries section by section (the Leases stepped
+    back minutes after the last Node line), and ``--to`` stopped at the first Node line after it,
+    so no Lease of ``cat nodes.log leases.log`` was exported at all."""
+    from nodewatch.cli import main
+
+    path = _lease_era_log(tmp_path, with_leases=True)  # its Nodes to T0 + 200, its Leases T0 + 149..159
+    out = tmp_path / "x.jsonl"
+    assert main(["recording", "export", str(path), "--to", format_time(T0 + 156), "-o", str(out)]) == 0
+    lines = [orjson.loads(x) for x in out.read_bytes().splitlines()][1:]
+    times = [d["t"] for d in lines]
+    assert times == sorted(times) and max(times) <= T0 + 156
+    kinds = [d.get("resource") or "health" for d in lines]
+    assert kinds.count("nodes") == 5 and kinds.count("leases") == 5 + 2 and kinds.count("health") == 2
