@@ -80,9 +80,14 @@ def _lines(args: argparse.Namespace) -> tuple[Iterator[bytes], list[str], float]
     if args.end:
         import orjson
 
-        first = next(v1_lines(src, []), b"{}")
+        head = v1_lines(src, [])
+        first = next(head, b"{}")
         started = orjson.loads(first).get("started_at") if first.startswith(b"{") else None
-        end = parse_when(args.end, parse_time(started) if isinstance(started, str) else None)
+        start = parse_time(started) if isinstance(started, str) else None
+        if start is None:  # a kubectl log (or a header without it): from its first event, as status --at is
+            t = orjson.loads(next(head, b"{}")).get("t")
+            start = t if isinstance(t, (int, float)) else None
+        end = parse_when(args.end, start)
     return v1_lines(src, problems, end=end), problems, end if end is not None else math.inf
 
 

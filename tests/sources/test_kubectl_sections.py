@@ -283,3 +283,8 @@ def test_an_export_of_a_concatenated_log_is_in_time_order_and_keeps_every_sectio
     assert times == sorted(times) and max(times) <= T0 + 156
     kinds = [d.get("resource") or "health" for d in lines]
     assert kinds.count("nodes") == 5 and kinds.count("leases") == 5 + 2 and kinds.count("health") == 2
+    # --to as +SECONDS or a time of day: from the log's first event (it has no start of its own), as status --at
+    for to in ("+156", format_time(T0 + 156)[11:19]):
+        again = tmp_path / "y.jsonl"
+        assert main(["recording", "export", str(path), "--to", to, "-o", str(again)]) == 0
+        assert again.read_bytes() == out.read_bytes()
