@@ -89,6 +89,8 @@ class MetricsServices:
                 self.pusher = AlertPusher(args.alertmanager, lambda: take_sample(self.source, nodes="not-ready"),
                                           generator_url=f"{self.server.url}/metrics" if self.server else "")
                 self.pusher.start()
+                if self.server is not None:
+                    self.server.collector.pusher = self.pusher
                 self.lines.append(f"  alerts: pushed to {args.alertmanager}")
         except OSError as exc:
             self.stop()

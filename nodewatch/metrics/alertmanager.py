@@ -8,6 +8,12 @@ dies stops renewing them and Alertmanager resolves them by itself); an alert tha
 sent once more with ``endsAt`` now: resolved. ``startsAt`` and ``endsAt`` are on the source's one
 clock, the clock every other time nodewatch shows is on.
 
+A POST that fails (Alertmanager restarting, unreachable) is tried again ``RETRY`` seconds later
+with everything it held, not at the next resend: a page must not wait half a minute for an
+Alertmanager blip. The failures are counted for ``/metrics`` (``sent``, ``errors``, as Prometheus'
+``prometheus_notifications_sent_total`` and ``..._errors_total``) and logged once per error and
+resend period, not at every try.
+
 Nothing here can say "nodewatch is down": that is the scraper's job (``NodewatchDown``).
 """
 
@@ -28,6 +34,8 @@ log = logging.getLogger("nodewatch.alertmanager")
 
 INTERVAL = 1.0
 RESEND = 30.0
+RETRY = 5.0
+"""Seconds after a failed POST before its alerts are tried again."""
 VALID_RESENDS = 4
 """A firing alert's ``endsAt``: this many resends ahead (Prometheus: 4 x max(eval interval, resend delay))."""
 
@@ -58,9 +66,14 @@ class AlertPusher:
         self._firing: dict[tuple, dict] = {}
         """Alerts firing: key -> the alert as last sent."""
         self._last_sent = -float("inf")
+        self._retry_at: float | None = None
+        """After a failed POST: when to try the firing alerts again (None: no failure pending)."""
+        self._logged_at = -float("inf")
         self._unsent: list[dict] = []
         self.sent = 0
+        """Alerts delivered (each firing or resolved alert of each successful POST)."""
         self.errors = 0
+        """POSTs that failed."""
         self.last_error = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -100,18 +113,24 @@ class AlertPusher:
             out.append(alert)
         out.extend(self._unsent)  # resolutions a failed POST did not deliver
         self._unsent = []
-        if new or resolved or now - self._last_sent >= self.resend:
+        retry = self._retry_at is not None and now >= self._retry_at
+        if new or resolved or retry or now - self._last_sent >= self.resend:
             out.extend(self._firing.values())
         if out:
             self._last_sent = now
             try:
                 self._post(out)
                 self.sent += len(out)
+                self._retry_at = None
             except (OSError, ValueError) as exc:
                 self.errors += 1
-                self.last_error = f"{type(exc).__name__}: {exc}"
-                log.warning("alertmanager %s: %s", self.url, self.last_error)
-                self._unsent = [a for a in out if a["endsAt"] <= rfc3339(now)]  # say them again next time
+                error = f"{type(exc).__name__}: {exc}"
+                if error != self.last_error or now - self._logged_at >= self.resend:
+                    log.warning("alertmanager %s: %s (trying again every %gs)", self.url, error, RETRY)
+                    self._logged_at = now
+                self.last_error = error
+                self._retry_at = now + RETRY  # the firing ones then; the resolutions say them again too
+                self._unsent = [a for a in out if a["endsAt"] <= rfc3339(now)]
         return out
 
     def _http_post(self, alerts: list[dict]) -> None:

@@ -70,6 +70,8 @@ class FleetCollector(Collector):
         self.blind = blind or BlindMeter()
         self.last_sample_seconds = 0.0
         self.samples = 0
+        self.pusher: Any = None
+        """The ``--alertmanager`` pusher, when there is one: its deliveries and failures are exported."""
 
     def describe(self) -> list[Metric]:
         return []  # built at each scrape: registering must not take a sample
@@ -82,6 +84,21 @@ class FleetCollector(Collector):
         self.last_sample_seconds = took
         self.samples += 1
         yield from families(sample, blind, self.api_cost(), took)
+        if self.pusher is not None:
+            yield from pusher_families(self.pusher)
+
+
+def pusher_families(pusher: Any) -> list[Metric]:
+    """What ``--alertmanager`` delivered and what failed, as Prometheus exports its own notifications
+    (``prometheus_notifications_sent_total``, ``..._errors_total``): a team paged by nodewatch alone
+    can alert on its pages not getting through."""
+    sent = CounterMetricFamily("nodewatch_alertmanager_alerts_sent",
+                               "Alerts (firing or resolved) delivered to Alertmanager by --alertmanager.")
+    sent.add_metric([], float(pusher.sent))
+    errors = CounterMetricFamily("nodewatch_alertmanager_post_errors",
+                                 "POSTs of alerts to Alertmanager that failed (tried again seconds later).")
+    errors.add_metric([], float(pusher.errors))
+    return [sent, errors]
 
 
 CLUSTER_GAUGES: tuple[tuple[str, str, Callable[[ClusterSample], float]], ...] = (

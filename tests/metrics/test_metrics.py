@@ -3,6 +3,7 @@ views; /healthz and /readyz; OpenMetrics and TLS; the pusher's firing, resending
 
 from __future__ import annotations
 
+import argparse
 import json
 import ssl
 import subprocess
@@ -284,6 +285,61 @@ def test_a_rule_with_for_waits_and_a_failed_post_keeps_the_resolution(tmp_path):
     again = pusher.evaluate(blind(1071.0, False))
     assert [a["labels"]["alertname"] for a in again] == ["NodewatchBlind"]
     assert again[0]["endsAt"].startswith("1970-01-01T00:17:50")
+
+
+def test_a_page_whose_post_failed_is_tried_again_in_seconds_not_at_the_next_resend(caplog):
+    """An Alertmanager blip at the moment a node starts to fire: the alert waited for the next
+    resend (30 s) before. It goes again ``RETRY`` seconds later, the failures are counted (for
+    /metrics) and logged once, not at every try."""
+    from nodewatch.metrics.alertmanager import RETRY
+    from nodewatch.metrics.sample import ClusterSample
+
+    def blind(at: float) -> FleetSample:
+        c = ClusterSample("prod", 3, ((NodeState.READY, 3),), "", True, "lease stream down", False, False, 50.0, True)
+        return FleetSample(at, (), (), (), (c,))
+
+    posts: list[list[dict]] = []
+    down = [False]
+
+    def post(alerts):
+        if down[0]:
+            raise OSError("refused")
+        posts.append(alerts)
+
+    pusher = AlertPusher("http://x:1", lambda: None, post=post, resend=30.0)  # type: ignore[arg-type]
+    pusher.evaluate(blind(1000.0))  # pending: NodewatchBlind fires after 60 s
+    down[0] = True
+    with caplog.at_level("WARNING", logger="nodewatch.alertmanager"):
+        for t in (1060.0, 1061.0, 1062.0, 1065.0):
+            pusher.evaluate(blind(t))
+    assert posts == [] and pusher.errors == 2  # at 1060, and RETRY later (1065): not every second
+    assert len([r for r in caplog.records if "refused" in r.getMessage()]) == 1
+    down[0] = False
+    pusher.evaluate(blind(1065.0 + RETRY))
+    assert [a["labels"]["alertname"] for a in posts[-1]] == ["NodewatchBlind"]  # 10 s after it fired, not 30
+    assert pusher.sent == 1 and pusher.evaluate(blind(1071.0 + RETRY)) == []  # then the resends as before
+
+
+def test_the_alertmanager_pushers_deliveries_and_failures_are_in_the_scrape(tmp_path):
+    """``hub --alertmanager URL --metrics ADDR``: what got through and what failed, as counters (a
+    refused Alertmanager was only a log line on the hub's stderr)."""
+    from nodewatch.commands.metrics_options import MetricsServices
+
+    src = DemoSource(nodes=20, scenario="incident", seed=3, speed=0.0)
+    step_demo(src, seconds=120)
+    args = argparse.Namespace(metrics="127.0.0.1:0", alertmanager="http://127.0.0.1:1", metrics_nodes="all")
+    services = MetricsServices(src, args, tmp_path).start()
+    try:
+        pusher = services.pusher
+        assert pusher is not None and services.server is not None
+        pusher.stop()  # the step by hand
+        pusher.evaluate(take_sample(src, nodes="not-ready"))  # fires, and the POST is refused
+        got = _scrape(services.server.url)
+    finally:
+        services.stop()
+    assert pusher.errors >= 1
+    assert got["nodewatch_alertmanager_post_errors_total"] == [({}, float(pusher.errors))]
+    assert got["nodewatch_alertmanager_alerts_sent_total"] == [({}, 0.0)]
 
 
 def test_the_pusher_takes_only_http_urls():
