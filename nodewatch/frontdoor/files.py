@@ -34,7 +34,7 @@ def replace_private(path: Path, data: bytes) -> None:
 
 def host_key(path: Path):
     """The SSH host key at ``path``, generated (Ed25519) when there is none yet."""
-    import asyncssh
+    from .ssh_library import asyncssh
 
     if not path.exists():
         key = asyncssh.generate_private_key("ssh-ed25519", comment="nodewatch front door")

@@ -21,13 +21,12 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import asyncssh
-
 from ..loop_thread import keep
 from .child_guard import parent_environment
 from .files import host_key
 from .listen import parse_listen
 from .pty_child import PtyChild
+from .ssh_library import asyncssh
 from .viewer import CommandFor, KeyOptionError
 
 log = logging.getLogger("nodewatch.frontdoor.ssh")

@@ -281,3 +281,13 @@ def test_ten_concurrent_dashboards(door_factory, tmux):
         tmux.keys(name, "q")
     assert [tmux.wait_exit(name) for name in names] == [0] * 10
     wait_until(lambda: not door.door.sessions, 20)
+
+
+def test_the_ssh_door_imports_without_a_warning():
+    """asyncssh's import printed ten lines of CryptographyDeprecationWarning (DSA) on the hub's
+    console before its banner; nodewatch uses no DSA key (``frontdoor/ssh_library.py``)."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-W", "error", "-c", "import nodewatch.frontdoor.ssh"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done.stderr[-500:]

@@ -59,7 +59,7 @@ def need(program: str, package: str) -> str:
 
 def client_key(directory: Path, name: str = "client") -> tuple[Path, str]:
     """A new Ed25519 key pair for the ``ssh`` client: (private key path, public key line)."""
-    import asyncssh
+    from nodewatch.frontdoor.ssh_library import asyncssh
 
     key = asyncssh.generate_private_key("ssh-ed25519", comment=name)
     private = directory / name
