@@ -111,10 +111,10 @@ class AlertPusher:
             alert = self._firing.pop(key)
             alert["endsAt"] = rfc3339(now)
             out.append(alert)
-        out.extend(self._unsent)  # resolutions a failed POST did not deliver
-        self._unsent = []
         retry = self._retry_at is not None and now >= self._retry_at
         if new or resolved or retry or now - self._last_sent >= self.resend:
+            out.extend(self._unsent)  # resolutions a failed POST did not deliver
+            self._unsent = []
             out.extend(self._firing.values())
         if out:
             self._last_sent = now

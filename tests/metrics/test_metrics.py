@@ -259,6 +259,7 @@ def test_the_pusher_fires_resends_and_resolves_on_the_sources_clock(tmp_path):
 
 
 def test_a_rule_with_for_waits_and_a_failed_post_keeps_the_resolution(tmp_path):
+    from nodewatch.metrics.alertmanager import RETRY
     from nodewatch.metrics.sample import ClusterSample
 
     def blind(at: float, on: bool) -> FleetSample:
@@ -282,7 +283,8 @@ def test_a_rule_with_for_waits_and_a_failed_post_keeps_the_resolution(tmp_path):
     pusher.evaluate(blind(1070.0, False))
     assert pusher.errors == 1
     fail[0] = False
-    again = pusher.evaluate(blind(1071.0, False))
+    assert pusher.evaluate(blind(1071.0, False)) == []  # tried again RETRY seconds after the failure
+    again = pusher.evaluate(blind(1070.0 + RETRY, False))
     assert [a["labels"]["alertname"] for a in again] == ["NodewatchBlind"]
     assert again[0]["endsAt"].startswith("1970-01-01T00:17:50")
 
