@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import humanize
 
 from .causes import CauseKind
 from .format import clock_time
-from .history import DOWN_STATES, STATE_ORDER, HistoryRecorder, MarkKind, NodeChange, Sample
+from .history import DOWN_STATES, STATE_ORDER, BlindPeriod, HistoryRecorder, MarkKind, NodeChange, Sample
 from .rules import NodeState, ZoneState
 from .settings import Settings
 
@@ -176,7 +177,7 @@ def _down_nodes(changes: list[NodeChange]) -> list[str]:
 def _summary(blocks: list[Block], info: RecordingInfo, h: HistoryRecorder, changes: list[NodeChange],
              samples: list[Sample], down_nodes: list[str]) -> None:
     blocks.append(Block("h2", ("Summary",)))
-    items = _recovery_items(info, changes)
+    items = _recovery_items(info, changes, _blind_throughout(h.blind, info))
     peak = h.peak()
     if peak is not None and peak.down:
         items.append((f"Peak: {_count(peak.down, 'node')} down (past the grace or worse) at {_when(peak.at)}: "
@@ -197,7 +198,8 @@ def _cluster_summaries(blocks: list[Block], info: RecordingInfo, h: HistoryRecor
         def mine(key: str, name: str = name) -> bool:
             return cluster_of(key, info.clusters) == name
 
-        items = _recovery_items(info, [c for c in changes if mine(c.node)])
+        items = _recovery_items(info, [c for c in changes if mine(c.node)],
+                                _blind_throughout([b for b in h.blind if b.cluster == name], info))
         items.append(_risk_item(sum(mine(m.subject) for m in taints), sum(mine(p.node) for p in h.evictions),
                                 sum(mine(p.node) for p in h.statefulset_at_risk)))
         disrupted = sorted({z.zone for z in h.zone_changes if z.after is not ZoneState.NORMAL and mine(z.zone)})
@@ -220,8 +222,14 @@ def _disrupted_item(zones: list[str]) -> Line:
     return (f"{_count(len(zones), 'zone')} in disruption: ", *_join([_zone_name(z) for z in zones]), ".")
 
 
-def _recovery_items(info: RecordingInfo, changes: list[NodeChange]) -> list[Line]:
-    """The first node to stop renewing, the last to recover, the ones still down."""
+def _blind_throughout(blind: Iterable[BlindPeriod], info: RecordingInfo) -> bool:
+    """The lease stream was down for the whole window (a kubectl log of Nodes alone)."""
+    return any(b.start <= info.start and (b.end is None or b.end >= info.end) for b in blind)
+
+
+def _recovery_items(info: RecordingInfo, changes: list[NodeChange], blind: bool = False) -> list[Line]:
+    """The first node to stop renewing, the last to recover, the ones still down. ``blind``: the
+    window holds no lease renewal to tell who stopped."""
     items: list[Line] = []
     stopped = [(c.stopped_renewing, c.node) for c in changes if c.stopped_renewing is not None]
     if stopped:
@@ -229,6 +237,9 @@ def _recovery_items(info: RecordingInfo, changes: list[NodeChange]) -> list[Line
         before = f", {_delta(info.start - t)} before the window began" if t < info.start else ""
         items.append(("First node to stop renewing its lease: ", Untrusted(name), f", last renewal seen "
                       f"{_when(t)}{before}.",))
+    elif blind:
+        items.append(("Whether a node stopped renewing its lease cannot be told: the lease stream was not "
+                      "seen in the window (see the blind periods below).",))
     else:
         items.append(("No node stopped renewing its lease in the window.",))
     recovered = [c for c in changes if c.after is NodeState.READY and c.before in DOWN_STATES]

@@ -288,3 +288,16 @@ def test_an_export_of_a_concatenated_log_is_in_time_order_and_keeps_every_sectio
         again = tmp_path / "y.jsonl"
         assert main(["recording", "export", str(path), "--to", to, "-o", str(again)]) == 0
         assert again.read_bytes() == out.read_bytes()
+
+
+def test_the_report_of_a_log_without_leases_does_not_say_no_node_stopped_renewing(tmp_path, capsys):
+    """A nodes-only log holds no renewal: "No node stopped renewing its lease" was a claim it cannot
+    make. With Leases, the nodes that stop renewing are named as before."""
+    from nodewatch.cli import main
+
+    for with_leases, said in ((False, "stopped renewing its lease cannot be told"),
+                              (True, "First node to stop renewing its lease: `n0`")):
+        path = _lease_era_log(tmp_path, with_leases=with_leases)
+        assert main(["report", str(path)]) == 0
+        summary = capsys.readouterr().out.split("## Summary", 1)[1].split("##", 1)[0]
+        assert said in summary and "No node stopped renewing" not in summary, with_leases
