@@ -258,33 +258,42 @@ def test_the_pusher_fires_resends_and_resolves_on_the_sources_clock(tmp_path):
     assert pusher.evaluate(FleetSample(s2.at + 2, (), (), (), ())) == []
 
 
-def test_a_rule_with_for_waits_and_a_failed_post_keeps_the_resolution(tmp_path):
-    from nodewatch.metrics.alertmanager import RETRY
+def _blind(at: float, on: bool = True) -> FleetSample:
+    """A sample of a 3-node cluster whose lease stream is down (``on``) or back."""
     from nodewatch.metrics.sample import ClusterSample
 
-    def blind(at: float, on: bool) -> FleetSample:
-        c = ClusterSample("prod", 3, ((NodeState.READY, 3),), "", on, "lease stream down", False, False, 50.0, True)
-        return FleetSample(at, (), (), (), (c,))
+    c = ClusterSample("prod", 3, ((NodeState.READY, 3),), "", on, "lease stream down", False, False, 50.0, True)
+    return FleetSample(at, (), (), (), (c,))
 
-    posts: list[list[dict]] = []
-    fail = [False]
 
-    def post(alerts):
-        if fail[0]:
+class _Alertmanager:
+    """What a pusher POSTs to (``posts``), refusing while ``down``."""
+
+    def __init__(self) -> None:
+        self.posts: list[list[dict]] = []
+        self.down = False
+
+    def __call__(self, alerts: list[dict]) -> None:
+        if self.down:
             raise OSError("refused")
-        posts.append(alerts)
+        self.posts.append(alerts)
 
-    pusher = AlertPusher("http://x:1", lambda: None, post=post)  # type: ignore[arg-type]
-    assert pusher.evaluate(blind(1000.0, True)) == []
-    assert pusher.evaluate(blind(1059.0, True)) == []
-    fired = pusher.evaluate(blind(1060.0, True))
+
+def test_a_rule_with_for_waits_and_a_failed_post_keeps_the_resolution(tmp_path):
+    from nodewatch.metrics.alertmanager import RETRY
+
+    am = _Alertmanager()
+    pusher = AlertPusher("http://x:1", lambda: None, post=am)  # type: ignore[arg-type]
+    assert pusher.evaluate(_blind(1000.0)) == []
+    assert pusher.evaluate(_blind(1059.0)) == []
+    fired = pusher.evaluate(_blind(1060.0))
     assert [a["labels"]["alertname"] for a in fired] == ["NodewatchBlind"]
-    fail[0] = True
-    pusher.evaluate(blind(1070.0, False))
+    am.down = True
+    pusher.evaluate(_blind(1070.0, False))
     assert pusher.errors == 1
-    fail[0] = False
-    assert pusher.evaluate(blind(1071.0, False)) == []  # tried again RETRY seconds after the failure
-    again = pusher.evaluate(blind(1070.0 + RETRY, False))
+    am.down = False
+    assert pusher.evaluate(_blind(1071.0, False)) == []  # tried again RETRY seconds after the failure
+    again = pusher.evaluate(_blind(1070.0 + RETRY, False))
     assert [a["labels"]["alertname"] for a in again] == ["NodewatchBlind"]
     assert again[0]["endsAt"].startswith("1970-01-01T00:17:50")
 
@@ -294,32 +303,20 @@ def test_a_page_whose_post_failed_is_tried_again_in_seconds_not_at_the_next_rese
     resend (30 s) before. It goes again ``RETRY`` seconds later, the failures are counted (for
     /metrics) and logged once, not at every try."""
     from nodewatch.metrics.alertmanager import RETRY
-    from nodewatch.metrics.sample import ClusterSample
 
-    def blind(at: float) -> FleetSample:
-        c = ClusterSample("prod", 3, ((NodeState.READY, 3),), "", True, "lease stream down", False, False, 50.0, True)
-        return FleetSample(at, (), (), (), (c,))
-
-    posts: list[list[dict]] = []
-    down = [False]
-
-    def post(alerts):
-        if down[0]:
-            raise OSError("refused")
-        posts.append(alerts)
-
-    pusher = AlertPusher("http://x:1", lambda: None, post=post, resend=30.0)  # type: ignore[arg-type]
-    pusher.evaluate(blind(1000.0))  # pending: NodewatchBlind fires after 60 s
-    down[0] = True
+    am = _Alertmanager()
+    pusher = AlertPusher("http://x:1", lambda: None, post=am, resend=30.0)  # type: ignore[arg-type]
+    pusher.evaluate(_blind(1000.0))  # pending: NodewatchBlind fires after 60 s
+    am.down = True
     with caplog.at_level("WARNING", logger="nodewatch.alertmanager"):
         for t in (1060.0, 1061.0, 1062.0, 1065.0):
-            pusher.evaluate(blind(t))
-    assert posts == [] and pusher.errors == 2  # at 1060, and RETRY later (1065): not every second
+            pusher.evaluate(_blind(t))
+    assert am.posts == [] and pusher.errors == 2  # at 1060, and RETRY later (1065): not every second
     assert len([r for r in caplog.records if "refused" in r.getMessage()]) == 1
-    down[0] = False
-    pusher.evaluate(blind(1065.0 + RETRY))
-    assert [a["labels"]["alertname"] for a in posts[-1]] == ["NodewatchBlind"]  # 10 s after it fired, not 30
-    assert pusher.sent == 1 and pusher.evaluate(blind(1071.0 + RETRY)) == []  # then the resends as before
+    am.down = False
+    pusher.evaluate(_blind(1065.0 + RETRY))
+    assert [a["labels"]["alertname"] for a in am.posts[-1]] == ["NodewatchBlind"]  # 10 s after it fired, not 30
+    assert pusher.sent == 1 and pusher.evaluate(_blind(1071.0 + RETRY)) == []  # then the resends as before
 
 
 def test_the_alertmanager_pushers_deliveries_and_failures_are_in_the_scrape(tmp_path):
