@@ -114,9 +114,10 @@ def likely_causes(
                           "the kubelet cannot authenticate to the API server"))
     ready = node.conditions.get("Ready")
     if lease_age is not None and lease_age > grace:
-        if not cert_expired:
+        if not cert_expired:  # (no Lease at all: the controller's probe is the status heartbeat alone)
+            what = "lease not renewed" if has_lease else "no Lease, and no status posted"
             out.append(_cause(CauseKind.LEASE_STALE,
-                              f"lease not renewed within the {grace:g}s grace: kubelet down, or the node "
+                              f"{what} within the {grace:g}s grace: kubelet down, or the node "
                               "cut off from the API server"))
     elif state is NodeState.LATE and lease_age is not None:
         out.append(_cause(CauseKind.LEASE_LATE, "lease renewal late (more than two renew intervals): "

@@ -123,6 +123,17 @@ def test_overdue_cause_is_the_stale_lease():
     assert v.causes[0].kind is CauseKind.LEASE_STALE
 
 
+def test_a_node_without_a_lease_is_not_said_to_have_stopped_renewing_one():
+    """No Lease at all (the leases listed, none of this node's): the controller's probe is its status
+    heartbeat alone, and the cause says that, not "lease not renewed"."""
+    s = fleet(("nodes", node("a", "Unknown", heartbeat=T0 - 120)), ("leases", lease("b", T0 - 1)))
+    v = s.evaluate(T0).node("a")
+    assert v.causes[0].kind is CauseKind.LEASE_STALE
+    assert v.causes[0].text.startswith("no Lease, and no status posted within the")
+    with_lease = fleet(("nodes", node("a")), ("leases", lease("a", T0 - 60))).evaluate(T0).node("a")
+    assert with_lease.causes[0].text.startswith("lease not renewed within the")
+
+
 def test_expired_client_certificate_is_the_cause():
     s = fleet(("nodes", node("a", "Unknown")), ("leases", lease("a", T0 - 600)),
               ("certificatesigningrequests", csr("csr-1", "a", T0 - 86400)))
