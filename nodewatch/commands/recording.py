@@ -21,11 +21,22 @@ from typing import IO, Callable, Iterator
 from ..sources.segments import line_time
 from .common import CommandError, fail, naming
 
+EXPORT_HELP = """any recording as JSON Lines (or columnar), or any span of a hub's directory
+
+JSON Lines is the interchange format (zcat | jq, other tools, a bug report); a hub keeps its day in
+the columnar format. SRC is a recording file (JSON Lines, gzip, columnar, a kubectl watch log) or a
+hub's directory of segments. FILE: .jsonl.gz for gzip JSON Lines, .jsonl plain, .nwcol columnar,
+- plain JSON Lines on stdout. A directory exported --from T starts at the keyframe of the segment
+that holds T (the fleet as it was then: the export replays on its own); a file is exported from its
+start. A kubectl log's events come out in time order, each concatenated watch placed by its own
+objects' times."""
+"""``recording export --help`` (the module's docstring is for its readers, in their markup)."""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = sub.add_parser("export", help="write a recording (or a span of a hub's directory) as JSON Lines",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=EXPORT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("src", metavar="SRC", help="a recording file or a hub's directory of segments")
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="FILE.jsonl.gz (gzip), FILE.jsonl, FILE.nwcol (columnar) or - (stdout)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -113,6 +114,23 @@ def test_help_lists_the_commands():
     r = subprocess.run([sys.executable, "-m", "nodewatch", "--help"], capture_output=True, text=True, timeout=60)
     for cmd in ("watch", "demo", "replay", "status", "record", "sim-server"):
         assert cmd in r.stdout
+
+
+def test_no_help_shows_the_docstrings_markup():
+    """Every command's and action's --help is for a terminal: ``recording export --help`` printed its
+    module docstring, ``double backticks`` and all."""
+    from nodewatch.cli import build_parser
+
+    def helps(parser: argparse.ArgumentParser, path: str):
+        yield path, parser.format_help()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from helps(sub, f"{path} {name}")
+
+    shown = dict(helps(build_parser(), "nodewatch"))
+    assert "nodewatch recording export" in shown and len(shown) > 15
+    assert [path for path, text in shown.items() if "``" in text] == []
 
 
 def live_status(capsys, srv, tmp_path, *args: str) -> tuple[int, str, str]:
