@@ -559,7 +559,8 @@ class NodewatchApp(SourceActions, App):
 
     def _binding_groups(self) -> list[tuple[str, list[Binding]]]:
         """The bindings by screen, with the keys the user's keymap gave them."""
-        app_keys = [b for b in self.BINDINGS if isinstance(b, Binding) and not (b.id or "").startswith("replay.")]
+        app_keys = [b for b in self.BINDINGS if isinstance(b, Binding) and not (b.id or "").startswith("replay.")
+                    and self._ever_usable(b.action)]
         groups = [("Dashboard", app_keys), ("Fleet table", list(FleetTable.BINDINGS)),
                   ("Drill-down", list(DrillDown.BINDINGS)), ("Errors and notices", list(ProblemsScreen.BINDINGS))]
         if self.source.replay is not None:
@@ -568,6 +569,15 @@ class NodewatchApp(SourceActions, App):
                                       Binding("ctrl+q", "quit", "Quit", id="app.ctrl_quit")]))
         return [(title, [dataclasses.replace(b, key=self.keymap[b.id]) if b.id in self.keymap else b
                          for b in bindings]) for title, bindings in groups]
+
+    def _ever_usable(self, action: str) -> bool:
+        """Whether a key can do anything with this source, at some moment (the help lists no key that
+        never can: a replay's help listed "h History" and "l Back to live", which did nothing)."""
+        if action in ("history", "live"):  # a hub viewer's: its recorded history, and back
+            return self._live_source is not None or hasattr(self.source, "open_history")
+        if action == "filter_cluster":
+            return self.view is not None and bool(self.view.clusters)
+        return True
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -152,6 +152,8 @@ async def test_h_replays_the_hubs_last_hour_while_live_goes_on_and_l_goes_back(t
         app = NodewatchApp(v, refresh_seconds=3600)
         async with app.run_test(size=SIZE) as pilot:
             assert not app.query(ReplayBar) and app.check_action("history", ()) and not app.check_action("live", ())
+            help_ids = {b.id for _, keys in app._binding_groups() for b in keys}
+            assert {"app.history", "app.live"} <= help_ids  # a viewer's help lists both (a replay's, neither)
             await pilot.press("h")
             await pilot.pause()
             wait_until(lambda: isinstance(app.source, ReplaySource), timeout=30)
