@@ -29,6 +29,7 @@ from typing import IO, Any, Callable, Iterable, Iterator
 import orjson
 
 from ..core.objects import lease_from_dict
+from ..core.rules import renew_interval
 from ..core.timeutil import format_time, parse_time
 from ..core.wire import _lease_record
 from .kubectl_typed import (
@@ -320,6 +321,9 @@ def iter_entries(lines: Iterable[tuple[int, bytes]], problems: list[str], typed:
 
 
 OPENING_LISTS = frozenset({"nodes", "leases", "pods", "certificatesigningrequests"})
+WATCH_ONLY_WAIT = renew_interval(40.0)
+"""A Lease watch without its list (``kubectl get -w --watch-only``) holds every kubelet's Lease only
+once each has renewed: one renew interval (10 s at the default 40 s duration) after its first."""
 """Resources whose watch log opens with the list (one ADDED per object, then MODIFIED...)."""
 
 
@@ -340,7 +344,8 @@ def sort_entries(entries: Iterable[Entry], defer: Callable[[Entry], Any] | None 
     ``superseded.Superseded``): each entry is given to it as it is read, and what it leaves out is
     not held, sorted nor queued. Why that leaves out what the same ``Superseded`` leaves out after
     the sort: it follows each object on its own (a Lease's track, a Node's record: nothing of
-    another object, and a kubectl log has no SYNCED or settings lines), and an object's entries
+    another object, and a kubectl log has no SYNCED or settings lines: its lease-stream health entries,
+    ``lease_health``, change no object and are placed by the sort alone), and an object's entries
     come in the sorted order already: all of them are in one section (its kind's), whose times
     never go back in the order its entries come (``SectionClock``: each is dated at the section's
     time, which only moves forward; what waited gets the time it moves to, and a section that
@@ -385,10 +390,13 @@ def _entry_time(e: Any) -> float:
 class _Section:
     """One resource's events: one ``kubectl get -w`` of that resource, whose order is time order."""
 
-    __slots__ = ("resource", "t", "jumps", "pending", "deletions", "interleaved", "opening", "opening_keys")
+    __slots__ = ("resource", "t", "jumps", "pending", "deletions", "interleaved", "opening", "opening_keys",
+                 "listed")
 
     def __init__(self, problems: list[str], resource: str = "") -> None:
         self.resource = resource
+        self.listed = False
+        """A list of the resource was read (a watch's opening, or a List document)."""
         self.opening: list[tuple[int, str, str, dict, bool]] | None = [] if resource in OPENING_LISTS else None
         """The watch's opening ADDED events, held until it ends (``SectionClock._close_opening``);
         None once it has (or for Events, whose every event is an ADDED of its own)."""
@@ -514,6 +522,7 @@ class SectionClock:
         if not opening:
             return
         n = opening[0][0]
+        sec.listed = True
         list_t = self._list_time(n, [(r, obj) for _, r, _, obj, _ in opening])
         if list_t is None:
             for m, r, etype, obj, listing in opening:
@@ -573,6 +582,7 @@ class SectionClock:
             if sec is None:
                 sec = self.sections[r] = _Section(self.problems, r)
             out.extend(self._close_opening(sec))
+            sec.listed = True
             self.run = r
             t = sec.t if list_t is None or (sec.t is not None and sec.t > list_t) else list_t
             e = Entry(n, t, r, "ADDED", obj, True)
@@ -602,9 +612,15 @@ class SectionClock:
         what the API server says of it): from the log's first time, to the time its Leases begin
         (``leases_from``), or throughout when it has none. Nothing when the Leases begin first."""
         first, begin = self.first, self.leases_from
+        leases = self.sections.get("leases")
+        watch_only = begin is not None and leases is not None and not leases.listed
+        if begin is not None and watch_only:
+            begin += WATCH_ONLY_WAIT  # every Lease has come once a renew interval has passed
         if "nodes" not in self.sections or first is None or (begin is not None and begin <= first):
             return
-        why = "no Leases in this log" if begin is None else f"the log's Leases begin at {format_time(begin)}"
+        why = ("no Leases in this log" if begin is None
+               else f"the log's Leases are all in by {format_time(begin)} (a watch without its list)" if watch_only
+               else f"the log's Leases begin at {format_time(begin)}")
         yield Entry(0, first, "leases", "HEALTH", None, False,
                     {"connected": False, "synced": False, "down_since": None, "last_error": why})
         if begin is not None:

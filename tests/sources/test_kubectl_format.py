@@ -501,6 +501,8 @@ def test_an_answer_to_the_end_leaves_out_before_the_sort_what_it_left_out_after(
     with open(path, "rb") as f:
         last: dict[str, float] = {}
         for e in iter_entries(iter_lines(f, problems), problems, typed=True):
+            if e.etype == "HEALTH":  # the lease stream's, not an object's: placed by the sort alone
+                continue
             assert e.t >= last.get(e.resource, e.t)
             last[e.resource] = e.t
     made: list[Superseded] = []

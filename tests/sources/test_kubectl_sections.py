@@ -137,6 +137,9 @@ def test_the_sections_keep_their_own_order_and_times():
     docs += [watch("MODIFIED", kinded("Node", node("a", transition=T0 + s))) for s in (10, 110)]
     problems: list[str] = []
     got = list(iter_entries([(i + 1, orjson.dumps(d)) for i, d in enumerate(docs)], problems))
+    health = [e.t for e in got if e.etype == "HEALTH"]  # a watch of Leases without its list: all in 10 s on
+    got = [e for e in got if e.etype != "HEALTH"]
+    assert health == [T0, T0 + 10]
     assert [(e.resource, e.t) for e in got] == [("leases", T0), ("leases", T0 + 100), ("leases", T0 + 200),
                                               ("nodes", T0 + 10), ("nodes", T0 + 110)]
     assert [e.t for e in sort_entries(got)] == [T0, T0 + 10, T0 + 100, T0 + 110, T0 + 200]
@@ -301,3 +304,23 @@ def test_the_report_of_a_log_without_leases_does_not_say_no_node_stopped_renewin
         assert main(["report", str(path)]) == 0
         summary = capsys.readouterr().out.split("## Summary", 1)[1].split("##", 1)[0]
         assert said in summary and "No node stopped renewing" not in summary, with_leases
+
+
+def test_a_lease_watch_without_its_list_counts_once_every_lease_can_have_come(tmp_path, capsys):
+    """``kubectl get leases -w --watch-only``: no opening list, each Lease only when it renews. From
+    its first renewal (T0 + 145) the Leases of nodes that renew later (n3 at +151, n4 at +153) were
+    not in yet, and those nodes were judged by their five-minute heartbeat: Overdue. The stream
+    counts as recorded once a renew interval has passed (``WATCH_ONLY_WAIT``)."""
+    from nodewatch.cli import main
+
+    names = [f"n{i}" for i in range(5)]
+    docs = [watch("ADDED", kinded("Node", node(n, transition=T0 - 3600, heartbeat=T0))) for n in names]
+    docs += [watch("MODIFIED", kinded("Lease", lease(n, T0 + 145 + 2 * i))) for i, n in enumerate(names)]
+    docs += [watch("MODIFIED", kinded("Lease", lease(n, T0 + 155 + 2 * i))) for i, n in enumerate(names)]
+    path = tmp_path / "watch-only.json"
+    path.write_bytes(b"\n".join(orjson.dumps(d) for d in docs) + b"\n")
+    for t, blind in ((T0 + 150, True), (T0 + 160, False)):
+        assert main(["status", "--replay", str(path), "--at", format_time(t), "--format", "json"]) == 0
+        assert {n["state"] for n in orjson.loads(capsys.readouterr().out)["nodes"]} == {"Ready"}, t - T0
+        main(["status", "--replay", str(path), "--at", format_time(t)])
+        assert ("Leases are all in by" in capsys.readouterr().out) == blind, t - T0
