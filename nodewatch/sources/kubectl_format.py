@@ -610,12 +610,13 @@ class SectionClock:
         """Where the log has Nodes and no Lease, the lease stream's health says it was not
         recorded (a live dashboard's blindness: no node is then judged by its lease's age, only by
         what the API server says of it): from the log's first time, to the time its Leases begin
-        (``leases_from``), or throughout when it has none. Nothing when the Leases begin first."""
+        (``leases_from``; a Lease watch without its list, ``WATCH_ONLY_WAIT`` later), or throughout
+        when it has none. Nothing when the Leases begin first."""
         first, begin = self.first, self.leases_from
         leases = self.sections.get("leases")
         watch_only = begin is not None and leases is not None and not leases.listed
         if begin is not None and watch_only:
-            begin += WATCH_ONLY_WAIT  # every Lease has come once a renew interval has passed
+            begin += WATCH_ONLY_WAIT
         if "nodes" not in self.sections or first is None or (begin is not None and begin <= first):
             return
         why = ("no Leases in this log" if begin is None
