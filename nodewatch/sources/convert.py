@@ -14,9 +14,9 @@ from typing import Iterator
 
 import orjson
 
+from .kubectl_format import entry_time, looks_like_kubectl
 from .kubectl_format import iter_entries as kubectl_entries
-from .kubectl_format import looks_like_kubectl
-from .recording import FORMAT_VERSION, HEADER_KEY, Entry, RecordingError, entry_line, iter_lines, parse_header
+from .recording import FORMAT_VERSION, HEADER_KEY, RecordingError, entry_line, iter_lines, parse_header
 from .recording_input import close_input, open_binary
 from .segments import line_time
 
@@ -38,7 +38,7 @@ def v1_lines(path: str, problems: list[str], end: float | None = None) -> Iterat
                                 "source": {"converted_from": "kubectl", "name": str(path)}}) + b"\n"
             # a concatenated log comes section by section (``kubectl_format.SectionClock``): put in
             # time order, as every reader of it does, so the export reads as a recording does
-            entries = sorted(kubectl_entries(_chain((1, first), lines), problems), key=_entry_time)
+            entries = sorted(kubectl_entries(_chain((1, first), lines), problems), key=entry_time)
             for e in entries:
                 if end is not None and e.t is not None and e.t > end:
                     return
@@ -54,10 +54,6 @@ def v1_lines(path: str, problems: list[str], end: float | None = None) -> Iterat
             yield line if line.endswith(b"\n") else line + b"\n"
     finally:
         close_input(stream)
-
-
-def _entry_time(e: Entry) -> float:
-    return e.t if e.t is not None else 0.0
 
 
 def _chain(first: tuple[int, bytes], rest: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes]]:

@@ -354,9 +354,9 @@ def sort_entries(entries: Iterable[Entry], defer: Callable[[Entry], Any] | None 
     others, only events it never leaves out are kept, and after it the track is the one that renewal
     leaves on its own (``Superseded._renewal``)."""
     if defer is None:
-        return sorted(map(_record, entries), key=_entry_time)
+        return sorted(map(_record, entries), key=entry_time)
     if ahead is None:
-        return sorted((defer(e) or _record(e) for e in entries), key=_entry_time)
+        return sorted((defer(e) or _record(e) for e in entries), key=entry_time)
     add = ahead.add
     earliest = ahead.earliest
     for e in entries:
@@ -365,7 +365,7 @@ def sort_entries(entries: Iterable[Entry], defer: Callable[[Entry], Any] | None 
             earliest = t
         add(defer(e) or _record(e))
     ahead.earliest = earliest
-    return sorted([e for e in ahead.events if e is not None], key=_entry_time)
+    return sorted([e for e in ahead.events if e is not None], key=entry_time)
 
 
 def _record(e: Entry) -> Entry:
@@ -383,7 +383,8 @@ def _record(e: Entry) -> Entry:
     return e
 
 
-def _entry_time(e: Any) -> float:
+def entry_time(e: Any) -> float:
+    """An entry's place in time order (one without a time first), for the sorts of a log's entries."""
     return e.t if e.t is not None else 0.0
 
 
