@@ -239,7 +239,8 @@ def _evaluate_source(args: argparse.Namespace, settings):
 
         path, asked = args.replay, args.at
         # one pass, no index; what a later event supersedes is left out (the answer shows neither
-        # renewal counts, heartbeat histories nor timelines), and the Pods unless --node shows them
+        # renewal counts, heartbeat histories nor timelines), and of each Pod but its last event unless
+        # --node shows them
         from .read_progress import ReadProgress
 
         shown = ReadProgress(str(args.replay))

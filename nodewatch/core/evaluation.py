@@ -340,7 +340,7 @@ class Evaluator:
         if taints:
             judged = self.judged_taints(rec)
             ev_taints = eviction_taints(judged)
-            deadline = node_eviction_deadline(judged, s.toleration_seconds)
+            deadline = node_eviction_deadline(judged, s.toleration_for)
         else:
             ev_taints = ()
             deadline = None

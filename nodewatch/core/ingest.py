@@ -13,8 +13,10 @@ from __future__ import annotations
 import math
 from array import array
 from collections import deque
+from dataclasses import replace
 from typing import Any, Iterable
 
+from . import pod_tolerations
 from .evaluation import Evaluator
 from .evidence import UNDATED
 from .fleet_data import Store
@@ -25,6 +27,7 @@ from .objects import (
     EventRecord,
     LeaseRecord,
     NodeRecord,
+    PodRecord,
     csr_from_dict,
     event_from_dict,
     lease_from_dict,
@@ -57,8 +60,9 @@ class Ingest:
         self.evaluator = evaluator
 
     def set_settings(self, settings: Settings) -> None:
+        """New settings (a recording's, a server version learned); what the pods showed stays."""
         with self.store.lock:
-            self.store.settings = settings
+            self.store.settings = replace(settings, learned_tolerations=self.store.settings.learned_tolerations)
             self.evaluator.mark_all(self.store.nodes)
             self.store.generation += 1
 
@@ -392,6 +396,8 @@ class Ingest:
         old = self.store.pods.get(key)
         if old is not None and (etype == "DELETED" or old.node_name != rec.node_name):
             _unindex(self.store.pods_by_node, old.node_name, key)
+        if etype == "DELETED" or old is None or old.tolerations != rec.tolerations:
+            self._count_tolerations(old, None if etype == "DELETED" else rec)
         if etype == "DELETED":
             self.store.pods.pop(key, None)
             self.store.pod_schedules.pop(key, None)
@@ -401,6 +407,21 @@ class Ingest:
         self.store.pods[key] = rec
         if rec.node_name:
             self.store.pods_by_node.setdefault(rec.node_name, set()).add(key)
+
+    def _count_tolerations(self, old: PodRecord | None, new: PodRecord | None) -> None:
+        """A pod's tolerations counted again (``pod_tolerations``); the nodes judged again when the
+        default the pods show changes."""
+        counts = self.store.toleration_counts
+        if old is not None:
+            pod_tolerations.count(counts, old, -1)
+        if new is not None:
+            pod_tolerations.count(counts, new, 1)
+        learned = pod_tolerations.learned(counts)
+        settings = self.store.settings
+        if learned != settings.learned_tolerations:
+            self.store.settings = replace(settings, learned_tolerations=learned)
+            self.evaluator.mark_all(self.store.nodes)
+            self.store.generation += 1
 
     def _keep_pod_schedule(self, key: tuple[str, str], old: Any, rec: Any, at: float) -> None:
         """A pod's tolerations changed: remember the eviction scheduled under the old ones (the

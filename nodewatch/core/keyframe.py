@@ -19,9 +19,10 @@ import copy
 import sys
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from . import pod_tolerations
 from .fleet_data import Store
 from .objects import EventRecord, NodeRecord, PodRecord
 from .views import MAX_TIMELINE, CertInfo, LeaseTrack, Problem, WatchHealth
@@ -120,6 +121,7 @@ def restore(state: Store, kf: Keyframe | None) -> None:
     with state.lock:
         if kf is None:
             state.nodes, state.leases, state.pods, state.pods_by_node = {}, {}, {}, {}
+            state.toleration_counts = {}
             state.not_ready = set()
             state.events, state.events_by_node, state.certs, state.health = {}, {}, {}, {}
             state.problems.clear()
@@ -131,6 +133,7 @@ def restore(state: Store, kf: Keyframe | None) -> None:
             state.not_ready = {n for n, rec in kf.nodes.items() if rec.ready != "True"}
             state.leases = {k: _copy_track(v) for k, v in kf.leases.items()}
             state.pods = dict(kf.pods)
+            state.toleration_counts = pod_tolerations.counted(kf.pods.values())
             state.pods_by_node = {k: set(v) for k, v in kf.pods_by_node.items()}
             state.events = dict(kf.events)
             state.events_by_node = {k: set(v) for k, v in kf.events_by_node.items()}
@@ -143,6 +146,7 @@ def restore(state: Store, kf: Keyframe | None) -> None:
             state.last_received = kf.last_received
             state.pod_schedules = dict(kf.pod_schedules or {})
             state.relisted = {k: set(v) for k, v in (kf.relisted or {}).items()}
+        state.settings = replace(state.settings, learned_tolerations=pod_tolerations.learned(state.toleration_counts))
         state.beats = {}  # derived from lease events, not in keyframes (see ``Store.beats``)
         state.listed_at = {}  # not in keyframes either (see ``Store.listed_at``)
         state.generation += 1

@@ -118,7 +118,7 @@ def noexecute_outlook(v: NodeView, zone: ZoneView | None, settings: Settings, wi
         return None
     name = safe(zone.name, 80) or "(no zone)"  # from the nodes' labels: untrusted
     rate = zone.taint_rate
-    tol = settings.toleration_seconds
+    tol = settings.toleration
     if rate <= 0:
         if zone.state is ZoneState.FULL:
             return ("no NoExecute taint, no eviction: every zone is down, so the controller blames its own "

@@ -55,7 +55,7 @@ def fleet_json(state: FleetState, view: FleetView, node: str | None = None, *, n
         "at": format_time(now),
         "settings": {
             "grace_seconds": view.settings.grace,
-            "toleration_seconds": view.settings.toleration_seconds,
+            "toleration_seconds": view.settings.toleration,
         },
         "nodes": [node_json(v, now) for v in _shown(view, node, shown)] if nodes else [],
         "zones": [{"name": z.name, "state": z.state.value, "nodes": z.nodes, "not_ready": z.not_ready}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 # --- names the API uses ---------------------------------------------------------------------
@@ -284,12 +284,11 @@ def keep_eviction_start(old: Sequence[Taint], new: Sequence[Taint]) -> tuple[Tai
     )
 
 
-def node_eviction_deadline(taints: Iterable[Taint], toleration_seconds: float) -> float | None:
-    """Earliest not-ready/unreachable NoExecute taint's ``timeAdded`` plus the default toleration."""
-    added = [t.time_added for t in eviction_taints(taints) if t.time_added is not None]
-    if not added:
-        return None
-    return min(added) + toleration_seconds
+def node_eviction_deadline(taints: Iterable[Taint], toleration: Callable[[str], float]) -> float | None:
+    """The earliest of the not-ready/unreachable NoExecute taints' ``timeAdded`` plus the default
+    toleration of that taint (``toleration(key)``: ``Settings.toleration_for``)."""
+    due = [t.time_added + toleration(t.key) for t in eviction_taints(taints) if t.time_added is not None]
+    return min(due) if due else None
 
 
 def min_toleration_seconds(tolerations: Sequence[Toleration]) -> float:

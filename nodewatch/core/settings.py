@@ -11,6 +11,7 @@ import math
 import re
 from dataclasses import dataclass, field, fields, replace
 
+from .rules import TAINT_NOT_READY, TAINT_UNREACHABLE
 from .timeutil import MAX_SECONDS
 
 GRACE_BEFORE_1_32 = 40.0
@@ -62,6 +63,11 @@ class Settings:
     """The API server's gitVersion, when known; picks the default grace."""
     overridden: frozenset[str] = field(default_factory=frozenset)
     """Names of the settings the user set explicitly."""
+    learned_tolerations: tuple[tuple[str, float], ...] = ()
+    """(taint key, seconds): the toleration most of the watched pods have for that NoExecute taint
+    (``pod_tolerations.learned``: what the API server's DefaultTolerationSeconds plugin wrote into
+    them). Used instead of ``toleration_seconds`` unless the user set that; derived from the
+    state's pods, never recorded."""
 
     @property
     def grace(self) -> float:
@@ -70,13 +76,36 @@ class Settings:
             return self.grace_seconds
         return default_grace_for_version(self.server_version)
 
+    def toleration_for(self, key: str) -> float:
+        """The pods' toleration of the NoExecute taint ``key`` that a node's eviction countdown
+        counts: the flag, else what the pods say (``learned_tolerations``), else the default."""
+        if "toleration_seconds" not in self.overridden:
+            for k, seconds in self.learned_tolerations:
+                if k == key:
+                    return seconds
+        return self.toleration_seconds
+
+    @property
+    def toleration(self) -> float:
+        """The toleration of ``unreachable`` in force (a node that stopped reporting is tainted so)."""
+        return self.toleration_for(TAINT_UNREACHABLE)
+
     def origin(self, name: str) -> str:
-        """Where a setting's value came from, for the screen: 'flag', 'server vX.Y' or 'default'."""
+        """Where a setting's value came from, for the screen: 'flag', 'server vX.Y', 'pods' or 'default'."""
         if name in self.overridden:
             return "flag"
         if name == "grace_seconds" and self.server_version:
             return f"server {self.server_version}"
+        if name == "toleration_seconds" and self.learned_tolerations:
+            return "pods"
         return "default"
+
+    def toleration_text(self) -> str:
+        """``toleration 60s (pods)``; ``toleration 60s, not-ready 300s (pods)`` when the pods'
+        tolerations of the two taints differ."""
+        unreachable, not_ready = self.toleration, self.toleration_for(TAINT_NOT_READY)
+        both = f"{unreachable:g}s" if unreachable == not_ready else f"{unreachable:g}s, not-ready {not_ready:g}s"
+        return f"toleration {both} ({self.origin('toleration_seconds')})"
 
     def with_server_version(self, version: str | None) -> "Settings":
         return replace(self, server_version=version)
@@ -111,7 +140,7 @@ class Settings:
         with ``zone_threshold`` the unhealthy-zone threshold too."""
         line = (
             f"grace {self.grace:g}s ({self.origin('grace_seconds')}) · "
-            f"toleration {self.toleration_seconds:g}s ({self.origin('toleration_seconds')}) · "
+            f"{self.toleration_text()} · "
             f"monitor {self.monitor_period_seconds:g}s ({self.origin('monitor_period_seconds')})"
         )
         return f"{line} · zone threshold {self.unhealthy_zone_threshold:g}" if zone_threshold else line

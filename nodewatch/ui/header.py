@@ -90,7 +90,7 @@ def clusters_settings(view: FleetView) -> str:
     the header says the range."""
     graces = sorted({c.settings.grace for c in view.clusters})
     grace = f"{graces[0]:g}s" if len(graces) == 1 else f"{graces[0]:g}-{graces[-1]:g}s"
-    return f"grace {grace} (each cluster's own: see its cell) · toleration {view.settings.toleration_seconds:g}s"
+    return f"grace {grace} (each cluster's own: see its cell) · {view.settings.toleration_text()}"
 
 
 def nodes_phrase(n: int) -> str:

@@ -120,8 +120,8 @@ def test_default_tolerations_are_added_only_when_missing():
 
 def test_node_eviction_deadline_uses_earliest_eviction_taint():
     taints = [NOTREADY, UNREACH, Taint("other", "NoExecute", time_added=0.0)]
-    assert rules.node_eviction_deadline(taints, 300.0) == 1300.0
-    assert rules.node_eviction_deadline([Taint("other", "NoExecute", time_added=0.0)], 300.0) is None
+    assert rules.node_eviction_deadline(taints, lambda key: 300.0) == 1300.0
+    assert rules.node_eviction_deadline([Taint("other", "NoExecute", time_added=0.0)], lambda key: 300.0) is None
 
 
 @pytest.mark.parametrize(

@@ -61,7 +61,7 @@ async def test_main_screen_shows_header_zones_summary_and_worst_first():
         await pilot.pause()
         header = static_text(app.query_one("#header"))
         assert "fake: incident, 12 nodes" in header
-        assert "grace 50s (server v1.33.2)" in header and "toleration 300s (default)" in header
+        assert "grace 50s (server v1.33.2)" in header and "toleration 300s (pods)" in header
         assert "2027-01-15 08:00:00Z" in header and "virtual" in header
         assert "✖ Evicted 1" in header and "» Evicting 3" in header and "✓ Ready 6" in header
         zones = static_text(app.query_one("#zones"))

@@ -82,6 +82,8 @@ class Deferred(msgspec.Struct, gc=False):
     """A Lease's typed object (its kubelet's write time is read from it only if needed)."""
     node: Any = None
     """A kubectl log's Node record (``KubectlNode.record``)."""
+    namespace: str = ""
+    """A Pod's namespace (its name alone does not tell it from another namespace's)."""
 
     def entry(self, problems: list[str]) -> Entry | None:
         """The entry ``lines.parse`` makes of the line, now that it is applied. A Lease's record is
@@ -125,7 +127,8 @@ def deferred_lease(n: int, line: bytes) -> Deferred | None:
 def deferred(n: int, line: bytes, d: Any, pods: bool = True) -> Deferred | None:
     """The ``Deferred`` of a line whose ``lines.plain_event`` is ``d`` (not None); None when the
     line is not a clean ADDED or MODIFIED Lease (of a node) or Node, or (``pods`` False: the answer
-    reads none) a clean Pod event: it is then parsed and applied in full."""
+    shows none, only each Pod's last event is applied) a clean Pod event: it is then parsed and
+    applied in full."""
     resource = d.resource
     decode = _DECODE.get(resource)
     if resource == "pods":
@@ -157,6 +160,9 @@ def _made(n: int, line: bytes, d: Any, resource: str, obj: Any) -> Deferred | No
         replaces = _replaces(obj.spec.taints if obj.spec is not None else None)
     if resource == "leases":
         return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, False, None, obj)
+    if resource == "pods":
+        return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, None, True, line,
+                        namespace=meta.namespace or "")
     return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, replaces, line)
 
 
@@ -213,7 +219,7 @@ class Superseded:
 
     ``several``: a recording of several clusters (an object is known by its cluster and name); in a
     one-cluster recording a line's ``cluster`` is ignored, as the replay ignores it. ``pods``: False
-    when the answer reads no Pods: clean Pod lines are then left out too. ``follows(cluster)``:
+    when the answer shows no Pods: of each Pod only its last event is applied. ``follows(cluster)``:
     whether the API server moves a manager's write time on every renewal (``ingest.writes_follow_renewals``
     of the server version the cluster's state has when the event is applied; None: not known, no
     listed renewal is then left out); the caller calls ``settings_changed`` when a settings line
@@ -229,11 +235,11 @@ class Superseded:
                  follows: Callable[[str | None], bool | None] | None = None, received_known: bool = True,
                  records: bool = False) -> None:
         self.events: list[Any] = []
-        self.skipped = 0
         self._several = several
         self._pods = pods
         self._leases: dict[Any, _LeaseSeen] = {}
         self._nodes: dict[Any, list[int]] = {}
+        self._pod_events: dict[Any, list[int]] = {}
         self._synced: set[str | None] = set()
         self._listed: dict[str | None, set[Any]] = {}
         """Per cluster: the Leases its list in progress gave (left out or not): at its SYNCED the
@@ -277,9 +283,18 @@ class Superseded:
                     pending.clear()
             else:  # a Pod
                 if not self._pods:
-                    self.skipped += 1
-                    return
-                pending = []
+                    # The answer shows no Pod, but the state learns the default toleration from
+                    # them all (``core/pod_tolerations``): each Pod's last event is applied, the
+                    # ones before it left out (no list of Pods replaces the state's: no ``Listed``).
+                    pkey = (key, e.namespace)
+                    pending = self._pod_events.get(pkey)
+                    if pending is None:
+                        pending = self._pod_events[pkey] = []
+                    for i in pending:
+                        out[i] = None
+                    pending.clear()
+                else:
+                    pending = []
             pending.append(len(out))
         elif type(e) is Entry and e.resource == "leases":
             k = self._lease_entry(e)
@@ -337,9 +352,9 @@ class Superseded:
 
     @property
     def dropped(self) -> int:
-        """Events left out: superseded, or Pods not read."""
+        """Events left out: superseded (a Pod's too, when the answer shows none)."""
         events = self.events
-        return events.count(None) + sum(1 for e in events if type(e) is Listed) + self.skipped
+        return events.count(None) + sum(1 for e in events if type(e) is Listed)
 
     def _lease_entry(self, e: Entry) -> _LeaseSeen | None:
         """Follow a lease's ``Entry``; its lease's ``_LeaseSeen`` when it is a clean renewal (an
