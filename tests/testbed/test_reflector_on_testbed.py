@@ -93,6 +93,27 @@ def _listed_nodes(testbed, **reflector_args) -> tuple[Reflector, list[list], lis
     return r, [b for b in got.batches if b and b[0][4]], server
 
 
+def test_the_default_toleration_is_learned_from_what_the_api_server_wrote_into_the_pods(testbed, fleet):
+    """The tier's API server runs with ``--default-*-toleration-seconds`` of 30 s: pods created without
+    tolerations get 30 s from its DefaultTolerationSeconds admission plugin, and nodewatch, not
+    told, counts a node row's eviction with what the watched pods carry (``core/pod_tolerations``)."""
+    node = fleet.node_order[0]
+    for i in range(3):  # (more than the node's catalogue pods, some of which have their own)
+        fleet.add_pod(node, f"learned-default-{i}", namespace="tolerations")
+    src = LiveSource(Settings().override(grace_seconds=GRACE), kubeconfig=str(testbed.viewer_kubeconfig),
+                     cert_cache_dir=str(testbed.dir / "certcache-tolerations"))
+    src.focus_node(node)  # its pods are watched
+    src.start()
+    try:
+        assert src.wait_synced(30, node)
+        assert _until(lambda: len([k for k in src.state.pods_by_node.get(node, ()) if k[0] == "tolerations"]) == 3)
+        settings = src.state.settings
+        assert settings.toleration == TOLERATION and settings.origin("toleration_seconds") == "pods"
+        assert f"toleration {TOLERATION:g}s (pods)" in settings.summary()
+    finally:
+        src.stop()
+
+
 def test_paged_list_with_continue_gets_every_node_once(testbed, fleet):
     """Paged lists (``limit``/``continue``, page size 2), asked for on every release: what
     nodewatch falls back to where a server does not stream lists."""
