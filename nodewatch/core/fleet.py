@@ -82,6 +82,9 @@ class FleetState:
     def set_settings(self, settings: Settings) -> None:
         return self.ingest.set_settings(settings)
 
+    def learn_tolerations(self, learned: Any) -> None:
+        return self.ingest.learn_tolerations(learned)
+
     def problem(self, at: float | None, where: str, message: str, kind: str=PROBLEM_ERROR) -> None:
         return self.ingest.problem(at, where, message, kind)
 

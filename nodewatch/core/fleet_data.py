@@ -50,9 +50,10 @@ class Store:
         """Pods whose tolerations changed while their eviction was scheduled: (that eviction, when
         the change was seen). The taint-eviction controller keeps it (``rules.process_pod_on_node``)."""
         self.pods_by_node: dict[str, set[tuple[str, str]]] = {}
-        self.toleration_counts: pod_tolerations.Counts = {}
-        """Derived, kept with ``pods`` (``Ingest._on_pod``, ``keyframe.restore``): how many pods
-        tolerate each eviction taint for how long; the settings learn the default from it."""
+        self.tolerations = pod_tolerations.Tally()
+        """Kept with ``pods`` (``Ingest._on_pod``; a keyframe keeps what it learned): how many pods
+        tolerate each eviction taint for how long, and the default they show, which
+        ``settings.learned_tolerations`` holds."""
         self.events: dict[tuple[str, str], EventRecord] = {}
         self.events_by_node: dict[str, set[tuple[str, str]]] = {}
         self.certs: dict[str, CertInfo] = {}

@@ -397,7 +397,7 @@ class Ingest:
         if old is not None and (etype == "DELETED" or old.node_name != rec.node_name):
             _unindex(self.store.pods_by_node, old.node_name, key)
         if etype == "DELETED" or old is None or old.tolerations != rec.tolerations:
-            self._count_tolerations(old, None if etype == "DELETED" else rec)
+            self._tally(old, None if etype == "DELETED" else rec)
         if etype == "DELETED":
             self.store.pods.pop(key, None)
             self.store.pod_schedules.pop(key, None)
@@ -408,18 +408,25 @@ class Ingest:
         if rec.node_name:
             self.store.pods_by_node.setdefault(rec.node_name, set()).add(key)
 
-    def _count_tolerations(self, old: PodRecord | None, new: PodRecord | None) -> None:
-        """A pod's tolerations counted again (``pod_tolerations``); the nodes judged again when the
-        default the pods show changes."""
-        counts = self.store.toleration_counts
-        if old is not None:
-            pod_tolerations.count(counts, old, -1)
-        if new is not None:
-            pod_tolerations.count(counts, new, 1)
-        learned = pod_tolerations.learned(counts)
-        settings = self.store.settings
-        if learned != settings.learned_tolerations:
-            self.store.settings = replace(settings, learned_tolerations=learned)
+    def _tally(self, old: PodRecord | None, new: PodRecord | None) -> None:
+        """A pod's tolerations counted again (``pod_tolerations``)."""
+        seconds_of = pod_tolerations.seconds_of
+        if self.store.tolerations.change(seconds_of(old.tolerations) if old is not None else (),
+                                         seconds_of(new.tolerations) if new is not None else ()):
+            self._learned_tolerations()
+
+    def learn_tolerations(self, learned: pod_tolerations.Seconds) -> None:
+        """What a one-shot answer's own tally learned from pods it does not apply
+        (``replay/superseded.py``)."""
+        with self.store.lock:
+            self.store.tolerations.learned = learned
+            self._learned_tolerations()
+
+    def _learned_tolerations(self) -> None:
+        """The settings count with what the pods show now: every node judged again if it changed."""
+        learned = self.store.tolerations.learned
+        if learned != self.store.settings.learned_tolerations:
+            self.store.settings = replace(self.store.settings, learned_tolerations=learned)
             self.evaluator.mark_all(self.store.nodes)
             self.store.generation += 1
 

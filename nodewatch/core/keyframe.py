@@ -50,6 +50,8 @@ class Keyframe:
     """Evictions kept across a toleration change (``Store.pod_schedules``)."""
     relisted: dict[str, frozenset[str]] | None = None
     """A list in progress (``Store.relisted``): a keyframe taken in the middle of one keeps what it gave."""
+    learned_tolerations: pod_tolerations.Seconds = ()
+    """What the pods showed of the default toleration (``Store.tolerations``): it outlives them."""
 
 
 def take(state: Store, prev: Keyframe | None = None) -> Keyframe:
@@ -80,6 +82,7 @@ def take(state: Store, prev: Keyframe | None = None) -> Keyframe:
             last_received=state.last_received,
             pod_schedules=dict(state.pod_schedules),
             relisted={k: frozenset(v) for k, v in state.relisted.items()},
+            learned_tolerations=state.tolerations.learned,
         )
 
 
@@ -121,7 +124,7 @@ def restore(state: Store, kf: Keyframe | None) -> None:
     with state.lock:
         if kf is None:
             state.nodes, state.leases, state.pods, state.pods_by_node = {}, {}, {}, {}
-            state.toleration_counts = {}
+            state.tolerations = pod_tolerations.Tally()
             state.not_ready = set()
             state.events, state.events_by_node, state.certs, state.health = {}, {}, {}, {}
             state.problems.clear()
@@ -133,7 +136,7 @@ def restore(state: Store, kf: Keyframe | None) -> None:
             state.not_ready = {n for n, rec in kf.nodes.items() if rec.ready != "True"}
             state.leases = {k: _copy_track(v) for k, v in kf.leases.items()}
             state.pods = dict(kf.pods)
-            state.toleration_counts = pod_tolerations.counted(kf.pods.values())
+            state.tolerations = pod_tolerations.Tally.of(kf.pods.values(), kf.learned_tolerations)
             state.pods_by_node = {k: set(v) for k, v in kf.pods_by_node.items()}
             state.events = dict(kf.events)
             state.events_by_node = {k: set(v) for k, v in kf.events_by_node.items()}
@@ -146,7 +149,7 @@ def restore(state: Store, kf: Keyframe | None) -> None:
             state.last_received = kf.last_received
             state.pod_schedules = dict(kf.pod_schedules or {})
             state.relisted = {k: set(v) for k, v in (kf.relisted or {}).items()}
-        state.settings = replace(state.settings, learned_tolerations=pod_tolerations.learned(state.toleration_counts))
+        state.settings = replace(state.settings, learned_tolerations=state.tolerations.learned)
         state.beats = {}  # derived from lease events, not in keyframes (see ``Store.beats``)
         state.listed_at = {}  # not in keyframes either (see ``Store.listed_at``)
         state.generation += 1

@@ -47,23 +47,23 @@ def test_seconds_of_takes_the_first_toleration_that_tolerates_each_taint():
         (TAINT_UNREACHABLE, 0.0),)
 
 
-def test_learned_needs_more_than_half_of_the_pods_counted():
-    counts: pod_tolerations.Counts = {}
-    sixty = pod_from_dict(pod("p1", "a", tolerations=defaults(60)))
-    three_hundred = pod_from_dict(pod("p2", "a"))
-    forever = pod_from_dict(pod("ds", "a", owner_kind="DaemonSet", tolerations=FOREVER))
-    for p in (sixty, forever):
-        pod_tolerations.count(counts, p, 1)
-    assert pod_tolerations.learned(counts) == ((TAINT_NOT_READY, 60.0), (TAINT_UNREACHABLE, 60.0))
-    pod_tolerations.count(counts, three_hundred, 1)  # one against one: no default shows
-    assert pod_tolerations.learned(counts) == ()
-    pod_tolerations.count(counts, pod_from_dict(pod("p3", "a")), 1)
-    assert pod_tolerations.learned(counts) == ((TAINT_NOT_READY, 300.0), (TAINT_UNREACHABLE, 300.0))
-    for p in (three_hundred, sixty):
-        pod_tolerations.count(counts, p, -1)
-    assert counts == {TAINT_NOT_READY: {300.0: 1}, TAINT_UNREACHABLE: {300.0: 1}}
-    pod_tolerations.count(counts, pod_from_dict(pod("p3", "a")), -1)
-    assert counts == {} and pod_tolerations.learned(counts) == ()
+def test_learned_needs_more_than_half_of_the_pods_counted_and_outlives_them():
+    tally = pod_tolerations.Tally()
+    seconds = pod_tolerations.seconds_of
+    sixty = seconds(pod_from_dict(pod("p1", "a", tolerations=defaults(60))).tolerations)
+    three_hundred = seconds(pod_from_dict(pod("p2", "a")).tolerations)
+    forever = seconds(pod_from_dict(pod("ds", "a", owner_kind="DaemonSet", tolerations=FOREVER)).tolerations)
+    assert forever == ()
+    both = ((TAINT_NOT_READY, 60.0), (TAINT_UNREACHABLE, 60.0))
+    assert tally.change((), sixty) and tally.learned == both
+    assert not tally.change((), forever)
+    assert tally.change((), three_hundred) and tally.learned == ()  # one against one: no default shows
+    assert tally.change((), three_hundred) and tally.learned == ((TAINT_NOT_READY, 300.0), (TAINT_UNREACHABLE, 300.0))
+    assert tally.change(three_hundred, ()) and tally.change(three_hundred, ()) and tally.learned == both
+    # the last pod gone (force-deleted off an out-of-service node): what it showed stays
+    assert not tally.change(sixty, ()) and tally.counts == {} and tally.learned == both
+    restored = pod_tolerations.Tally.of([], both)
+    assert restored.learned == both and restored.counts == {}
 
 
 def test_the_node_row_counts_with_the_pods_toleration():
@@ -89,9 +89,12 @@ def test_the_learned_toleration_follows_the_pods_and_judges_the_nodes_again():
     assert s.evaluate(ADDED + 100).node("a").eviction_in(ADDED + 100) == pytest.approx(200.0)
     s.apply("pods", "ADDED", pod("p", "a", tolerations=defaults(60)), ADDED + 100)
     assert state_of(s, "a", ADDED + 100) is NodeState.EVICTED  # the cached view was judged again
-    s.apply("pods", "DELETED", pod("p", "a", tolerations=defaults(60)), ADDED + 101)
-    v = s.evaluate(ADDED + 101)
-    assert v.node("a").state is NodeState.EVICTING and "toleration 300s (default)" in v.settings.summary()
+    s.apply("pods", "ADDED", pod("q", "a"), ADDED + 101)
+    s.apply("pods", "ADDED", pod("r", "a"), ADDED + 101)
+    v = s.evaluate(ADDED + 101)  # two pods of 300 s against one of 60 s
+    assert v.node("a").state is NodeState.EVICTING and "toleration 300s (pods)" in v.settings.summary()
+    for name in ("p", "q", "r"):
+        s.apply("pods", "DELETED", pod(name, "a"), ADDED + 101)
     # new settings (a recording's, a server version) keep what the pods showed
     s.apply("pods", "ADDED", pod("p", "a", tolerations=defaults(60)), ADDED + 102)
     s.set_settings(Settings().with_server_version("v1.37.2"))
@@ -111,8 +114,13 @@ def test_a_restored_keyframe_learns_from_its_own_pods():
     before = s.snapshot()
     s.apply("pods", "ADDED", pod("p", "a", tolerations=defaults(60)), ADDED + 1)
     after = s.snapshot()
-    assert s.evaluate(ADDED + 1).settings.toleration == 60.0
+    s.apply("pods", "DELETED", pod("p", "a", tolerations=defaults(60)), ADDED + 2)
+    gone = s.snapshot()
+    assert s.evaluate(ADDED + 2).settings.toleration == 60.0  # (the pod gone, what it showed stays)
     s.restore(before)
-    assert s.store.toleration_counts == {} and s.evaluate(ADDED + 1).settings.toleration == 300.0
+    assert s.store.tolerations.counts == {} and s.evaluate(ADDED + 1).settings.toleration == 300.0
     s.restore(after)
     assert s.evaluate(ADDED + 61).node("a").state is NodeState.EVICTED
+    s.restore(before)
+    s.restore(gone)
+    assert not s.store.pods and s.evaluate(ADDED + 61).node("a").state is NodeState.EVICTED

@@ -10,12 +10,13 @@ import pytest
 
 from nodewatch.core.multi import MultiFleet
 from nodewatch.core.report import fleet_table_lines, write_fleet_json
+from nodewatch.core.rules import TAINT_NOT_READY, TAINT_UNREACHABLE, NodeState
 from nodewatch.core.settings import Settings
 from nodewatch.core.timeutil import parse_when
 from nodewatch.sim.fleet import SimFleet
 from nodewatch.sources.recording import Recorder, settings_payload
 from nodewatch.sources.replay import state_at
-from nodewatch.sources.replay.superseded import Deferred, Superseded
+from nodewatch.sources.replay.superseded import Superseded
 from support.factories import T0, lease, node, pod, taint
 
 
@@ -193,13 +194,11 @@ def test_most_renewals_are_left_out(churn, monkeypatch):
     events = counts[0].events
     assert counts[0].dropped > 0.8 * sum(1 for e in events if e is None or e.resource == "leases")
     assert any(e is not None and e.resource == "pods" for e in events)
-    state_at(churn, None, compact=True, pods=False)
-    # an answer that shows no Pod applies each one's last event only (what it learns from them all:
-    # the default toleration, core/pod_tolerations)
-    pods = [e for e in counts[1].events if e is not None and e.resource == "pods" and e.etype != "SYNCED"]
-    kept = [(e.cluster, e.namespace, e.name) for e in pods]
-    assert all(type(e) is Deferred for e in pods) and kept and len(kept) == len(set(kept))
-    assert sum(1 for e in counts[0].events if e is not None and e.resource == "pods") > len(kept)
+    no_pods, _, _ = state_at(churn, None, compact=True, pods=False)
+    assert not any(e is not None and e.resource == "pods" and e.etype != "SYNCED" for e in counts[1].events)
+    # what the Pods left out show of the default toleration is kept all the same (core/pod_tolerations)
+    assert counts[1].tallies[None].learned and not no_pods.store.pods
+    assert no_pods.settings.learned_tolerations == counts[1].tallies[None].learned
 
 
 @pytest.mark.parametrize("at", [None, "+5", "+25", "+45", "+65", "+75", "+85", "+100", "+105", "+108", "+125"])
@@ -271,3 +270,36 @@ def test_a_line_is_a_duplicate_whatever_its_line_end():
     assert dup.seen(b'{"a": 1}\n', 1) is None
     assert [dup.seen(line, 2) for line in (b'{"a": 1}', b'{"a": 1}\r\n', b'{"a": 1}\r')] == [1, 1, 1]
     assert dup.seen(b'{"a": 2}\r\n', 3) is None and dup.seen(b'{"a": 2}\n', 4) == 3
+
+
+@pytest.mark.parametrize("at", ["+30", "+70", "+100"])
+def test_pods_force_deleted_off_their_node_leave_the_default_they_showed(tmp_path, open_replay, at):
+    """A node tainted unreachable whose pods carry the API server's 60 s defaults; at +50 the pod
+    garbage collector force-deletes them all (the node tainted out-of-service, seen on the v1.37.2
+    testbed). The answer without Pods counts with 60 s at every instant, as the full replay does:
+    Evicting at +30, Evicted at +70 and +100, not "evict in" 300 s again once the pods are gone."""
+    path = str(tmp_path / "oos.jsonl")
+    rec = Recorder(path, {"kind": "test"}, Settings(server_version="v1.31.0"))
+    tainted = node("a", "Unknown", taints=[taint(TAINT_UNREACHABLE, "NoSchedule", T0),
+                                           taint(TAINT_UNREACHABLE, "NoExecute", T0)])
+    sixty = [{"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}
+             for key in (TAINT_NOT_READY, TAINT_UNREACHABLE)]
+    rec.write("nodes", "ADDED", tainted, T0, listing=True)
+    rec.write("nodes", "ADDED", node("up", zone="z2"), T0, listing=True)
+    rec.write("leases", "ADDED", lease("a", T0 - 60), T0, listing=True)
+    rec.write("leases", "ADDED", lease("up", T0 - 1), T0, listing=True)
+    pods = [pod(f"web-{i}", "a", tolerations=sixty) for i in range(3)]
+    for p in pods:
+        rec.write("pods", "ADDED", p, T0, listing=True)
+    for r in ("nodes", "leases", "pods"):
+        rec.write(r, "SYNCED", None, T0)
+    for k in range(1, 11):
+        rec.write("leases", "MODIFIED", lease("up", T0 + 10 * k - 1), T0 + 10 * k)
+    for p in pods:
+        rec.write("pods", "DELETED", p, T0 + 50)
+    rec.close()
+    _same_answer(path, at, open_replay)
+    no_pods, seen, _ = state_at(path, at, compact=True, pods=False)
+    expected = NodeState.EVICTING if at == "+30" else NodeState.EVICTED
+    assert no_pods.evaluate(seen.at).node("a").state is expected
+    assert no_pods.settings.toleration == 60.0

@@ -160,6 +160,11 @@ def settings_payload_of(header: dict, cluster: str | None) -> dict | None:
 
 def target(state: ReplayState, e: Entry) -> FleetState | None:
     """The state a line applies to: its cluster's in a ``MultiFleet``; None when it has none there."""
+    return cluster_state(state, e.cluster)
+
+
+def cluster_state(state: ReplayState, cluster: str | None) -> FleetState | None:
+    """The state of ``cluster`` (a line's): its own in a ``MultiFleet``; None when it has none there."""
     if isinstance(state, MultiFleet):
-        return state.state_of(e.cluster) if e.cluster is not None else None
+        return state.state_of(cluster) if cluster is not None else None
     return state

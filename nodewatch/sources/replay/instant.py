@@ -45,6 +45,7 @@ from .clusters import (
     RecordedCluster,
     ReplayState,
     cluster_settings,
+    cluster_state,
     header_settings,
     misplaced,
     new_state,
@@ -299,6 +300,10 @@ def _apply_until(state: ReplayState, entries: Iterator[Entry | Deferred], when: 
                 _listed(state, e)
                 continue
             apply_entry(state, e, known)
+        for cluster, tally in order.tallies.items():  # what the Pods left out showed
+            one = cluster_state(state, cluster)
+            if one is not None:
+                one.learn_tolerations(tally.learned)
     if start is None:
         problems.append("no usable events in the recording")
         return Instant(0.0, 0, 0.0, 0.0, True)

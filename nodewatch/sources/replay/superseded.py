@@ -36,7 +36,8 @@ from typing import Any, Callable, Optional
 import msgspec
 
 from ...core.ingest import listed_renewal
-from ...core.objects import LeaseRecord
+from ...core.objects import BadObject, LeaseRecord, pod_from_dict
+from ...core.pod_tolerations import Seconds, Tally, seconds_of
 from ...core.rules import EVICTION_TAINTS
 from ...core.wire import (  # the typed decoder's own: what it reads, and the record it builds
     _Lease,
@@ -44,6 +45,7 @@ from ...core.wire import (  # the typed decoder's own: what it reads, and the re
     _micro_time,
     _Node,
     _Pod,
+    _pod_record,
     lease_write_time,
 )
 from ..kubectl_typed import KubectlLease, KubectlNode, renew_time, slim
@@ -84,6 +86,8 @@ class Deferred(msgspec.Struct, gc=False):
     """A kubectl log's Node record (``KubectlNode.record``)."""
     namespace: str = ""
     """A Pod's namespace (its name alone does not tell it from another namespace's)."""
+    seconds: Any = None
+    """A Pod's tolerations of the eviction taints (``pod_tolerations.seconds_of``)."""
 
     def entry(self, problems: list[str]) -> Entry | None:
         """The entry ``lines.parse`` makes of the line, now that it is applied. A Lease's record is
@@ -127,8 +131,7 @@ def deferred_lease(n: int, line: bytes) -> Deferred | None:
 def deferred(n: int, line: bytes, d: Any, pods: bool = True) -> Deferred | None:
     """The ``Deferred`` of a line whose ``lines.plain_event`` is ``d`` (not None); None when the
     line is not a clean ADDED or MODIFIED Lease (of a node) or Node, or (``pods`` False: the answer
-    shows none, only each Pod's last event is applied) a clean Pod event: it is then parsed and
-    applied in full."""
+    reads none) a clean Pod event: it is then parsed and applied in full."""
     resource = d.resource
     decode = _DECODE.get(resource)
     if resource == "pods":
@@ -161,8 +164,11 @@ def _made(n: int, line: bytes, d: Any, resource: str, obj: Any) -> Deferred | No
     if resource == "leases":
         return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, False, None, obj)
     if resource == "pods":
-        return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, None, True, line,
-                        namespace=meta.namespace or "")
+        pod = _pod_record(obj)
+        if pod is None:
+            return None
+        return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, pod.name, None, False, line,
+                        namespace=pod.namespace, seconds=seconds_of(pod.tolerations))
     return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, replaces, line)
 
 
@@ -219,7 +225,8 @@ class Superseded:
 
     ``several``: a recording of several clusters (an object is known by its cluster and name); in a
     one-cluster recording a line's ``cluster`` is ignored, as the replay ignores it. ``pods``: False
-    when the answer shows no Pods: of each Pod only its last event is applied. ``follows(cluster)``:
+    when the answer reads no Pods: clean Pod lines are then left out too, only what they show of the
+    default toleration is kept (``tallies``, as the state's ``Ingest`` keeps it). ``follows(cluster)``:
     whether the API server moves a manager's write time on every renewal (``ingest.writes_follow_renewals``
     of the server version the cluster's state has when the event is applied; None: not known, no
     listed renewal is then left out); the caller calls ``settings_changed`` when a settings line
@@ -239,7 +246,11 @@ class Superseded:
         self._pods = pods
         self._leases: dict[Any, _LeaseSeen] = {}
         self._nodes: dict[Any, list[int]] = {}
-        self._pod_events: dict[Any, list[int]] = {}
+        self.tallies: dict[str | None, Tally] = {}
+        """Without ``pods``: what each cluster's pods show of the default toleration (the state
+        would learn it from the Pods it is not given: ``learned``)."""
+        self._pod_seconds: dict[Any, Seconds] = {}
+        self.skipped = 0
         self._synced: set[str | None] = set()
         self._listed: dict[str | None, set[Any]] = {}
         """Per cluster: the Leases its list in progress gave (left out or not): at its SYNCED the
@@ -283,19 +294,13 @@ class Superseded:
                     pending.clear()
             else:  # a Pod
                 if not self._pods:
-                    # The answer shows no Pod, but the state learns the default toleration from
-                    # them all (``core/pod_tolerations``): each Pod's last event is applied, the
-                    # ones before it left out (no list of Pods replaces the state's: no ``Listed``).
-                    pkey = (key, e.namespace)
-                    pending = self._pod_events.get(pkey)
-                    if pending is None:
-                        pending = self._pod_events[pkey] = []
-                    for i in pending:
-                        out[i] = None
-                    pending.clear()
-                else:
-                    pending = []
+                    self._tally(e.cluster, (e.namespace, e.name), e.etype, e.seconds)
+                    self.skipped += 1
+                    return
+                pending = []
             pending.append(len(out))
+        elif type(e) is Entry and e.resource == "pods" and not self._pods:
+            self._tally_entry(e)
         elif type(e) is Entry and e.resource == "leases":
             k = self._lease_entry(e)
             if k is not None:  # a clean renewal's record
@@ -350,11 +355,32 @@ class Superseded:
             k.skew = skew
         return alone
 
+    def _tally(self, cluster: str | None, key: tuple[str, str], etype: str, seconds: Seconds) -> None:
+        """A Pod event the answer does not apply, counted as ``Ingest._on_pod`` counts it."""
+        c = cluster if self._several else None
+        tally = self.tallies.get(c)
+        if tally is None:
+            tally = self.tallies[c] = Tally()
+        k = (c, key)
+        if etype == "DELETED":
+            tally.change(self._pod_seconds.pop(k, ()), ())
+        elif etype in ("ADDED", "MODIFIED"):
+            tally.change(self._pod_seconds.get(k, ()), seconds)
+            self._pod_seconds[k] = seconds
+
+    def _tally_entry(self, e: Entry) -> None:
+        """A Pod event read the ordinary way (applied: the state counts it too)."""
+        try:
+            pod = pod_from_dict(e.obj)
+        except (BadObject, AttributeError, TypeError, ValueError):
+            return  # not applied either (``Ingest.apply`` records the problem)
+        self._tally(e.cluster, pod.key, e.etype, seconds_of(pod.tolerations))
+
     @property
     def dropped(self) -> int:
-        """Events left out: superseded (a Pod's too, when the answer shows none)."""
+        """Events left out: superseded, or Pods not read."""
         events = self.events
-        return events.count(None) + sum(1 for e in events if type(e) is Listed)
+        return events.count(None) + sum(1 for e in events if type(e) is Listed) + self.skipped
 
     def _lease_entry(self, e: Entry) -> _LeaseSeen | None:
         """Follow a lease's ``Entry``; its lease's ``_LeaseSeen`` when it is a clean renewal (an
