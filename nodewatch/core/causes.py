@@ -9,6 +9,7 @@ conditions, cordoning. Each cause comes with the checks to run on the node.
 from __future__ import annotations
 
 import enum
+import shlex
 from dataclasses import dataclass
 
 from .objects import NodeRecord
@@ -154,11 +155,14 @@ def _pressure_and_cordon(node: NodeRecord) -> list[Cause]:
     return out
 
 
-def checks_for(causes: list[Cause]) -> list[str]:
-    """The commands to run on the node for these causes, without repeats."""
+def checks_for(causes: list[Cause], node: str | None = None) -> list[str]:
+    """The commands to run for these causes (on the node, or ``kubectl`` ones anywhere), without
+    repeats; ``<node>`` is ``node``'s name where it is given (shell-quoted: it comes from the cluster)."""
     seen: list[str] = []
     for c in causes:
         for cmd in CHECKS.get(c.kind, ()):
+            if node:
+                cmd = cmd.replace("<node>", shlex.quote(node))
             if cmd not in seen:
                 seen.append(cmd)
     return seen

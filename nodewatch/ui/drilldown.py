@@ -182,11 +182,11 @@ def cause_section(d: NodeDetails, p: Palette, outlook: str | None = None) -> Ren
         if i:
             out.append(" · ", p.muted)
         out.append(text, style)
-    checks = checks_for(list(v.causes)) if v.causes else []
+    checks = checks_for(list(v.causes), v.name) if v.causes else []
     if checks:
-        out.append("\nchecks to run on the node:", "bold")
+        out.append("\nchecks to run:", "bold")
         for cmd in checks[:8]:
-            out.append(f"\n  $ {cmd}", p.accent)
+            out.append(f"\n  $ {safe(cmd, 300)}", p.accent)
     return out
 
 

@@ -109,6 +109,16 @@ def test_not_ready_with_fresh_lease_is_the_kubelets_own_report():
     assert "crictl ps -a" in checks_for(list(v.causes))
 
 
+def test_the_checks_name_the_node_they_are_for():
+    """A check that names its node gets the node's name, shell-quoted (it comes from the cluster),
+    not ``<node>`` (seen in the drill-down of a drained node on the v1.37.2 testbed)."""
+    v = fleet(("nodes", node("w-1", unschedulable=True)), ("leases", lease("w-1", T0))).evaluate(T0).node("w-1")
+    assert v.causes[0].kind is CauseKind.CORDONED
+    assert checks_for(list(v.causes), v.name) == ["kubectl describe node w-1   # who cordoned it, and why?"]
+    assert checks_for(list(v.causes), "a b;rm") == ["kubectl describe node 'a b;rm'   # who cordoned it, and why?"]
+    assert checks_for(list(v.causes)) == ["kubectl describe node <node>   # who cordoned it, and why?"]
+
+
 def test_network_plugin_cause():
     n = node("a", "False", reason="KubeletNotReady",
              message="container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady "
