@@ -156,6 +156,9 @@ class FleetState:
     def not_ready_nodes(self) -> list[str]:
         return self.queries.not_ready_nodes()
 
+    def eviction_tainted_nodes(self) -> list[str]:
+        return self.queries.eviction_tainted_nodes()
+
     def cert_dates(self) -> dict[str, CertInfo]:
         return self.queries.cert_dates()
 

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager
 from .evaluation import Evaluator
 from .fleet_data import Store
 from .objects import EventRecord, NodeRecord, PodRecord
-from .rules import noexecute_taints, pod_eviction_at, process_pod_on_node
+from .rules import eviction_taints, noexecute_taints, pod_eviction_at, process_pod_on_node
 from .views import (
     AT_RISK_STATES,
     PROBLEM_NOTICE,
@@ -140,6 +140,13 @@ class Queries:
         their pods and events."""
         with self.store.lock:
             return sorted(self.store.not_ready)
+
+    def eviction_tainted_nodes(self) -> list[str]:
+        """Names of the nodes tainted ``not-ready``/``unreachable`` NoExecute, sorted: their pods'
+        countdowns, and the default toleration the pods show (``pod_tolerations``), are asked of
+        the pods a live source watches."""
+        with self.store.lock:
+            return sorted(n for n, rec in self.store.nodes.items() if rec.taints and eviction_taints(rec.taints))
 
     def cert_dates(self) -> dict[str, CertInfo]:
         """Every kubelet client certificate date known, by node (to save in the local cache)."""

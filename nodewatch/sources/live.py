@@ -203,6 +203,14 @@ class LiveSource:
                 missing += [r.spec.what for r in pair if not (r.listed or r.forbidden)]
         return missing
 
+    def pods_listed(self, nodes: list[str]) -> bool:
+        """Whether the pods of each of ``nodes`` that is watched (``wanted_scoped``: the nodes not
+        Ready, at most ``MAX_SCOPED_NODES``) have been listed (or may not be)."""
+        watched = set(self.wanted_scoped()[:MAX_SCOPED_NODES])
+        with self._lock:
+            pairs = [self._scoped.get(n) for n in nodes if n in watched]
+        return all(pair is not None and (pair[0].listed or pair[0].forbidden) for pair in pairs)
+
     def required_not_listed(self, waited: float) -> str | None:
         """Why no answer about the fleet came within ``waited`` seconds, or None: which of the Node
         and Lease lists is not in, each with what its stream last said, and which one is (the

@@ -178,3 +178,28 @@ def test_status_says_which_list_is_missing_and_why(capsys, tmp_path):
     assert "not listed within 2s: nodes: " in err and "500" in err
     assert "(the leases are in)" in err
 
+
+
+def test_status_counts_a_tainted_node_with_the_toleration_its_pods_carry(capsys, tmp_path):
+    """An API server whose admission plugin gives pods 60 s (``--default-*-toleration-seconds``): a
+    kubelet stopped 200 s ago, its node tainted unreachable ~125 s ago. ``status`` (no --toleration)
+    waits for that node's pod list, though it comes a backoff late, and counts with what the pods
+    carry (``core/pod_tolerations``): Evicted, where the 300 s default said Evicting."""
+    from nodewatch.core.settings import Settings
+    from nodewatch.sim.fleet import SimFleet
+
+    now = time.time()
+    fleet = SimFleet(nodes=6, scenario="kubelet-stop", seed=2, start=now - 200,
+                     settings=Settings(toleration_seconds=60.0), pods_per_node=3)
+    fleet.step_to(now)
+    with running_server(tmp_path, fleet=fleet) as srv:
+        srv.faults.fail_next(1, 500, resource="pods")
+        rc, out, err = live_status(capsys, srv, tmp_path, "--format", "json")
+        assert srv.faults.fired["http_500"] == 1
+        states = {n["name"]: n["state"] for n in json.loads(out)["nodes"]}
+        assert sorted(states.values()).count("Evicted") == 1, states
+        assert json.loads(out)["settings"]["toleration_seconds"] == 60.0
+        rc, out, err = live_status(capsys, srv, tmp_path)
+        assert "toleration 60s (pods)" in out
+        rc, out, err = live_status(capsys, srv, tmp_path, "--format", "json", "--toleration", "300")
+        assert "Evicted" not in {n["state"] for n in json.loads(out)["nodes"]}  # the flag is the user's word
