@@ -7,6 +7,7 @@ The live source is built from the command line in one place (``live_source_from_
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -280,3 +281,19 @@ def parse_size(text: str) -> int:
     if v <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: must be more than zero")
     return v
+
+
+def recording_path(text: str) -> str:
+    """A recording argument (argparse ``type``): a hub's own directory (what ``hub --dir`` and
+    ``attach`` take) stands for its flight recorder, ``DIR/recordings``. Anything else as given
+    (a file, a directory of segments, ``-``; a path that does not exist is the reader's to name)."""
+    from ..hub.paths import RECORDINGS
+    from ..sources.segments import list_segments
+
+    inner = os.path.join(text, RECORDINGS)
+    try:
+        if os.path.isdir(inner) and not list_segments(text):
+            return inner
+    except OSError:
+        pass
+    return text

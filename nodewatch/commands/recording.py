@@ -19,7 +19,7 @@ import sys
 from typing import IO, Callable, Iterator
 
 from ..sources.segments import line_time
-from .common import CommandError, fail, naming
+from .common import CommandError, fail, naming, recording_path
 
 EXPORT_HELP = """any recording as JSON Lines (or columnar), or any span of a hub's directory
 
@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = sub.add_parser("export", help="write a recording (or a span of a hub's directory) as JSON Lines",
                        description=EXPORT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("src", metavar="SRC", help="a recording file or a hub's directory of segments")
+    p.add_argument("src", metavar="SRC", type=recording_path,
+                   help="a recording file, or a hub's directory (or its recordings)")
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="FILE.jsonl.gz (gzip), FILE.jsonl, FILE.nwcol (columnar) or - (stdout)")
     p.add_argument("--from", dest="start", metavar="T",

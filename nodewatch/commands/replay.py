@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_settings_arguments, fail, naming, settings_from_args, speed
+from .common import add_settings_arguments, fail, naming, recording_path, settings_from_args, speed
 from .dashboard import add_dashboard_arguments, run_app
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a nodewatch recording (.jsonl, .jsonl.gz, .nwcol), a hub's "
-                        "recordings directory, a kubectl `get -w --output-watch-events -o json` log, or - for stdin")
+    parser.add_argument("file", metavar="FILE", type=recording_path,
+                        help="a nodewatch recording (.jsonl, .jsonl.gz, .nwcol), a hub's "
+                        "directory (or its recordings), a kubectl `get -w --output-watch-events -o json` log, or - for stdin")
     parser.add_argument("--speed", type=speed, default=1.0, metavar="X", help="playback speed (default 1)")
     parser.add_argument("--start", metavar="WHEN", help="RFC 3339, +SECONDS from the start, or HH:MM[:SS] (UTC)")
     parser.add_argument("--from", dest="from_", metavar="WHEN", help="a hub's recordings directory: from "

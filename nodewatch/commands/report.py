@@ -13,14 +13,15 @@ import os
 import sys
 from typing import Any
 
-from .common import CommandError, add_settings_arguments, naming, settings_from_args
+from .common import CommandError, add_settings_arguments, naming, recording_path, settings_from_args
 
 FORMATS = {".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="RECORDING", help="a nodewatch recording (.jsonl, .jsonl.gz, .nwcol), a "
-                        "hub's recordings directory, or a kubectl `get -w --output-watch-events -o json` log")
+    parser.add_argument("file", metavar="RECORDING", type=recording_path,
+                        help="a nodewatch recording (.jsonl, .jsonl.gz, .nwcol), a "
+                        "hub's directory (or its recordings), or a kubectl `get -w --output-watch-events -o json` log")
     parser.add_argument("--from", dest="start", metavar="T", help="start of the window: RFC 3339, +SECONDS "
                         "from the recording's start, or HH:MM[:SS] (UTC); of a hub's directory only the segments of "
                         "the window are read (default: its start)")
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"{args.file}: no usable events in the recording")
         given = settings_from_args(args) if _settings_given(args) else None
         settings = index.settings(given)
-        state = index.new_state(given) if index.clusters else None  # several: one state per cluster
+        state = index.new_state(given)  # several: one state per cluster
         try:
             start = parse_when(args.start, index.start) if args.start else index.start
             end = parse_when(args.end, index.start) if args.end else index.end
@@ -79,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
         shown.phase("judging")
         history = sample_recording(index, settings, start=start, end=end, state=state, progress=shown)
         clusters = tuple((m.name, m.state.settings) for m in state.members) if isinstance(state, MultiFleet) else ()
+        if not isinstance(state, MultiFleet):  # what the window ended with: a default learned from the pods too
+            settings = state.settings
         info = RecordingInfo(
             name=os.path.basename(os.path.normpath(args.file)), size=_size(path), events=len(index),
             source=index.source_name(), settings=settings, problems=tuple(index.problems), start=start, end=end,

@@ -34,6 +34,7 @@ from .common import (
     fail,
     live_source_from_args,
     naming,
+    recording_path,
     scenario_name,
     settings_from_args,
     sim_nodes,
@@ -51,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--node", metavar="NAME", help="one node, with its pods and events")
     src = parser.add_argument_group("source (default: the live cluster)")
     src.add_argument("--demo", action="store_true", help="the simulated fleet, evaluated headless")
-    src.add_argument("--replay", metavar="FILE", help="a recording, a hub's recordings directory, or a kubectl "
+    src.add_argument("--replay", metavar="FILE", type=recording_path,
+                     help="a recording, a hub's directory (or its recordings), or a kubectl "
                      "watch log ('-' for stdin)")
     src.add_argument("--at", metavar="WHEN",
                      help="with --replay or --demo: RFC 3339, +SECONDS from the start, or HH:MM[:SS] (UTC) "

@@ -203,3 +203,24 @@ def test_status_counts_a_tainted_node_with_the_toleration_its_pods_carry(capsys,
         assert "toleration 60s (pods)" in out
         rc, out, err = live_status(capsys, srv, tmp_path, "--format", "json", "--toleration", "300")
         assert "Evicted" not in {n["state"] for n in json.loads(out)["nodes"]}  # the flag is the user's word
+
+
+def test_a_hubs_own_directory_stands_for_its_recordings(capsys, tmp_path):
+    """``status --replay DIR`` of the directory given to ``hub --dir`` (and to ``attach``) read its
+    ``recordings/``; it said "holds no hub recording segments". A directory of segments, a file and
+    a path that does not exist are taken as they are."""
+    from pathlib import Path
+
+    from nodewatch.commands.common import recording_path
+
+    recording = Path(__file__).parents[1] / "data" / "incident-30.jsonl.gz"
+    hub = tmp_path / "hub"
+    (hub / "recordings").mkdir(parents=True)
+    (hub / "recordings" / "nodewatch-20261129T100000Z-000001.jsonl.gz").write_bytes(recording.read_bytes())
+    assert recording_path(str(hub)) == str(hub / "recordings")
+    for same in (str(hub / "recordings"), str(recording), str(tmp_path / "nothing"), "-"):
+        assert recording_path(same) == same
+    rc, out, err = run_status(capsys, "--replay", str(hub), "--at", "+120", "--format", "json")
+    assert err == "" and rc == 1
+    rc2, direct, _ = run_status(capsys, "--replay", str(recording), "--at", "+120", "--format", "json")
+    assert json.loads(out) == json.loads(direct)
