@@ -105,6 +105,10 @@ CLUSTER_GAUGES: tuple[tuple[str, str, Callable[[ClusterSample], float]], ...] = 
     ("nodewatch_node_monitor_grace_period_seconds",
      "The node-monitor grace period nodewatch judges the cluster's leases by (40s before v1.32, 50s since).",
      lambda c: c.grace),
+    ("nodewatch_default_toleration_seconds",
+     "The default unreachable:NoExecute toleration node evictions are counted with: --toleration, else what most "
+     "watched pods carry (the API server's --default-unreachable-toleration-seconds), else 300s.",
+     lambda c: c.toleration),
     ("nodewatch_leases_blind",
      "1 while the cluster's lease stream is down, listing or silent: no node can be judged by its lease.",
      lambda c: 1.0 if c.leases_blind else 0.0),
@@ -128,7 +132,8 @@ NODE_MOMENTS: tuple[tuple[str, str, Callable[[NodeSample], float | None]], ...] 
      "For a node not Ready and not tainted yet: the earliest its NoExecute taint can come, by its "
      "zone's rate-limited queue (Unix time; absent when none is coming).", lambda n: n.taint_expected_at),
     ("nodewatch_node_eviction_timestamp_seconds",
-     "When the taint manager evicts the node's pods that have only the default 300s toleration (Unix time).",
+     "When the taint manager evicts the node's pods that have only the default toleration "
+     "(nodewatch_default_toleration_seconds) (Unix time).",
      lambda n: n.eviction_at),
 )
 """Moments of a node, a series each when known: (name, help, the moment or None)."""

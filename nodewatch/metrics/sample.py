@@ -102,6 +102,8 @@ class ClusterSample:
     """False for a source without watch streams (the demo, a replay): nothing to be down."""
     listed: bool = True
     """Nodes and Leases listed in full (a SYNCED applied for each)."""
+    toleration: float = 300.0
+    """The default ``unreachable`` toleration node evictions are counted with (``Settings.toleration``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +212,7 @@ def take_sample(source: Any, *, nodes: str = NODES_ALL, cluster: str | None = No
         clusters.append(ClusterSample(
             name, len(fv.nodes), tuple((s, fv.counts.get(s, 0)) for s in NodeState), error, fv.leases_blind,
             fv.blind_reason, fv.all_zones_full, fv.controller_suspect, fv.settings.grace, bool(fv.health),
-            listed[name]))
+            listed[name], fv.settings.toleration))
     recorder = getattr(source, "recorder", None)
     recording = None if recorder is None else str(getattr(recorder, "stopped", "") or "")
     return FleetSample(now, tuple(out_nodes), tuple(zones), tuple(streams), tuple(clusters), nodes,

@@ -77,6 +77,9 @@ def test_a_scrape_says_what_the_state_says(tmp_path):
     assert zones == {(z.name, z.state.value) for z in view.zones}
     assert got["nodewatch_clock_timestamp_seconds"][0][1] == pytest.approx(now)
     assert got["nodewatch_build_info"][0][0]["version"]
+    # the toleration evictions are counted with: what the demo's pods carry (its admission default)
+    assert view.settings.origin("toleration_seconds") == "pods"
+    assert got["nodewatch_default_toleration_seconds"][0][1] == view.settings.toleration == 300.0
 
 
 def test_a_scrape_reads_the_published_frame_and_judges_nothing():
