@@ -71,14 +71,16 @@ def _ts(t: float) -> str:
 def _overdue(s: FleetSample) -> Iterator[Fired]:
     """Past the grace, whether or not the controller has flipped Ready yet: the flip comes at its first
     monitor pass after the grace (within 5 s), often before a scrape saw the node Overdue."""
+    toleration = {c.cluster: c.toleration for c in s.clusters}
     for n in s.nodes:
         if n.lease_age is not None and n.lease_age > n.grace:
+            tol = toleration.get(n.cluster, 300.0)
             yield ({"cluster": n.cluster, "node": n.name, "zone": n.zone},
                    {"summary": f"Node {n.name} stopped renewing its Lease: past the grace period",
                     "description": f"No renewal of node {n.name}'s Lease for {n.lease_age:.0f}s (grace {n.grace:g}s). "
                                    "The node lifecycle controller marks it Ready=Unknown at its first pass past the "
                                    "grace (if it has not yet), then taints it NoExecute; pods without their own "
-                                   "toleration are evicted 300s after the taint."})
+                                   f"toleration are evicted {tol:g}s after the taint."})
 
 
 def _evicting(s: FleetSample) -> Iterator[Fired]:
@@ -191,7 +193,9 @@ RULES: tuple[Rule, ...] = (
          "critical", f"Node {NODE} stopped renewing its Lease: past the grace period",
          f"No renewal of node {NODE}'s Lease for {{{{ $value | humanizeDuration }}}}. The node lifecycle controller "
          "marks it Ready=Unknown at its first pass past the grace (if it has not yet), then taints it NoExecute; "
-         "pods without their own toleration are evicted 300s after the taint.", _overdue),
+         "pods without their own toleration are evicted "
+         '{{ with printf "nodewatch_default_toleration_seconds{cluster=\'%s\'}" $labels.cluster | query }}'
+         '{{ . | first | value }}{{ else }}300{{ end }}s after the taint.', _overdue),
     Rule("NodewatchNodeEvicting",
          'nodewatch_node_eviction_timestamp_seconds and on(cluster, node, zone) '
          '(nodewatch_node_state{state="Evicting"} == 1)',
