@@ -262,8 +262,8 @@ def _evaluate_source(args: argparse.Namespace, settings):
 
         path, asked = args.replay, args.at
         # one pass, no index; what a later event supersedes is left out (the answer shows neither
-        # renewal counts, heartbeat histories nor timelines), and of each Pod but its last event unless
-        # --node shows them
+        # renewal counts, heartbeat histories nor timelines), and the Pods unless --node shows them
+        # (counted all the same for the default toleration they carry: core/pod_tolerations)
         from .read_progress import ReadProgress
 
         shown = ReadProgress(str(args.replay))

@@ -65,7 +65,7 @@ class Settings:
     """Names of the settings the user set explicitly."""
     learned_tolerations: tuple[tuple[str, float], ...] = ()
     """(taint key, seconds): the toleration most of the watched pods have for that NoExecute taint
-    (``pod_tolerations.learned``: what the API server's DefaultTolerationSeconds plugin wrote into
+    (``pod_tolerations.Tally``: what the API server's DefaultTolerationSeconds plugin wrote into
     them). Used instead of ``toleration_seconds`` unless the user set that; derived from the
     state's pods, never recorded."""
 

@@ -90,8 +90,8 @@ def state_at(path: str, when: str | None, settings: Settings | None = None,
     ``status`` asks for): leave out the lease renewals and node updates a later one supersedes
     (``superseded.py``); the state's renewal counts, heartbeat histories and node timelines are then
     not a full replay's, nothing a status answer shows differs. ``pods`` False (with ``compact``):
-    the answer shows no Pods: only each Pod's last event is applied (the state learns the default
-    toleration from them, ``core/pod_tolerations``). ``progress(read_to, target)``: called every
+    the answer reads no Pods, leave them out (they are counted for the default toleration they
+    carry all the same: ``core/pod_tolerations``). ``progress(read_to, target)``: called every
     ``PROGRESS_EVERY`` events read (the latest event time read, the instant asked for: inf to the
     end), and with ``read_to`` inf once the reading is done and what was read is applied."""
     supersede = None
