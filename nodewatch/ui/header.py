@@ -86,11 +86,14 @@ def header_text(source_name: str, view: FleetView, now: float, palette: Palette,
 
 
 def clusters_settings(view: FleetView) -> str:
-    """Several clusters: each has its own settings (its cell in the cluster strip says its grace);
-    the header says the range."""
+    """Several clusters: each has its own settings (its cell in the cluster strip says its grace,
+    and each learns its default toleration from its own pods); the header says the ranges."""
     graces = sorted({c.settings.grace for c in view.clusters})
     grace = f"{graces[0]:g}s" if len(graces) == 1 else f"{graces[0]:g}-{graces[-1]:g}s"
-    return f"grace {grace} (each cluster's own: see its cell) · {view.settings.toleration_text()}"
+    tolerations = sorted({c.settings.toleration for c in view.clusters})
+    if len(tolerations) > 1:
+        return f"grace {grace} (each cluster's own: see its cell) · toleration {tolerations[0]:g}-{tolerations[-1]:g}s"
+    return f"grace {grace} (each cluster's own: see its cell) · {view.clusters[0].settings.toleration_text()}"
 
 
 def nodes_phrase(n: int) -> str:

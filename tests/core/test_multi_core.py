@@ -141,3 +141,21 @@ def test_multi_fleet_answers_all_of_fleet_reader():
 def test_two_clusters_with_one_name_are_refused():
     with pytest.raises(ValueError):
         MultiFleet([Member("a", FleetState()), Member("a", FleetState())])
+
+
+def test_each_cluster_learns_its_own_default_toleration_and_the_header_says_the_range():
+    """Each cluster's pods carry its own API server's default (core/pod_tolerations); the header of
+    several clusters says the range, as it does for the grace."""
+    from nodewatch.core.rules import TAINT_NOT_READY, TAINT_UNREACHABLE
+    from nodewatch.ui.header import clusters_settings
+
+    multi, a, b = _fleet()
+    tols = [{"key": k, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}
+            for k in (TAINT_NOT_READY, TAINT_UNREACHABLE)]
+    a.apply("pods", "ADDED", pod("web-0", "node-1", tolerations=tols), T0)
+    b.apply("pods", "ADDED", pod("web-0", "node-1"), T0)
+    view = multi.evaluate(T0)
+    assert {c.name: c.settings.toleration for c in view.clusters} == {"prod-eu": 60.0, "prod-us": 300.0}
+    assert clusters_settings(view).endswith("toleration 60-300s")
+    b.apply("pods", "MODIFIED", pod("web-0", "node-1", tolerations=tols), T0 + 1)
+    assert clusters_settings(multi.evaluate(T0 + 1)).endswith("toleration 60s (pods)")
