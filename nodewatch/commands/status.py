@@ -225,20 +225,24 @@ TAINTED_PODS_WAIT = 5.0
 start once the Node list is in: ~0.1-0.5 s on a testbed)."""
 
 
-def _await_tainted_nodes_pods(live, settings, budget: float) -> None:
+def await_tainted_nodes_pods(lives: list, budget: float) -> None:
     """A node tainted for eviction is judged by the default toleration its pods show
     (``core/pod_tolerations``: the API server's may not be 300 s), and a live source watches the pods
     of the nodes not Ready once it knows them: wait, at most ``TAINTED_PODS_WAIT`` within ``--wait``,
-    for those lists, unless ``--toleration`` says it. Nothing tainted: no wait (a healthy fleet's
-    answer is as fast as before). A network wait: real seconds."""
-    if "toleration_seconds" in settings.overridden:
-        return
-    tainted = live.state.eviction_tainted_nodes()
-    if not tainted:
-        return
+    for those lists (of each live source in ``lives``: one a cluster), unless ``--toleration`` says
+    it. Nothing tainted: no wait (a healthy fleet's answer is as fast as before). A network wait:
+    real seconds."""
+    waiting = []
+    for live in lives:
+        if "toleration_seconds" not in live.state.settings.overridden:
+            tainted = live.state.eviction_tainted_nodes()
+            if tainted:
+                waiting.append((live, tainted))
     deadline = time.monotonic() + min(budget, TAINTED_PODS_WAIT)
-    while time.monotonic() < deadline and not live.pods_listed(tainted):
-        time.sleep(0.05)
+    while waiting and time.monotonic() < deadline:
+        waiting = [(live, tainted) for live, tainted in waiting if not live.pods_listed(tainted)]
+        if waiting:
+            time.sleep(0.05)
 
 
 def _evaluate_source(args: argparse.Namespace, settings):
@@ -324,7 +328,7 @@ def _evaluate_source(args: argparse.Namespace, settings):
                 print(f"nodewatch: warning: {message}", file=sys.stderr)
         else:
             _await_doubtful_renewals(live, args.wait - (time.monotonic() - started), getattr(args, "patient", True))
-            _await_tainted_nodes_pods(live, settings, args.wait - (time.monotonic() - started))
+            await_tainted_nodes_pods([live], args.wait - (time.monotonic() - started))
         answer = live.state, live.clock.now()
         if getattr(args, "watch", False):
             args._kept_source = live  # -w goes on watching it (``_stop_kept`` stops it)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 import orjson
@@ -50,7 +51,12 @@ def run_multi(args: argparse.Namespace, settings: Settings, specs: list[ClusterS
     if args.node:
         source.focus_node(args.node)
     try:
+        started = time.monotonic()
         listed = source.wait_settled(args.wait, hit[1] if hit else None)
+        from .status import await_tainted_nodes_pods  # (status imports this module when it needs it)
+
+        await_tainted_nodes_pods([f.live for f in source.feeds if f.live is not None],
+                                 args.wait - (time.monotonic() - started))
         now = source.clock.now()
         entries: list[Answer] = []
         for spec, feed, (member, view) in zip(specs, source.feeds, source.state.evaluate_each(now)):

@@ -130,3 +130,29 @@ def test_status_over_clusters_that_answer_exits_1_when_a_node_anywhere_is_not_re
     assert out["clusters"][1]["nodes"][0]["name"] == "node-002" and out["clusters"][0]["nodes"] == []
     assert main(["status", "--fleet", str(fleet_file), "--node", "node-002"]) == 2  # which cluster?
     capsys.readouterr()
+
+
+def test_status_of_several_clusters_counts_each_with_its_own_pods_toleration(tmp_path, capsys):
+    """Two API servers whose admission plugins give pods 60 s and 240 s; in each a kubelet stopped
+    200 s ago, its node tainted ~125 s ago. ``status --all-contexts`` waits for each tainted node's
+    pod list (the first comes a backoff late) and counts each cluster with its pods' toleration:
+    Evicted in the 60 s one, Evicting in the 240 s one."""
+    from nodewatch.core.settings import Settings
+    from nodewatch.sim.fleet import SimFleet
+
+    now = time.time()
+    fleets = {name: SimFleet(nodes=6, scenario="kubelet-stop", seed=2, start=now - 200,
+                             settings=Settings(toleration_seconds=seconds), pods_per_node=3)
+              for name, seconds in (("sixty", 60.0), ("slow", 240.0))}
+    for f in fleets.values():
+        f.step_to(now)
+    with running_server(tmp_path / "a", fleet=fleets["sixty"]) as a, \
+            running_server(tmp_path / "b", fleet=fleets["slow"]) as b:
+        a.faults.fail_next(1, 500, resource="pods")
+        kc = write_kubeconfig(tmp_path / "two.kubeconfig", {"sixty": (a, a.token), "slow": (b, b.token)})
+        code, out = _status(capsys, "--kubeconfig", str(kc), "--all-contexts",
+                            "--cert-cache-dir", str(tmp_path / "c"))
+    by = {c["context"]: c for c in out["clusters"]}
+    assert {name: c["settings"]["toleration_seconds"] for name, c in by.items()} == {"sixty": 60.0, "slow": 240.0}
+    states = {name: sorted(n["state"] for n in c["nodes"] if n["state"] != "Ready") for name, c in by.items()}
+    assert states == {"sixty": ["Evicted"], "slow": ["Evicting"]}
