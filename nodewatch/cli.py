@@ -46,7 +46,7 @@ def build_parser(only: str | None = None, *, prog: str = PROG) -> argparse.Argum
         p = sub.add_parser(name, help=help_text, description=help_text)
         if only is None or name == only:
             _module(module).add_arguments(p)
-        p.set_defaults(_module=module, _build_parser=build_parser)  # `man` reads the whole parser
+        p.set_defaults(_module=module, _build_parser=build_parser, _parser=p)  # `man` reads the whole parser
     return parser
 
 
@@ -63,7 +63,9 @@ def main(argv: list[str] | None = None, *, prog: str = PROG) -> int:
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["watch", *argv]
     parser = build_parser(only=argv[0] if argv else "", prog=prog)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said with the usage of the command they were given to, not the top level's
+        getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if getattr(args, "context", False) is None and not getattr(args, "contexts", None):
         from .config import load_config
 

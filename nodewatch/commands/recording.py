@@ -37,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     p = sub.add_parser("export", help="write a recording (or a span of a hub's directory) as JSON Lines",
                        description=EXPORT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(_parser=p)  # (its usage, not ``recording``'s, for an argument it does not take)
     p.add_argument("src", metavar="SRC", type=recording_path,
                    help="a recording file, or a hub's directory (or its recordings)")
     p.add_argument("-o", "--output", required=True, metavar="FILE",

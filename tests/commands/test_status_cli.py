@@ -224,3 +224,18 @@ def test_a_hubs_own_directory_stands_for_its_recordings(capsys, tmp_path):
     assert err == "" and rc == 1
     rc2, direct, _ = run_status(capsys, "--replay", str(recording), "--at", "+120", "--format", "json")
     assert json.loads(out) == json.loads(direct)
+
+
+@pytest.mark.parametrize("argv, usage", [
+    (["record", "out.jsonl", "-o", "x"], "usage: nodewatch record "),
+    (["status", "--bogus"], "usage: nodewatch status "),
+    (["recording", "export", "src", "-o", "x", "--bogus"], "usage: nodewatch recording export "),
+    (["--bogus"], "usage: nodewatch watch "),
+])
+def test_an_argument_a_command_does_not_take_is_said_with_that_commands_usage(capsys, argv, usage):
+    """It was said with the top level's usage (``nodewatch [-h] [--version] COMMAND``), which
+    lists no option of the command."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.startswith(usage) and "error: unrecognized arguments: " in err
