@@ -50,8 +50,9 @@ class Keyframe:
     """Evictions kept across a toleration change (``Store.pod_schedules``)."""
     relisted: dict[str, frozenset[str]] | None = None
     """A list in progress (``Store.relisted``): a keyframe taken in the middle of one keeps what it gave."""
-    learned_tolerations: pod_tolerations.Seconds = ()
-    """What the pods showed of the default toleration (``Store.tolerations``): it outlives them."""
+    tolerations: pod_tolerations.Tally | None = None
+    """A copy of ``Store.tolerations`` (what the pods show of the default toleration, and what they
+    showed once they are gone), not counted again from ``pods`` at each seek."""
 
 
 def take(state: Store, prev: Keyframe | None = None) -> Keyframe:
@@ -82,7 +83,7 @@ def take(state: Store, prev: Keyframe | None = None) -> Keyframe:
             last_received=state.last_received,
             pod_schedules=dict(state.pod_schedules),
             relisted={k: frozenset(v) for k, v in state.relisted.items()},
-            learned_tolerations=state.tolerations.learned,
+            tolerations=state.tolerations.copy(),
         )
 
 
@@ -136,7 +137,8 @@ def restore(state: Store, kf: Keyframe | None) -> None:
             state.not_ready = {n for n, rec in kf.nodes.items() if rec.ready != "True"}
             state.leases = {k: _copy_track(v) for k, v in kf.leases.items()}
             state.pods = dict(kf.pods)
-            state.tolerations = pod_tolerations.Tally.of(kf.pods.values(), kf.learned_tolerations)
+            state.tolerations = (kf.tolerations.copy() if kf.tolerations is not None
+                                 else pod_tolerations.Tally.of(kf.pods.values()))
             state.pods_by_node = {k: set(v) for k, v in kf.pods_by_node.items()}
             state.events = dict(kf.events)
             state.events_by_node = {k: set(v) for k, v in kf.events_by_node.items()}

@@ -19,8 +19,7 @@ is tainted out-of-service), the value learned last stays: the pods are gone, the
 default is not. A pod with a toleration of its own is still evicted by its own, in its row of the
 drill-down.
 
-``Tally`` is the one rule: the state's ``Ingest`` feeds it every pod event, a keyframe keeps what it
-learned, and a one-shot answer that applies no pod (``replay/superseded.py``) feeds its own with the
+``Tally`` is the one rule: the state's ``Ingest`` feeds it every pod event, a keyframe keeps a copy, and a one-shot answer that applies no pod (``replay/superseded.py``) feeds its own with the
 same events in the same order.
 """
 
@@ -59,11 +58,17 @@ class Tally:
 
     @classmethod
     def of(cls, pods: Iterable[PodRecord], learned: Seconds = ()) -> Tally:
-        """The tally of these pods, after ``learned`` (a keyframe restored)."""
+        """The tally of these pods, after ``learned``."""
         tally = cls(learned)
         for pod in pods:
             tally._add(seconds_of(pod.tolerations), 1)
         tally.learned = tally._learned()
+        return tally
+
+    def copy(self) -> Tally:
+        """A copy to keep (a keyframe's: a few small dictionaries, not a pass over the pods)."""
+        tally = Tally(self.learned)
+        tally.counts = {key: dict(by) for key, by in self.counts.items()}
         return tally
 
     def change(self, old: Seconds, new: Seconds) -> bool:
