@@ -668,6 +668,13 @@ def _duration(value: int | float | None) -> float | None:
     return d  # type: ignore[return-value]
 
 
+def pod_tolerations(raw: list[_Toleration]) -> tuple[Toleration, ...]:
+    """A typed Pod's tolerations as its record has them."""
+    return tuple(Toleration(key=t.key or "", operator=t.operator or "Equal", value=t.value or "", effect=t.effect or "",
+                            seconds=seconds(t.tolerationSeconds))
+                 for t in raw)
+
+
 def _pod_record(p: _Pod) -> PodRecord | None:
     meta = p.metadata
     if meta is None or not meta.name:
@@ -684,10 +691,7 @@ def _pod_record(p: _Pod) -> PodRecord | None:
     if spec is not None:
         node_name = spec.nodeName or ""
         if spec.tolerations:
-            tolerations = tuple(
-                Toleration(key=t.key or "", operator=t.operator or "Equal", value=t.value or "", effect=t.effect or "",
-                           seconds=seconds(t.tolerationSeconds))
-                for t in spec.tolerations)
+            tolerations = pod_tolerations(spec.tolerations)
     if status is not None:
         phase = status.phase or ""
         disruption = any(c.type == "DisruptionTarget" and c.status == "True" for c in status.conditions or ())

@@ -45,8 +45,8 @@ from ...core.wire import (  # the typed decoder's own: what it reads, and the re
     _micro_time,
     _Node,
     _Pod,
-    _pod_record,
     lease_write_time,
+    pod_tolerations,
 )
 from ..kubectl_typed import KubectlLease, KubectlNode, renew_time, slim
 from ..recording import Entry
@@ -164,12 +164,30 @@ def _made(n: int, line: bytes, d: Any, resource: str, obj: Any) -> Deferred | No
     if resource == "leases":
         return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, False, None, obj)
     if resource == "pods":
-        pod = _pod_record(obj)
-        if pod is None:
-            return None
-        return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, pod.name, None, False, line,
-                        namespace=pod.namespace, seconds=seconds_of(pod.tolerations))
+        spec = obj.spec
+        return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, None, False, line,
+                        namespace=meta.namespace or "default",  # (as ``_pod_record`` keys it)
+                        seconds=_seconds_of(spec.tolerations if spec is not None else None))
     return Deferred(n, d.t, resource, d.type, d.list is True, d.cluster, meta.name, renew, replaces, line)
+
+
+_SECONDS: dict[tuple, Seconds] = {}
+"""A pod's raw tolerations -> its ``Seconds``: the pods of a fleet share a few lists of tolerations
+(the admission plugin's two, a DaemonSet's), and a one-shot answer reads tens of thousands of Pod
+lines whose tolerations it only counts (building each one's record was a fifth of such an answer)."""
+
+
+def _seconds_of(raw: Any) -> Seconds:
+    """``pod_tolerations.seconds_of`` of a typed Pod's tolerations, remembered."""
+    if not raw:
+        return ()
+    key = tuple((t.key, t.operator, t.value, t.effect, t.tolerationSeconds) for t in raw)
+    got = _SECONDS.get(key)
+    if got is None:
+        if len(_SECONDS) > 4096:
+            _SECONDS.clear()
+        got = _SECONDS[key] = seconds_of(pod_tolerations(raw))
+    return got
 
 
 def _replaces(taints: Any) -> bool:
@@ -249,7 +267,8 @@ class Superseded:
         self.tallies: dict[str | None, Tally] = {}
         """Without ``pods``: what each cluster's pods show of the default toleration (the state
         would learn it from the Pods it is not given: ``learned``)."""
-        self._pod_seconds: dict[Any, Seconds] = {}
+        self._pod_seconds: dict[str | None, dict[tuple[str, str], Seconds]] = {}
+        """Per cluster: what each Pod counted (to take back when it is deleted or changes)."""
         self.skipped = 0
         self._synced: set[str | None] = set()
         self._listed: dict[str | None, set[Any]] = {}
@@ -361,12 +380,16 @@ class Superseded:
         tally = self.tallies.get(c)
         if tally is None:
             tally = self.tallies[c] = Tally()
-        k = (c, key)
+            self._pod_seconds[c] = {}
+        known = self._pod_seconds[c]
         if etype == "DELETED":
-            tally.change(self._pod_seconds.pop(k, ()), ())
+            tally.change(known.pop(key, ()), ())
         elif etype in ("ADDED", "MODIFIED"):
-            tally.change(self._pod_seconds.get(k, ()), seconds)
-            self._pod_seconds[k] = seconds
+            tally.change(known.get(key, ()), seconds)
+            if seconds:
+                known[key] = seconds
+            else:  # (nothing counted: nothing to take back; a DaemonSet's pods are not kept)
+                known.pop(key, None)
 
     def _tally_entry(self, e: Entry) -> None:
         """A Pod event read the ordinary way (applied: the state counts it too)."""
