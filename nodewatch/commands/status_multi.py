@@ -29,6 +29,7 @@ from ..core.timeutil import format_time
 from ..core.views import HEALTH_BAD
 from ..sources.multi_config import ClusterSpec
 from .common import fail, multi_source
+from .status_waits import await_tainted_nodes_pods
 
 Answer = tuple[str, "str | None", Any, Any, "str | None"]
 """One cluster's answer: (name, context, state, view, error)."""
@@ -53,8 +54,6 @@ def run_multi(args: argparse.Namespace, settings: Settings, specs: list[ClusterS
     try:
         started = time.monotonic()
         listed = source.wait_settled(args.wait, hit[1] if hit else None)
-        from .status import await_tainted_nodes_pods  # (status imports this module when it needs it)
-
         await_tainted_nodes_pods([f.live for f in source.feeds if f.live is not None],
                                  args.wait - (time.monotonic() - started))
         now = source.clock.now()
