@@ -74,36 +74,15 @@ class LoopThread:
         return self.loop.is_running()
 
     def stop(self, timeout: float | None = 10) -> None:
-        """Cancel the tasks still on the loop and let them finish (as ``asyncio.run`` does at its
-        end), stop the loop, wait for the thread (each up to ``timeout``), and close the loop once
-        the thread is gone. Idempotent; safe from any thread but the loop's own (there it only asks
-        the loop to stop).
-
-        Why cancel first: a task left pending when the loop closes is destroyed with it, its
-        ``finally`` never run (a web viewer's reader of its process's pipe: the process was left
-        running, and pytest reported the coroutine and the transport as unraisable exceptions)."""
+        """Stop the loop after what is already queued on it, wait for the thread (up to
+        ``timeout``), and close the loop once the thread is gone. Idempotent; safe from any thread
+        but the loop's own (there it only asks the loop to stop)."""
         if self._stopped:
             return
         self._stopped = True
-        if threading.current_thread() is not self.thread and self.loop.is_running():
-            try:
-                self.run(_cancel_pending(), timeout)
-            except (concurrent.futures.TimeoutError, RuntimeError):
-                pass  # stopped all the same: what would not finish is left to the loop's close
         self.call(self.loop.stop)
         if threading.current_thread() is self.thread:
             return
         self.thread.join(timeout)
         if not self.thread.is_alive() and not self.loop.is_closed():
             self.loop.close()
-
-
-async def _cancel_pending() -> None:
-    """Cancel every other task on the running loop and wait until they have finished."""
-    me = asyncio.current_task()
-    tasks = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
-    for task in tasks:
-        task.cancel()
-    if tasks:
-        await asyncio.gather(*tasks, return_exceptions=True)
-    await asyncio.get_running_loop().shutdown_asyncgens()

@@ -261,13 +261,6 @@ class _Viewer(AppService):
                 pass
             await process.wait()
         await asyncio.wait({stopping}, timeout=VIEWER_GRACE_SECONDS)
-        # Nothing of the viewer outlives its stop: a reader still waiting on the dead process's pipe
-        # would be destroyed pending when the loop closes (pytest saw it as an unraisable exception).
-        leftovers = {t for t in (stopping, self._task) if t is not None and not t.done()}
-        for task in leftovers:
-            task.cancel()
-        if leftovers:
-            await asyncio.wait(leftovers, timeout=1.0)
 
 
 def _int(text: str, default: int, low: int = 6, high: int = 64) -> int:
