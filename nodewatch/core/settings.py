@@ -100,12 +100,22 @@ class Settings:
             return "pods"
         return "default"
 
+    def toleration_origin(self, key: str) -> str:
+        """Where ``toleration_for(key)`` came from: 'flag', 'pods' or 'default'."""
+        if "toleration_seconds" in self.overridden:
+            return "flag"
+        return "pods" if any(k == key for k, _ in self.learned_tolerations) else "default"
+
     def toleration_text(self) -> str:
-        """``toleration 60s (pods)``; ``toleration 60s, not-ready 300s (pods)`` when the pods'
-        tolerations of the two taints differ."""
+        """``toleration 60s (pods)``; ``toleration 45s, not-ready 300s (pods)`` when the two taints'
+        tolerations differ; ``toleration 300s (default), not-ready 60s (pods)`` when the pods taught
+        only one of them."""
         unreachable, not_ready = self.toleration, self.toleration_for(TAINT_NOT_READY)
+        u_from, n_from = self.toleration_origin(TAINT_UNREACHABLE), self.toleration_origin(TAINT_NOT_READY)
+        if u_from != n_from:
+            return f"toleration {unreachable:g}s ({u_from}), not-ready {not_ready:g}s ({n_from})"
         both = f"{unreachable:g}s" if unreachable == not_ready else f"{unreachable:g}s, not-ready {not_ready:g}s"
-        return f"toleration {both} ({self.origin('toleration_seconds')})"
+        return f"toleration {both} ({u_from})"
 
     def with_server_version(self, version: str | None) -> "Settings":
         return replace(self, server_version=version)

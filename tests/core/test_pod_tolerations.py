@@ -109,6 +109,15 @@ def test_different_defaults_for_the_two_taints_are_both_said():
     assert state_of(s, "a", ADDED + 45) is NodeState.EVICTED
 
 
+def test_a_default_the_pods_did_not_teach_is_not_said_to_come_from_them():
+    only_not_ready = [{"key": TAINT_NOT_READY, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}]
+    s = fleet(("nodes", unreachable_node()), *UP_ELSEWHERE, ("pods", pod("p", "a", tolerations=only_not_ready)))
+    settings = s.evaluate(ADDED).settings
+    assert "toleration 300s (default), not-ready 60s (pods)" in settings.summary()
+    given = settings.override(toleration_seconds=90)
+    assert "toleration 90s (flag)" in given.summary() and "pods" not in given.summary()
+
+
 def test_a_restored_keyframe_learns_from_its_own_pods():
     s = fleet(("nodes", unreachable_node()), *UP_ELSEWHERE)
     before = s.snapshot()
