@@ -145,6 +145,14 @@ def _dur(x: float | None) -> str:
     return "-" if x is None else duration(x)
 
 
+def _until(x: float | None) -> str:
+    """Time to a deadline: ``3m48s``; one already past: ``12m ago`` (as the dashboard's "evicted 12m
+    ago"), not a negative duration."""
+    if x is None:
+        return "-"
+    return duration(x) if x >= 0 else f"{duration(-x)} ago"
+
+
 def fleet_table(state: FleetState, view: FleetView, node: str | None = None) -> str:
     return "\n".join(fleet_table_lines(state, view, node))
 
@@ -191,7 +199,7 @@ def fleet_table_lines(state: FleetState, view: FleetView, node: str | None = Non
         yield "PODS"
         for p in state.pods_on(node, now):
             risk = "  AT RISK: do not force-delete without fencing" if p.statefulset_risk else ""
-            ev = "-" if p.eviction_at is None else _dur(p.eviction_at - now)
+            ev = _until(None if p.eviction_at is None else p.eviction_at - now)
             yield (f"  {safe(p.namespace, 63)}/{safe(p.name, 120)}  {safe(p.owner_kind, 30)}/"
                    f"{safe(p.owner_name, 63)}  {safe(p.phase, 20)}"
                    f"{'  Terminating' if p.terminating else ''}  eviction {ev}{risk}")
@@ -213,7 +221,7 @@ def _table_row(v: NodeView, now: float, wide: bool = False) -> tuple[str, ...]:
             else _dur(v.cert_not_after - now))
     row: tuple[str, ...] = (
         safe(v.name, 63), safe(v.zone, 40) or "-", f"{v.state.symbol} {v.state.word}",
-        _dur(v.lease_age(now)), _dur(v.grace_remaining(now)), _dur(v.eviction_in(now)),
+        _dur(v.lease_age(now)), _until(v.grace_remaining(now)), _until(v.eviction_in(now)),
         safe(",".join(taint_label(t) for t in v.taints), 60) or "-",
         cert,
     )

@@ -12,7 +12,7 @@ from nodewatch.core import report
 from nodewatch.core.fleet import FleetState
 from nodewatch.core.report import fleet_json, fleet_table, fleet_table_lines, terminal_safe_json, write_fleet_json
 from nodewatch.core.rules import NodeState, ZoneState
-from nodewatch.core.text import safe
+from nodewatch.core.text import duration, safe
 from nodewatch.core.views import ZoneView
 from nodewatch.sources.demo import DemoSource
 
@@ -99,3 +99,22 @@ def test_the_tables_cert_column_says_expired_as_the_dashboard_does():
     at = header.index("CERT")
     rows = {ln.split()[0]: ln[at:].split()[0] for ln in lines if ln.split() and ln.split()[0] in (first.name, second.name)}
     assert rows == {first.name: "EXPIRED", second.name: "3d00h"}
+
+
+def test_the_tables_past_deadlines_read_ago_not_negative():
+    """An evicted node's EVICTION IN and an overdue one's GRACE LEFT say how long ago ("12m ago", as
+    the dashboard's "evicted 12m ago"), not a negative time ("-12m")."""
+    state, now = _state(30)
+    view = state.evaluate(now)
+    past = [v for v in view.nodes if v.eviction_at is not None and v.eviction_at < now - 1]
+    overdue = [v for v in view.nodes if (v.grace_remaining(now) or 0) < -1]
+    assert past and overdue
+    lines = list(fleet_table_lines(state, view))
+    header = next(ln for ln in lines if ln.startswith("NODE  "))
+    grace_at, evict_at, taints_at = header.index("GRACE LEFT"), header.index("EVICTION IN"), header.index("TAINTS")
+    cells = {ln.split()[0]: (ln[grace_at:evict_at].strip(), ln[evict_at:taints_at].strip()) for ln in lines[4:]}
+    for v in past:
+        assert cells[v.name][1] == f"{duration(now - v.eviction_at)} ago"
+    for v in overdue:
+        assert cells[v.name][0] == f"{duration(-v.grace_remaining(now))} ago"
+    assert not any(c.startswith("-") and c != "-" for pair in cells.values() for c in pair)
