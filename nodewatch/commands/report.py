@@ -39,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from ..core.timeutil import parse_when
     from ..sources.recording import RecordingError
     from ..sources.replay.index import EventIndex
+    from ..sources.segments import recording_label
 
     fmt = "markdown"
     if args.output:
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         if not isinstance(state, MultiFleet):  # what the window ended with: a default learned from the pods too
             settings = state.settings
         info = RecordingInfo(
-            name=os.path.basename(os.path.normpath(args.file)), size=_size(path), events=len(index),
+            name=recording_label(args.file), size=_size(path), events=len(index),
             source=index.source_name(), settings=settings, problems=tuple(index.problems), start=start, end=end,
             clusters=clusters)
         blocks = build_report(info, history)

@@ -45,6 +45,18 @@ def segment_name(t: float, n: int, ext: str = ".jsonl.gz") -> str:
     return time.strftime("nodewatch-%Y%m%dT%H%M%SZ", time.gmtime(t)) + f"-{n:06d}{ext}"
 
 
+def recording_label(path: str) -> str:
+    """A recording's name for a title: its file or folder name; a folder called ``recordings`` (a
+    hub's flight recorder, ``DIR/recordings``) with its parent's, ``hub/recordings``, which says
+    whose it is."""
+    if path == "-":
+        return "stdin"
+    p = os.path.normpath(path)
+    name = os.path.basename(p)
+    parent = os.path.basename(os.path.dirname(os.path.abspath(p)))
+    return f"{parent}/{name}" if name == "recordings" and parent else name
+
+
 @dataclass(frozen=True)
 class Segment:
     path: Path

@@ -226,6 +226,22 @@ def test_a_hubs_own_directory_stands_for_its_recordings(capsys, tmp_path):
     assert json.loads(out) == json.loads(direct)
 
 
+def test_a_hubs_recordings_are_named_by_the_hub_in_a_report(capsys, tmp_path):
+    """``report HUBDIR`` called the recording "recordings" (the folder ``recording_path`` reads)."""
+    from pathlib import Path
+
+    from nodewatch.sources.segments import recording_label
+
+    recording = Path(__file__).parents[1] / "data" / "incident-30.jsonl.gz"
+    hub = tmp_path / "ops-hub"
+    (hub / "recordings").mkdir(parents=True)
+    (hub / "recordings" / "nodewatch-20261129T100000Z-000001.jsonl.gz").write_bytes(recording.read_bytes())
+    assert main(["report", str(hub), "-o", str(tmp_path / "r.md")]) == 0
+    text = (tmp_path / "r.md").read_text()
+    assert "ops-hub/recordings" in text
+    assert recording_label(str(recording)) == "incident-30.jsonl.gz" and recording_label("-") == "stdin"
+
+
 @pytest.mark.parametrize("argv, usage", [
     (["record", "out.jsonl", "-o", "x"], "usage: nodewatch record "),
     (["status", "--bogus"], "usage: nodewatch status "),

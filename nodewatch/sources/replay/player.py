@@ -6,7 +6,6 @@ Two objects because the ``Source`` protocol's ``start()`` is a method and ``Repl
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Callable
 
@@ -15,6 +14,7 @@ from ...core.settings import Settings
 from ...core.timeutil import parse_when
 from ..heap import fix_mmap_threshold
 from ..recording import RecordingError
+from ..segments import recording_label
 from .clusters import ReplayState, empty_like, not_recorded
 from .index import NO_EVENTS, EventIndex
 from .keyframes import Keyframes
@@ -189,7 +189,7 @@ class ReplaySource:
         self.state = index.new_state(settings)
         self.clock = VirtualClock(index.start, speed=speed, paused=True)
         origin = f" ({index.source_name()})" if index.source_name() else ""
-        self.name = f"replay {'stdin' if path == '-' else os.path.basename(path)}{origin}"
+        self.name = f"replay {recording_label(path)}{origin}"
         start = index.start
         if start_at:
             try:
