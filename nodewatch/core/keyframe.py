@@ -19,7 +19,7 @@ import copy
 import sys
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from . import pod_tolerations
@@ -50,7 +50,7 @@ class Keyframe:
     """Evictions kept across a toleration change (``Store.pod_schedules``)."""
     relisted: dict[str, frozenset[str]] | None = None
     """A list in progress (``Store.relisted``): a keyframe taken in the middle of one keeps what it gave."""
-    tolerations: pod_tolerations.Tally | None = None
+    tolerations: pod_tolerations.Tally = field(default_factory=pod_tolerations.Tally)
     """A copy of ``Store.tolerations`` (what the pods show of the default toleration, and what they
     showed once they are gone), not counted again from ``pods`` at each seek."""
 
@@ -137,8 +137,7 @@ def restore(state: Store, kf: Keyframe | None) -> None:
             state.not_ready = {n for n, rec in kf.nodes.items() if rec.ready != "True"}
             state.leases = {k: _copy_track(v) for k, v in kf.leases.items()}
             state.pods = dict(kf.pods)
-            state.tolerations = (kf.tolerations.copy() if kf.tolerations is not None
-                                 else pod_tolerations.Tally.of(kf.pods.values()))
+            state.tolerations = kf.tolerations.copy()
             state.pods_by_node = {k: set(v) for k, v in kf.pods_by_node.items()}
             state.events = dict(kf.events)
             state.events_by_node = {k: set(v) for k, v in kf.events_by_node.items()}

@@ -25,9 +25,6 @@ same events in the same order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from .objects import PodRecord
 from .rules import EVICTION_TAINTS, Taint, Toleration, matching_tolerations
 
 Seconds = tuple[tuple[str, float], ...]
@@ -55,15 +52,6 @@ class Tally:
     def __init__(self, learned: Seconds = ()) -> None:
         self.counts: dict[str, dict[float, int]] = {}
         self.learned = learned
-
-    @classmethod
-    def of(cls, pods: Iterable[PodRecord], learned: Seconds = ()) -> Tally:
-        """The tally of these pods, after ``learned``."""
-        tally = cls(learned)
-        for pod in pods:
-            tally._add(seconds_of(pod.tolerations), 1)
-        tally.learned = tally._learned()
-        return tally
 
     def copy(self) -> Tally:
         """A copy to keep (a keyframe's: a few small dictionaries, not a pass over the pods)."""

@@ -62,7 +62,7 @@ def test_learned_needs_more_than_half_of_the_pods_counted_and_outlives_them():
     assert tally.change(three_hundred, ()) and tally.change(three_hundred, ()) and tally.learned == both
     # the last pod gone (force-deleted off an out-of-service node): what it showed stays
     assert not tally.change(sixty, ()) and tally.counts == {} and tally.learned == both
-    restored = pod_tolerations.Tally.of([], both)
+    restored = pod_tolerations.Tally(both)
     assert restored.learned == both and restored.counts == {}
 
 
