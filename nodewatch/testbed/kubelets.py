@@ -162,6 +162,8 @@ class TestbedFleet:
         self.errors: list[str] = []
         self._lock = threading.RLock()
         self._sched: RealTimeScheduler | None = None
+        self._pending: list[tuple[float, Callable, tuple]] = []
+        """Scenario steps scheduled before ``setup`` (``at``)."""
         self._build(layout, pods_per_node)
 
     # --- shape (from the simulated fleet) ---------------------------------------------------------
@@ -322,6 +324,9 @@ class TestbedFleet:
             self._schedule_renewal(node, time.time() + RENEW_INTERVAL * self.rng.random())
             self._sched.at(time.time() + SYNC_PERIOD * self.rng.random(), self._sync_status, node)
         self._sched.at(time.time() + DELETION_POLL, self._confirm_deletions)
+        for t, fn, args in self._pending:
+            self._sched.at(t, fn, *args)
+        self._pending.clear()
 
     def _ensure_namespace(self, ns: str) -> None:
         c = self.client
@@ -388,7 +393,7 @@ class TestbedFleet:
         assert self._sched is not None
         node.status_token += 1
         self._sched.at(now + SYNC_PERIOD, self._sync_status_token, node, node.status_token)
-        if node.can_talk(now):
+        if node.can_talk(now) and self._read_back(node):
             self._post_status(node, now, force)
 
     def _sync_status_token(self, node: SimNode, token: int) -> None:
@@ -424,22 +429,30 @@ class TestbedFleet:
         for ctype, status in changed:
             self.posted.append((now, node.name, ctype, status))
 
-    def _resume(self, node: SimNode) -> None:
-        """The kubelet reaches the API server again: it reads its Node back (the controller may have
-        marked it Unknown meanwhile), renews at once and posts its status."""
-        now = time.time()
-        if node.deleted or not node.can_talk(now):
-            return
+    def _read_back(self, node: SimNode) -> bool:
+        """Read the Node back and take its conditions' statuses as the ones posted last. The real
+        kubelet's status sync starts from the Node as the API server holds it and posts whenever
+        what it would write differs (``nodeStatusHasChanged``): a Ready the controller turned
+        Unknown, while the kubelet was renewing all along, is set back at the next sync, not at the
+        next 5-minute report. False when the read failed (the sync posts nothing then)."""
         try:
             current = self.client.get(f"/api/v1/nodes/{node.name}")
-        except ApiStatus as exc:
-            self._error(f"resume {node.name}: {exc}")
-            return
+        except (ApiStatus, OSError, urllib3.exceptions.HTTPError) as exc:
+            self._error(f"status {node.name}: read back: {type(exc).__name__}: {str(exc)[:120]}")
+            return False
         with self._lock:
             for cond in current.get("status", {}).get("conditions", []) or []:
                 mine = node.conditions.get(cond.get("type"))
                 if mine is not None:
                     mine.status = cond.get("status", mine.status)
+        return True
+
+    def _resume(self, node: SimNode) -> None:
+        """The kubelet reaches the API server again: it renews at once and posts its status (its
+        sync reads the Node back: the controller may have marked it Unknown meanwhile)."""
+        now = time.time()
+        if node.deleted or not node.can_talk(now):
+            return
         self.renew_now(node)
         self._sync_status(node, force=True)
 
@@ -490,7 +503,12 @@ class TestbedFleet:
         return time.time()
 
     def at(self, t: float, fn: Callable, *args: Any) -> None:
-        assert self._sched is not None, "setup() first"
+        """Run ``fn(*args)`` at wall time ``t``; before ``setup`` the step waits for it (a scenario
+        chosen first, so that what a node *is*, its clock or its certificate, holds from its
+        registration on)."""
+        if self._sched is None:
+            self._pending.append((t, fn, args))
+            return
         self._sched.at(t, fn, *args)
 
     def stop_kubelet(self, node: SimNode) -> None:
@@ -534,6 +552,10 @@ class TestbedFleet:
         """Schedule a named scenario of the simulated fleet from now; steps come ``speed`` times sooner.
 
         Steps before the start (a scenario's history) happen at once. Returns (wall time, step) pairs.
+        Call it before ``setup``: a scenario sets some nodes up as they are from the start (a clock
+        95 s behind, a certificate that runs out); chosen after the registration, the clock stepped
+        back at the node's first renewal, and the real controller, which counts only a renewTime
+        newer than the last, took the node for silent for 95 s and marked it Unknown.
         """
         if speed <= 0:
             raise ValueError("--speed must be positive")
@@ -587,6 +609,14 @@ def start_driver(tb: Any, *, nodes: int, scenario: str, speed: float, seed: int,
         progress(f"  ... {len(steps) - STEPS_SHOWN} more steps (all in {tb.dir / 'logs' / 'kubelets.log'})")
 
 
+def start_fleet(fleet: TestbedFleet, scenario: str, speed: float = 1.0) -> list[tuple[float, str]]:
+    """Register the fleet and run its kubelets under ``scenario``, chosen first (``apply_scenario``
+    says why). Returns the steps' (wall time, step) pairs."""
+    steps = fleet.apply_scenario(scenario, speed)
+    fleet.setup()
+    return steps
+
+
 def main(argv: list[str] | None = None) -> int:
     from .controlplane import Testbed
 
@@ -606,8 +636,7 @@ def main(argv: list[str] | None = None) -> int:
     fleet = TestbedFleet(tb.admin(), args.nodes, seed=args.seed, pods_per_node=args.pods_per_node,
                          version=tb.version, progress=log)
     signals = StopSignals((signal.SIGTERM, signal.SIGINT)).install()  # for the life of the process
-    fleet.setup()
-    steps = fleet.apply_scenario(args.scenario, args.speed)
+    steps = start_fleet(fleet, args.scenario, args.speed)
     for t, step in steps:
         log(f"scenario step at {fmt_time(t)}: {step}")
     tmp = args.dir / (READY_FILE + ".tmp")
