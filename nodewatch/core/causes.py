@@ -30,6 +30,7 @@ class CauseKind(enum.Enum):
     NO_LEASE = "no-lease"
     NODE_AWAITED = "node-awaited"
     NEVER_POSTED = "never-posted"
+    CLOCK_STEPPED_BACK = "clock-stepped-back"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,10 @@ CHECKS: dict[CauseKind, tuple[str, ...]] = {
     CauseKind.KUBELET_NOT_READY: ("journalctl -u kubelet -n 200 --no-pager", "crictl info"),
     CauseKind.PRESSURE: ("df -h", "free -m", "ps -eLf | wc -l   # PIDs"),
     CauseKind.CORDONED: ("kubectl describe node <node>   # who cordoned it, and why?",),
+    CauseKind.CLOCK_STEPPED_BACK: (
+        "chronyc tracking   # or: timedatectl timesync-status",
+        "date -u   # on the node, beside the API server's Date header",
+    ),
 }
 
 
@@ -96,15 +101,22 @@ def likely_causes(
     grace: float,
     cert_not_after: float | None,
     now: float,
+    behind: tuple[float, float] | None = None,
+    counted: float | None = None,
 ) -> list[Cause]:
-    """Every cause the API supports for this node, most telling first (empty when Ready)."""
+    """Every cause the API supports for this node, most telling first (empty when Ready).
+    ``behind``, ``counted``: the lease track's (``LeaseTrack.behind``, ``renew_time``)."""
     out: list[Cause] = []
     if node.awaited:
         out.append(_cause(CauseKind.NODE_AWAITED, "Node object not received yet (node list in progress): "
                                                   "state from the Lease alone"))
+    stepped = clock_stepped_back(behind, counted)
     if state is NodeState.READY:
         # Ready, but worth saying: pressure (the kubelet may be evicting pods itself) and cordoning,
-        # and a kubelet that renews its Lease but never posted status (in its startup grace).
+        # a kubelet that renews its Lease but never posted status (in its startup grace), and one
+        # whose renewals no longer count (it will go Unknown although it renews).
+        if stepped is not None:
+            out.append(stepped)
         if not node.awaited and node.conditions.get("Ready") is None:
             out.append(_never_posted())
         return out + _pressure_and_cordon(node)
@@ -114,7 +126,9 @@ def likely_causes(
                           f"kubelet client certificate expired ({format_time(cert_not_after)}): "
                           "the kubelet cannot authenticate to the API server"))
     ready = node.conditions.get("Ready")
-    if lease_age is not None and lease_age > grace:
+    if stepped is not None and not cert_expired:  # it writes its Lease: not down, not cut off
+        out.append(stepped)
+    elif lease_age is not None and lease_age > grace:
         if not cert_expired:  # (no Lease at all: the controller's probe is the status heartbeat alone)
             what = "lease not renewed" if has_lease else "no Lease, and no status posted"
             out.append(_cause(CauseKind.LEASE_STALE,
@@ -135,6 +149,25 @@ def likely_causes(
         out.append(_cause(CauseKind.LEASE_STALE, f"{ready.reason or 'NodeStatusUnknown'}: "
                           f"{ready.message or 'Kubelet stopped posting node status.'}"))
     return out + _pressure_and_cordon(node)
+
+
+def clock_stepped_back(behind: tuple[float, float] | None, counted: float | None) -> Cause | None:
+    """The kubelet writes its Lease, but with a renewTime older than the last one counted (its
+    clock stepped back: an NTP step, a VM restored from a snapshot). The node controller resets its
+    probe only for a renewTime newer than the last it saw (``tryUpdateNodeHealth``), so a node that
+    renews every 10 s is not heard from its Lease until its clock has caught up (a status post,
+    which a real kubelet makes when the controller marks it Unknown, still is); nodewatch counts
+    the same way (``Ingest._on_lease``). ``behind``: (received at, renewTime) of that write."""
+    if behind is None or counted is None:
+        return None
+    seen, renew = behind
+    back = counted - renew
+    if not back > 0:
+        return None
+    return _cause(CauseKind.CLOCK_STEPPED_BACK,
+                  f"kubelet renews, but its renewTime is {back:.0f}s older than the last one counted "
+                  f"({format_time(counted)}; its clock stepped back?): the controller counts only a newer "
+                  f"renewTime, so its renewals go unheard until about {format_time(seen + back)}")
 
 
 def _never_posted() -> Cause:

@@ -193,7 +193,7 @@ class Evaluator:
                     read_to = self._frontier(now, _READ)
                     if receipt_awaiting(late_at, read_to):
                         return self._held_view(name, rec, track, max(read_to, track.observed_at), grace, late_at)
-        if track is not None and not blind and not rec.taints and not rec.unschedulable:
+        if track is not None and not blind and not rec.taints and not rec.unschedulable and track.behind is None:
             observed = track.observed_at
             if observed is not None:
                 if rec.awaited:
@@ -364,13 +364,16 @@ class Evaluator:
         else:
             pressure = ()
             network_unavailable = False
-        if state is NodeState.READY and not pressure and not rec.unschedulable and (rc is not None or rec.awaited):
-            # what likely_causes says of a Ready node with neither pressure nor cordon
+        if (state is NodeState.READY and not pressure and not rec.unschedulable and (rc is not None or rec.awaited)
+                and (track is None or track.behind is None)):
+            # what likely_causes says of a Ready node with neither pressure nor cordon (nor a clock stepped back)
             causes = _AWAITED_READY if rec.awaited else ()
         else:
             # blind, no Lease seen is not no Lease: the stream is down, still listing, or not recorded
             causes = tuple(likely_causes(rec, state, lease_age=probe_age, has_lease=track is not None or blind,
-                                         grace=grace, cert_not_after=cert_not_after, now=now))
+                                         grace=grace, cert_not_after=cert_not_after, now=now,
+                                         behind=None if track is None or blind else track.behind,
+                                         counted=None if track is None else track.renew_time))
         # When could the state change with time alone?
         nxt = math.inf
         late_at = overdue_at = None

@@ -48,6 +48,7 @@ CAUSE_TITLES = {
     CauseKind.KUBELET_NOT_READY.value: "Kubelet reports NotReady",
     CauseKind.PRESSURE.value: "Resource pressure",
     CauseKind.CORDONED.value: "Cordoned",
+    CauseKind.CLOCK_STEPPED_BACK.value: "Kubelet's clock stepped back (its renewals not counted)",
 }
 STATE_COLOURS = {
     NodeState.EVICTED: "#7f1d1d",

@@ -47,6 +47,12 @@ class LeaseTrack:
     renewals: int = 0
     age_from: str = "receipt"
     """Where ``observed_at`` came from: one of ``AGE_FROM``'s keys."""
+    behind: tuple[float, float] | None = None
+    """(receive time, renewTime) of the Lease's last write on the synced watch whose renewTime was
+    older than ``renew_time``: the kubelet renews, but its clock stepped back. The controller counts
+    only a renewTime newer than the last it saw, so its renewals are not heard until renewTime
+    passes ``renew_time`` again (``causes.clock_stepped_back``); ``skew`` is that write's. None once
+    one counts, or none was seen."""
 
 
 AGE_FROM = {

@@ -59,6 +59,36 @@ def test_an_older_renew_time_does_not_move_the_lease_back():
     assert s.evaluate(T0 + 10).node("a").lease_age(T0 + 10) == pytest.approx(10.0)
 
 
+def test_a_kubelet_whose_clock_stepped_back_renews_but_is_not_heard_and_says_why():
+    """Seen on the v1.20.2 testbed: a kubelet's renewTime stepped back 95 s; the controller counts
+    only a newer renewTime, took the node for silent and marked it Unknown while it renewed every
+    10 s. nodewatch counts the same and says why, and when its renewals count again."""
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0)), *UP_ELSEWHERE)
+    for k in range(1, 5):  # the watch's renewals, every 10 s, 95 s behind the last counted
+        s.apply("leases", "MODIFIED", lease("a", T0 - 95 + 10 * k), received_at=T0 + 10 * k)
+    v = s.evaluate(T0 + 15).node("a")
+    assert v.state is NodeState.READY and v.lease_age(T0 + 15) == pytest.approx(15.0)
+    assert [c.kind for c in v.causes] == [CauseKind.CLOCK_STEPPED_BACK]  # a warning before the grace
+    v = s.evaluate(T0 + 45).node("a")
+    assert v.state is NodeState.OVERDUE and v.causes[0].kind is CauseKind.CLOCK_STEPPED_BACK
+    assert "55s older than the last one counted" in v.cause and "until about" in v.cause  # T0 - 55 at T0 + 40
+    assert "chronyc tracking   # or: timedatectl timesync-status" in checks_for(list(v.causes), "a")
+    # the controller marks it Unknown; the kubelet posts Ready again at once, its heartbeat on its
+    # own clock: the controller counts that post at receipt (a changed heartbeat), so does nodewatch
+    s.apply("nodes", "MODIFIED", node("a", "Unknown", reason="NodeStatusUnknown", transition=T0 + 45,
+                                      heartbeat=T0 - 3600), received_at=T0 + 45)
+    assert state_of(s, "a", T0 + 46) is NodeState.UNKNOWN
+    s.apply("nodes", "MODIFIED", node("a", transition=T0 + 50 - 95, heartbeat=T0 + 50 - 95), received_at=T0 + 50)
+    v = s.evaluate(T0 + 51).node("a")  # heard again (Late: its lease still is not)
+    assert v.state is NodeState.LATE and v.causes[0].kind is CauseKind.CLOCK_STEPPED_BACK
+    assert v.next_change == pytest.approx(T0 + 50 + 40)
+    assert state_of(s, "a", T0 + 50 + 40.5) is NodeState.OVERDUE  # no renewal counted since, no post
+    s.apply("leases", "MODIFIED", lease("a", T0 + 1), received_at=T0 + 96)  # caught up: counted again
+    v = s.evaluate(T0 + 97).node("a")
+    assert v.state is NodeState.READY and v.lease_age(T0 + 97) == pytest.approx(1.0) and v.causes == ()
+    assert s.snapshot().leases["a"].behind is None
+
+
 @pytest.mark.parametrize("offset, expected", [
     (0, NodeState.READY), (20, NodeState.READY), (20.5, NodeState.LATE), (40, NodeState.LATE),
     (40.5, NodeState.OVERDUE), (500, NodeState.OVERDUE),
