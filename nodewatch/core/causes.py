@@ -103,14 +103,16 @@ def likely_causes(
     now: float,
     behind: tuple[float, float] | None = None,
     counted: float | None = None,
+    held: bool = False,
 ) -> list[Cause]:
     """Every cause the API supports for this node, most telling first (empty when Ready).
-    ``behind``, ``counted``: the lease track's (``LeaseTrack.behind``, ``renew_time``)."""
+    ``behind``, ``counted``: the lease track's (``LeaseTrack.behind``, ``renew_time``); ``held``:
+    the controller skips the node for it (``settings.lease_circuit_breaker``)."""
     out: list[Cause] = []
     if node.awaited:
         out.append(_cause(CauseKind.NODE_AWAITED, "Node object not received yet (node list in progress): "
                                                   "state from the Lease alone"))
-    stepped = clock_stepped_back(behind, counted)
+    stepped = clock_stepped_back(behind, counted, held)
     if state is NodeState.READY:
         # Ready, but worth saying: pressure (the kubelet may be evicting pods itself) and cordoning,
         # a kubelet that renews its Lease but never posted status (in its startup grace), and one
@@ -151,23 +153,31 @@ def likely_causes(
     return out + _pressure_and_cordon(node)
 
 
-def clock_stepped_back(behind: tuple[float, float] | None, counted: float | None) -> Cause | None:
+def clock_stepped_back(behind: tuple[float, float] | None, counted: float | None, held: bool = False) -> Cause | None:
     """The kubelet writes its Lease, but with a renewTime older than the last one counted (its
     clock stepped back: an NTP step, a VM restored from a snapshot). The node controller resets its
     probe only for a renewTime newer than the last it saw (``tryUpdateNodeHealth``), so a node that
     renews every 10 s is not heard from its Lease until its clock has caught up (a status post,
     which a real kubelet makes when the controller marks it Unknown, still is); nodewatch counts
-    the same way (``Ingest._on_lease``). ``behind``: (received at, renewTime) of that write."""
+    the same way (``Ingest._on_lease``). ``behind``: (received at, renewTime) of that write.
+    ``held``: from 1.37 the controller skips such a node at each pass instead (its Lease is not the
+    one it last counted: ``settings.lease_circuit_breaker``): never Unknown, no eviction."""
     if behind is None or counted is None:
         return None
     seen, renew = behind
     back = counted - renew
     if not back > 0:
         return None
+    head = (f"kubelet renews, but its renewTime is {back:.0f}s older than the last one counted "
+            f"({format_time(counted)}; its clock stepped back?): ")
+    if held:
+        return _cause(CauseKind.CLOCK_STEPPED_BACK,
+                      head + "the controller skips this node at each pass while its Lease is not the one it "
+                      "last counted (NodeControllerLeaseCircuitBreaker): not marked Unknown, no eviction, "
+                      f"even if the kubelet stops, until a newer renewTime (about {format_time(seen + back)})")
     return _cause(CauseKind.CLOCK_STEPPED_BACK,
-                  f"kubelet renews, but its renewTime is {back:.0f}s older than the last one counted "
-                  f"({format_time(counted)}; its clock stepped back?): the controller counts only a newer "
-                  f"renewTime, so its renewals go unheard until about {format_time(seen + back)}")
+                  head + f"the controller counts only a newer renewTime, so its renewals go unheard until "
+                  f"about {format_time(seen + back)}")
 
 
 def _never_posted() -> Cause:

@@ -36,7 +36,7 @@ from .rules import (
     zone_state,
     zone_taint_rate,
 )
-from .settings import taint_queued_in_the_flip_pass
+from .settings import lease_circuit_breaker, taint_queued_in_the_flip_pass
 from .views import AT_RISK_STATES, FleetView, LeaseTrack, NodeView, WatchHealth, ZoneView
 
 _NOT_YET_JUDGED = (NodeState.READY, NodeState.LATE, NodeState.OVERDUE)
@@ -334,6 +334,10 @@ class Evaluator:
             heartbeat = None if rec.awaited else rec.created
         probe = None if blind else probe_time(observed, heartbeat)
         grace = node_grace(rc is not None or rec.awaited, grace, s.startup_grace_seconds)
+        # Written since the last renewal counted (a clock stepped back): from 1.37 the controller
+        # skips the node rather than mark it Unknown (``settings.lease_circuit_breaker``).
+        held = (track is not None and track.behind is not None and not blind
+                and lease_circuit_breaker(s.server_version))
         lease_age = None if observed is None else now - observed
         probe_age = None if probe is None else now - probe
         taints = rec.taints
@@ -348,7 +352,7 @@ class Evaluator:
         # judged by its probe, not called Unknown.
         state = node_state(ready=None if rc is None and probe is not None else ready, lease_age=lease_age, grace=grace,
                            lease_duration=duration, eviction_taint=bool(ev_taints), eviction_deadline=deadline, now=now,
-                           probe_age=probe_age)
+                           probe_age=None if held else probe_age)
         if rc is None and not rec.awaited and state in _NOT_YET_JUDGED:
             # No Ready condition at all: Ready for no one (kubectl says Unknown, the scheduler skips
             # it), whatever the probe; the startup grace decides only when the controller writes
@@ -373,13 +377,13 @@ class Evaluator:
             causes = tuple(likely_causes(rec, state, lease_age=probe_age, has_lease=track is not None or blind,
                                          grace=grace, cert_not_after=cert_not_after, now=now,
                                          behind=None if track is None or blind else track.behind,
-                                         counted=None if track is None else track.renew_time))
+                                         counted=None if track is None else track.renew_time, held=held))
         # When could the state change with time alone?
         nxt = math.inf
         late_at = overdue_at = None
         if observed is not None:
             late_at = observed + 2 * renew_interval(duration)
-        if probe is not None:
+        if probe is not None and not held:
             overdue_at = probe + grace
         if state is NodeState.EVICTING and deadline is not None:
             nxt = deadline

@@ -89,6 +89,25 @@ def test_a_kubelet_whose_clock_stepped_back_renews_but_is_not_heard_and_says_why
     assert s.snapshot().leases["a"].behind is None
 
 
+@pytest.mark.parametrize("version, held", [("v1.36.4", False), ("v1.37.2", True), ("v1.38.0", True)])
+def test_from_1_37_the_controller_skips_a_node_whose_lease_changed_since_the_last_renewal_it_counted(version, held):
+    """NodeControllerLeaseCircuitBreaker (1.37, on by default): with the probe expired the
+    controller reads the live Lease; another resourceVersion than the last counted renewal's skips
+    the node for the pass. On the v1.37.2 testbed a kubelet whose clock stepped back 95 s was
+    skipped at every pass, never marked Unknown; nodewatch must not call it Overdue there."""
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0)), *UP_ELSEWHERE,
+              settings=Settings().with_server_version(version))
+    s.apply("leases", "MODIFIED", lease("a", T0 - 85), received_at=T0 + 10)
+    v = s.evaluate(T0 + 200).node("a")
+    assert v.state is (NodeState.LATE if held else NodeState.OVERDUE)
+    assert v.causes[0].kind is CauseKind.CLOCK_STEPPED_BACK
+    assert ("not marked Unknown, no eviction" in v.cause) is held
+    timeline = [text for _, text in s.timeline_for("a", T0 + 200)]
+    assert any(text.startswith("grace ends") for text in timeline) is not held
+    s.apply("leases", "MODIFIED", lease("a", T0 + 100), received_at=T0 + 200)  # caught up: counted
+    assert state_of(s, "a", T0 + 200 + 50.5) is NodeState.OVERDUE  # a stop after that is judged as always (grace 50)
+
+
 @pytest.mark.parametrize("offset, expected", [
     (0, NodeState.READY), (20, NodeState.READY), (20.5, NodeState.LATE), (40, NodeState.LATE),
     (40.5, NodeState.OVERDUE), (500, NodeState.OVERDUE),

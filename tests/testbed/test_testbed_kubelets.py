@@ -21,10 +21,14 @@ from __future__ import annotations
 import time
 
 import pytest
-from campaign import GRACE, MONITOR
+from campaign import GRACE, LATENCY, MONITOR, SAMPLE
 
+from nodewatch.core.causes import CauseKind
+from nodewatch.core.rules import NodeState
+from nodewatch.core.settings import Settings, lease_circuit_breaker
 from nodewatch.core.timeutil import parse_time
 from nodewatch.sim.kubelet import RENEW_INTERVAL
+from nodewatch.sources.live import LiveSource
 from nodewatch.testbed.api import STRATEGIC
 from nodewatch.testbed.kubelets import SYNC_PERIOD, TestbedFleet, start_fleet
 from support.simserver import wait_until
@@ -80,3 +84,77 @@ def test_skewed_clocks_hold_from_registration_and_a_controllers_unknown_is_put_b
         admin.close()
     print(f"testbed {testbed.version}: a controller's Unknown put back by the kubelet's sync in {back:.1f}s; "
           f"clocks {[fleet.nodes[n].clock_offset for n in skewed]} s held Ready past grace {GRACE:g}s")
+
+
+BACK = 90.0
+"""How far the kubelet's clock steps back: its renewals count again after that long, well after
+the controller's Unknown (grace + a monitor period) and the kubelet's status post that follows."""
+
+
+def test_a_kubelet_clock_stepped_back_is_unheard_by_the_controller_and_by_nodewatch(testbed):
+    """The real controller counts only a renewTime newer than the last it saw: a kubelet whose clock
+    steps back renews every 10 s and goes Unknown. nodewatch says why before it happens, is Overdue
+    or Unknown with the controller, and once the kubelet has posted Ready again (its heartbeat on its
+    new clock, counted at receipt by the controller) is neither. From 1.37 the controller skips the
+    node instead (``settings.lease_circuit_breaker``): never Unknown; nodewatch says Late, and why."""
+    admin = testbed.admin()
+    fleet = TestbedFleet(testbed.admin(), layout=[("ap-east-1", "ap-east-1b")] * 2, seed=53, pods_per_node=0)
+    names = list(fleet.node_order)
+    victim = names[0]
+    settings = Settings().override(grace_seconds=GRACE, monitor_period_seconds=MONITOR)
+    src = LiveSource(settings, kubeconfig=str(testbed.viewer_kubeconfig),
+                     cert_cache_dir=str(testbed.dir / "certcache-clock"))
+
+    def view():
+        return src.state.evaluate(time.time()).node(victim)
+
+    down: list[float] = []  # when nodewatch first said Overdue or worse, sampled as the test waits
+
+    def sampled(cond):
+        def check() -> bool:
+            if not down and view().state in (NodeState.OVERDUE, NodeState.UNKNOWN, NodeState.EVICTING):
+                down.append(time.time())
+            return cond()
+        return check
+
+    try:
+        start_fleet(fleet, "steady")
+        src.start()
+        assert src.wait_synced(30)
+        renewals = src.state.snapshot().leases[victim].renewals
+        wait_until(lambda: src.state.snapshot().leases[victim].renewals > renewals + 1, timeout=30, interval=0.5)
+        assert view().state is NodeState.READY
+        fleet.nodes[victim].clock_offset = -BACK  # an NTP step
+        wait_until(lambda: any(c.kind is CauseKind.CLOCK_STEPPED_BACK for c in view().causes),
+                   timeout=2 * SYNC_PERIOD, interval=SAMPLE)
+        assert _ready(admin, victim)["status"] == "True"  # said before the controller acts
+        stepped = time.time()
+        if lease_circuit_breaker(testbed.version):  # 1.37+: the controller skips the node, pass after pass
+            ready: set[str] = set()
+            wait_until(sampled(lambda: ready.add(_ready(admin, victim)["status"]) or time.time() > stepped + GRACE
+                               + 4 * MONITOR), timeout=GRACE + 4 * MONITOR + 10, interval=SAMPLE)
+            assert ready == {"True"} and not down, (ready, down)
+            v = view()
+            assert v.state is NodeState.LATE and "not marked Unknown, no eviction" in v.cause, v
+            log = (testbed.dir / "logs" / "kube-controller-manager.log").read_bytes().decode(errors="replace")
+            assert any("Skipping - no pods will be evicted" in line and victim in line for line in log.splitlines())
+            return
+        wait_until(sampled(lambda: _ready(admin, victim)["status"] == "Unknown"), timeout=GRACE + 4 * MONITOR,
+                   interval=SAMPLE)
+        flipped = time.time()
+        wait_until(sampled(lambda: bool(down)), timeout=LATENCY + 2 * SAMPLE, interval=SAMPLE)
+        assert down[0] <= flipped + LATENCY + 2 * SAMPLE, (down[0] - flipped)
+        wait_until(lambda: _ready(admin, victim)["status"] == "True", timeout=2 * SYNC_PERIOD + 5, interval=SAMPLE)
+        wait_until(lambda: view().state in (NodeState.LATE, NodeState.READY), timeout=MONITOR + 10, interval=SAMPLE)
+        v = view()
+        assert v.causes[0].kind is CauseKind.CLOCK_STEPPED_BACK, v.causes
+        assert v.skew == pytest.approx(BACK, abs=5.0)  # the node's clock, learned anew from the write
+    finally:
+        src.stop()
+        fleet.stop()
+        for n in names:
+            try:
+                admin.delete(f"/api/v1/nodes/{n}")
+            except Exception:  # noqa: BLE001 - best effort: a zone of its own either way
+                pass
+        admin.close()
