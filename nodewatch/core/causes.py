@@ -31,6 +31,7 @@ class CauseKind(enum.Enum):
     NODE_AWAITED = "node-awaited"
     NEVER_POSTED = "never-posted"
     CLOCK_STEPPED_BACK = "clock-stepped-back"
+    LEASE_REWRITTEN = "lease-rewritten"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,10 @@ CHECKS: dict[CauseKind, tuple[str, ...]] = {
         "chronyc tracking   # or: timedatectl timesync-status",
         "date -u   # on the node, beside the API server's Date header",
     ),
+    CauseKind.LEASE_REWRITTEN: (
+        "kubectl -n kube-node-lease get lease <node> -o yaml --show-managed-fields   # who wrote it last?",
+        "systemctl status kubelet",
+    ),
 }
 
 
@@ -101,18 +106,18 @@ def likely_causes(
     grace: float,
     cert_not_after: float | None,
     now: float,
-    behind: tuple[float, float] | None = None,
+    unrenewed: tuple[float, float] | None = None,
     counted: float | None = None,
     held: bool = False,
 ) -> list[Cause]:
     """Every cause the API supports for this node, most telling first (empty when Ready).
-    ``behind``, ``counted``: the lease track's (``LeaseTrack.behind``, ``renew_time``); ``held``:
-    the controller skips the node for it (``settings.lease_circuit_breaker``)."""
+    ``unrenewed``, ``counted``: the lease track's (``LeaseTrack.unrenewed``, ``renew_time``);
+    ``held``: the controller skips the node for it (``settings.lease_circuit_breaker``)."""
     out: list[Cause] = []
     if node.awaited:
         out.append(_cause(CauseKind.NODE_AWAITED, "Node object not received yet (node list in progress): "
                                                   "state from the Lease alone"))
-    stepped = clock_stepped_back(behind, counted, held)
+    stepped = lease_not_renewed(unrenewed, counted, held)
     if state is NodeState.READY:
         # Ready, but worth saying: pressure (the kubelet may be evicting pods itself) and cordoning,
         # a kubelet that renews its Lease but never posted status (in its startup grace), and one
@@ -128,7 +133,7 @@ def likely_causes(
                           f"kubelet client certificate expired ({format_time(cert_not_after)}): "
                           "the kubelet cannot authenticate to the API server"))
     ready = node.conditions.get("Ready")
-    if stepped is not None and not cert_expired:  # it writes its Lease: not down, not cut off
+    if stepped is not None and not cert_expired:  # it writes its Lease, or the controller skips it
         out.append(stepped)
     elif lease_age is not None and lease_age > grace:
         if not cert_expired:  # (no Lease at all: the controller's probe is the status heartbeat alone)
@@ -153,31 +158,41 @@ def likely_causes(
     return out + _pressure_and_cordon(node)
 
 
-def clock_stepped_back(behind: tuple[float, float] | None, counted: float | None, held: bool = False) -> Cause | None:
-    """The kubelet writes its Lease, but with a renewTime older than the last one counted (its
-    clock stepped back: an NTP step, a VM restored from a snapshot). The node controller resets its
-    probe only for a renewTime newer than the last it saw (``tryUpdateNodeHealth``), so a node that
-    renews every 10 s is not heard from its Lease until its clock has caught up (a status post,
-    which a real kubelet makes when the controller marks it Unknown, still is); nodewatch counts
-    the same way (``Ingest._on_lease``). ``behind``: (received at, renewTime) of that write.
+def lease_not_renewed(unrenewed: tuple[float, float] | None, counted: float | None,
+                      held: bool = False) -> Cause | None:
+    """The Lease was written since the renewal counted last without a newer renewTime
+    (``LeaseTrack.unrenewed``: received at, its renewTime). The node controller resets its probe
+    only for a renewTime newer than the last it saw (``tryUpdateNodeHealth``); nodewatch counts the
+    same way (``Ingest._on_lease``).
+
+    An older renewTime: the kubelet renews, but its clock stepped back (an NTP step, a VM restored
+    from a snapshot); its renewals are unheard until its clock has caught up (a status post, which
+    a real kubelet makes when the controller marks it Unknown, still is heard). The same renewTime:
+    another writer (an annotation, a label); nothing to say unless ``held``.
+
     ``held``: from 1.37 the controller skips such a node at each pass instead (its Lease is not the
-    one it last counted: ``settings.lease_circuit_breaker``): never Unknown, no eviction."""
-    if behind is None or counted is None:
+    one it last counted: ``settings.lease_circuit_breaker``): never Unknown, no eviction, even if
+    the kubelet is down, until a renewal counts (seen on the v1.37.2 testbed for both)."""
+    if unrenewed is None or counted is None:
         return None
-    seen, renew = behind
+    seen, renew = unrenewed
     back = counted - renew
-    if not back > 0:
-        return None
-    head = (f"kubelet renews, but its renewTime is {back:.0f}s older than the last one counted "
-            f"({format_time(counted)}; its clock stepped back?): ")
-    if held:
+    skipped = ("the controller skips this node at each pass while its Lease is not the one it last counted "
+               "(NodeControllerLeaseCircuitBreaker): not marked Unknown, no eviction, even if the kubelet is down")
+    if back > 0:
+        head = (f"kubelet renews, but its renewTime is {back:.0f}s older than the last one counted "
+                f"({format_time(counted)}; its clock stepped back?): ")
+        if held:
+            return _cause(CauseKind.CLOCK_STEPPED_BACK,
+                          head + skipped + f", until a newer renewTime (about {format_time(seen + back)})")
         return _cause(CauseKind.CLOCK_STEPPED_BACK,
-                      head + "the controller skips this node at each pass while its Lease is not the one it "
-                      "last counted (NodeControllerLeaseCircuitBreaker): not marked Unknown, no eviction, "
-                      f"even if the kubelet stops, until a newer renewTime (about {format_time(seen + back)})")
-    return _cause(CauseKind.CLOCK_STEPPED_BACK,
-                  head + f"the controller counts only a newer renewTime, so its renewals go unheard until "
-                  f"about {format_time(seen + back)}")
+                      head + f"the controller counts only a newer renewTime, so its renewals go unheard until "
+                      f"about {format_time(seen + back)}")
+    if held:
+        return _cause(CauseKind.LEASE_REWRITTEN,
+                      f"its Lease was written at {format_time(seen)} without a newer renewTime (another writer: "
+                      f"an annotation, a label?): {skipped}, until the kubelet renews")
+    return None
 
 
 def _never_posted() -> Cause:

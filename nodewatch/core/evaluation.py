@@ -36,7 +36,7 @@ from .rules import (
     zone_state,
     zone_taint_rate,
 )
-from .settings import lease_circuit_breaker, taint_queued_in_the_flip_pass
+from .settings import Settings, lease_circuit_breaker, taint_queued_in_the_flip_pass
 from .views import AT_RISK_STATES, FleetView, LeaseTrack, NodeView, WatchHealth, ZoneView
 
 _NOT_YET_JUDGED = (NodeState.READY, NodeState.LATE, NodeState.OVERDUE)
@@ -193,7 +193,7 @@ class Evaluator:
                     read_to = self._frontier(now, _READ)
                     if receipt_awaiting(late_at, read_to):
                         return self._held_view(name, rec, track, max(read_to, track.observed_at), grace, late_at)
-        if track is not None and not blind and not rec.taints and not rec.unschedulable and track.behind is None:
+        if track is not None and not blind and not rec.taints and not rec.unschedulable and track.unrenewed is None:
             observed = track.observed_at
             if observed is not None:
                 if rec.awaited:
@@ -334,10 +334,7 @@ class Evaluator:
             heartbeat = None if rec.awaited else rec.created
         probe = None if blind else probe_time(observed, heartbeat)
         grace = node_grace(rc is not None or rec.awaited, grace, s.startup_grace_seconds)
-        # Written since the last renewal counted (a clock stepped back): from 1.37 the controller
-        # skips the node rather than mark it Unknown (``settings.lease_circuit_breaker``).
-        held = (track is not None and track.behind is not None and not blind
-                and lease_circuit_breaker(s.server_version))
+        held = not blind and controller_skips(track, s)
         lease_age = None if observed is None else now - observed
         probe_age = None if probe is None else now - probe
         taints = rec.taints
@@ -369,14 +366,14 @@ class Evaluator:
             pressure = ()
             network_unavailable = False
         if (state is NodeState.READY and not pressure and not rec.unschedulable and (rc is not None or rec.awaited)
-                and (track is None or track.behind is None)):
-            # what likely_causes says of a Ready node with neither pressure nor cordon (nor a clock stepped back)
+                and (track is None or track.unrenewed is None)):
+            # what likely_causes says of a Ready node with neither pressure nor cordon (nor an unrenewed Lease)
             causes = _AWAITED_READY if rec.awaited else ()
         else:
             # blind, no Lease seen is not no Lease: the stream is down, still listing, or not recorded
             causes = tuple(likely_causes(rec, state, lease_age=probe_age, has_lease=track is not None or blind,
                                          grace=grace, cert_not_after=cert_not_after, now=now,
-                                         behind=None if track is None or blind else track.behind,
+                                         unrenewed=None if track is None or blind else track.unrenewed,
                                          counted=None if track is None else track.renew_time, held=held))
         # When could the state change with time alone?
         nxt = math.inf
@@ -731,6 +728,20 @@ _READ = 2
 """``_frontier``'s measure for a receipt-timed age (``StreamFrontier.read_to``)."""
 _HINT = 1 << 20
 """Packs a hint's sublist and index in one int (sublists hold ~1,000; a longer one is not hinted)."""
+def controller_skips(track: LeaseTrack | None, settings: Settings) -> bool:
+    """Whether the node controller skips this node rather than mark it Unknown: its Lease was
+    written without a newer renewTime (``LeaseTrack.unrenewed``) after a monitor pass counted the
+    last renewal, and the controller has ``NodeControllerLeaseCircuitBreaker``
+    (``settings.lease_circuit_breaker``). The pass keeps the Lease as its cache holds it when the
+    renewTime moved on, so a write within a monitor period of the renewal may be the one it kept
+    (v1.37.2 testbed: an annotation 0.05 s after the last renewal, Unknown at the grace; 5 s after,
+    skipped at every pass): only a write a whole period later is sure to hold it off."""
+    if track is None or track.unrenewed is None or track.observed_at is None:
+        return False
+    return (track.unrenewed[0] - track.observed_at >= settings.monitor_period_seconds
+            and lease_circuit_breaker(settings.server_version))
+
+
 _replace = msgspec.structs.replace
 _READY = NodeState.READY
 _READY_ONLY = frozenset(("Ready",))

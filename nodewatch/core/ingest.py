@@ -119,7 +119,7 @@ class Ingest:
                 spec = obj.spec
                 try:
                     track = leases.get(meta.name)
-                    if (track is None or ev.type != "MODIFIED" or spec is None or track.behind is not None
+                    if (track is None or ev.type != "MODIFIED" or spec is None or track.unrenewed is not None
                             or meta.namespace != NODE_LEASE_NAMESPACE or spec.holderIdentity != track.holder):
                         raise LookupError
                     renew = _micro_time(spec.renewTime)
@@ -338,21 +338,23 @@ class Ingest:
                 self._beat(name, math.nan)
             track.renew_time = renew
             track.renewals += 1
-            if track.behind is not None:
-                track.behind = None  # counted again: judged again below (the cause goes)
+            if track.unrenewed is not None:
+                track.unrenewed = None  # counted again: judged again below (the cause goes)
             elif self.evaluator.renewed(name, track):
                 return
         elif renew is None:
             track.renew_time = None
             track.observed_at = None
-            track.behind = None
+            track.unrenewed = None
         elif (not listing and received_at is not None and "leases" in st.synced and track.renew_time is not None
-              and renew < track.renew_time):
-            # Written, but older than the last counted: not a renewal (the controller's rule). What
-            # it does tell is the node's clock now: the Ready heartbeat the kubelet posts next is on
-            # that clock, and the controller counts its change at receipt (``probe_time``).
-            track.behind = (received_at, renew)
-            track.skew = received_at - renew
+              and renew <= track.renew_time):
+            # Written, but not a renewal (the controller's rule: a newer renewTime only), which from
+            # 1.37 keeps the controller off the node all the same. An older renewTime tells the
+            # node's clock now: the Ready heartbeat the kubelet posts next is on that clock, and the
+            # controller counts its change at receipt (``probe_time``).
+            track.unrenewed = (received_at, renew)
+            if renew < track.renew_time:
+                track.skew = received_at - renew
         self.evaluator.mark(name)
 
     def judge_lists_at_once(self) -> None:

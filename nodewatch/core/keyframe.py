@@ -89,7 +89,7 @@ def take(state: Store, prev: Keyframe | None = None) -> Keyframe:
 
 def _copy_track(t: LeaseTrack) -> LeaseTrack:
     """A copy of a lease track (the constructor: ``copy.copy`` goes through ``__reduce_ex__``: ten times as long)."""
-    return LeaseTrack(t.renew_time, t.observed_at, t.skew, t.duration, t.holder, t.renewals, t.age_from, t.behind)
+    return LeaseTrack(t.renew_time, t.observed_at, t.skew, t.duration, t.holder, t.renewals, t.age_from, t.unrenewed)
 
 
 def _shared(current: Mapping[str, Any], prev: Mapping[str, _T], copy_of: Callable[[Any], _T]) -> dict[str, _T]:

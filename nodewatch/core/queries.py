@@ -13,11 +13,10 @@ import math
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 
-from .evaluation import Evaluator
+from .evaluation import Evaluator, controller_skips
 from .fleet_data import Store
 from .objects import EventRecord, NodeRecord, PodRecord
 from .rules import eviction_taints, noexecute_taints, pod_eviction_at, process_pod_on_node
-from .settings import lease_circuit_breaker
 from .views import (
     AT_RISK_STATES,
     PROBLEM_NOTICE,
@@ -100,9 +99,8 @@ class Queries:
             if track is not None and track.renew_time is not None:
                 items.append((track.observed_at or track.renew_time, "last lease renewal seen"))
             if view is not None:
-                held = track is not None and track.behind is not None and lease_circuit_breaker(
-                    self.store.settings.server_version)  # the controller skips it: no Unknown comes
-                if view.lease_observed_at is not None and view.ready == "True" and not held:
+                if (view.lease_observed_at is not None and view.ready == "True"
+                        and not controller_skips(track, self.store.settings)):  # skipped: no Unknown comes
                     items.append((view.lease_observed_at + view.grace,
                                   "grace ends: the controller marks Ready=Unknown at its next pass"))
                 if view.eviction_at is not None:

@@ -47,12 +47,13 @@ class LeaseTrack:
     renewals: int = 0
     age_from: str = "receipt"
     """Where ``observed_at`` came from: one of ``AGE_FROM``'s keys."""
-    behind: tuple[float, float] | None = None
-    """(receive time, renewTime) of the Lease's last write on the synced watch whose renewTime was
-    older than ``renew_time``: the kubelet renews, but its clock stepped back. The controller counts
-    only a renewTime newer than the last it saw, so its renewals are not heard until renewTime
-    passes ``renew_time`` again (``causes.clock_stepped_back``); ``skew`` is that write's. None once
-    one counts, or none was seen."""
+    unrenewed: tuple[float, float] | None = None
+    """(receive time, renewTime) of the Lease's last write on the synced watch since the renewal
+    counted last that did not move renewTime on: the controller counts only a renewTime newer than
+    the last it saw. An older renewTime: the kubelet renews, but its clock stepped back (``skew`` is
+    then that write's); the same: another writer (an annotation, a label). From 1.37 the
+    controller skips such a node rather than mark it Unknown (``causes.lease_not_renewed``).
+    None once a renewal counts, or none was seen."""
 
 
 AGE_FROM = {

@@ -86,7 +86,7 @@ def test_a_kubelet_whose_clock_stepped_back_renews_but_is_not_heard_and_says_why
     s.apply("leases", "MODIFIED", lease("a", T0 + 1), received_at=T0 + 96)  # caught up: counted again
     v = s.evaluate(T0 + 97).node("a")
     assert v.state is NodeState.READY and v.lease_age(T0 + 97) == pytest.approx(1.0) and v.causes == ()
-    assert s.snapshot().leases["a"].behind is None
+    assert s.snapshot().leases["a"].unrenewed is None
 
 
 @pytest.mark.parametrize("version, held", [("v1.36.4", False), ("v1.37.2", True), ("v1.38.0", True)])
@@ -106,6 +106,28 @@ def test_from_1_37_the_controller_skips_a_node_whose_lease_changed_since_the_las
     assert any(text.startswith("grace ends") for text in timeline) is not held
     s.apply("leases", "MODIFIED", lease("a", T0 + 100), received_at=T0 + 200)  # caught up: counted
     assert state_of(s, "a", T0 + 200 + 50.5) is NodeState.OVERDUE  # a stop after that is judged as always (grace 50)
+
+
+@pytest.mark.parametrize("version, held", [("v1.36.4", False), ("v1.37.2", True)])
+def test_from_1_37_a_dead_nodes_lease_written_by_another_keeps_the_controller_off(version, held):
+    """v1.37.2 testbed: a kubelet stopped, then its Lease annotated: Ready 85 s past the 50 s grace,
+    'Skipping - no pods will be evicted' at every pass; v1.20.2 marked it Unknown at the grace."""
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0)), *UP_ELSEWHERE,
+              settings=Settings().with_server_version(version))
+    annotated = lease("a", T0)
+    annotated["metadata"]["annotations"] = {"ops/note": "looked at it"}
+    s.apply("leases", "MODIFIED", annotated, received_at=T0 + 6)  # a monitor pass (5 s) has counted T0's
+    v = s.evaluate(T0 + 120).node("a")
+    assert v.state is (NodeState.LATE if held else NodeState.OVERDUE)
+    assert v.lease_age(T0 + 120) == pytest.approx(120.0)  # the write is not a renewal
+    if held:
+        assert [c.kind for c in v.causes] == [CauseKind.LEASE_REWRITTEN] and "no eviction" in v.cause
+    else:
+        assert [c.kind for c in v.causes] == [CauseKind.LEASE_STALE]
+    soon = fleet(("nodes", node("a")), ("leases", lease("a", T0)), *UP_ELSEWHERE,
+                 settings=Settings().with_server_version(version))
+    soon.apply("leases", "MODIFIED", annotated, received_at=T0 + 1)  # the pass may have kept this one
+    assert state_of(soon, "a", T0 + 120) is NodeState.OVERDUE
 
 
 @pytest.mark.parametrize("offset, expected", [

@@ -158,3 +158,49 @@ def test_a_kubelet_clock_stepped_back_is_unheard_by_the_controller_and_by_nodewa
             except Exception:  # noqa: BLE001 - best effort: a zone of its own either way
                 pass
         admin.close()
+
+
+def test_a_dead_kubelets_lease_written_by_another_is_judged_as_the_controller_does(testbed):
+    """A kubelet stops; its Lease is annotated after (an operator, a tool). Up to 1.36 the controller
+    marks the node Unknown at the grace as always; from 1.37 it skips the node at every pass (its
+    Lease is not the one it last counted) and never marks it: nodewatch says Late, and why."""
+    admin = testbed.admin()
+    fleet = TestbedFleet(testbed.admin(), layout=[("ap-east-1", "ap-east-1c")] * 2, seed=54, pods_per_node=0)
+    names = list(fleet.node_order)
+    victim = names[0]
+    settings = Settings().override(grace_seconds=GRACE, monitor_period_seconds=MONITOR)
+    src = LiveSource(settings, kubeconfig=str(testbed.viewer_kubeconfig),
+                     cert_cache_dir=str(testbed.dir / "certcache-annotated"))
+    held = lease_circuit_breaker(testbed.version)
+    try:
+        start_fleet(fleet, "steady")
+        src.start()
+        assert src.wait_synced(30)
+        renewals = src.state.snapshot().leases[victim].renewals
+        wait_until(lambda: src.state.snapshot().leases[victim].renewals > renewals, timeout=30, interval=0.5)
+        fleet.renew_now(fleet.nodes[victim])
+        fleet.stop_kubelet(fleet.nodes[victim])
+        stopped = time.time()
+        time.sleep(MONITOR + 1)  # a monitor pass counted the last renewal (``evaluation.controller_skips``)
+        admin.patch(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{victim}",
+                    {"metadata": {"annotations": {"example.com/note": "looked at it"}}})
+        wait_until(lambda: src.state.snapshot().leases[victim].unrenewed is not None, timeout=10, interval=SAMPLE)
+        seen: set[str] = set()
+        wait_until(lambda: seen.add(_ready(admin, victim)["status"]) or time.time() > stopped + GRACE + 4 * MONITOR,
+                   timeout=GRACE + 4 * MONITOR + 10, interval=SAMPLE)
+        v = src.state.evaluate(time.time()).node(victim)
+        if held:
+            assert seen == {"True"}, seen
+            assert v.state is NodeState.LATE and v.causes[0].kind is CauseKind.LEASE_REWRITTEN, v
+        else:
+            assert "Unknown" in seen, seen
+            assert v.state in (NodeState.UNKNOWN, NodeState.EVICTING), v
+    finally:
+        src.stop()
+        fleet.stop()
+        for n in names:
+            try:
+                admin.delete(f"/api/v1/nodes/{n}")
+            except Exception:  # noqa: BLE001 - best effort: a zone of its own either way
+                pass
+        admin.close()
