@@ -96,8 +96,8 @@ class Settings:
             return "flag"
         if name == "grace_seconds" and self.server_version:
             return f"server {self.server_version}"
-        if name == "toleration_seconds" and self.learned_tolerations:
-            return "pods"
+        if name == "toleration_seconds":
+            return self.toleration_origin(TAINT_UNREACHABLE)  # the one ``toleration`` is
         return "default"
 
     def toleration_origin(self, key: str) -> str:
@@ -233,8 +233,9 @@ evicted"), meant for a lease cache that fell behind."""
 def lease_circuit_breaker(version: str | None) -> bool:
     """Whether the controller of this version holds off marking a node Unknown while its Lease was
     written after the last renewal it counted (``LEASE_CIRCUIT_BREAKER_SINCE``). A kubelet whose
-    clock stepped back writes such Leases every 10 s: on the v1.37.2 testbed the controller skipped
-    that node at every pass and never marked it Unknown; v1.20.2 marked it after the grace."""
+    clock stepped back writes such Leases every 10 s; an annotation of a dead node's Lease is one
+    such write: on the v1.37.2 testbed the controller skipped the node at every pass and never
+    marked it Unknown in both cases; v1.20.2 marked it after the grace."""
     mm = parse_minor(version)
     return mm is not None and mm >= LEASE_CIRCUIT_BREAKER_SINCE
 

@@ -114,6 +114,7 @@ def test_a_default_the_pods_did_not_teach_is_not_said_to_come_from_them():
     s = fleet(("nodes", unreachable_node()), *UP_ELSEWHERE, ("pods", pod("p", "a", tolerations=only_not_ready)))
     settings = s.evaluate(ADDED).settings
     assert "toleration 300s (default), not-ready 60s (pods)" in settings.summary()
+    assert settings.origin("toleration_seconds") == "default"  # the unreachable one's, as ``toleration``
     given = settings.override(toleration_seconds=90)
     assert "toleration 90s (flag)" in given.summary() and "pods" not in given.summary()
 
