@@ -22,6 +22,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -61,6 +63,25 @@ ZONES = {
 }
 DURATION = 95.0
 MASTER_DURATION = 45.0
+
+
+@contextmanager
+def zone_of_its_own(tb, zone: tuple[str, str], nodes: int, seed: int) -> Iterator[tuple[Client, TestbedFleet]]:
+    """(an admin client, a fleet of ``nodes`` nodes without pods in ``zone``, not set up yet) for a
+    test beside the campaign on the same control plane; afterwards its kubelets stop and its nodes
+    are deleted (best effort: in a zone of their own they are no one else's)."""
+    admin = tb.admin()
+    fleet = TestbedFleet(tb.admin(), layout=[zone] * nodes, seed=seed, pods_per_node=0)
+    try:
+        yield admin, fleet
+    finally:
+        fleet.stop()
+        for n in fleet.node_order:
+            try:
+                admin.delete(f"/api/v1/nodes/{n}")
+            except Exception:  # noqa: BLE001 - best effort: a zone of its own either way
+                pass
+        admin.close()
 
 
 def parse_time(s: str | None) -> float | None:

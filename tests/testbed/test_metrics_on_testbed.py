@@ -19,9 +19,8 @@ import sys
 import time
 
 import pytest
-from campaign import GRACE, TOLERATION
+from campaign import GRACE, TOLERATION, ready_condition, zone_of_its_own
 
-from nodewatch.testbed.kubelets import TestbedFleet
 from support.metrics_support import HAVE_ALL, mixin_page, prometheus_and_alertmanager, series_count
 from support.simserver import free_port, wait_until
 
@@ -30,18 +29,15 @@ pytestmark = [pytest.mark.testbed, pytest.mark.timeout(600),
 
 
 def _ready(admin, name: str) -> dict:
-    node = admin.get(f"/api/v1/nodes/{name}")
-    return next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
+    return ready_condition(admin.get(f"/api/v1/nodes/{name}"))
 
 
 def test_a_stopped_kubelet_on_the_testbed_pages(testbed, tmp_path):
-    fleet = TestbedFleet(testbed.admin(), layout=[("ap-south-1", "ap-south-1a")] * 2, seed=24, pods_per_node=0)
-    names = list(fleet.node_order)
-    victim = names[0]
-    admin = testbed.admin()
-    fleet.setup()
     metrics_port = free_port()
-    try:
+    with zone_of_its_own(testbed, ("ap-south-1", "ap-south-1a"), 2, seed=24) as (admin, fleet):
+        names = list(fleet.node_order)
+        victim = names[0]
+        fleet.setup()
         with prometheus_and_alertmanager(tmp_path, metrics_port) as (hook, prom_port):
             hub = subprocess.Popen(
                 [sys.executable, "-m", "nodewatch", "hub", "--kubeconfig", str(testbed.viewer_kubeconfig),
@@ -65,14 +61,6 @@ def test_a_stopped_kubelet_on_the_testbed_pages(testbed, tmp_path):
             finally:
                 hub.terminate()
                 hub.wait(10)
-    finally:
-        fleet.stop()
-        for n in names:
-            try:
-                admin.delete(f"/api/v1/nodes/{n}")
-            except Exception:  # noqa: BLE001 - best effort: a zone of its own either way
-                pass
-        admin.close()
     latency = paged - last
     assert GRACE < latency <= GRACE + 60, latency
     mixin = mixin_page(tmp_path, max(0.0, flip - last))
