@@ -32,6 +32,7 @@ class CauseKind(enum.Enum):
     NEVER_POSTED = "never-posted"
     CLOCK_STEPPED_BACK = "clock-stepped-back"
     LEASE_REWRITTEN = "lease-rewritten"
+    CONTROLLER_SKIPS = "controller-skips"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,9 @@ CHECKS: dict[CauseKind, tuple[str, ...]] = {
         "kubectl -n kube-node-lease get lease <node> -o yaml --show-managed-fields   # who wrote it last?",
         "systemctl status kubelet",
     ),
+    CauseKind.CONTROLLER_SKIPS: (
+        "journalctl -u kube-controller-manager | grep 'no pods will be evicted'   # or its pod's log",
+    ),
 }
 
 
@@ -117,13 +121,12 @@ def likely_causes(
     if node.awaited:
         out.append(_cause(CauseKind.NODE_AWAITED, "Node object not received yet (node list in progress): "
                                                   "state from the Lease alone"))
-    stepped = lease_not_renewed(unrenewed, counted, held)
+    unrenewed_causes = lease_not_renewed(unrenewed, counted, held)
     if state is NodeState.READY:
         # Ready, but worth saying: pressure (the kubelet may be evicting pods itself) and cordoning,
         # a kubelet that renews its Lease but never posted status (in its startup grace), and one
         # whose renewals no longer count (it will go Unknown although it renews).
-        if stepped is not None:
-            out.append(stepped)
+        out.extend(unrenewed_causes)
         if not node.awaited and node.conditions.get("Ready") is None:
             out.append(_never_posted())
         return out + _pressure_and_cordon(node)
@@ -133,8 +136,8 @@ def likely_causes(
                           f"kubelet client certificate expired ({format_time(cert_not_after)}): "
                           "the kubelet cannot authenticate to the API server"))
     ready = node.conditions.get("Ready")
-    if stepped is not None and not cert_expired:  # it writes its Lease, or the controller skips it
-        out.append(stepped)
+    if unrenewed_causes and not cert_expired:  # it writes its Lease, or the controller skips it
+        out.extend(unrenewed_causes)
     elif lease_age is not None and lease_age > grace:
         if not cert_expired:  # (no Lease at all: the controller's probe is the status heartbeat alone)
             what = "lease not renewed" if has_lease else "no Lease, and no status posted"
@@ -159,7 +162,7 @@ def likely_causes(
 
 
 def lease_not_renewed(unrenewed: tuple[float, float] | None, counted: float | None,
-                      held: bool = False) -> Cause | None:
+                      held: bool = False) -> list[Cause]:
     """The Lease was written since the renewal counted last without a newer renewTime
     (``LeaseTrack.unrenewed``: received at, its renewTime). The node controller resets its probe
     only for a renewTime newer than the last it saw (``tryUpdateNodeHealth``); nodewatch counts the
@@ -172,27 +175,28 @@ def lease_not_renewed(unrenewed: tuple[float, float] | None, counted: float | No
 
     ``held``: from 1.37 the controller skips such a node at each pass instead (its Lease is not the
     one it last counted: ``settings.lease_circuit_breaker``): never Unknown, no eviction, even if
-    the kubelet is down, until a renewal counts (seen on the v1.37.2 testbed for both)."""
+    the kubelet is down, until a renewal counts (seen on the v1.37.2 testbed for both); a cause of
+    its own (``CONTROLLER_SKIPS``), after the one that says why."""
     if unrenewed is None or counted is None:
-        return None
+        return []
     seen, renew = unrenewed
     back = counted - renew
-    skipped = ("the controller skips this node at each pass while its Lease is not the one it last counted "
-               "(NodeControllerLeaseCircuitBreaker): not marked Unknown, no eviction, even if the kubelet is down")
+    out = []
     if back > 0:
-        head = (f"kubelet renews, but its renewTime is {back:.0f}s older than the last one counted "
-                f"({format_time(counted)}; its clock stepped back?): ")
-        if held:
-            return _cause(CauseKind.CLOCK_STEPPED_BACK,
-                          head + skipped + f", until a newer renewTime (about {format_time(seen + back)})")
-        return _cause(CauseKind.CLOCK_STEPPED_BACK,
-                      head + f"the controller counts only a newer renewTime, so its renewals go unheard until "
-                      f"about {format_time(seen + back)}")
-    if held:
-        return _cause(CauseKind.LEASE_REWRITTEN,
-                      f"its Lease was written at {format_time(seen)} without a newer renewTime (another writer: "
-                      f"an annotation, a label?): {skipped}, until the kubelet renews")
-    return None
+        out.append(_cause(CauseKind.CLOCK_STEPPED_BACK,
+                          f"kubelet renews, but its renewTime is {back:.0f}s older than the last one counted "
+                          f"({format_time(counted)}; its clock stepped back?): the controller counts only a "
+                          f"newer renewTime, so its renewals go unheard until about {format_time(seen + back)}"))
+    elif held:
+        out.append(_cause(CauseKind.LEASE_REWRITTEN,
+                          f"its Lease was written at {format_time(seen)} without a newer renewTime (another "
+                          "writer: an annotation, a label?)"))
+    if out and held:
+        out.append(_cause(CauseKind.CONTROLLER_SKIPS,
+                          "the controller skips this node at each pass while its Lease is not the one it last "
+                          "counted (NodeControllerLeaseCircuitBreaker, 1.37+): not marked Unknown, no eviction, "
+                          "even if the kubelet is down, until a renewal counts"))
+    return out
 
 
 def _never_posted() -> Cause:

@@ -50,6 +50,7 @@ CAUSE_TITLES = {
     CauseKind.CORDONED.value: "Cordoned",
     CauseKind.CLOCK_STEPPED_BACK.value: "Kubelet's clock stepped back (its renewals not counted)",
     CauseKind.LEASE_REWRITTEN.value: "Lease written by another writer: the controller skips the node (1.37+)",
+    CauseKind.CONTROLLER_SKIPS.value: "The controller skips the node (its Lease changed since the last renewal)",
 }
 STATE_COLOURS = {
     NodeState.EVICTED: "#7f1d1d",

@@ -75,12 +75,14 @@ def _overdue(s: FleetSample) -> Iterator[Fired]:
     for n in s.nodes:
         if n.lease_age is not None and n.lease_age > n.grace:
             tol = toleration.get(n.cluster, 300.0)
+            then = (SKIPPED if n.controller_skips else
+                    "The node lifecycle controller marks it Ready=Unknown at its first pass past the grace (if it "
+                    "has not yet), then taints it NoExecute; pods without their own toleration are evicted "
+                    f"{tol:g}s after the taint.")
             yield ({"cluster": n.cluster, "node": n.name, "zone": n.zone},
                    {"summary": f"Node {n.name} stopped renewing its Lease: past the grace period",
                     "description": f"No renewal of node {n.name}'s Lease for {n.lease_age:.0f}s (grace {n.grace:g}s). "
-                                   "The node lifecycle controller marks it Ready=Unknown at its first pass past the "
-                                   "grace (if it has not yet), then taints it NoExecute; pods without their own "
-                                   f"toleration are evicted {tol:g}s after the taint."})
+                                   + then})
 
 
 def _evicting(s: FleetSample) -> Iterator[Fired]:
@@ -186,16 +188,23 @@ def _never(_: FleetSample) -> Iterator[Fired]:
 
 
 NODE = '{{ $labels.node }}'
+SKIPPED = ("The node lifecycle controller skips this node at every pass instead (its Lease was written since "
+           "the last renewal it counted: NodeControllerLeaseCircuitBreaker, 1.37+): it will not mark it Unknown "
+           "nor evict its pods, even if the kubelet is down. Find who writes the Lease, or why the kubelet's "
+           "clock stepped back.")
+"""The Overdue page's ``then`` for a node the controller skips (``nodewatch_node_controller_skips``)."""
 RULES: tuple[Rule, ...] = (
     Rule("NodewatchNodeLeaseOverdue",
          "nodewatch_node_lease_age_seconds > ignoring(node, zone) group_left "
          "nodewatch_node_monitor_grace_period_seconds",
          "critical", f"Node {NODE} stopped renewing its Lease: past the grace period",
-         f"No renewal of node {NODE}'s Lease for {{{{ $value | humanizeDuration }}}}. The node lifecycle controller "
+         f"No renewal of node {NODE}'s Lease for {{{{ $value | humanizeDuration }}}}. "
+         '{{ with printf "nodewatch_node_controller_skips{cluster=\'%s\',node=\'%s\'}" $labels.cluster '
+         f'$labels.node | query }}}}{SKIPPED}{{{{ else }}}}The node lifecycle controller '
          "marks it Ready=Unknown at its first pass past the grace (if it has not yet), then taints it NoExecute; "
          "pods without their own toleration are evicted "
          '{{ with printf "nodewatch_default_toleration_seconds{cluster=\'%s\'}" $labels.cluster | query }}'
-         '{{ . | first | value }}{{ else }}300{{ end }}s after the taint.', _overdue),
+         '{{ . | first | value }}{{ else }}300{{ end }}s after the taint.{{ end }}', _overdue),
     Rule("NodewatchNodeEvicting",
          'nodewatch_node_eviction_timestamp_seconds and on(cluster, node, zone) '
          '(nodewatch_node_state{state="Evicting"} == 1)',

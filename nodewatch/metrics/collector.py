@@ -207,6 +207,10 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
                   "(negative: past it).", labels=nl)
     state = g("nodewatch_node_state", "1 for the node's state as nodewatch judges it, 0 for the other states.",
               labels=nl + ["state"])
+    skips = g("nodewatch_node_controller_skips",
+              "1 for a node the node lifecycle controller skips rather than mark Unknown (its Lease was written "
+              "since the last renewal it counted; 1.37+, NodeControllerLeaseCircuitBreaker): no Unknown, no "
+              "eviction, whatever its lease age (absent for the others).", labels=nl)
     moments = [(g(name, text, labels=nl), moment) for name, text, moment in NODE_MOMENTS]
     cert = g("nodewatch_kubelet_client_certificate_expiry_timestamp_seconds",
              "NotAfter of the node's kubelet client certificate (Unix time).", labels=["cluster", "node"])
@@ -218,6 +222,8 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
         if n.lease_age is not None:
             age.add_metric(lv, n.lease_age)
             remaining.add_metric(lv, n.grace - n.lease_age)
+        if n.controller_skips:
+            skips.add_metric(lv, 1.0)
         word = n.state.word
         for w in STATES:
             state.add_metric(lv + [w], 1.0 if w == word else 0.0)
@@ -233,7 +239,8 @@ def families(sample: FleetSample, blind: dict[str, float], api: list[tuple[str, 
         if n.cert_not_after is not None:
             cert.add_metric([n.cluster, n.name], n.cert_not_after)
     return [info, clock, took, nodes, *(fam for fam, _ in per_cluster), blind_total, zstate, znodes, znr, zrate,
-            sup, relists, req, rx, age, remaining, state, *(fam for fam, _ in moments), cert, ss, recorder, *room]
+            sup, relists, req, rx, age, remaining, state, skips, *(fam for fam, _ in moments), cert, ss, recorder,
+            *room]
 
 
 RECORDER_GAUGES: tuple[tuple[str, str, Callable[[RecorderSample], float | None]], ...] = (

@@ -22,6 +22,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.causes import CauseKind
 from ..core.multi import REQUIRED_STREAMS
 from ..core.outlook import AWAITING_TAINT, window_in
 from ..core.rules import NodeState, cert_level, eviction_taints
@@ -32,7 +33,7 @@ NODES_NOT_READY = "not-ready"
 NODE_MODES = (NODES_ALL, NODES_NOT_READY)
 
 _ROW = operator.attrgetter("cluster", "name", "zone", "state", "ready", "lease_observed_at", "grace",
-                           "eviction_at", "cert_not_after", "taints")
+                           "eviction_at", "cert_not_after", "taints", "causes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,9 @@ class NodeSample:
     taint_expected_at: float | None = None
     """For a node not Ready and not tainted yet: the earliest its NoExecute taint can come, by its
     zone's queue (``core/outlook.py``); None when none is coming or it cannot be told."""
+    controller_skips: bool = False
+    """The node controller skips the node rather than mark it Unknown (``CauseKind.CONTROLLER_SKIPS``:
+    its Lease was written since the last renewal it counted, 1.37+): no Unknown, no eviction."""
 
     @property
     def grace_remaining(self) -> float | None:
@@ -296,7 +300,7 @@ def _taint_windows(cluster: str, fv: FleetView, multi: bool) -> dict[str, float]
 
 
 def _node(cluster: str, r: tuple, now: float, statefulset_pods: int, taint_expected_at: float | None = None) -> NodeSample:
-    _, name, zone, state, ready, observed, grace, eviction_at, cert, taints = r
+    _, name, zone, state, ready, observed, grace, eviction_at, cert, taints, causes = r
     taint_at = None
     if taints:
         times = [t.time_added for t in eviction_taints(taints) if t.time_added is not None]
@@ -304,5 +308,6 @@ def _node(cluster: str, r: tuple, now: float, statefulset_pods: int, taint_expec
     age = None if observed is None else now - observed
     if age is not None and not math.isfinite(age):
         age = None
+    skips = any(c.kind is CauseKind.CONTROLLER_SKIPS for c in causes)
     return NodeSample(cluster, name, zone, state, ready, age, grace, taint_at, eviction_at, cert, statefulset_pods,
-                      taint_expected_at)
+                      taint_expected_at, skips)

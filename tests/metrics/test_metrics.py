@@ -514,3 +514,33 @@ def test_no_flight_recorder_room_without_a_rotating_recorder(tmp_path):
     finally:
         srv.stop()
     assert not [name for name in got if name.startswith("nodewatch_flight_recorder_")]
+
+
+def test_a_node_the_controller_skips_is_a_series_and_its_page_says_no_eviction_comes():
+    """1.37: a kubelet stops, then its Lease is annotated; the controller skips the node at every pass
+    (``evaluation.controller_skips``). The Overdue page still fires on the lease age, and says so."""
+    from types import SimpleNamespace
+
+    from nodewatch.core.clock import ManualClock
+    from nodewatch.core.fleet import FleetState
+    from nodewatch.metrics import alerts
+    from nodewatch.metrics.collector import families
+    from support.factories import T0, lease, node
+
+    st = FleetState(Settings().with_server_version("v1.37.2"))
+    for name in ("a", "b"):
+        st.apply("nodes", "ADDED", node(name), T0, listing=True)
+        st.apply("leases", "ADDED", lease(name, T0), T0, listing=True)
+    for r in ("nodes", "leases"):
+        st.apply(r, "SYNCED", None, T0)
+    annotated = lease("a", T0)
+    annotated["metadata"]["annotations"] = {"example.com/note": "looked at it"}
+    st.apply("leases", "MODIFIED", annotated, T0 + 6)
+    st.apply("leases", "MODIFIED", lease("b", T0 + 115), T0 + 115)
+    st.evaluate(T0 + 120)
+    sample = take_sample(SimpleNamespace(state=st, clock=ManualClock(T0 + 120)))
+    skips = {s.name: [(m.labels["node"], m.value) for m in s.samples]
+             for s in families(sample, {}, []) if s.name == "nodewatch_node_controller_skips"}
+    assert skips == {"nodewatch_node_controller_skips": [("a", 1.0)]}
+    (fired,) = list(alerts._overdue(sample))
+    assert fired[0]["node"] == "a" and fired[1]["description"].endswith(alerts.SKIPPED)
