@@ -125,7 +125,8 @@ def likely_causes(
     if state is NodeState.READY:
         # Ready, but worth saying: pressure (the kubelet may be evicting pods itself) and cordoning,
         # a kubelet that renews its Lease but never posted status (in its startup grace), and one
-        # whose renewals no longer count (it will go Unknown although it renews).
+        # whose renewals no longer count (it goes Unknown although it renews; from 1.37 the
+        # controller skips it instead, and would even with the kubelet down).
         out.extend(unrenewed_causes)
         if not node.awaited and node.conditions.get("Ready") is None:
             out.append(_never_posted())
