@@ -24,6 +24,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+from .causes import CauseKind
 from .rules import EVICTION_TAINTS, NodeState, ZoneState
 from .settings import Settings
 from .views import AT_RISK_STATES, FleetView, zone_key
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 
 STATE_ORDER: tuple[NodeState, ...] = tuple(sorted(NodeState, key=lambda s: s.rank))
 """Worst first: the order of a sample's counts."""
+SKIPPED = CauseKind.CONTROLLER_SKIPS.value
+"""The cause kind of a node the controller skips rather than mark Unknown (1.37+): down, Late as it stays."""
 DOWN_STATES = frozenset(s for s in NodeState if s.rank <= NodeState.OVERDUE.rank)
 """Past the grace or worse: the states a report calls "down" (Late is a slow renewal, not an outage)."""
 SAMPLE_SECONDS = 1.0
@@ -363,10 +366,13 @@ class HistoryRecorder:
             prev = self._states.get(key)
             if prev is None or prev[0] is not v.state:
                 age = v.lease_age(t)
-                stopped = v.lease_observed_at if age is not None and age > v.grace else None
+                kinds = tuple(c.kind.value for c in v.causes)
+                # past the grace, or Late with renewals the controller will never count: it skips the
+                # node (1.37+), which never goes past Late however long the kubelet has been silent
+                stopped = (v.lease_observed_at if age is not None and (age > v.grace or SKIPPED in kinds)
+                           else None)
                 self.changes.append(NodeChange(t, key, zone_key(v), prev[0] if prev else (None if first else NodeState.READY),
-                                               v.state, v.cause, tuple(c.kind.value for c in v.causes),
-                                               v.state_since, stopped))
+                                               v.state, v.cause, kinds, v.state_since, stopped))
         gone = [name for name in self._states if name not in now_states]
         if gone:
             ready = {v.key: v for v in view.nodes[len(now_states):]}

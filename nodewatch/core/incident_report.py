@@ -25,7 +25,7 @@ import humanize
 
 from .causes import CauseKind
 from .format import clock_time
-from .history import DOWN_STATES, STATE_ORDER, BlindPeriod, HistoryRecorder, MarkKind, NodeChange, Sample
+from .history import DOWN_STATES, SKIPPED, STATE_ORDER, BlindPeriod, HistoryRecorder, MarkKind, NodeChange, Sample
 from .rules import NodeState, ZoneState
 from .settings import Settings
 
@@ -168,11 +168,18 @@ def build_report(info: RecordingInfo, h: HistoryRecorder) -> list[Block]:
     return blocks
 
 
+def _is_down(c: NodeChange) -> bool:
+    """The node is down after ``c``: past the grace or worse, or skipped by the controller (1.37+:
+    ``CauseKind.CONTROLLER_SKIPS``: its Lease written since the last renewal it counted), which
+    leaves it Late however long its kubelet has been silent."""
+    return c.after in DOWN_STATES or SKIPPED in c.cause_kinds
+
+
 def _down_nodes(changes: list[NodeChange]) -> list[str]:
-    """Nodes that were down (past the grace or worse) at some point, in the order they went down."""
+    """Nodes that were down (``_is_down``) at some point, in the order they went down."""
     order: dict[str, float] = {}
     for c in changes:
-        if c.after in DOWN_STATES and c.node not in order:
+        if _is_down(c) and c.node not in order:
             order[c.node] = c.since if c.since is not None and c.since < c.at else c.at
     return sorted(order, key=lambda n: (order[n], n))
 
@@ -245,8 +252,7 @@ def _recovery_items(info: RecordingInfo, changes: list[NodeChange], blind: bool 
                       "seen in the window (see the blind periods below).",))
     else:
         items.append(("No node stopped renewing its lease in the window.",))
-    recovered = [c for c in changes if c.after is NodeState.READY and c.before in DOWN_STATES]
-    still = [n for n, st in _final_states(changes).items() if st in DOWN_STATES]
+    recovered, still = _recoveries(changes)
     if recovered:
         last = max(recovered, key=lambda c: (c.at, c.node))
         items.append(("Last node to recover: ", Untrusted(last.node), f", Ready again at {_when(last.at)}.",))
@@ -269,11 +275,16 @@ def _join(pieces: list[Piece]) -> list[Piece]:
     return out
 
 
-def _final_states(changes: list[NodeChange]) -> dict[str, NodeState | None]:
-    final: dict[str, NodeState | None] = {}
+def _recoveries(changes: list[NodeChange]) -> tuple[list[NodeChange], list[str]]:
+    """(the changes by which a node down came back Ready, the nodes still down at the end), down as
+    ``_is_down`` says."""
+    down: dict[str, bool] = {}
+    recovered = []
     for c in changes:
-        final[c.node] = c.after
-    return final
+        if c.after is NodeState.READY and down.get(c.node):
+            recovered.append(c)
+        down[c.node] = _is_down(c)
+    return recovered, [n for n, d in down.items() if d]
 
 
 def _timeline_table(blocks: list[Block], samples: list[Sample]) -> None:
@@ -389,7 +400,7 @@ def _causes(blocks: list[Block], changes: list[NodeChange], down_nodes: list[str
     down = set(down_nodes)
     first_cause: dict[str, NodeChange] = {}
     for c in changes:
-        if c.node in down and c.after in DOWN_STATES and c.cause_kinds and c.node not in first_cause:
+        if c.node in down and _is_down(c) and c.cause_kinds and c.node not in first_cause:
             first_cause[c.node] = c
     groups: dict[str, list[NodeChange]] = defaultdict(list)
     for name in down_nodes:

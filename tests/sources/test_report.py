@@ -122,3 +122,48 @@ def test_errors_are_one_line_and_exit_2(tmp_path, capsys, args, message):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("nodewatch: ")
     assert message in err
+
+
+def _skipped_recording(path: Path, version: str) -> None:
+    """Three nodes: web-1 renews; web-2's clock steps back 95 s at +30 s (its renewals count again at
+    +120 s); db-1's kubelet stops after +20 s and its Lease is annotated at +32 s."""
+    from nodewatch.core.settings import Settings
+    from nodewatch.sources.recording import Recorder
+    from support.factories import T0, lease, node
+
+    rec = Recorder(str(path), {"kind": "test"}, Settings(server_version=version))
+    for n in ("web-1", "web-2", "db-1"):
+        rec.write("nodes", "ADDED", node(n), T0, listing=True)
+        rec.write("leases", "ADDED", lease(n, T0 - 3, written=T0 - 2), T0, listing=True)
+    for r in ("nodes", "leases"):
+        rec.write(r, "SYNCED", None, T0)
+    for k in range(1, 13):
+        t = T0 + 10 * k
+        rec.write("leases", "MODIFIED", lease("web-1", t, written=t), t)
+        rec.write("leases", "MODIFIED", lease("web-2", t - 95 if k > 2 else t, written=t), t)
+        if k <= 2:
+            rec.write("leases", "MODIFIED", lease("db-1", t, written=t), t)
+        if k == 3:
+            annotated = lease("db-1", T0 + 20, written=T0 + 32)
+            annotated["metadata"]["annotations"] = {"example.com/note": "looked at it"}
+            rec.write("leases", "MODIFIED", annotated, T0 + 32)
+    rec.close()
+
+
+@pytest.mark.parametrize("version, skipped", [("v1.37.2", True), ("v1.31.0", False)])
+def test_nodes_the_controller_skips_are_down_in_the_report_though_late(tmp_path, version, skipped):
+    """From 1.37 the controller skips a node whose Lease was written since the last renewal it
+    counted: it stays Late, never Unknown. The report said "No node stopped renewing its lease" and
+    "No cause shown by the API" of a dead kubelet whose Lease was annotated."""
+    rec = tmp_path / "skipped.jsonl"
+    _skipped_recording(rec, version)
+    text = _report(tmp_path, "r.md", recording=rec)
+    assert "First node to stop renewing its lease: `db-1`, last renewal seen 2027-01-15 08:00:20Z." in text
+    assert "1 node was still down at the end of the window." in text
+    if skipped:
+        assert "Last node to recover: `web-2`, Ready again at 2027-01-15 08:02:00Z." in text
+        assert "- Lease written by another writer: the controller skips the node (1.37+) (1 node): `db-1`" in text
+        assert "- Kubelet's clock stepped back (its renewals not counted) (1 node): `web-2`" in text
+        assert "No cause shown by the API" not in text
+    else:  # up to 1.36 the controller marks both Unknown at the grace: Overdue here (no Node update recorded)
+        assert "Overdue" in text and "controller skips" not in text
