@@ -31,7 +31,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from ..core.causes import checks_for
+from ..core.causes import CauseKind, checks_for
 from ..core.fleet import FleetState
 from ..core.format import ago, cert_text, clock_time, eviction_text, grace_text
 from ..core.outlook import outlook_in
@@ -161,7 +161,11 @@ def cause_section(d: NodeDetails, p: Palette, outlook: str | None = None) -> Ren
     out.append("\ncountdowns ", "bold")
     nexts: list[tuple[str, Style]] = []
     remaining = v.grace_remaining(d.now)
-    if v.ready == "True" and remaining is not None:
+    skipped = any(c.kind is CauseKind.CONTROLLER_SKIPS for c in v.causes)
+    if v.ready == "True" and remaining is not None and skipped:  # 1.37+: no NotReady comes of it
+        nexts.append((f"grace {'runs out ' if remaining > 0 else 'ran out '}{human_ago(d.now + remaining, d.now)}: "
+                      "the controller skips this node, no NotReady and no eviction will come of it", p.warn))
+    elif v.ready == "True" and remaining is not None:
         nexts.append((f"NotReady {human_ago(d.now + remaining, d.now)} unless it renews"
                       if remaining > 0 else f"grace ran out {human_ago(d.now + remaining, d.now)}",
                       p.warn if remaining <= 0 else Style()))

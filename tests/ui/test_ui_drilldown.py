@@ -4,6 +4,7 @@ the heartbeat history (the core keeps the renewals' receive times; the chart dra
 
 from __future__ import annotations
 
+import io
 import math
 
 import pytest
@@ -229,3 +230,23 @@ async def test_between_the_flip_and_the_taint_the_countdowns_say_what_the_zone_r
             why = static_text(app.screen.query_one("#dd-cause"))
             assert expected in " ".join(why.split()), why
             assert "nothing due" not in why
+
+
+@pytest.mark.parametrize("version, skipped", [("v1.37.2", True), ("v1.36.4", False)])
+def test_the_countdown_of_a_node_the_controller_skips_promises_no_notready(version, skipped):
+    """A dead kubelet's Lease annotated after its last renewal: from 1.37 the controller skips the
+    node; the countdown said "NotReady in 30 seconds unless it renews" / "grace ran out"."""
+    st = FleetState(Settings().with_server_version(version))
+    st.apply("nodes", "ADDED", node("a"), T0, listing=True)
+    st.apply("leases", "ADDED", lease("a", T0), T0, listing=True)
+    for r in ("nodes", "leases"):
+        st.apply(r, "SYNCED", None, T0)
+    annotated = lease("a", T0)
+    annotated["metadata"]["annotations"] = {"example.com/note": "looked at it"}
+    st.apply("leases", "MODIFIED", annotated, T0 + 6)
+    for now, plain in ((T0 + 20, "NotReady in 30 seconds unless it renews"), (T0 + 80, "grace ran out 30 seconds ago")):
+        console = Console(width=300, record=True, file=io.StringIO())
+        console.print(dd.cause_section(st.node_details("a", now), DEFAULT_PALETTE))
+        (line,) = [ln for ln in console.export_text().splitlines() if "countdowns" in ln]
+        assert ("no NotReady and no eviction will come of it" in line) is skipped, line
+        assert (line.strip() == f"countdowns {plain}") is not skipped, line
