@@ -8,8 +8,10 @@ nodewatch adds what it lacks: a clear error for the user, a reload of the creden
 the kubelet rotates it (``ServiceAccountToken``), and a connection that can only send GET
 (nodewatch is strictly read-only; the object offers no other verb).
 
-Credentials never leave this module but for one place: ``Connection.worker_request`` hands the
-request's headers to the list worker's child process over its stdin (``sources/list_worker``).
+Credentials never leave this module but for two places: ``Connection.worker_request`` hands the
+request's headers to the list worker's child process over its stdin (``sources/list_worker``), and
+the kubeconfig's inline certificates and key are written where TLS can read them, in a directory of
+the process's own that does not outlive it (``credential_files``).
 Error messages name files, contexts and servers, never a token, a key or certificate data.
 """
 
@@ -27,7 +29,7 @@ from urllib.parse import urlencode
 
 import urllib3
 
-from . import tls_stream
+from . import credential_files, tls_stream
 
 USER_AGENT = "nodewatch/0.1 (read-only)"
 RELOAD_MIN_INTERVAL = 2.0
@@ -141,7 +143,7 @@ def load_configuration(kubeconfig: str | None, context: str | None) -> tuple[Any
     cfg = _new_configuration()
     try:
         kconfig.load_kube_config(config_file=joined, context=chosen, client_configuration=cfg,
-                                 persist_config=False)
+                                 persist_config=False, temp_file_path=credential_files.directory())
     except ConfigException as exc:
         raise KubeconfigError(f"context {chosen!r}: {_clean(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - an exec plugin that fails, a bad file path...

@@ -9,9 +9,11 @@ a user would see rather than escape sequences.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -182,15 +184,23 @@ class Chromium:
         """What the page's websockets received (the viewer's terminal output)."""
 
     async def __aenter__(self) -> Chromium:
-        import aiohttp
-
         self.profile = Path(tempfile.mkdtemp(prefix="nwchrome-"))
         self.proc = await asyncio.create_subprocess_exec(
             self.binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             f"--user-data-dir={self.profile}", f"--window-size={self.width},{self.height}",
             "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0", "about:blank",
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True)  # its helpers in its group: all of them go at the end
+        try:
+            return await self._connect()
+        except BaseException:
+            await self._close_browser()
+            raise
+
+    async def _connect(self) -> Chromium:
+        import aiohttp
+
         active = self.profile / "DevToolsActivePort"
         await _wait_async(lambda: active.exists() and len(active.read_text().splitlines()) >= 2, 60)
         port = int(active.read_text().splitlines()[0])
@@ -210,9 +220,20 @@ class Chromium:
         self._reader.cancel()
         await self.ws.close()
         await self.http.close()
-        self.proc.kill()
+        await self._close_browser()
+
+    async def _close_browser(self) -> None:
+        """Chromium and its helper processes ended, its profile and its singleton socket's directory
+        removed (killing only the browser left both behind: its network helper wrote into the
+        removed profile again, and /tmp filled with them)."""
+        singleton = self.profile / "SingletonSocket"
+        socket_dir = Path(os.readlink(singleton)).parent if singleton.is_symlink() else None
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
         await self.proc.wait()
         shutil.rmtree(self.profile, ignore_errors=True)
+        if socket_dir is not None and socket_dir.name.startswith("org.chromium."):
+            shutil.rmtree(socket_dir, ignore_errors=True)
 
     async def _read(self) -> None:
         async for msg in self.ws:
