@@ -59,7 +59,7 @@ ZONES = {
     "eu-west-1b": ("eu-west-1", 2, "container runtime down on one node (Ready=False); the other's clock 95 s behind"),
     "eu-west-1c": ("eu-west-1", 4, "three of four nodes cut off at once (PartialDisruption)"),
     "us-east-1a": ("us-east-1", 3, "the whole zone cut off (FullDisruption)"),
-    "us-east-1b": ("us-east-1", 2, "healthy; one node's clock 40 s ahead"),
+    "us-east-1b": ("us-east-1", 2, "Ready: one node under memory and PID pressure and cordoned, the other's clock 40 s ahead"),
 }
 DURATION = 95.0
 MASTER_DURATION = 45.0
@@ -133,6 +133,8 @@ class Observed:
     """``nodewatch status`` run once mid-campaign: its JSON, exit code, when, and the real nodes then."""
     events: list[dict] = field(default_factory=list)
     """The agreement namespace's events at the end (the taint manager's evictions among them)."""
+    taints_seen: dict[str, set[tuple[str, str, float | None]]] = field(default_factory=dict)
+    """Each node's taints as nodewatch had them right after ``real_nodes_before_master`` was read."""
     kubelet_write_times: list[tuple[float, dict[str, list[str]]]] = field(default_factory=list)
     """(when, node -> the Lease's managedFields times of the manager ``kubelet``), read twice."""
 
@@ -161,10 +163,10 @@ def run_campaign(tb, log=print) -> Observed:  # a controlplane.Testbed
     b0, b1 = by_zone["eu-west-1b"]
     c_cut = by_zone["eu-west-1c"][:3]
     d_all = by_zone["us-east-1a"]
-    _e0, e1 = by_zone["us-east-1b"]
+    e0, e1 = by_zone["us-east-1b"]
     fleet.nodes[b1].clock_offset = -95.0
     fleet.nodes[e1].clock_offset = 40.0
-    obs.roles = {a0: "kubelet-stop", b0: "runtime-down", b1: "clock -95s", e1: "clock +40s",
+    obs.roles = {a0: "kubelet-stop", b0: "runtime-down", b1: "clock -95s", e1: "clock +40s", e0: "pressure",
                  **{n: "zone-partial" for n in c_cut}, **{n: "zone-full" for n in d_all}}
     # Pods whose eviction time the test chooses: their own 10 s toleration, and the 30 s default.
     for n in [a0, b0, *c_cut, *d_all]:
@@ -193,6 +195,9 @@ def run_campaign(tb, log=print) -> Observed:  # a controlplane.Testbed
             fleet.disconnect(fleet.nodes[n])
         fleet.stop_kubelet(fleet.nodes[a0])
         fleet.set_runtime_down(fleet.nodes[b0], True)
+        for kind in ("memory", "pid"):  # reported at its next status sync: the controller's NoSchedule taints
+            fleet.set_pressure(fleet.nodes[e0], kind)
+        fleet.cordon(fleet.nodes[e0])
         for n in [a0, *c_cut, *d_all]:
             obs.last_ack[n] = fleet.renewed_at[n]
         log(f"scenarios started; observing for {DURATION:.0f}s")
@@ -202,6 +207,8 @@ def run_campaign(tb, log=print) -> Observed:  # a controlplane.Testbed
         oneshot.join(timeout=60)
         obs.kubelet_write_times.append((time.time(), _kubelet_write_times(admin)))
         obs.real_nodes_before_master = {o["metadata"]["name"]: o for o in admin.get("/api/v1/nodes")["items"]}
+        obs.taints_seen = {v.name: {(t.key, t.effect, t.time_added) for t in v.taints}
+                           for v in src.state.evaluate(time.time()).nodes}
         obs.real_pods_before_master = {(o["metadata"]["namespace"], o["metadata"]["name"]): o
                                        for o in admin.get("/api/v1/pods")["items"]}
 

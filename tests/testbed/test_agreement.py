@@ -104,6 +104,24 @@ def test_noschedule_taints_follow_the_conditions_as_the_rules_say(obs):
         assert real == condition_taints(conds, bool(node["spec"].get("unschedulable"))), n
 
 
+def test_nodewatch_shows_the_noschedule_taints_the_controller_added_and_when(obs):
+    """Every node's NoSchedule taints as nodewatch had them are the real ones, ``timeAdded`` too:
+    among them the pressure and cordon taints of a node the controller keeps Ready (pressure says
+    nothing of the kubelet's reporting), which nodewatch shows Ready throughout."""
+    (n,) = nodes_in_role(obs, "pressure")
+    keys = {t["key"] for t in taints_of(obs.real_nodes_before_master[n])}
+    assert keys == {"node.kubernetes.io/memory-pressure", "node.kubernetes.io/pid-pressure",
+                    "node.kubernetes.io/unschedulable"}, keys
+    assert ready_condition(obs.real_nodes_before_master[n])["status"] == "True"
+    states = {s.state for s in obs.nodes[n] if obs.start <= s.t < obs.master_start}
+    assert states == {NodeState.READY}, (n, states)
+    for name, node in obs.real_nodes_before_master.items():
+        real = {(t["key"], t["effect"], parse_time(t.get("timeAdded"))) for t in taints_of(node)
+                if t["effect"] == "NoSchedule"}
+        seen = {t for t in obs.taints_seen[name] if t[1] == "NoSchedule"}
+        assert seen == real, name
+
+
 def test_noexecute_taint_is_the_one_the_rules_want_and_nodewatch_shows_evicting(obs):
     for n in nodes_in_role(obs, "kubelet-stop", "runtime-down", "zone-full"):
         node = obs.real_nodes_before_master[n]
