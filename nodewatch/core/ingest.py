@@ -480,12 +480,15 @@ class Ingest:
         self.learn_cert(rec)
 
     def learn_cert(self, rec: CSRRecord, source: str | None = None) -> None:
-        """Remember a kubelet client certificate's NotAfter (the newest per node wins)."""
-        if rec.signer != KUBELET_CLIENT_SIGNER or not rec.username.startswith(NODE_USER_PREFIX):
+        """Remember a kubelet client certificate's NotAfter (the newest per node wins). The node is
+        the one the certificate names (its subject, ``system:node:<name>``, which the signer
+        requires), not the requester: a node's first certificate is asked for with a bootstrap
+        credential, and only its rotations by the node itself."""
+        if rec.signer != KUBELET_CLIENT_SIGNER or rec.not_after is None:
             return
-        if rec.not_after is None:
+        if rec.subject is None or not rec.subject.startswith(NODE_USER_PREFIX):
             return
-        node = rec.username[len(NODE_USER_PREFIX):]
+        node = rec.subject[len(NODE_USER_PREFIX):]
         cur = self.store.certs.get(node)
         if cur is None or rec.not_after > cur.not_after:
             self.store.certs[node] = CertInfo(rec.not_after, source or f"CSR {rec.name}")

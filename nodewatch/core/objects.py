@@ -775,16 +775,21 @@ class CSRRecord:
     signer: str
     not_after: float | None
     issued_at: float | None = None
+    subject: str | None = None
+    """The issued certificate's subject common name (a kubelet's: ``system:node:<name>``): who the
+    certificate is for. ``username`` is who asked, which for a kubelet's first certificate is its
+    bootstrap credential (``system:bootstrap:<token id>`` with kubeadm), not the node."""
 
 
 def csr_from_dict(obj: Any) -> CSRRecord:
-    from .certs import certificate_not_after  # cryptography is imported only when a CSR arrives
+    from .certs import certificate_facts  # cryptography is imported only when a CSR arrives
 
     meta = _meta(obj, "CertificateSigningRequest")
     spec = _d(obj.get("spec"))
     status = _d(obj.get("status"))
     pem = status.get("certificate")
-    not_after = certificate_not_after(pem) if pem else None
+    facts = certificate_facts(pem) if pem else None
+    not_after, subject = facts if facts is not None else (None, None)
     issued = None
     for c in _l(status.get("conditions")):
         c = _d(c)
@@ -796,4 +801,5 @@ def csr_from_dict(obj: Any) -> CSRRecord:
         signer=_s(spec.get("signerName")),
         not_after=not_after,
         issued_at=issued,
+        subject=subject,
     )

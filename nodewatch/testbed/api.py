@@ -33,14 +33,20 @@ class ApiStatus(Exception):
 
 
 class Client:
-    """JSON over HTTPS with a bearer token; TLS verified against the testbed's CA."""
+    """JSON over HTTPS with a bearer token (or a client certificate: ``client_cert``, the files of
+    the certificate and its key); TLS verified against the testbed's CA."""
 
-    def __init__(self, server: str, token: str, ca_file: str, timeout: float = 10.0) -> None:
+    def __init__(self, server: str, token: str | None, ca_file: str, timeout: float = 10.0,
+                 client_cert: tuple[str, str] | None = None) -> None:
         self.server = server.rstrip("/")
         ctx = ssl.create_default_context(cafile=ca_file)
+        if client_cert is not None:
+            ctx.load_cert_chain(*client_cert)
         self._pool = urllib3.PoolManager(maxsize=16, ssl_context=ctx, retries=False,
                                          timeout=urllib3.Timeout(connect=3.0, read=timeout))
-        self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+        self._headers = {"Accept": "application/json"}
+        if token is not None:
+            self._headers["Authorization"] = f"Bearer {token}"
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
                 timeout: float | None = None, user_agent: str | None = None) -> Any:

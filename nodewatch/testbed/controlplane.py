@@ -187,6 +187,7 @@ def _up(folder: Path, binaries: Binaries, controller_flags: tuple[str, ...], api
         "--advertise-address=127.0.0.1", f"--secure-port={api_port}", *api_version_flags,
         f"--tls-cert-file={p.apiserver_cert}", f"--tls-private-key-file={p.apiserver_key}",
         f"--client-ca-file={p.ca_cert}", f"--token-auth-file={p.tokens}",
+        "--enable-bootstrap-token-auth",  # as kubeadm: kubelets' TLS bootstrap (``tls_bootstrap``)
         # As a real cluster: kubelets (the hollow ones, with node certificates) are authorised by the
         # Node authorizer and limited to their own Node and Lease by NodeRestriction.
         "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",

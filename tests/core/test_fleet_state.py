@@ -240,8 +240,25 @@ def test_csrs_of_other_signers_or_users_are_ignored():
     s = fleet(("nodes", node("a")),
               ("certificatesigningrequests", csr("x", "a", T0 + 86400, signer="kubernetes.io/kubelet-serving")),
               ("certificatesigningrequests", {"metadata": {"name": "y"}, "spec": {
-                  "signerName": "kubernetes.io/kube-apiserver-client-kubelet", "username": "alice"}}))
+                  "signerName": "kubernetes.io/kube-apiserver-client-kubelet", "username": "alice"}}),
+              ("certificatesigningrequests", csr("z", "a", T0 + 86400, username="alice", subject="alice")))
     assert s.certs == {}
+
+
+def test_a_nodes_first_certificate_asked_for_with_a_bootstrap_token_is_the_nodes():
+    """TLS bootstrap (kubeadm): the kubelet's first CSR is created with its bootstrap token, so its
+    requester is ``system:bootstrap:<token id>``; the certificate it gets names the node, and it is
+    the one the kubelet uses until its first rotation, most of a year later."""
+    s = fleet(("nodes", node("a")), ("leases", lease("a", T0)),
+              ("certificatesigningrequests", csr("boot", "a", T0 + 365 * 86400, username="system:bootstrap:abcdef")))
+    assert s.certs["a"].not_after == pytest.approx(T0 + 365 * 86400, abs=1)
+    assert s.evaluate(T0).node("a").cert_not_after == pytest.approx(T0 + 365 * 86400, abs=1)
+
+
+def test_the_certificate_names_the_node_not_the_requester():
+    s = fleet(("nodes", node("a")), ("nodes", node("b")),
+              ("certificatesigningrequests", csr("c", "a", T0 + 86400, username="system:node:b")))
+    assert set(s.certs) == {"a"}
 
 
 def test_zone_states_and_rates():

@@ -96,8 +96,13 @@ def make_cert_pem(cn: str, not_after: float, not_before: float | None = None) ->
 
 
 def csr(name: str, node_name: str, not_after: float | None, *,
-        signer: str = "kubernetes.io/kube-apiserver-client-kubelet") -> dict:
+        signer: str = "kubernetes.io/kube-apiserver-client-kubelet", username: str | None = None,
+        subject: str | None = None) -> dict:
+    """A kubelet's client CSR, issued when ``not_after`` is given. ``username``: who asked (default:
+    the node itself, a rotation); ``subject``: the certificate's CN (default ``system:node:<node>``)."""
     status: dict = {"conditions": [{"type": "Approved", "status": "True", "reason": "AutoApproved"}]}
     if not_after is not None:
-        status["certificate"] = base64.b64encode(make_cert_pem(f"system:node:{node_name}", not_after)).decode()
-    return objects.csr(name, username=f"system:node:{node_name}", signer=signer, status=status)
+        cn = subject if subject is not None else f"system:node:{node_name}"
+        status["certificate"] = base64.b64encode(make_cert_pem(cn, not_after)).decode()
+    return objects.csr(name, username=username if username is not None else f"system:node:{node_name}",
+                       signer=signer, status=status)
