@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import humanize
 
 from .causes import CauseKind
+from .fencing import fencing_advice
 from .format import clock_time
 from .history import DOWN_STATES, SKIPPED, STATE_ORDER, BlindPeriod, HistoryRecorder, MarkKind, NodeChange, Sample
 from .rules import NodeState, ZoneState
@@ -33,10 +34,7 @@ MAX_NODES = 200
 """Nodes listed with their changes; the rest are counted."""
 MAX_ROWS = 500
 """Rows of any other table; the rest are counted."""
-FENCING = ("A StatefulSet does not replace these pods while their node is unreachable. Do not "
-           "force-delete them before the node is fenced (powered off, or its volumes detached): two "
-           "copies of one identity could write to the same volume. After fencing, the "
-           "node.kubernetes.io/out-of-service taint lets Kubernetes delete them.")
+NOT_REPLACED = "A StatefulSet does not replace these pods while their node is unreachable."
 CAUSE_TITLES = {
     CauseKind.LEASE_STALE.value: "Kubelet stopped renewing its lease (kubelet down, or the node cut off)",
     CauseKind.CERT_EXPIRED.value: "Kubelet client certificate expired",
@@ -387,7 +385,8 @@ def _evictions(blocks: list[Block], h: HistoryRecorder, info: RecordingInfo) -> 
                [((_when(p.at) + (" (at start)" if p.at_start or p.at <= info.start else ""),),
                  (Untrusted(f"{p.namespace}/{p.name}"),), (Untrusted(p.node),), (Untrusted(p.owner_name),))
                 for p in h.statefulset_at_risk])
-        blocks.append(Block("p", (FENCING,)))
+        advice = fencing_advice(None if info.clusters else info.settings.server_version)
+        blocks.append(Block("p", (f"{NOT_REPLACED} {advice[0].upper()}{advice[1:]}",)))
     else:
         blocks.append(Block("p", ("None: no StatefulSet pod was on a node gone Unknown or evicting.",)))
 

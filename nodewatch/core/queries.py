@@ -119,7 +119,7 @@ class Queries:
                 name=name, now=now, view=self.node_view(name, now), record=self.store.nodes.get(name), lease=lease,
                 cert=self.store.certs.get(name), pods=self.pods_on(name, now)[:max_pods],
                 events=self.events_for(name)[:max_events], timeline=self.timeline_for(name, now),
-                beats=list(self.store.beats.get(name, ())),
+                beats=list(self.store.beats.get(name, ())), server_version=self.store.settings.server_version,
             )
 
     def node_count(self) -> int:

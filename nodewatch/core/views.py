@@ -293,3 +293,6 @@ class NodeDetails:
     ``MAX_BEATS``); NaN marks a gap (a relist: renewals in between were not seen)."""
     cluster: str = ""
     """The node's cluster when several are watched ("": the only one)."""
+    server_version: str | None = None
+    """The release of the node's API server (None: not known), on which some advice depends
+    (``fencing.fencing_advice``)."""

@@ -32,6 +32,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from ..core.causes import CauseKind, checks_for
+from ..core.fencing import fencing_advice
 from ..core.fleet import FleetState
 from ..core.format import ago, cert_text, clock_time, eviction_text, grace_text
 from ..core.outlook import outlook_in
@@ -41,10 +42,6 @@ from .heartbeat import HeartbeatChart
 from .item_lines import ItemLines
 from .theme import DEFAULT_PALETTE, Palette
 
-FENCING_ADVICE = (
-    "do not force-delete without fencing: power off the node or detach the volume first; "
-    "or taint node.kubernetes.io/out-of-service after fencing"
-)
 MAX_LABELS = 40
 MAX_PODS = 200
 """Pods asked of the state (at-risk ones come first)."""
@@ -229,7 +226,7 @@ def pods_section(d: NodeDetails, p: Palette) -> RenderableType:
                   Text(phase), Text(ev))
     body = _with_more(t, len(d.pods) - MAX_PODS_SHOWN, "pods", p)
     if any(pod.statefulset_risk for pod in d.pods):
-        return Group(Text(f"⚠ StatefulSet pods at risk: {FENCING_ADVICE}", p.bad), body)
+        return Group(Text(f"⚠ StatefulSet pods at risk: {fencing_advice(d.server_version)}", p.bad), body)
     return body
 
 

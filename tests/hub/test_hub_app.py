@@ -11,10 +11,11 @@ from contextlib import contextmanager
 
 from textual.geometry import Region
 
+from nodewatch.core.fencing import fencing_advice
 from nodewatch.hub.server import Hub
 from nodewatch.hub.viewer_source import HubAddress, ViewerSource
 from nodewatch.ui.app import NodewatchApp
-from nodewatch.ui.drilldown import FENCING_ADVICE, DrillDown
+from nodewatch.ui.drilldown import DrillDown
 from nodewatch.ui.fleet_table import FleetTable
 from support.simserver import wait_until
 from support.ui_support import incident_source
@@ -82,7 +83,7 @@ async def test_drill_down_and_search_through_the_hub(tmp_path):
             await pilot.pause()
             assert isinstance(app.screen, DrillDown)
             pods = _text(app.screen.query_one("#dd-pods"))
-            assert "prod/db-0 ⚠ at risk" in pods and FENCING_ADVICE.split(":")[0] in pods
+            assert "prod/db-0 ⚠ at risk" in pods and fencing_advice(None).split(" (")[0] in pods
             await pilot.press("escape")
             await pilot.pause()
             wait_until(lambda: src.focused[-1] is None)

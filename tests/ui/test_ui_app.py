@@ -15,12 +15,13 @@ from textual.containers import VerticalScroll
 from textual.geometry import Region
 
 from nodewatch.core.clock import ManualClock
+from nodewatch.core.fencing import fencing_advice
 from nodewatch.core.rules import TAINT_UNREACHABLE, NodeState, ZoneState
 from nodewatch.core.views import ZoneView
 from nodewatch.ui import app as app_module
 from nodewatch.ui.app import NodewatchApp, run_dashboard
 from nodewatch.ui.commands import NodewatchCommands
-from nodewatch.ui.drilldown import FENCING_ADVICE, DrillDown
+from nodewatch.ui.drilldown import DrillDown
 from nodewatch.ui.fleet_table import FleetTable
 from nodewatch.ui.header import header_text
 from nodewatch.ui.help import HelpScreen
@@ -115,7 +116,7 @@ async def test_cursor_keys_and_enter_open_the_drilldown_and_escape_closes_it():
         assert isinstance(app.screen, DrillDown) and app.screen.node == "worker-b-0"
         assert src.focused == ["worker-b-0"]
         pods = static_text(app.screen.query_one("#dd-pods"))
-        advice = FENCING_ADVICE.split(":")[0]
+        advice = fencing_advice(None).split(" (")[0]
         assert "prod/db-0 ⚠ at risk" in pods and advice in pods
         everything = "\n".join(static_text(w) for w in app.screen.query("#dd-summary, .section"))
         assert everything.count(advice) == 1  # the advice is said once, with the pods
