@@ -24,13 +24,13 @@ from support.factories import make_cert_pem
 ])
 def test_parse_time(text, expected):
     got = parse_time(text)
-    assert got == (pytest.approx(expected) if expected is not None else None)
+    assert got == (pytest.approx(expected, abs=1e-6) if expected is not None else None)
 
 
 def test_format_round_trip():
     assert format_time(1795946400.0) == "2026-11-29T10:00:00Z"
     assert format_time(1795946400.5, micro=True) == "2026-11-29T10:00:00.500000Z"
-    assert parse_time(format_time(1795946400.25, micro=True)) == pytest.approx(1795946400.25)
+    assert parse_time(format_time(1795946400.25, micro=True)) == pytest.approx(1795946400.25, abs=1e-6)
     assert format_time(None) is None
 
 
@@ -94,8 +94,8 @@ def test_safe_output_has_no_control_characters(s):
 
 def test_certificate_not_after_pem_and_base64():
     pem = make_cert_pem("system:node:a", 1_900_000_000.0)
-    assert certificate_not_after(pem.decode()) == pytest.approx(1_900_000_000.0)
-    assert certificate_not_after(base64.b64encode(pem).decode()) == pytest.approx(1_900_000_000.0)
+    assert certificate_not_after(pem.decode()) == pytest.approx(1_900_000_000.0, abs=1e-6)
+    assert certificate_not_after(base64.b64encode(pem).decode()) == pytest.approx(1_900_000_000.0, abs=1e-6)
 
 
 @pytest.mark.parametrize("junk", [None, "", "not base64!!", base64.b64encode(b"nope").decode(),

@@ -36,27 +36,27 @@ def test_lease_age_uses_receive_time_of_the_renewal_not_renew_time():
     s = fleet(("nodes", node("a")), ("leases", lease("a", T0 - 100)))
     s.apply("leases", "MODIFIED", lease("a", T0 - 30), received_at=T0)
     v = s.evaluate(T0 + 5).node("a")
-    assert v.lease_age(T0 + 5) == pytest.approx(5.0)
-    assert v.skew == pytest.approx(30.0)
+    assert v.lease_age(T0 + 5) == pytest.approx(5.0, abs=1e-6)
+    assert v.skew == pytest.approx(30.0, abs=1e-6)
     assert v.state is NodeState.READY  # now - renewTime would be 35s: Late. It is not.
 
 
 def test_first_list_uses_renew_time():
     s = fleet(("nodes", node("a")), ("leases", lease("a", T0 - 15)), received=T0)
-    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(15.0)
+    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(15.0, abs=1e-6)
 
 
 def test_lease_without_receive_time_uses_renew_time():
     s = FleetState()
     s.apply("nodes", "ADDED", node("a"), None)
     s.apply("leases", "ADDED", lease("a", T0 - 12), None)
-    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(12.0)
+    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(12.0, abs=1e-6)
 
 
 def test_an_older_renew_time_does_not_move_the_lease_back():
     s = fleet(("nodes", node("a")), ("leases", lease("a", T0)))
     s.apply("leases", "MODIFIED", lease("a", T0 - 50), received_at=T0 + 10)
-    assert s.evaluate(T0 + 10).node("a").lease_age(T0 + 10) == pytest.approx(10.0)
+    assert s.evaluate(T0 + 10).node("a").lease_age(T0 + 10) == pytest.approx(10.0, abs=1e-6)
 
 
 def test_a_kubelet_whose_clock_stepped_back_renews_but_is_not_heard_and_says_why():
@@ -67,7 +67,7 @@ def test_a_kubelet_whose_clock_stepped_back_renews_but_is_not_heard_and_says_why
     for k in range(1, 5):  # the watch's renewals, every 10 s, 95 s behind the last counted
         s.apply("leases", "MODIFIED", lease("a", T0 - 95 + 10 * k), received_at=T0 + 10 * k)
     v = s.evaluate(T0 + 15).node("a")
-    assert v.state is NodeState.READY and v.lease_age(T0 + 15) == pytest.approx(15.0)
+    assert v.state is NodeState.READY and v.lease_age(T0 + 15) == pytest.approx(15.0, abs=1e-6)
     assert [c.kind for c in v.causes] == [CauseKind.CLOCK_STEPPED_BACK]  # a warning before the grace
     v = s.evaluate(T0 + 45).node("a")
     assert v.state is NodeState.OVERDUE and v.causes[0].kind is CauseKind.CLOCK_STEPPED_BACK
@@ -81,11 +81,11 @@ def test_a_kubelet_whose_clock_stepped_back_renews_but_is_not_heard_and_says_why
     s.apply("nodes", "MODIFIED", node("a", transition=T0 + 50 - 95, heartbeat=T0 + 50 - 95), received_at=T0 + 50)
     v = s.evaluate(T0 + 51).node("a")  # heard again (Late: its lease still is not)
     assert v.state is NodeState.LATE and v.causes[0].kind is CauseKind.CLOCK_STEPPED_BACK
-    assert v.next_change == pytest.approx(T0 + 50 + 40)
+    assert v.next_change == pytest.approx(T0 + 50 + 40, abs=1e-6)
     assert state_of(s, "a", T0 + 50 + 40.5) is NodeState.OVERDUE  # no renewal counted since, no post
     s.apply("leases", "MODIFIED", lease("a", T0 + 1), received_at=T0 + 96)  # caught up: counted again
     v = s.evaluate(T0 + 97).node("a")
-    assert v.state is NodeState.READY and v.lease_age(T0 + 97) == pytest.approx(1.0) and v.causes == ()
+    assert v.state is NodeState.READY and v.lease_age(T0 + 97) == pytest.approx(1.0, abs=1e-6) and v.causes == ()
     assert s.snapshot().leases["a"].unrenewed is None
 
 
@@ -120,7 +120,7 @@ def test_from_1_37_a_dead_nodes_lease_written_by_another_keeps_the_controller_of
     s.apply("leases", "MODIFIED", annotated, received_at=T0 + 6)  # a monitor pass (5 s) has counted T0's
     v = s.evaluate(T0 + 120).node("a")
     assert v.state is (NodeState.LATE if held else NodeState.OVERDUE)
-    assert v.lease_age(T0 + 120) == pytest.approx(120.0)  # the write is not a renewal
+    assert v.lease_age(T0 + 120) == pytest.approx(120.0, abs=1e-6)  # the write is not a renewal
     if held:
         assert [c.kind for c in v.causes] == [CauseKind.LEASE_REWRITTEN, CauseKind.CONTROLLER_SKIPS]
         assert "no eviction" in v.causes[1].text
@@ -164,7 +164,7 @@ def test_eviction_countdown_and_evicted_at_deadline():
     s = fleet(("nodes", n), ("leases", lease("a", T0 - 150)), *UP_ELSEWHERE)
     v = s.evaluate(T0).node("a")
     assert v.state is NodeState.EVICTING
-    assert v.eviction_in(T0) == pytest.approx(200.0)
+    assert v.eviction_in(T0) == pytest.approx(200.0, abs=1e-6)
     assert state_of(s, "a", added + 300 - 0.001) is NodeState.EVICTING
     assert state_of(s, "a", added + 300) is NodeState.EVICTED
     custom = fleet(("nodes", n), *UP_ELSEWHERE, settings=Settings().override(toleration_seconds=60.0))
@@ -301,9 +301,9 @@ def test_statefulset_pods_at_risk_and_per_pod_countdowns():
     pods = {p.name: p for p in s.pods_on("a", T0)}
     assert pods["db-0"].statefulset_risk and pods["db-0"].terminating
     assert not pods["web-1"].statefulset_risk
-    assert pods["web-1"].eviction_at == pytest.approx(added + 300)
+    assert pods["web-1"].eviction_at == pytest.approx(added + 300, abs=1e-6)
     assert pods["agent-x"].eviction_at is None
-    assert pods["fast"].eviction_at == pytest.approx(added + 30)
+    assert pods["fast"].eviction_at == pytest.approx(added + 30, abs=1e-6)
     assert not s.pods_on("b", T0)[0].statefulset_risk
     assert s.evaluate(T0).statefulset_at_risk == 1
 
@@ -406,19 +406,19 @@ def test_not_ready_taint_swap_keeps_deadline_from_earliest():
     n = node("a", "Unknown", taints=[taint(TAINT_NOT_READY, "NoExecute", T0 - 200),
                                      taint(TAINT_UNREACHABLE, "NoExecute", T0 - 10)])
     v = fleet(("nodes", n), *UP_ELSEWHERE).evaluate(T0).node("a")
-    assert v.eviction_at == pytest.approx(T0 + 100)
+    assert v.eviction_at == pytest.approx(T0 + 100, abs=1e-6)
 
 
 def test_listed_lease_from_a_node_clock_ahead_is_never_in_the_future():
     s = fleet(("nodes", node("a")), ("leases", lease("a", T0 + 30)), received=T0)  # node clock 30s ahead
-    assert s.evaluate(T0 + 1).node("a").lease_age(T0 + 1) == pytest.approx(1.0)
+    assert s.evaluate(T0 + 1).node("a").lease_age(T0 + 1) == pytest.approx(1.0, abs=1e-6)
 
 
 def test_a_listed_lease_teaches_no_skew_but_a_watched_renewal_does():
     s = fleet(("nodes", node("a")), ("leases", lease("a", T0 - 170)), received=T0)
     assert s.leases["a"].skew is None
     s.apply("leases", "MODIFIED", lease("a", T0 - 160), received_at=T0 + 10.5)  # node clock 170.5s behind
-    assert s.leases["a"].skew == pytest.approx(170.5)
+    assert s.leases["a"].skew == pytest.approx(170.5, abs=1e-6)
 
 
 def test_node_details_is_one_copy_of_everything_about_the_node():
@@ -435,10 +435,10 @@ def test_node_details_is_one_copy_of_everything_about_the_node():
     assert [p.name for p in d.pods] == ["web-0", "web-1"]
     assert [e.reason for e in d.events] == ["Rebooted", "NodeReady"]
     assert any("last lease renewal seen" in what for _, what in d.timeline)
-    assert d.lease is not None and d.lease.renew_time == pytest.approx(T0 - 5) and d.lease.renewals == 1
+    assert d.lease is not None and d.lease.renew_time == pytest.approx(T0 - 5, abs=1e-6) and d.lease.renewals == 1
     # the copy does not move when the state takes the next renewal
     s.apply("leases", "MODIFIED", lease("a", T0 + 5), T0 + 5)
-    assert d.lease.renew_time == pytest.approx(T0 - 5) and d.lease.renewals == 1
+    assert d.lease.renew_time == pytest.approx(T0 - 5, abs=1e-6) and d.lease.renewals == 1
     assert s.node_details("a", T0 + 5).lease.renewals == 2
     gone = s.node_details("nope", T0)
     assert (gone.view, gone.record, gone.lease, gone.cert, gone.pods) == (None, None, None, None, [])
@@ -483,10 +483,10 @@ def test_a_rewritten_eviction_taint_does_not_restart_the_countdown(second_key):
     first = T0 - 100
     s = fleet(("nodes", node("a", "Unknown", taints=[taint(TAINT_UNREACHABLE, added=first)])),
               ("leases", lease("a", T0 - 150)), ("pods", pod("web-1", "a")), *UP_ELSEWHERE)
-    assert s.pods_on("a", T0)[0].eviction_at == pytest.approx(first + 300)
+    assert s.pods_on("a", T0)[0].eviction_at == pytest.approx(first + 300, abs=1e-6)
     s.apply("nodes", "MODIFIED", node("a", "Unknown", taints=[taint(second_key, added=T0 - 10)]), T0)
-    assert s.pods_on("a", T0)[0].eviction_at == pytest.approx(first + 300)
-    assert s.evaluate(T0).node("a").eviction_at == pytest.approx(first + 300)
+    assert s.pods_on("a", T0)[0].eviction_at == pytest.approx(first + 300, abs=1e-6)
+    assert s.evaluate(T0).node("a").eviction_at == pytest.approx(first + 300, abs=1e-6)
 
 
 def test_an_eviction_taint_that_went_away_starts_a_new_countdown():
@@ -494,7 +494,7 @@ def test_an_eviction_taint_that_went_away_starts_a_new_countdown():
               ("leases", lease("a", T0 - 150)), ("pods", pod("web-1", "a")))
     s.apply("nodes", "MODIFIED", node("a", "True"), T0 - 50)
     s.apply("nodes", "MODIFIED", node("a", "Unknown", taints=[taint(TAINT_UNREACHABLE, added=T0 - 10)]), T0)
-    assert s.pods_on("a", T0)[0].eviction_at == pytest.approx(T0 - 10 + 300)
+    assert s.pods_on("a", T0)[0].eviction_at == pytest.approx(T0 - 10 + 300, abs=1e-6)
 
 
 def test_evaluating_an_earlier_instant_judges_every_node_again():
@@ -517,8 +517,8 @@ def test_a_listed_lease_of_a_node_clock_behind_is_timed_by_the_servers_write():
     # renewTime on a clock 95 s behind; the API server wrote the renewal 5 s before the list arrived
     s = _listed(lease("a", T0 - 100, written=T0 - 5), "v1.30.4")
     v = s.evaluate(T0).node("a")
-    assert v.lease_age(T0) == pytest.approx(5.0) and v.state is NodeState.READY
-    assert s.leases["a"].age_from == "server" and s.leases["a"].skew == pytest.approx(95.0)
+    assert v.lease_age(T0) == pytest.approx(5.0, abs=1e-6) and v.state is NodeState.READY
+    assert s.leases["a"].age_from == "server" and s.leases["a"].skew == pytest.approx(95.0, abs=1e-6)
     # without the write time it is what renewTime says: overdue
     plain = _listed(lease("a", T0 - 100), "v1.30.4")
     assert plain.evaluate(T0).node("a").state is NodeState.OVERDUE and plain.leases["a"].age_from == "renewTime"
@@ -530,22 +530,22 @@ def test_a_listed_lease_of_a_node_clock_ahead_is_not_fresh_where_the_write_time_
     assert s.evaluate(T0).node("a").state is NodeState.OVERDUE and s.leases["a"].age_from == "server"
     # before v1.25 the write time does not follow renewals: it cannot say the renewal is old
     old = _listed(lease("a", T0 - 50 + 60, written=T0 - 50), "v1.20.2")
-    assert old.evaluate(T0).node("a").lease_age(T0) == pytest.approx(0.0) and old.leases["a"].age_from == "renewTime"
+    assert old.evaluate(T0).node("a").lease_age(T0) == pytest.approx(0.0, abs=1e-6) and old.leases["a"].age_from == "renewTime"
 
 
 def test_before_v1_25_the_write_time_is_only_an_upper_bound_of_the_age():
     # v1.20 stamps the kubelet's entry when its fields change (the Lease's creation), not per renewal
     s = _listed(lease("a", T0 - 100, written=T0 - 30), "v1.20.2")
-    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(30.0)
+    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(30.0, abs=1e-6)
     assert s.leases["a"].age_from == "server-bound" and s.leases["a"].skew is None
     # a write time older than what renewTime says is no use there: renewTime as before
     s = _listed(lease("a", T0 - 8, written=T0 - 3600), "v1.20.2")
-    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(8.0) and s.leases["a"].age_from == "renewTime"
+    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(8.0, abs=1e-6) and s.leases["a"].age_from == "renewTime"
 
 
 def test_when_the_clocks_agree_to_the_second_renew_time_is_the_finer_time():
     s = _listed(lease("a", T0 - 7.6, written=T0 - 8), "v1.30.4")
-    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(7.6)
+    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(7.6, abs=1e-6)
     assert s.leases["a"].age_from == "server" and s.leases["a"].skew == 0.0
 
 
@@ -553,7 +553,7 @@ def test_when_the_clocks_agree_to_the_second_renew_time_is_the_finer_time():
                                                 ("python-requests", "Update")])
 def test_only_the_kubelets_updates_time_a_renewal(manager, operation):
     s = _listed(lease("a", T0 - 100, written=T0 - 5, manager=manager, operation=operation), "v1.30.4")
-    assert s.leases["a"].age_from == "renewTime" and s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(100.0)
+    assert s.leases["a"].age_from == "renewTime" and s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(100.0, abs=1e-6)
     # a kubelet reporting under its node's name (the holder) counts
     held = _listed(lease("a", T0 - 100, written=T0 - 5, manager="a"), "v1.30.4")
     assert held.leases["a"].age_from == "server"
@@ -564,12 +564,12 @@ def test_a_hollow_kubelets_updates_are_the_kubelets(manager):
     """kubemark's hollow node runs the real kubelet's code; its writes carry its own manager name
     (v1.20: the binary's, ``kubemark``; current releases: ``hollow-kubelet``), seen on the testbed."""
     s = _listed(lease("a", T0 - 100, written=T0 - 5, manager=manager), "v1.30.4")
-    assert s.leases["a"].age_from == "server" and s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(5.0)
+    assert s.leases["a"].age_from == "server" and s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(5.0, abs=1e-6)
 
 
 def test_a_write_time_after_the_receipt_is_clamped_to_it():
     s = _listed(lease("a", T0 - 100, written=T0 + 30), "v1.30.4")  # the server's clock ahead of ours
-    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(0.0)
+    assert s.evaluate(T0).node("a").lease_age(T0) == pytest.approx(0.0, abs=1e-6)
 
 
 def test_a_relisted_write_time_not_after_the_renewal_already_seen_is_not_that_renewal():
@@ -577,15 +577,15 @@ def test_a_relisted_write_time_not_after_the_renewal_already_seen_is_not_that_re
     s.apply("leases", "MODIFIED", lease("a", T0 - 90), received_at=T0 + 10)  # seen on the watch at T0+10
     s.apply("leases", "ADDED", lease("a", T0 - 80, written=T0 + 5), received_at=T0 + 30, listing=True)
     track = s.leases["a"]
-    assert track.age_from == "renewTime" and track.observed_at == pytest.approx(T0 - 80)
+    assert track.age_from == "renewTime" and track.observed_at == pytest.approx(T0 - 80, abs=1e-6)
     s.apply("leases", "ADDED", lease("a", T0 - 70, written=T0 + 38), received_at=T0 + 40, listing=True)
-    assert s.leases["a"].age_from == "server" and s.leases["a"].observed_at == pytest.approx(T0 + 38)
+    assert s.leases["a"].age_from == "server" and s.leases["a"].observed_at == pytest.approx(T0 + 38, abs=1e-6)
 
 
 def test_a_watched_renewal_is_timed_by_its_receipt_whatever_the_write_time():
     s = _listed(lease("a", T0 - 100, written=T0 - 5), "v1.30.4")
     s.apply("leases", "MODIFIED", lease("a", T0 - 90, written=T0 + 1), received_at=T0 + 10)
-    assert s.leases["a"].age_from == "receipt" and s.leases["a"].observed_at == pytest.approx(T0 + 10)
+    assert s.leases["a"].age_from == "receipt" and s.leases["a"].observed_at == pytest.approx(T0 + 10, abs=1e-6)
 
 
 def test_the_typed_decoder_and_the_dict_reader_agree_on_the_write_time():
@@ -600,7 +600,7 @@ def test_the_typed_decoder_and_the_dict_reader_agree_on_the_write_time():
                                              "time": "2027-01-15T08:30:00Z"})
     typed = DECODERS["leases"].decode_object(json.dumps(obj).encode())
     assert typed == lease_from_dict(obj)
-    assert typed.written_at == pytest.approx(T0 - 5)
+    assert typed.written_at == pytest.approx(T0 - 5, abs=1e-6)
 
 
 def test_a_node_whose_kubelet_never_posted_status_is_judged_by_its_startup_grace():
@@ -635,7 +635,7 @@ def test_a_published_snapshot_never_changes_after_renewals_and_the_next_tick():
     assert (a0.lease_observed_at, a0.skew, a0.next_change, a0.lease_duration) == held
     second = s.evaluate(T0 + 5)
     a1 = second.node("a")
-    assert a1 is not a0 and a1.lease_observed_at == T0 + 4.5 and a1.skew == pytest.approx(0.5)
+    assert a1 is not a0 and a1.lease_observed_at == T0 + 4.5 and a1.skew == pytest.approx(0.5, abs=1e-6)
     assert first.node("a") is a0 and (a0.lease_observed_at, a0.skew, a0.next_change, a0.lease_duration) == held
     assert second.node("b") is first.node("b")  # unchanged views are shared, not copied
     assert s.published() is second and second.seq == first.seq + 1 and second.at == T0 + 5

@@ -75,7 +75,7 @@ def test_the_node_row_counts_with_the_pods_toleration():
     assert state_of(s, "a", ADDED + 60 - 0.001) is NodeState.EVICTING
     assert state_of(s, "a", ADDED + 60) is NodeState.EVICTED
     view = s.evaluate(ADDED + 30)
-    assert view.node("a").eviction_in(ADDED + 30) == pytest.approx(30.0)
+    assert view.node("a").eviction_in(ADDED + 30) == pytest.approx(30.0, abs=1e-6)
     assert "toleration 60s (pods)" in view.settings.summary()
     # the user's --toleration wins over what the pods show
     flagged = fleet(("nodes", unreachable_node()), *UP_ELSEWHERE, *pods,
@@ -86,7 +86,7 @@ def test_the_node_row_counts_with_the_pods_toleration():
 
 def test_the_learned_toleration_follows_the_pods_and_judges_the_nodes_again():
     s = fleet(("nodes", unreachable_node()), *UP_ELSEWHERE)
-    assert s.evaluate(ADDED + 100).node("a").eviction_in(ADDED + 100) == pytest.approx(200.0)
+    assert s.evaluate(ADDED + 100).node("a").eviction_in(ADDED + 100) == pytest.approx(200.0, abs=1e-6)
     s.apply("pods", "ADDED", pod("p", "a", tolerations=defaults(60)), ADDED + 100)
     assert state_of(s, "a", ADDED + 100) is NodeState.EVICTED  # the cached view was judged again
     s.apply("pods", "ADDED", pod("q", "a"), ADDED + 101)

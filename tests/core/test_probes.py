@@ -57,7 +57,7 @@ def kubelet_tls(tmp_path):
 
 
 def test_tls_probe_reads_the_serving_certificate(kubelet_tls):
-    assert kubelet_serving_not_after("127.0.0.1", kubelet_tls) == pytest.approx(NOT_AFTER)
+    assert kubelet_serving_not_after("127.0.0.1", kubelet_tls) == pytest.approx(NOT_AFTER, abs=1e-6)
 
 
 def test_tls_probe_of_a_closed_port_is_unknown():
@@ -80,4 +80,4 @@ def test_metrics_ttl_line_is_found():
             b"# TYPE kubelet_certificate_manager_client_ttl_seconds gauge\n"
             b"kubelet_certificate_manager_client_ttl_seconds 2.5916e+07\n"
             b"kubelet_certificate_manager_server_ttl_seconds 100\n")
-    assert float(_TTL.search(body).group(1)) == pytest.approx(2.5916e7)
+    assert float(_TTL.search(body).group(1)) == pytest.approx(2.5916e7, abs=1e-6)

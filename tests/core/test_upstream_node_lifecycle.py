@@ -111,7 +111,7 @@ def test_a_node_with_an_hour_old_lease_and_fresh_status_predicts_no_flip():
             ("leases", lease("node0", F)), ("nodes", node("other", zone="z2")), ("leases", lease("other", F + HOUR))]
     v = judged(*objs, now=F + HOUR + 1).node("node0")
     assert v.state is NodeState.LATE
-    assert v.next_change == pytest.approx(F + HOUR + 40.0)
+    assert v.next_change == pytest.approx(F + HOUR + 40.0, abs=1e-6)
     assert [c.kind for c in v.causes][:1] == [CauseKind.LEASE_LATE]
 
 

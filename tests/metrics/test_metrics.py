@@ -63,9 +63,9 @@ def test_a_scrape_says_what_the_state_says(tmp_path):
     ages = _by_node(got["nodewatch_node_lease_age_seconds"])
     for v in view.nodes:
         if v.lease_observed_at is not None:
-            assert ages[v.name] == pytest.approx(now - v.lease_observed_at)
+            assert ages[v.name] == pytest.approx(now - v.lease_observed_at, abs=1e-6)
     assert _by_node(got["nodewatch_node_eviction_timestamp_seconds"]) == {
-        v.name: pytest.approx(v.eviction_at) for v in view.nodes if v.eviction_at is not None}
+        v.name: pytest.approx(v.eviction_at, abs=1e-6) for v in view.nodes if v.eviction_at is not None}
     counts = {labels["state"]: v for labels, v in got["nodewatch_nodes"]}
     assert counts == {s.word: float(n) for s, n in view.counts.items()}
     risky = [v.name for v in view.nodes if v.state in AT_RISK_STATES]
@@ -75,7 +75,7 @@ def test_a_scrape_says_what_the_state_says(tmp_path):
     assert any(c for c in expected.values()), "the incident puts StatefulSet pods at risk"
     zones = {(l["zone"], l["state"]) for l, v in got["nodewatch_zone_state"] if v == 1.0}
     assert zones == {(z.name, z.state.value) for z in view.zones}
-    assert got["nodewatch_clock_timestamp_seconds"][0][1] == pytest.approx(now)
+    assert got["nodewatch_clock_timestamp_seconds"][0][1] == pytest.approx(now, abs=1e-6)
     assert got["nodewatch_build_info"][0][0]["version"]
     # the toleration evictions are counted with: what the demo's pods carry (its admission default)
     assert view.settings.origin("toleration_seconds") == "pods"

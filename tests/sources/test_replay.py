@@ -211,22 +211,22 @@ def test_playback_in_virtual_time_and_controls(recording, open_replay):
     assert not r.playing
     src.start()
     wait_until(lambda: r.position() >= r.end and r.applied == r.events)  # the player thread, at x2000
-    assert r.position() == pytest.approx(r.end)
+    assert r.position() == pytest.approx(r.end, abs=1e-6)
     assert not r.playing  # paused at the end: virtual time does not run past the recording
     assert states(src.state.evaluate(r.end)) == brute_force(recording, r.end)
     r.seek(T0 + 100)
     r.step(5)
-    assert r.position() == pytest.approx(T0 + 105)
+    assert r.position() == pytest.approx(T0 + 105, abs=1e-6)
     assert not r.playing
     r.step(-50)
-    assert r.position() == pytest.approx(T0 + 55)
+    assert r.position() == pytest.approx(T0 + 55, abs=1e-6)
     r.set_speed(3.0)
     assert r.speed == 3.0
 
 
 def test_start_at(recording, open_replay):
     src = open_replay(recording, start_at="+400")
-    assert src.replay.position() == pytest.approx(T0 + 400)
+    assert src.replay.position() == pytest.approx(T0 + 400, abs=1e-6)
     assert states(src.state.evaluate(T0 + 400))["node-0003"] is NodeState.EVICTING
     with pytest.raises(RecordingError):
         ReplaySource(recording, start_at="yesterday")
