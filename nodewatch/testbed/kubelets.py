@@ -208,8 +208,10 @@ class TestbedFleet:
         return pod
 
     def add_pod(self, node_name: str, name: str, *, namespace: str = "default",
-                toleration_seconds: float | None = None, grace_seconds: int = 30) -> SimPod:
-        """A bare pod with its own unreachable/not-ready tolerations (None: the admission defaults).
+                toleration_seconds: float | None = None, grace_seconds: int = 30,
+                tolerations: list[dict] | None = None) -> SimPod:
+        """A bare pod with its own unreachable/not-ready tolerations (None: the admission defaults),
+        and ``tolerations`` besides.
 
         For the agreement tests: a pod whose eviction time the test chooses. Call before ``setup``
         or after it (then it is created at once).
@@ -217,6 +219,7 @@ class TestbedFleet:
         tol = [] if toleration_seconds is None else [
             {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": int(toleration_seconds)}
             for key in rules.EVICTION_TAINTS]
+        tol += tolerations or []
         wl = Workload("Pod", namespace, name, "", "registry.k8s.io/pause:3.2", 1, tol, self.start,
                       grace_seconds=grace_seconds)
         node = self.nodes[node_name]
