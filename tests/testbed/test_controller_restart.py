@@ -11,11 +11,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from campaign import GRACE, LATENCY, MONITOR, SAMPLE, TRUNC, parse_time, ready_condition, zone_of_its_own
+from campaign import GRACE, LATENCY, MONITOR, SAMPLE, TRUNC, parse_time, ready_condition, watching, zone_of_its_own
 
 from nodewatch.core.rules import NodeState
-from nodewatch.core.settings import Settings
-from nodewatch.sources.live import LiveSource
 from nodewatch.testbed.controlplane import restart_controller_manager
 from nodewatch.testbed.kubelets import start_fleet
 from support.simserver import wait_until
@@ -29,12 +27,7 @@ def test_a_restarted_controller_counts_the_grace_from_its_start_and_so_does_node
     with zone_of_its_own(testbed, ("ap-east-1", "ap-east-1d"), 2, seed=71) as (admin, fleet):
         start_fleet(fleet, "steady")
         victim = fleet.node_order[0]
-        settings = Settings().override(grace_seconds=GRACE, monitor_period_seconds=MONITOR)
-        src = LiveSource(settings, kubeconfig=str(testbed.viewer_kubeconfig),
-                         cert_cache_dir=str(testbed.dir / "certs-restart"))
-        src.start()
-        try:
-            assert src.wait_synced(30)
+        with watching(testbed, "certs-restart") as src:
             wait_until(lambda: src.state.snapshot().leases[victim].renewals >= 2, timeout=30, interval=0.5)
             fleet.renew_now(fleet.nodes[victim])
             fleet.stop_kubelet(fleet.nodes[victim])
@@ -61,8 +54,6 @@ def test_a_restarted_controller_counts_the_grace_from_its_start_and_so_does_node
                 (real - registered)
             # nodewatch said nothing down before the grace counted from the registration ran out
             assert said_down and said_down[0] >= registered + GRACE - SAMPLE, (said_down[0] - registered)
-        finally:
-            src.stop()
 
 
 def test_a_restart_times_a_pods_eviction_anew_and_so_does_nodewatch(testbed):
@@ -77,11 +68,7 @@ def test_a_restart_times_a_pods_eviction_anew_and_so_does_nodewatch(testbed):
         victim = fleet.node_order[0]
         fleet.add_pod(victim, "restart-0", namespace="restart", tolerations=[drain])
         start_fleet(fleet, "steady")
-        src = LiveSource(Settings().override(grace_seconds=GRACE, monitor_period_seconds=MONITOR),
-                         kubeconfig=str(testbed.viewer_kubeconfig), cert_cache_dir=str(testbed.dir / "certs-restart-evict"))
-        src.start()
-        try:
-            assert src.wait_synced(30)
+        with watching(testbed, "certs-restart-evict") as src:
             src.focus_node(victim)  # its pods watched
 
             def pod_eviction() -> float | None:
@@ -111,5 +98,3 @@ def test_a_restart_times_a_pods_eviction_anew_and_so_does_nodewatch(testbed):
             real = wait_until(deleted, timeout=60, interval=SAMPLE)
             assert real > added + 30 + LATENCY + TRUNC, (real - added)  # not by the taint's time
             assert registered - TRUNC - LATENCY <= real - 30 <= registered + LATENCY, (real - registered)
-        finally:
-            src.stop()
