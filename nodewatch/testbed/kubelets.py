@@ -138,8 +138,11 @@ class TestbedFleet:
 
     def __init__(self, client: Client, nodes: int = 0, *, layout: list[tuple[str, str]] | None = None,
                  seed: int = 1, pods_per_node: int = 4, version: str = KUBERNETES_VERSION,
-                 progress: Progress = _quiet) -> None:
+                 progress: Progress = _quiet, testbed: Any = None) -> None:
         layout = list(layout) if layout is not None else default_layout(nodes)
+        self.testbed = testbed
+        """The running ``controlplane.Testbed`` (or None): its processes, for scenario steps that
+        restart one."""
         if not layout:
             raise ValueError("a fleet needs at least one node")
         self.client = client
@@ -548,6 +551,16 @@ class TestbedFleet:
     def rotate_cert(self, node: SimNode) -> None:
         self.progress(f"{node.name}: client certificate rotation is not simulated on the testbed")
 
+    def restart_controller_manager(self) -> None:
+        """The real one, when the fleet knows its testbed (``testbed``: the kubelets' driver's)."""
+        if self.testbed is None:
+            self.progress("kube-controller-manager: not restarted (this fleet does not know its testbed)")
+            return
+        from .controlplane import restart_controller_manager
+
+        restart_controller_manager(self.testbed)
+        self.progress("kube-controller-manager restarted")
+
     def add_node(self, zone_index: int | None = None) -> None:
         self.progress("joining nodes are not simulated on the testbed")
 
@@ -637,7 +650,7 @@ def main(argv: list[str] | None = None) -> int:
 
     tb = Testbed.load(args.dir.resolve())
     fleet = TestbedFleet(tb.admin(), args.nodes, seed=args.seed, pods_per_node=args.pods_per_node,
-                         version=tb.version, progress=log)
+                         version=tb.version, progress=log, testbed=tb)
     signals = StopSignals((signal.SIGTERM, signal.SIGINT)).install()  # for the life of the process
     steps = start_fleet(fleet, args.scenario, args.speed)
     for t, step in steps:
