@@ -383,7 +383,7 @@ class ViewerState:
         d = got[1]  # (named as the hub's state names it: the node's name, and its cluster)
         return NodeDetails(name=d.name, now=now, view=view, record=d.record, lease=d.lease, cert=d.cert,
                            pods=d.pods[:max_pods], events=d.events[:max_events], timeline=d.timeline,
-                           cluster=d.cluster)
+                           cluster=d.cluster, server_version=d.server_version)
 
     def details_watched(self, name: str) -> bool | None:
         """Does the hub watch the pods and events of ``name`` (its cap on scoped watches)? None: unknown."""

@@ -79,6 +79,9 @@ async def test_drill_down_and_search_through_the_hub(tmp_path):
             await pilot.pause()
             wait_until(lambda: v.state.node_details("worker-b-0", v.clock.now()).record is not None)
             assert src.focused[-1] == "worker-b-0"  # the hub asked its source
+            # the release comes along: the drill-down's advice is the cluster's (``core/fencing``)
+            assert v.state.node_details("worker-b-0", v.clock.now()).server_version == src.state.settings.server_version
+            assert src.state.settings.server_version == "v1.33.2"
             app.tick()
             await pilot.pause()
             assert isinstance(app.screen, DrillDown)
