@@ -52,8 +52,11 @@ def test_a_restarted_controller_counts_the_grace_from_its_start_and_so_does_node
             # the real flip: the first pass after the grace counted from the new process's first pass
             assert registered + GRACE - TRUNC - LATENCY <= real <= registered + GRACE + MONITOR + LATENCY, \
                 (real - registered)
-            # nodewatch said nothing down before the grace counted from the registration ran out
-            assert said_down and said_down[0] >= registered + GRACE - SAMPLE, (said_down[0] - registered)
+            # nodewatch said nothing down before the grace counted from the registration ran out, give
+            # or take the event's delivery (the controller's count starts at its pass, a moment
+            # before the event arrives; the flip it then writes is what nodewatch shows); counted
+            # from the last renewal it would have said so at least 12 s sooner
+            assert said_down and said_down[0] >= registered + GRACE - LATENCY - SAMPLE, (said_down[0] - registered)
 
 
 def test_a_restart_times_a_pods_eviction_anew_and_so_does_nodewatch(testbed):
