@@ -84,20 +84,6 @@ def zone_of_its_own(tb, zone: tuple[str, str], nodes: int, seed: int) -> Iterato
         admin.close()
 
 
-@contextmanager
-def watching(tb, folder: str, **settings: float) -> Iterator[LiveSource]:
-    """nodewatch's live source on the testbed (through ``viewer.kubeconfig``), judged with the tier's
-    controller flags (grace, monitor period; ``settings`` overrides more), listed, stopped after."""
-    judged = Settings().override(grace_seconds=GRACE, monitor_period_seconds=MONITOR, **settings)
-    src = LiveSource(judged, kubeconfig=str(tb.viewer_kubeconfig), cert_cache_dir=str(tb.dir / folder))
-    src.start()
-    try:
-        assert src.wait_synced(30)
-        yield src
-    finally:
-        src.stop()
-
-
 def parse_time(s: str | None) -> float | None:
     if not s:
         return None
