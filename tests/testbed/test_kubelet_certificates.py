@@ -11,31 +11,17 @@ year. The node is the issued certificate's subject.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import pytest
+from campaign import watching
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from nodewatch.core.certs import certificate_facts
-from nodewatch.core.settings import Settings
 from nodewatch.sources.live import LiveSource
 from nodewatch.testbed.api import Client
 from nodewatch.testbed.tls_bootstrap import allow_bootstrap, request_client_cert, write_identity
 from support.simserver import wait_until
 
 pytestmark = [pytest.mark.testbed, pytest.mark.timeout(300)]
-
-
-@contextmanager
-def _watching(testbed) -> Iterator[LiveSource]:
-    src = LiveSource(Settings(), kubeconfig=str(testbed.viewer_kubeconfig), cert_cache_dir=str(testbed.dir / "certs"))
-    src.start()
-    try:
-        assert src.wait_synced(30)
-        yield src
-    finally:
-        src.stop()
 
 
 def _learned(src: LiveSource, node: str) -> float | None:
@@ -48,7 +34,7 @@ def test_a_bootstrapped_kubelets_certificate_and_its_rotation_are_the_nodes(test
     token = allow_bootstrap(admin)
     node = "tls-bootstrap-0"
     ca = str(testbed.pki.ca_cert)
-    with _watching(testbed) as src:
+    with watching(testbed, "certs") as src:
         first_key = ec.generate_private_key(ec.SECP256R1())
         boot = request_client_cert(Client(testbed.server, token, ca), node, first_key)
         # the real API server's and controllers' objects: asked for by the token, issued to the node

@@ -10,11 +10,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from campaign import GRACE, MONITOR, ready_condition, zone_of_its_own
+from campaign import GRACE, MONITOR, ready_condition, watching, zone_of_its_own
 
 from nodewatch.core.fencing import OUT_OF_SERVICE_TAINT, out_of_service_deletes_pods
-from nodewatch.core.settings import Settings
-from nodewatch.sources.live import LiveSource
 from nodewatch.testbed.api import ApiStatus
 from nodewatch.testbed.kubelets import start_fleet
 from support.simserver import wait_until
@@ -58,12 +56,6 @@ def test_the_out_of_service_taint_frees_a_fenced_nodes_pods_only_where_nodewatch
             time.sleep(1.0)
         assert deleted == out_of_service_deletes_pods(testbed.version), (testbed.version, deleted)
 
-        src = LiveSource(Settings(), kubeconfig=str(testbed.viewer_kubeconfig),
-                         cert_cache_dir=str(testbed.dir / "certs-fencing"))
-        src.start()
-        try:
-            assert src.wait_synced(30)
+        with watching(testbed, "certs-fencing") as src:
             # the advice a drill-down gives is the one of the release the API server says it is
             assert src.state.node_details(node, time.time()).server_version == testbed.version
-        finally:
-            src.stop()

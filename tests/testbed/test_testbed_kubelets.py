@@ -23,15 +23,14 @@ deleted afterwards (``campaign.zone_of_its_own``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import pytest
-from campaign import GRACE, LATENCY, MONITOR, SAMPLE, ready_condition, zone_of_its_own
+from campaign import GRACE, LATENCY, MONITOR, SAMPLE, ready_condition, watching, zone_of_its_own
 
 from nodewatch.core.causes import CauseKind
 from nodewatch.core.rules import NodeState
-from nodewatch.core.settings import Settings, lease_circuit_breaker
+from nodewatch.core.settings import lease_circuit_breaker
 from nodewatch.core.timeutil import parse_time
 from nodewatch.core.views import NodeView
 from nodewatch.sim.kubelet import RENEW_INTERVAL
@@ -45,19 +44,6 @@ pytestmark = [pytest.mark.testbed, pytest.mark.timeout(300)]
 
 def _ready(admin, name: str) -> str:
     return ready_condition(admin.get(f"/api/v1/nodes/{name}"))["status"]
-
-
-@contextmanager
-def _watching(testbed, folder: str) -> Iterator[LiveSource]:
-    """nodewatch's live source on the testbed, judged with the tier's controller flags."""
-    settings = Settings().override(grace_seconds=GRACE, monitor_period_seconds=MONITOR)
-    src = LiveSource(settings, kubeconfig=str(testbed.viewer_kubeconfig), cert_cache_dir=str(testbed.dir / folder))
-    src.start()
-    try:
-        assert src.wait_synced(30)
-        yield src
-    finally:
-        src.stop()
 
 
 def _view(src: LiveSource, name: str) -> Callable[[], NodeView]:
@@ -122,7 +108,7 @@ def test_a_kubelet_clock_stepped_back_is_unheard_by_the_controller_and_by_nodewa
     with zone_of_its_own(testbed, ("ap-east-1", "ap-east-1b"), 2, seed=53) as (admin, fleet):
         start_fleet(fleet, "steady")
         victim = fleet.node_order[0]
-        with _watching(testbed, "certcache-clock") as src:
+        with watching(testbed, "certcache-clock") as src:
             view = _view(src, victim)
             down: list[float] = []  # when nodewatch first said Overdue or worse, sampled as the test waits
 
@@ -170,7 +156,7 @@ def test_a_dead_kubelets_lease_written_by_another_is_judged_as_the_controller_do
     with zone_of_its_own(testbed, ("ap-east-1", "ap-east-1c"), 2, seed=54) as (admin, fleet):
         start_fleet(fleet, "steady")
         victim = fleet.node_order[0]
-        with _watching(testbed, "certcache-annotated") as src:
+        with watching(testbed, "certcache-annotated") as src:
             _renewed_on_the_watch(src, victim, 1)
             fleet.renew_now(fleet.nodes[victim])
             fleet.stop_kubelet(fleet.nodes[victim])
