@@ -32,11 +32,12 @@ def out_of_service_deletes_pods(version: str | None) -> bool | None:
 
 def fencing_advice(version: str | None) -> str:
     """One sentence: what not to do, and what frees the pods after fencing on this release."""
-    mm = parse_minor(version)  # the release as parsed: the version string is the cluster's, untrusted
-    if mm is None:
+    deletes = out_of_service_deletes_pods(version)
+    mm = parse_minor(version)  # the release as parsed, for the words: the version string is the cluster's, untrusted
+    if deletes is None or mm is None:
         after = (f"after fencing, add the taint {TAINT_TO_ADD} to the node (from Kubernetes 1.26 PodGC then "
                  f"deletes its terminating pods), or {_FORCE}")
-    elif mm >= OUT_OF_SERVICE_DELETES_SINCE:
+    elif deletes:
         after = (f"after fencing, add the taint {TAINT_TO_ADD} to the node: PodGC then deletes its terminating "
                  "pods and their volumes are detached")
     else:
