@@ -1,4 +1,4 @@
-"""Recording format "columnar" (nwcol v1): the same recording lines as JSON Lines v1, a tenth of the disk.
+"""Recording format "columnar" (nwcol v2): the same recording lines as JSON Lines v1, a tenth of the disk.
 
 Why: at 65,000 nodes the kubelets renew 6,500 Leases a second. As gzip JSON Lines each renewal costs
 ~82 bytes (gzip's 32 KB window never reaches the same Lease's previous renewal, ~40 MB back), so the
@@ -9,8 +9,9 @@ receive time`` as a delta from the same Lease's last, the ``resourceVersion`` as
 column by column (each integer column byte-planed, so the always-zero high bytes cost nothing) and
 compressed with zstd. Every other line (Nodes, Pods, Events, CSRs, health, certificates, settings,
 listed or changed Leases) is kept as the recording line itself, its object as a field-level patch of
-the same object's previous version in the file when there is one (a Node status report changes its
-heartbeat times and little else).
+the same object's previous version in the file when there is one; a Node status report, which
+changes its heartbeat times, resourceVersion and managedFields time and nothing else, as the new
+values of those strings alone (``splice``, version 2).
 
 Lossless by construction: what a reader gets back is the JSON Lines v1 recording, line for line
 (the same values of the same JSON types, in the same order, with the same key order; byte for byte
@@ -83,6 +84,12 @@ _U32 = struct.Struct("<I")
 _ROW_LEASE = 0
 _ROW_LINE = 1
 _ROW_PATCHED = 2
+_ROW_SPLICED = 3
+_HOLES = re.compile(rb'("(?:lastHeartbeatTime|resourceVersion|time)":")([^"\\]*)(?=")')
+"""The string values a status report changes (a Node's condition heartbeats, every object's
+resourceVersion, a managedFields entry's time) in an object's JSON: ``split`` gives the constant
+text, the key, the value, the constant text... (nothing of the JSON dropped: joined, the same bytes).
+A value holds no quote and no backslash, so it cannot reach outside its string."""
 
 
 def is_columnar(head: bytes) -> bool:
@@ -499,6 +506,39 @@ def patch(a: Any, p: Any) -> Any:
     raise ValueError(f"unknown patch {op!r}")
 
 
+def spliced_values(before: Any, after: bytes) -> list[str | None] | None:
+    """The values that turn JSON ``before`` into ``after`` when only ``_HOLES`` values differ
+    (a status report): each hole's new value, None where it is the same; None when anything else
+    differs (the object is then a patch). Joining ``before``'s split with these values is ``after``,
+    byte for byte (``splice``), because every other piece of the two splits is equal."""
+    a = _HOLES.split(before)
+    b = _HOLES.split(after)
+    if len(a) != len(b) or len(a) == 1 or a[0::3] != b[0::3] or a[1::3] != b[1::3]:
+        return None
+    try:
+        return [None if va == vb else vb.decode() for va, vb in zip(a[2::3], b[2::3])]
+    except UnicodeDecodeError:  # (orjson writes UTF-8: not met)
+        return None
+
+
+def splice(before: Any, values: Any) -> bytes:
+    """``after`` from ``before`` and ``spliced_values(before, after)``. ValueError: they do not fit."""
+    parts = _HOLES.split(before)
+    _fill(parts, values)
+    return b"".join(parts)
+
+
+def _fill(parts: list, values: Any) -> None:
+    """``parts`` (a JSON text's ``_HOLES.split``) with the hole values of a spliced row put in."""
+    if type(values) is not list or len(parts) != 3 * len(values) + 1:
+        raise ValueError("a spliced row that does not fit its object's previous version")
+    for i, v in enumerate(values):
+        if v is not None:
+            if type(v) is not str or '"' in v or "\\" in v:
+                raise ValueError("a spliced value that is not a plain string")
+            parts[3 * i + 2] = v.encode()
+
+
 def _object_key(line: dict) -> tuple | None:
     """Whose previous version a line's object is a patch of (not Leases: their rows are the dictionary's)."""
     resource = line.get("resource")
@@ -606,6 +646,8 @@ class _Codec:
             obj = self.objects.get(key)
             if type(obj) is Raw:  # kept as its JSON (``learn_plain``): decoded for its first patch
                 obj = self.objects[key] = decoded(obj)
+            elif type(obj) is list:  # kept as its split text (``spliced``)
+                obj = self.objects[key] = orjson.loads(b"".join(obj))
             return obj
         data = self.previous_json(key)
         return None if data is None else orjson.loads(data)
@@ -614,6 +656,28 @@ class _Codec:
         """The JSON of the object's last version (the writer's codec: not ``plain``), or None."""
         data = self.objects.get(key)
         return None if data is None else self._z.decompress(data)
+
+    def spliced(self, key: tuple, etype: Any, values: Any) -> bytes:
+        """A spliced row's object JSON (``splice`` of the object's last version), learned
+        (``learn_line``'s way). ValueError: no last version, or the values do not fit it. ``plain``
+        keeps the object as its split text (a list): its next splice is made without the split, as
+        a Node's status reports come one after the other."""
+        obj = self.objects.get(key)
+        if obj is None:
+            raise ValueError("a splice of an object not in the file")
+        if not self.plain:
+            parts = _HOLES.split(self._z.decompress(obj))
+        elif type(obj) is list:
+            parts = list(obj)
+        else:
+            parts = _HOLES.split(memoryview(obj) if type(obj) is Raw else orjson.dumps(obj))
+        _fill(parts, values)
+        data = b"".join(parts)
+        if etype == "DELETED":
+            del self.objects[key]
+        else:
+            self.objects[key] = parts if self.plain else self._z.compress(data)
+        return data
 
 
 # --- writing ----------------------------------------------------------------------------------------
@@ -789,11 +853,21 @@ class ColumnarWriter:
         prev = self._c.objects.get(key) if key is not None else None
         self._start_row(t_us, resid)
         if prev is not None:
-            p = diff(self._c.previous(key), line["object"])
+            assert key is not None
+            before = self._c.previous_json(key)
+            obj = line["object"]
+            if data is None:
+                data = orjson.dumps(obj)
+            values = spliced_values(before, data) if before is not None else None
             payload = dict(payload)
             payload["object"] = None
-            self._kinds.append(_ROW_PATCHED)
-            self._blobs.append([payload, p if p is not _SAME else None, key[2], key[3]])
+            if values is not None:
+                self._kinds.append(_ROW_SPLICED)
+                self._blobs.append([payload, values, key[2], key[3]])
+            else:
+                p = diff(None if before is None else orjson.loads(before), obj)
+                self._kinds.append(_ROW_PATCHED)
+                self._blobs.append([payload, p if p is not _SAME else None, key[2], key[3]])
         else:
             self._kinds.append(_ROW_LINE)
             self._blobs.append(payload)
@@ -1162,6 +1236,12 @@ def _whole_row(kind: int, blob: Any, c: _Codec, t: float, t_us: int) -> tuple[by
         if obj is None:
             raise ValueError("a patch of an object not in the file")
         payload["object"] = obj if p_ is None else patch(obj, p_)
+    elif kind == _ROW_SPLICED:
+        payload, values, ns, nm_ = blob
+        if payload.get("object", 0) is not None:
+            raise ValueError("a spliced row with an object")
+        data = c.spliced((payload.get("cluster"), payload.get("resource"), ns, nm_), payload.get("type"), values)
+        payload["object"] = orjson.Fragment(data)  # (the line's JSON holds it as it is)
     elif kind == _ROW_LINE:
         payload = blob
     else:
@@ -1173,7 +1253,8 @@ def _whole_row(kind: int, blob: Any, c: _Codec, t: float, t_us: int) -> tuple[by
         line = {"t": t}
         line.update(payload)
         tt = t
-    c.learn_line(line, t_us)
+    if kind != _ROW_SPLICED:  # (a splice is learned as it is made)
+        c.learn_line(line, t_us)
     return orjson.dumps(line) + b"\n", tt, line
 
 

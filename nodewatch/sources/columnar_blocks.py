@@ -20,9 +20,13 @@ import zstandard
 
 from .recording_format import RecordingError
 
-VERSION = 1
+VERSION = 2
 MAGIC = b"NWCOL" + bytes([VERSION]) + b"\r\n"
-"""8 bytes: ``NWCOL``, the format version, CR LF (a text-mode copy that mangles line ends is caught)."""
+"""8 bytes: ``NWCOL``, the format version, CR LF (a text-mode copy that mangles line ends is caught).
+What this writer writes; it reads ``READS``."""
+READS = (1, 2)
+"""Versions read: 2 adds a row kind to 1 (a spliced object, ``columnar._ROW_SPLICED``), so a file of
+version 1 is one of version 2 without it."""
 MAGIC_PREFIX = b"NWCOL"
 MAX_BLOCK_BYTES = 256 * 1024 * 1024
 """A longer block length is a corrupt file, not a block (never allocated)."""
@@ -31,14 +35,14 @@ _READ = 1 << 20
 
 
 def check_magic(raw: IO[bytes], name: str) -> None:
-    """Reads the magic; raises RecordingError for a file that is not nwcol of this version."""
+    """Reads the magic; raises RecordingError for a file that is not nwcol of a version read here."""
     head = raw.read(len(MAGIC))
     if not head.startswith(MAGIC_PREFIX):
         raise RecordingError(f"{name}: not a columnar recording")
-    if head != MAGIC:
-        version = head[5] if len(head) > 5 else None
+    version = head[5] if len(head) > 5 else None
+    if version not in READS or head[6:] != MAGIC[6:]:
         raise RecordingError(f"{name}: columnar recording format version {version!r} is not supported "
-                             f"(this nodewatch reads version {VERSION})")
+                             f"(this nodewatch reads versions {', '.join(map(str, READS))})")
 
 
 class BlockReader:

@@ -17,6 +17,7 @@ from nodewatch.core.timeutil import format_time
 from nodewatch.hub.codec import view_to_wire
 from nodewatch.hub.flight_recorder import SegmentedRecorder
 from nodewatch.hub.keyframe_lines import node_to_dict
+from nodewatch.sources import columnar
 from nodewatch.sources.columnar import iter_file_lines as columnar_lines
 from nodewatch.sources.demo import DemoSource
 from nodewatch.sources.recording import RecordingError
@@ -69,12 +70,11 @@ def test_replay_across_segments_is_the_fleet_as_it_was(tmp_path, open_replay):
 
 
 def _patches(path) -> list:
-    """The patches of a columnar segment's patched Node rows (``columnar``'s kind 2), in order."""
+    """(kind, patch or values) of a columnar segment's Node rows written against the Node's previous
+    version (``columnar``'s kinds 2, a patch, and 3, a splice), in order."""
     import struct
 
     import zstandard
-
-    from nodewatch.sources import columnar
 
     with open(path, "rb") as f:
         f.read(len(columnar.MAGIC))
@@ -89,8 +89,8 @@ def _patches(path) -> list:
             continue
         _, kinds, _, _, _, _, blobs = columnar._split(body)
         whole = (orjson.loads(memoryview(b)) for b in blobs)  # (the block's elements, as bytes)
-        out += [b[1] for k, b in ((k, next(whole)) for k in kinds if k)
-                if k == columnar._ROW_PATCHED and b[0].get("resource") == "nodes"]
+        out += [(k, b[1]) for k, b in ((k, next(whole)) for k in kinds if k)
+                if k in (columnar._ROW_PATCHED, columnar._ROW_SPLICED) and b[0].get("resource") == "nodes"]
     return out
 
 
@@ -116,7 +116,12 @@ def test_a_columnar_keyframe_holds_each_node_as_last_written(tmp_path, open_repl
         if not n:
             continue
         patches = _patches(seg.path)
-        assert patches and all(p[0] == "d" and p[1].get("metadata", ["d"])[0] == "d" for p in patches)
+        assert patches and all(p[0] == "d" and p[1].get("metadata", ["d"])[0] == "d"
+                               for k, p in patches if k == columnar._ROW_PATCHED)
+        # a status report (heartbeat times, resourceVersion, the kubelet's managedFields time) is the new values alone
+        assert any(k == columnar._ROW_SPLICED for k, _ in patches)
+        assert all(len(v) <= 12 and all(x is None or len(x) <= 30 for x in v)
+                   for k, v in patches if k == columnar._ROW_SPLICED)
     src = open_replay(tmp_path / "rec")
     assert not src.problems
     for t, want in refs.items():

@@ -7,9 +7,13 @@ from __future__ import annotations
 import io
 import os
 import random
+import re
+import struct
+from collections import Counter
 
 import orjson
 import pytest
+import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,6 +49,20 @@ def _to_columnar(lines: list[bytes]) -> bytes:
 
 def _back(data: bytes, problems: list[str] | None = None) -> list[bytes]:
     return list(columnar.iter_file_lines(io.BytesIO(data), "x.nwcol", [] if problems is None else problems))
+
+
+def _kinds(data: bytes) -> Counter:
+    """How many rows of each kind a file holds."""
+    body = zstandard.ZstdDecompressor().decompressobj().decompress(data[len(columnar.MAGIC):])
+    out: Counter = Counter()
+    pos, first = 0, True
+    while pos < len(body):
+        (n,) = struct.unpack_from("<I", body, pos)
+        if not first:
+            out.update(columnar._split(body[pos + 8:pos + 8 + n])[1])
+        first = False
+        pos += 8 + n
+    return out
 
 
 def _entries(lines: list[bytes]) -> list:
@@ -353,6 +371,53 @@ def test_a_patch_gives_back_exactly_the_new_value(a, b):
     assert orjson.dumps(orjson.loads(orjson.dumps(p if p is not columnar._SAME else 0))) is not None
 
 
+_hole_keys = st.sampled_from(["lastHeartbeatTime", "resourceVersion", "time", "lastTransitionTime", "x", "time\"", ""])
+_values = st.text(max_size=6) | st.sampled_from(['a"b', "a\\b", '\\"', "2026-01-01T00:00:00Z", "", "\u00e9\u4e2d", "\n"])
+_holed = st.recursive(_values | st.integers(-5, 5) | st.none(),
+                      lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_hole_keys | st.text(max_size=3), inner,
+                                                                                  max_size=5),
+                      max_leaves=25)
+
+
+def _rewrite(obj, new):
+    """``obj`` with every string value of a hole key replaced by ``new(old)`` (other values kept)."""
+    if type(obj) is dict:
+        return {k: (new(v) if type(v) is str and k in ("lastHeartbeatTime", "resourceVersion", "time") else _rewrite(v, new))
+                for k, v in obj.items()}
+    if type(obj) is list:
+        return [_rewrite(v, new) for v in obj]
+    return obj
+
+
+@settings(max_examples=400, deadline=None)
+@given(_holed, _holed, _values)
+def test_a_splice_gives_back_exactly_the_new_json_or_is_not_made(a, b, suffix):
+    """Any two JSON documents: a splice is made only when it gives back the second byte for byte; a
+    status report (only heartbeat, resourceVersion and managedFields times changed) is always one."""
+    for before, after in ((a, b), (a, _rewrite(a, lambda v: v + suffix)), (a, _rewrite(a, lambda v: suffix))):
+        ja, jb = orjson.dumps(before), orjson.dumps(after)
+        values = columnar.spliced_values(ja, jb)
+        if values is not None:
+            assert columnar.splice(ja, orjson.loads(orjson.dumps(values))) == jb
+            assert columnar.splice(memoryview(ja), values) == jb
+    plain = lambda v: '"' not in v and "\\" not in v and all(c >= " " for c in v)  # noqa: E731
+    if plain(suffix) and columnar._HOLES.search(orjson.dumps(a)) and all(
+            plain(v) for v in re.findall(r'"(?:lastHeartbeatTime|resourceVersion|time)":"((?:[^"\\]|\\.)*)"',
+                                           orjson.dumps(a).decode())):
+        assert columnar.spliced_values(orjson.dumps(a), orjson.dumps(_rewrite(a, lambda v: v + suffix))) is not None
+
+
+def test_a_splice_that_does_not_fit_is_refused():
+    before = orjson.dumps({"metadata": {"resourceVersion": "1"}, "status": {"lastHeartbeatTime": "x"}})
+    for values in ([None], [None, None, None], "ab", [None, 'a"'], [None, "a\\"], [1, None]):
+        with pytest.raises(ValueError):
+            columnar.splice(before, values)
+    assert columnar.splice(before, ["22", None]) == before.replace(b'"1"', b'"22"')
+    # the same text around holes of other keys is not a splice
+    assert columnar.spliced_values(b'{"a":{"time":"1"}}', b'{"a":{"resourceVersion":"1"}}') is None
+    assert columnar.spliced_values(b'{"a":{"time":"1"}}', b'{"a":{"time":"2"}}') == ["2"]
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 2**31), st.lists(st.integers(-3, 3), min_size=1, max_size=30))
 def test_lease_rows_rebuild_any_renewal_sequence(start, steps):
@@ -493,15 +558,19 @@ def test_status_at_reads_a_hub_directory_from_the_keyframe_before_the_instant(tm
     assert max(opened) > 1
 
 
-def test_a_file_of_the_previous_writer_reads_back_and_is_written_the_same_today():
-    """``incident-30.v1.nwcol`` was written from ``incident-30.jsonl.gz`` by the writer before the
-    integer columns were zigzagged on whole columns at once: it reads back line for line, and
-    today's writer writes the very same bytes (the layout did not change: still version 1)."""
+def test_files_of_earlier_writers_read_back_and_todays_is_written_the_same():
+    """``incident-30.v1.nwcol`` was written from ``incident-30.jsonl.gz`` by a version 1 writer
+    (before the integer columns were zigzagged on whole columns at once), ``incident-30.v2.nwcol``
+    by the first version 2 writer: both read back line for line, and today's writer writes the
+    very same bytes as the second (the layout did not change since)."""
     want = _lines_of(os.path.join(DATA, "incident-30.jsonl.gz"))
     old = open(os.path.join(DATA, "incident-30.v1.nwcol"), "rb").read()
-    assert old.startswith(b"NWCOL\x01\r\n") and columnar.MAGIC == b"NWCOL\x01\r\n"
+    v2 = open(os.path.join(DATA, "incident-30.v2.nwcol"), "rb").read()
+    assert old.startswith(b"NWCOL\x01\r\n") and v2.startswith(b"NWCOL\x02\r\n") and columnar.MAGIC == v2[:8]
     assert _back(old) == want
-    assert _to_columnar(want) == old
+    assert _back(v2) == want
+    assert _to_columnar(want) == v2
+    assert _kinds(v2)[columnar._ROW_SPLICED] > 0 and _kinds(old)[columnar._ROW_SPLICED] == 0
 
 
 def _zigzag_one_by_one(values):
