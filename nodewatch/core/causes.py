@@ -101,6 +101,17 @@ def _classify_not_ready(reason: str, message: str) -> CauseKind:
     return CauseKind.KUBELET_NOT_READY
 
 
+def _counted_from(restarted: float | None) -> str:
+    return "" if restarted is None else f" (counted from the node controller's restart, {format_time(restarted)})"
+
+
+def _restart_note(restarted: float | None, grace: float) -> str:
+    if restarted is None:
+        return ""
+    return (f"; the node controller restarted at {format_time(restarted)} and counts the {grace:g}s grace from "
+            "then, not from the last renewal")
+
+
 def likely_causes(
     node: NodeRecord,
     state: NodeState,
@@ -113,10 +124,14 @@ def likely_causes(
     unrenewed: tuple[float, float] | None = None,
     counted: float | None = None,
     held: bool = False,
+    restarted: float | None = None,
 ) -> list[Cause]:
     """Every cause the API supports for this node, most telling first (empty when Ready).
     ``unrenewed``, ``counted``: the lease track's (``LeaseTrack.unrenewed``, ``renew_time``);
-    ``held``: the controller skips the node for it (``settings.lease_circuit_breaker``)."""
+    ``held``: the controller skips the node for it (``settings.lease_circuit_breaker``);
+    ``restarted``: when the node controller registered the node after its last renewal (a
+    restarted controller manager, a new leader: ``Store.registered``), from which it counts the
+    grace; ``lease_age`` is then the age of that."""
     out: list[Cause] = []
     if node.awaited:
         out.append(_cause(CauseKind.NODE_AWAITED, "Node object not received yet (node list in progress): "
@@ -143,11 +158,11 @@ def likely_causes(
         if not cert_expired:  # (no Lease at all: the controller's probe is the status heartbeat alone)
             what = "lease not renewed" if has_lease else "no Lease, and no status posted"
             out.append(_cause(CauseKind.LEASE_STALE,
-                              f"{what} within the {grace:g}s grace: kubelet down, or the node "
-                              "cut off from the API server"))
+                              f"{what} within the {grace:g}s grace{_counted_from(restarted)}: kubelet down, or "
+                              "the node cut off from the API server"))
     elif state is NodeState.LATE and lease_age is not None:
         out.append(_cause(CauseKind.LEASE_LATE, "lease renewal late (more than two renew intervals): "
-                          "kubelet slow, or API server latency"))
+                          f"kubelet slow, or API server latency{_restart_note(restarted, grace)}"))
     elif not has_lease and not cert_expired:  # (not Ready: returned above)
         out.append(_cause(CauseKind.NO_LEASE, "no Lease in kube-node-lease for this node"))
     if ready is None and not node.awaited:

@@ -26,6 +26,7 @@ from .rules import (
     Taint,
     all_zones_full,
     effective_taints,
+    evict_after_restart,
     eviction_taints,
     master_disruption_kept,
     node_eviction_deadline,
@@ -33,6 +34,7 @@ from .rules import (
     node_state,
     probe_time,
     renew_interval,
+    restarted_taints,
     zone_state,
     zone_taint_rate,
 )
@@ -195,7 +197,8 @@ class Evaluator:
                         return self._held_view(name, rec, track, max(read_to, track.observed_at), grace, late_at)
         if track is not None and not blind and not rec.taints and not rec.unschedulable and track.unrenewed is None:
             observed = track.observed_at
-            if observed is not None:
+            if observed is not None and not (st.registered and st.registered.get(name, -math.inf) > observed):
+                # (registered by the controller since: its grace counts from then, ``_judged_view``)
                 if rec.awaited:
                     ready = None
                 else:
@@ -334,6 +337,16 @@ class Evaluator:
             heartbeat = None if rec.awaited else rec.created
         probe = None if blind else probe_time(observed, heartbeat)
         grace = node_grace(rc is not None or rec.awaited, grace, s.startup_grace_seconds)
+        view_grace = grace
+        restarted = None
+        registered = self.store.registered.get(name) if self.store.registered else None
+        if registered is not None and probe is not None and registered > probe and rc is not None:
+            # The node controller registered the node after its last sign of life (it restarted, or
+            # a new leader took over): it counts the grace from there (``Store.registered``). The
+            # view says so as a longer grace after the last renewal, which every countdown reads.
+            restarted = probe = registered
+            if observed is not None:
+                view_grace = grace + (registered - observed)
         held = not blind and controller_skips(track, s)
         lease_age = None if observed is None else now - observed
         probe_age = None if probe is None else now - probe
@@ -342,6 +355,9 @@ class Evaluator:
             judged = self.judged_taints(rec)
             ev_taints = eviction_taints(judged)
             deadline = node_eviction_deadline(judged, s.toleration_for)
+            restart = self.store.registered.get(name) if self.store.registered else None
+            if restart is not None and evict_after_restart(deadline, judged, restart):
+                deadline = node_eviction_deadline(restarted_taints(judged, restart), s.toleration_for)
         else:
             ev_taints = ()
             deadline = None
@@ -374,7 +390,8 @@ class Evaluator:
             causes = tuple(likely_causes(rec, state, lease_age=probe_age, has_lease=track is not None or blind,
                                          grace=grace, cert_not_after=cert_not_after, now=now,
                                          unrenewed=None if track is None or blind else track.unrenewed,
-                                         counted=None if track is None else track.renew_time, held=held))
+                                         counted=None if track is None else track.renew_time, held=held,
+                                         restarted=restarted))
         # When could the state change with time alone?
         nxt = math.inf
         late_at = overdue_at = None
@@ -412,7 +429,7 @@ class Evaluator:
             sort_deadline = since if since is not None else math.inf
         profile = rec.profile
         # positional, in NodeView's field order (tests/core/test_evaluation_paths.py keeps it)
-        return NodeView(name, profile.zone, state, ready, observed, duration, grace, track.skew if track else None,
+        return NodeView(name, profile.zone, state, ready, observed, duration, view_grace, track.skew if track else None,
                         deadline, taints, rec.unschedulable, pressure, network_unavailable, cert_not_after,
                         profile.kubelet_version, causes, since, nxt, sort_deadline,
                         profile.exclude_disruption or rec.awaited,  # a placeholder: no labels yet, in no zone
@@ -674,6 +691,9 @@ class Evaluator:
         if (v is None or v.state is not _READY or v.lease_observed_at is None
                 or self._blind_cached or name in self._dirty or observed is None):
             return False
+        registered = self.store.registered
+        if registered and registered.get(name, -math.inf) > v.lease_observed_at:
+            return False  # its grace counted from a controller restart (``_judged_view``): judged anew
         nxt = observed + 2 * renew_interval(track.duration)
         cert = v.cert_not_after
         if cert is not None and cert > observed and cert < nxt:

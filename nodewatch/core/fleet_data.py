@@ -57,6 +57,12 @@ class Store:
         self.events: dict[tuple[str, str], EventRecord] = {}
         self.events_by_node: dict[str, set[tuple[str, str]]] = {}
         self.certs: dict[str, CertInfo] = {}
+        self.registered: dict[str, float] = {}
+        """Per node: when the node controller last registered it (its ``RegisteredNode`` event, on
+        nodewatch's clock: ``Ingest._on_event``). A controller manager that starts (a restart, a new
+        leader) registers every node at its first pass and starts counting each one's grace from
+        there (``tryUpdateNodeHealth``: "Missing timestamp for Node. Assuming now as a timestamp"):
+        the probe time of a node that stopped renewing before that is the registration."""
         self.health: dict[str, WatchHealth] = {}
         self.problems: deque[Problem] = deque(maxlen=MAX_PROBLEMS)
         self.timelines: dict[str, deque[tuple[float, str]]] = {}

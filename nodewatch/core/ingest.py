@@ -34,7 +34,15 @@ from .objects import (
     node_from_dict,
     pod_from_dict,
 )
-from .rules import KUBELET_CLIENT_SIGNER, NODE_USER_PREFIX, keep_eviction_start, pod_eviction_at, renew_interval
+from .rules import (
+    KUBELET_CLIENT_SIGNER,
+    NODE_CONTROLLER,
+    NODE_USER_PREFIX,
+    REGISTERED_NODE,
+    keep_eviction_start,
+    pod_eviction_at,
+    renew_interval,
+)
 from .settings import Settings, writes_follow_renewals
 from .views import (
     MAX_BEATS,
@@ -466,12 +474,38 @@ class Ingest:
                     _unindex(self.store.events_by_node, node, key)
             return
         self.store.events[key] = rec
+        if _is_registration(rec):
+            self._registered(rec, received_at, listing)
         for node in _event_nodes(rec):
             bucket = self.store.events_by_node.setdefault(node, set())
             bucket.add(key)
             if len(bucket) > MAX_EVENTS_PER_NODE:
                 oldest = min(bucket, key=lambda k: self.store.events[k].time or 0.0 if k in self.store.events else 0.0)
                 bucket.discard(oldest)
+
+    def registration(self, obj: Any, received_at: float | None, listing: bool) -> None:
+        """``FleetState.registration``: an event that may be the node controller's registration of a
+        node, applied for that alone."""
+        with self.store.lock:
+            try:
+                rec = event_from_dict(obj)
+            except Exception as exc:  # noqa: BLE001 - the cluster must never crash the dashboard
+                self.problem(received_at, "events (registrations)", f"{type(exc).__name__}: {exc}")
+                return
+            if _is_registration(rec):
+                self._registered(rec, received_at, listing)
+
+    def _registered(self, rec: EventRecord, received_at: float | None, listing: bool) -> None:
+        """The node controller registered the node (``Store.registered``): at its start (a restart,
+        a new leader) it does so for every node, and counts each one's grace from then. When: the
+        event's arrival on a watch (nodewatch's clock, as a renewal's); the event's own time
+        (whole seconds, the controller's clock) when it was listed."""
+        t = rec.time if listing or received_at is None else received_at
+        node = rec.object_name
+        if t is None or t <= self.store.registered.get(node, -math.inf):
+            return
+        self.store.registered[node] = t
+        self.evaluator.mark(node)
 
     def _on_csr(self, etype: str, obj: Any, received_at: float | None, listing: bool) -> None:
         if etype == "DELETED":
@@ -549,6 +583,11 @@ def _unindex(index: dict[str, set], node: str, key: tuple[str, str]) -> None:
         bucket.discard(key)
         if not bucket:
             del index[node]
+
+
+def _is_registration(e: EventRecord) -> bool:
+    """The node controller's ``RegisteredNode`` event (``Store.registered``)."""
+    return e.reason == REGISTERED_NODE and e.object_kind == "Node" and e.source.startswith(NODE_CONTROLLER)
 
 
 def _event_nodes(e: EventRecord) -> list[str]:

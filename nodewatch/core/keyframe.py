@@ -53,6 +53,8 @@ class Keyframe:
     tolerations: pod_tolerations.Tally = field(default_factory=pod_tolerations.Tally)
     """A copy of ``Store.tolerations`` (what the pods show of the default toleration, and what they
     showed once they are gone), not counted again from ``pods`` at each seek."""
+    registered: dict[str, float] = field(default_factory=dict)
+    """``Store.registered``: when the node controller last registered each node."""
 
 
 def take(state: Store, prev: Keyframe | None = None) -> Keyframe:
@@ -84,6 +86,8 @@ def take(state: Store, prev: Keyframe | None = None) -> Keyframe:
             pod_schedules=dict(state.pod_schedules),
             relisted={k: frozenset(v) for k, v in state.relisted.items()},
             tolerations=state.tolerations.copy(),
+            registered=(prev.registered if prev is not None and prev.registered == state.registered
+                        else dict(state.registered)),  # the same dict while no controller restarted
         )
 
 
@@ -132,6 +136,7 @@ def restore(state: Store, kf: Keyframe | None) -> None:
             state.timelines, state.synced, state.last_received = {}, set(), None
             state.pod_schedules = {}
             state.relisted = {}
+            state.registered = {}
         else:
             state.nodes = dict(kf.nodes)
             state.not_ready = {n for n, rec in kf.nodes.items() if rec.ready != "True"}
@@ -150,6 +155,7 @@ def restore(state: Store, kf: Keyframe | None) -> None:
             state.last_received = kf.last_received
             state.pod_schedules = dict(kf.pod_schedules or {})
             state.relisted = {k: set(v) for k, v in (kf.relisted or {}).items()}
+            state.registered = dict(kf.registered)
         state.settings = replace(state.settings, learned_tolerations=state.tolerations.learned)
         state.beats = {}  # derived from lease events, not in keyframes (see ``Store.beats``)
         state.listed_at = {}  # not in keyframes either (see ``Store.listed_at``)

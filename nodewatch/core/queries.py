@@ -16,7 +16,14 @@ from contextlib import AbstractContextManager
 from .evaluation import Evaluator, controller_skips
 from .fleet_data import Store
 from .objects import EventRecord, NodeRecord, PodRecord
-from .rules import eviction_taints, noexecute_taints, pod_eviction_at, process_pod_on_node
+from .rules import (
+    evict_after_restart,
+    eviction_taints,
+    noexecute_taints,
+    pod_eviction_at,
+    process_pod_on_node,
+    restarted_taints,
+)
 from .views import (
     AT_RISK_STATES,
     PROBLEM_NOTICE,
@@ -55,6 +62,7 @@ class Queries:
             # carry thousands of taints and hundreds of pods). Eviction taints the controller takes
             # off at its next pass (Ready again, master disruption mode) count for nothing.
             taints = noexecute_taints(self.evaluator.judged_taints(rec)) if rec else []
+            restart = self.store.registered.get(node)
             out = []
             for key in sorted(self.store.pods_by_node.get(node, ())):
                 p = self.store.pods.get(key)
@@ -67,6 +75,8 @@ class Queries:
                 if kept is not None and at is not None and all(
                         t.time_added is None or t.time_added <= kept[1] for t in taints):
                     at = process_pod_on_node(kept[0], taints, p.tolerations, kept[1])
+                if restart is not None and evict_after_restart(at, taints, restart):  # timed anew by a restart
+                    at = pod_eviction_at(restarted_taints(taints, restart), p.tolerations)
                 risk = p.owner_kind == "StatefulSet" and view is not None and view.state in AT_RISK_STATES
                 out.append(PodView(p.namespace, p.name, p.owner_kind, p.owner_name, p.phase, p.terminating,
                                    at, risk, p.disruption_target))

@@ -39,6 +39,10 @@ LABEL_EXCLUDE_DISRUPTION = "node.kubernetes.io/exclude-disruption"
 
 KUBELET_CLIENT_SIGNER = "kubernetes.io/kube-apiserver-client-kubelet"
 NODE_USER_PREFIX = "system:node:"
+NODE_CONTROLLER = "node-controller"
+"""The node lifecycle controller's events' source."""
+REGISTERED_NODE = "RegisteredNode"
+"""Its event for a node at its first pass over it: the node's probe time starts there."""
 
 UNKNOWN_REASON = "NodeStatusUnknown"
 UNKNOWN_MESSAGE = "Kubelet stopped posting node status."
@@ -282,6 +286,24 @@ def keep_eviction_start(old: Sequence[Taint], new: Sequence[Taint]) -> tuple[Tai
         else t
         for t in new
     )
+
+
+def restarted_taints(taints: Iterable[Taint], restart: float) -> tuple[Taint, ...]:
+    """The NoExecute taints as a taint-eviction controller that started at ``restart`` (a restarted
+    controller manager, a new leader) times them: it starts each pod's timer when it first sees the
+    taints (``processPodOnNode``: ``now``), so one added before counts from ``restart``.
+    Only for a deletion that was still to come at ``restart``: one due before, the controller that
+    ran then made (``evict_after_restart``)."""
+    return tuple(Taint(t.key, t.effect, t.value, restart)
+                 if t.effect == "NoExecute" and t.time_added is not None and t.time_added < restart else t
+                 for t in taints)
+
+
+def evict_after_restart(due: float | None, taints: Iterable[Taint], restart: float | None) -> bool:
+    """Whether a deletion ``due`` by the taints' times is timed anew by a controller that started at
+    ``restart``: it was still to come then, and a taint was there before."""
+    return (due is not None and restart is not None and due > restart
+            and any(t.effect == "NoExecute" and t.time_added is not None and t.time_added < restart for t in taints))
 
 
 def node_eviction_deadline(taints: Iterable[Taint], toleration: Callable[[str], float]) -> float | None:

@@ -48,6 +48,7 @@ class FaultPlan:
         with self._lock:
             self._failures: list[tuple[RequestFailure, str | None]] = []
             self._gone_watches = 0
+            self._gone_resources: tuple[str, ...] | None = None
             self._close_after: int | None = None
             self._reset_after: int | None = None
             self._reset_generation = getattr(self, "_reset_generation", 0)
@@ -69,10 +70,12 @@ class FaultPlan:
         """The next ``count`` requests get 429 Too Many Requests with ``Retry-After``."""
         self.fail_next(count, 429, resource, retry_after)
 
-    def gone_next_watches(self, count: int) -> None:
-        """The next ``count`` watch requests get 410 Gone (an ERROR event, as the real API does)."""
+    def gone_next_watches(self, count: int, resources: tuple[str, ...] | None = None) -> None:
+        """The next ``count`` watch requests (of ``resources``, or any) get 410 Gone (an ERROR event,
+        as the real API does)."""
         with self._lock:
             self._gone_watches += count
+            self._gone_resources = resources
 
     def close_streams_after(self, events: int | None) -> None:
         """Every watch stream ends cleanly after ``events`` events (None: off)."""
@@ -147,9 +150,9 @@ class FaultPlan:
                 self.fired["forbidden"] += 1
             return hit
 
-    def take_gone(self) -> bool:
+    def take_gone(self, resource: str | None = None) -> bool:
         with self._lock:
-            if self._gone_watches > 0:
+            if self._gone_watches > 0 and (self._gone_resources is None or resource in self._gone_resources):
                 self._gone_watches -= 1
                 self.fired["gone"] += 1
                 return True

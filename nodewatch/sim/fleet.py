@@ -123,6 +123,7 @@ class SimFleet:
         self.delete_node = ops.delete_node
         self.add_node = ops.add_node
         self.rotate_cert = ops.rotate_cert
+        self.restart_controller_manager = ops.restart_controller_manager
         steps = plan.resolve(self, _scenarios.Picker(self))
         self._boot()
         for at, fn in steps:

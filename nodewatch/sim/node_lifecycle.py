@@ -195,6 +195,31 @@ class NodeLifecycleController:
             except ValueError:
                 pass
 
+    def restart(self) -> None:
+        """kube-controller-manager restarted, or another took the lead: the new process knows no
+        probe time ("Missing timestamp for Node. Assuming now as a timestamp", so every grace counts
+        from now), registers every node (a ``RegisteredNode`` event each, and the NoExecute
+        unreachable and not-ready taints taken off: ``markNodeAsReachable``, which the next pass's
+        tainting puts back with a new ``timeAdded``), starts with full zone limiters, and its
+        taint-eviction controller times every pod anew (``TaintEvictionController.restart``). Seen
+        on both testbed releases (``tests/testbed/test_controller_restart.py``)."""
+        now = self.world.now
+        self.probe_floor = max(self.probe_floor, now)
+        for z in self.zones.values():
+            z.limiter = TokenBucket(self.zone_rate(z), now) if not self.all_full else TokenBucket(0.0, now)
+        for name in list(self.world.node_order):
+            node = self.world.nodes.get(name)
+            if node is None:
+                continue
+            self.events.node_event(node, "RegisteredNode", f"Node {name} event: Registered Node {name} in Controller",
+                                   component="node-controller", controller=True)
+            self.mark_reachable(node)
+            if node.ready() != "True" or node.taints:
+                self.attention.add(name)
+            self._arm(node)
+        self.taint_eviction.restart()
+        self.ensure_ticking()
+
     def node_deleted(self, node: SimNode) -> None:
         self.count(node, node.ready(), -1)
         self.attention.discard(node.name)

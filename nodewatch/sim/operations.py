@@ -108,3 +108,8 @@ class Operations:
         """The kubelet's rotation deadline is now: it asks for a new client certificate."""
         node.rotation_at = self.world.now
         self.kubelets.rotate(node, node.rotation_at)
+
+    def restart_controller_manager(self) -> None:
+        """kube-controller-manager restarts (an upgrade, a crash, another leader): its node
+        lifecycle and taint-eviction controllers start over (``NodeLifecycleController.restart``)."""
+        self.lifecycle.restart()

@@ -75,6 +75,22 @@ class TaintEvictionController:
         pod.evict_token += 1
         self.world.at(pod.evict_due, self.evict, pod.key, pod.evict_token, prio=PRIO_CONTROLLER)
 
+    def restart(self) -> None:
+        """A new process (``NodeLifecycleController.restart``): no eviction is scheduled; each pod on
+        a node with a NoExecute taint is timed from now (``processPodOnNode``: ``now``)."""
+        now = self.world.now
+        for name in list(self.world.node_order):
+            node = self.world.nodes.get(name)
+            if node is None or not any(t.effect == "NoExecute" for t in node.taints):
+                continue
+            taints = [rules.Taint(t.key, t.effect, t.value, t.time_added) for t in node.taints]
+            for key in sorted(node.pods):
+                pod = self.world.pods.get(key)
+                if pod is None or pod.deletion_at is not None:
+                    continue
+                self.cancel(pod)
+                self.process(pod, taints, now)
+
     def cancel(self, pod: SimPod) -> None:
         if pod.evict_due is not None:
             pod.evict_due = None

@@ -52,6 +52,7 @@ class ScenarioFleet(Protocol):
     def delete_node(self, node: SimNode) -> None: ...
     def add_node(self, zone_index: int | None = None) -> object: ...
     def rotate_cert(self, node: SimNode) -> None: ...
+    def restart_controller_manager(self) -> None: ...
 
 
 Builder = Callable[[ScenarioFleet, "Picker"], list[Step]]
@@ -158,6 +159,13 @@ def control_plane_cutoff(f: ScenarioFleet, p: Picker) -> list[Step]:
         steps.append((10.0, partial(f.disconnect, n)))
         steps.append((240.0, partial(f.reconnect, n)))
     return steps
+
+
+def controller_restart(f: ScenarioFleet, p: Picker) -> list[Step]:
+    """A kubelet stops at +10s; the controller manager restarts at +30s, before that node's grace
+    ends: it counts the grace from its restart, so the node goes Unknown a grace after +30s."""
+    n = p.node(zone=p.zone())
+    return [(10.0, partial(f.stop_kubelet, n)), (30.0, f.restart_controller_manager)] if n else []
 
 
 def cert_expired(f: ScenarioFleet, p: Picker) -> list[Step]:
@@ -309,6 +317,8 @@ SCENARIOS: dict[str, Scenario] = {
     "control-plane-cutoff": Scenario(control_plane_cutoff, 0.0,
                                      "every node cut off at +10s, back at +240s (all zones down)"),
     "cert-expired": Scenario(cert_expired, 0.0, "a kubelet client certificate expires at +30s"),
+    "controller-restart": Scenario(controller_restart, 0.0,
+                                   "a kubelet stops at +10s, kube-controller-manager restarts at +30s"),
     "runtime-down": Scenario(runtime_down, 0.0, "container runtime down on one node at +15s"),
     "cni-down": Scenario(cni_down, 0.0, "network plugin not ready on one node at +15s"),
     "pressure": Scenario(pressure, 0.0, "disk, memory and PID pressure on three nodes"),

@@ -95,7 +95,7 @@ class WatchStreaming(ServerParts):
                 raise HTTPError(400, f'invalid resource version "{rv_param}"') from None
         await self._send(conn, response_head(200, {}))
         sent = 0
-        if not watch_list and self.faults.take_gone():  # a streaming list names no version to be too old
+        if not watch_list and self.faults.take_gone(info.name):  # a streaming list names no version to be too old
             return sent + await self._send_gone(conn, 1, self.store.oldest_rv(info.name) + 1)
         initial: list[Any] = []
         """The initial events: store entries (rendered only as they are sent, so the first bytes

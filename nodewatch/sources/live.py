@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from ..core.clock import Clock, SystemClock
 from ..core.fleet import FleetState
@@ -33,7 +33,7 @@ from .certcache import CertCache
 from .heap import fix_mmap_threshold
 from .kubeconfig import ApiError, Connection, KubeconfigError
 from .recording import Recorder, write_lease_watch
-from .reflector import CSRS, LEASES, NODES, Batch, Reflector, ResourceSpec, events_of, pods_on
+from .reflector import CSRS, LEASES, NODES, REGISTRATIONS, Batch, Reflector, ResourceSpec, events_of, pods_on
 from .watchlist import StreamingOffer
 
 MAX_SCOPED_NODES = 50
@@ -93,6 +93,8 @@ class LiveSource:
         self._lock = threading.Lock()
         self._main: list[Reflector] = []
         self._scoped: dict[str, tuple[Reflector, Reflector]] = {}
+        self._registrations: Reflector | None = None
+        """The fleet-wide stream of the node controller's registrations (``REGISTRATIONS``)."""
         self._scoped_health: dict[Reflector, dict[str, Any]] = {}
         self._focus: str | None = None
         self._over_limit_reported = 0
@@ -145,6 +147,10 @@ class LiveSource:
                 with self._lock:
                     self._main.append(r)
                 r.start()
+            r = self._reflector(REGISTRATIONS, self._registrations_sink)  # its health is the events'
+            with self._lock:
+                self._registrations = r
+            r.start()
             self._house = threading.Thread(target=self._housekeeping, name="live-housekeeping", daemon=True)
             self._house.start()
 
@@ -160,6 +166,8 @@ class LiveSource:
             self._stopped = True
             with self._lock:  # the housekeeping registers scoped watches under this lock, after checking _stop
                 everything = list(self._main) + [r for pair in self._scoped.values() for r in pair]
+                if self._registrations is not None:
+                    everything.append(self._registrations)
             for r in everything:
                 r.stop(join=False)
             for r in everything:
@@ -179,6 +187,8 @@ class LiveSource:
         """Watch and housekeeping threads still running (0 after ``stop()``)."""
         with self._lock:
             reflectors = list(self._main) + [r for pair in self._scoped.values() for r in pair]
+            if self._registrations is not None:
+                reflectors.append(self._registrations)
         house = 1 if self._house is not None and self._house.is_alive() else 0
         return house + sum(r.alive for r in reflectors)
 
@@ -193,8 +203,11 @@ class LiveSource:
         with self._lock:
             main = {r.spec.resource: r for r in self._main}
             pair = self._scoped.get(node) if node else None
+            reg = self._registrations
         missing = [spec.what for spec in MAIN_STREAMS
                    if spec.resource not in main or not (main[spec.resource].listed or main[spec.resource].forbidden)]
+        if reg is None or not (reg.listed or reg.forbidden):  # a controller restart moves every grace
+            missing.append(REGISTRATIONS.what)
         if node:
             specs = (pods_on(node), events_of(node))
             if pair is None:
@@ -271,8 +284,8 @@ class LiveSource:
 
     # --- plumbing ---------------------------------------------------------------------------------
 
-    def _reflector(self, spec: ResourceSpec) -> Reflector:
-        return Reflector(self.conn, spec, self._sink, self._on_health, self._on_problem,
+    def _reflector(self, spec: ResourceSpec, sink: Callable[[Batch], None] | None = None) -> Reflector:
+        return Reflector(self.conn, spec, sink or self._sink, self._on_health, self._on_problem,
                          watch_timeout=self.watch_timeout, stall_timeout=self.stall_timeout, wall=self.clock.now,
                          typed=self.recorder is None, offer=self.streaming,  # a recorder writes the objects themselves
                          frontier=self.state.track_lease_stream() if spec is LEASES else None,
@@ -304,6 +317,22 @@ class LiveSource:
         if rec is not None:
             for resource, etype, obj, t, listing in batch:
                 rec.write(resource, etype, obj, t, listing)
+
+    def _registrations_sink(self, batch: Batch) -> None:
+        """The fleet-wide ``RegisteredNode`` events: when each node was registered, into the state
+        (not the events themselves: those of a node whose events are watched come on its own stream,
+        and 65,000 of them after a restart would be kept for nothing); into the recorder as events,
+        which a replay reads the same way (``Ingest._on_event``)."""
+        st = self.state
+        with st.batch():
+            for _, etype, obj, t, listing in batch:
+                if etype in ("ADDED", "MODIFIED"):
+                    st.registration(obj, t, listing)
+        rec = self.recorder
+        if rec is not None:
+            for resource, etype, obj, t, listing in batch:
+                if etype in ("ADDED", "MODIFIED"):
+                    rec.write(resource, etype, obj, t, listing)
 
     def _lane(self, events: list[Any], received_at: float, block: bytes | memoryview) -> None:
         """The synced Lease watch's typed structs of one read, into the state in one call

@@ -168,6 +168,13 @@ def pods_on(node: str) -> ResourceSpec:
     return ResourceSpec("pods", "/api/v1/pods", "list/watch on pods", f"spec.nodeName={node}", f"pods on {node}")
 
 
+REGISTRATIONS = ResourceSpec("events", "/api/v1/events", "list/watch on events",
+                             "involvedObject.kind=Node,reason=RegisteredNode", "node registrations")
+"""The node controller's ``RegisteredNode`` events, fleet-wide: a controller manager that starts (a
+restart, a new leader) writes one for every node and counts each node's grace from there
+(``Store.registered``). Quiet but for such starts and new nodes; events last an hour."""
+
+
 def events_of(node: str) -> ResourceSpec:
     return ResourceSpec("events", "/api/v1/events", "list/watch on events",
                         f"involvedObject.kind=Node,involvedObject.name={node}", f"events of {node}")

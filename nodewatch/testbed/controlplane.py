@@ -246,6 +246,20 @@ def restart_apiserver(tb: Testbed) -> float:
     return time.monotonic() - t0
 
 
+def restart_controller_manager(tb: Testbed) -> float:
+    """Stop kube-controller-manager and start it again (same flags); returns when it was started
+    (wall clock). A new process knows no node's probe time: it takes its first pass over each node
+    as one (``tests/testbed/test_controller_restart.py``)."""
+    processes.restart(tb.dir, "kube-controller-manager")
+    started = time.time()
+    kcm = Client(f"https://127.0.0.1:{tb.controller_manager_port}", tb.pki.admin_token, str(tb.pki.ca_cert))
+    try:
+        _wait(tb.dir, "kube-controller-manager", lambda: kcm.get("/healthz", timeout=3.0) == "ok")
+    finally:
+        kcm.close()
+    return started
+
+
 def _wait(folder: Path, name: str, check: Callable[[], bool], timeout: float = READY_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     last = ""

@@ -138,8 +138,11 @@ class TestbedFleet:
 
     def __init__(self, client: Client, nodes: int = 0, *, layout: list[tuple[str, str]] | None = None,
                  seed: int = 1, pods_per_node: int = 4, version: str = KUBERNETES_VERSION,
-                 progress: Progress = _quiet) -> None:
+                 progress: Progress = _quiet, testbed: Any = None) -> None:
         layout = list(layout) if layout is not None else default_layout(nodes)
+        self.testbed = testbed
+        """The running ``controlplane.Testbed`` (or None): its processes, for scenario steps that
+        restart one."""
         if not layout:
             raise ValueError("a fleet needs at least one node")
         self.client = client
@@ -208,8 +211,10 @@ class TestbedFleet:
         return pod
 
     def add_pod(self, node_name: str, name: str, *, namespace: str = "default",
-                toleration_seconds: float | None = None, grace_seconds: int = 30) -> SimPod:
-        """A bare pod with its own unreachable/not-ready tolerations (None: the admission defaults).
+                toleration_seconds: float | None = None, grace_seconds: int = 30,
+                tolerations: list[dict] | None = None) -> SimPod:
+        """A bare pod with its own unreachable/not-ready tolerations (None: the admission defaults),
+        and ``tolerations`` besides.
 
         For the agreement tests: a pod whose eviction time the test chooses. Call before ``setup``
         or after it (then it is created at once).
@@ -217,6 +222,7 @@ class TestbedFleet:
         tol = [] if toleration_seconds is None else [
             {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": int(toleration_seconds)}
             for key in rules.EVICTION_TAINTS]
+        tol += tolerations or []
         wl = Workload("Pod", namespace, name, "", "registry.k8s.io/pause:3.2", 1, tol, self.start,
                       grace_seconds=grace_seconds)
         node = self.nodes[node_name]
@@ -545,6 +551,16 @@ class TestbedFleet:
     def rotate_cert(self, node: SimNode) -> None:
         self.progress(f"{node.name}: client certificate rotation is not simulated on the testbed")
 
+    def restart_controller_manager(self) -> None:
+        """The real one, when the fleet knows its testbed (``testbed``: the kubelets' driver's)."""
+        if self.testbed is None:
+            self.progress("kube-controller-manager: not restarted (this fleet does not know its testbed)")
+            return
+        from .controlplane import restart_controller_manager
+
+        restart_controller_manager(self.testbed)
+        self.progress("kube-controller-manager restarted")
+
     def add_node(self, zone_index: int | None = None) -> None:
         self.progress("joining nodes are not simulated on the testbed")
 
@@ -634,7 +650,7 @@ def main(argv: list[str] | None = None) -> int:
 
     tb = Testbed.load(args.dir.resolve())
     fleet = TestbedFleet(tb.admin(), args.nodes, seed=args.seed, pods_per_node=args.pods_per_node,
-                         version=tb.version, progress=log)
+                         version=tb.version, progress=log, testbed=tb)
     signals = StopSignals((signal.SIGTERM, signal.SIGINT)).install()  # for the life of the process
     steps = start_fleet(fleet, args.scenario, args.speed)
     for t, step in steps:

@@ -195,12 +195,32 @@ def stop(folder: Path, names: tuple[str, ...] | None = None, timeout: float = 10
                 _signal(pid, signal.SIGKILL)
                 while is_ours(pid, argv0):
                     time.sleep(0.05)
+            _wait_gone(pid, timeout)
             stopped.append(name)
         table.pop(name)
     tmp = folder / (PIDS_FILE + ".tmp")
     tmp.write_text(json.dumps(table, indent=1, sort_keys=True))
     os.replace(tmp, folder / PIDS_FILE)
     return stopped
+
+
+def _wait_gone(pid: int, timeout: float) -> None:
+    """Wait until ``pid`` has exited, not only stopped looking like its program: a process on its
+    way out has no command line any more (its memory is released before its files are closed), so
+    ``is_ours`` says no while it still holds its listening socket, and a Go program's first thread
+    may show as a zombie while the others still run. A controller manager restarted at once then
+    failed to bind its port ("address already in use", twice on v1.37.2). A child of this process
+    is gone when it is reaped (``waitpid`` returns only once every thread has exited); another,
+    when its ``/proc`` entry is."""
+    deadline = time.monotonic() + timeout
+    proc = _children.get(pid)
+    while time.monotonic() < deadline:
+        if proc is not None:
+            if proc.poll() is not None:
+                return
+        elif not Path(f"/proc/{pid}").exists():
+            return
+        time.sleep(0.02)
 
 
 def _signal(pid: int, sig: int) -> None:

@@ -140,3 +140,29 @@ def test_large_fleet_defaults_keep_pods_moderate() -> None:
     assert fleet.pods_per_node == 2
     assert len(fleet.pods) == pytest.approx(12000, rel=0.01)
     fleet.step_to(fleet.now + 20)
+
+
+def test_a_controller_restart_counts_the_grace_from_it_in_the_simulator_and_in_nodewatch() -> None:
+    """kube-controller-manager restarts 20 s after a kubelet stopped (``controller-restart``): the
+    simulated controller flips the node a grace after the restart, as the real ones did
+    (tests/testbed/test_controller_restart.py), and nodewatch, from the RegisteredNode events, says
+    Late until then, not Overdue a grace after the last renewal."""
+    demo = DemoSource(scenario="controller-restart", nodes=12)
+    start = demo.fleet.start
+    grace = demo.state.settings.grace
+    demo.advance_to(start + 11)
+    stopped = next(n for n in demo.fleet.nodes.values() if not n.kubelet_up)
+    demo.advance_to(start + 10 + grace + 6)  # a grace and a pass after the kubelet stopped
+    assert stopped.ready() == "True"
+    v = demo.state.evaluate(start + 10 + grace + 6).node(stopped.name)
+    assert v.state is NodeState.LATE and "restarted" in v.causes[0].text
+    registered = demo.state.store.registered[stopped.name]
+    assert registered == pytest.approx(start + 30, abs=0.5)  # the event, received a moment after
+    flipped = None
+    for k in range(int(grace) + 20):
+        demo.advance_to(registered + k)
+        if stopped.ready() == "Unknown":
+            flipped = registered + k
+            break
+    assert flipped is not None and registered + grace <= flipped <= registered + grace + 7  # a pass later at most
+    assert demo.state.evaluate(flipped).node(stopped.name).state is not NodeState.READY

@@ -13,10 +13,13 @@ from typing import Any
 
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
-from nodewatch.sources.live import LiveSource
+from nodewatch.sources.live import MAIN_STREAMS, LiveSource
 from nodewatch.sources.recording import Recorder
 from nodewatch.sources.recording_input import read_recording
 from support.simserver import TinyFleet, running_server, wait_until
+
+MAIN = tuple(spec.resource for spec in MAIN_STREAMS)
+"""The live source's main streams (nodes, leases, CSRs): a fault aimed at them, not at the registrations'."""
 
 
 def renew_all(fleet: TinyFleet, src: LiveSource, rounds: int = 1) -> None:
@@ -68,7 +71,7 @@ def test_server_closing_every_stream(tmp_path, start_live):
 def test_410_gone_relists_and_reconciles(tmp_path, start_live):
     with recorded_run(tmp_path, start_live, nodes=4) as (fleet, srv, src, path):
         srv.faults.fail_next(1, 410, resource="nodes")  # the nodes re-watch: HTTP 410
-        srv.faults.gone_next_watches(1)  # another re-watch: an ERROR event with code 410
+        srv.faults.gone_next_watches(1, MAIN)  # another re-watch: an ERROR event with code 410
         srv.faults.reset_now()  # break the current streams
         wait_until(lambda: not health(src, "nodes").connected)
         srv.store.emit("nodes", "DELETED", fleet.node("node-001"))  # deleted during the gap

@@ -14,8 +14,12 @@ from nodewatch.core.causes import CauseKind
 from nodewatch.core.fleet import FleetState
 from nodewatch.core.rules import NodeState
 from nodewatch.core.settings import Settings
+from nodewatch.sources.live import MAIN_STREAMS
 from support.factories import T0, lease, node, taint
 from support.simserver import ApiClient, TinyFleet, running_server, wait_until
+
+MAIN = tuple(spec.resource for spec in MAIN_STREAMS)
+"""The live source's main streams (nodes, leases, CSRs): a fault aimed at them, not at the registrations'."""
 
 
 def _requests(srv, resource: str) -> list:
@@ -284,10 +288,9 @@ def test_a_server_that_does_not_stream_is_asked_once_and_never_flashes_disconnec
         assert all(src.reflector(r).backoff._failures == 0 for r in ("nodes", "leases"))  # and no backoff
         assert src.state.problem_count() == 0
         # a relist after 410 and the pods and events of a focused node (new streams) page at once
-        srv.faults.gone_next_watches(3)
+        srv.faults.gone_next_watches(3, MAIN)
         srv.faults.reset_now()  # the 3 open watches: watched again, 410, relisted
-        main = ("nodes", "leases", "certificatesigningrequests")
-        wait_until(lambda: sum(src.reflector(r).relists for r in main) >= 6, timeout=20)  # one per 410
+        wait_until(lambda: sum(src.reflector(r).relists for r in MAIN) >= 6, timeout=20)  # one per 410
         src.focus_node("node-002")
         wait_until(lambda: not src.not_listed("node-002"))
         assert len(_streaming(srv.request_log)) == len(asked)  # not asked again: remembered
@@ -350,7 +353,7 @@ def test_a_relist_streams_from_the_last_resource_version(tmp_path, start_live):
         src = start_live(srv)
         wait_until(src.watching)
         rv = src.reflector("leases").resource_version
-        srv.faults.gone_next_watches(3)
+        srv.faults.gone_next_watches(3, MAIN)
         srv.faults.reset_now()
         wait_until(lambda: src.reflector("leases").relists >= 2, timeout=20)
         src.stop()

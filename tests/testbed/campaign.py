@@ -85,11 +85,11 @@ def zone_of_its_own(tb, zone: tuple[str, str], nodes: int, seed: int) -> Iterato
 
 
 @contextmanager
-def watching(tb, folder: str) -> Iterator[LiveSource]:
-    """nodewatch's live source on the testbed (through ``viewer.kubeconfig``), judged with the
-    tier's controller flags, listed; stopped afterwards. ``folder``: its certificate cache's."""
-    settings = Settings().override(grace_seconds=GRACE, monitor_period_seconds=MONITOR)
-    src = LiveSource(settings, kubeconfig=str(tb.viewer_kubeconfig), cert_cache_dir=str(tb.dir / folder))
+def watching(tb, folder: str, **settings: float) -> Iterator[LiveSource]:
+    """nodewatch's live source on the testbed (through ``viewer.kubeconfig``), judged with the tier's
+    controller flags (grace, monitor period; ``settings`` overrides more), listed, stopped after."""
+    judged = Settings().override(grace_seconds=GRACE, monitor_period_seconds=MONITOR, **settings)
+    src = LiveSource(judged, kubeconfig=str(tb.viewer_kubeconfig), cert_cache_dir=str(tb.dir / folder))
     src.start()
     try:
         assert src.wait_synced(30)
