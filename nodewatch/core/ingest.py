@@ -498,9 +498,13 @@ class Ingest:
     def _registered(self, rec: EventRecord, received_at: float | None, listing: bool) -> None:
         """The node controller registered the node (``Store.registered``): at its start (a restart,
         a new leader) it does so for every node, and counts each one's grace from then. When: the
-        event's arrival on a watch (nodewatch's clock, as a renewal's); the event's own time
-        (whole seconds, the controller's clock) when it was listed."""
-        t = rec.time if listing or received_at is None else received_at
+        event's own time (the controller's clock, whole seconds: at most a second early), however
+        it came: the controller writes its events asynchronously, rate-limited, so one can arrive
+        seconds after the pass it records (on a loaded testbed, after the grace of a node cut right
+        after its registration), and a watch may deliver an old event again. Dated by its arrival,
+        such an event moved the node's probe past the controller's: Late where the controller had
+        already marked it Unknown (``received_at`` and ``listing`` are not read)."""
+        t = rec.time
         node = rec.object_name
         if t is None or t <= self.store.registered.get(node, -math.inf):
             return

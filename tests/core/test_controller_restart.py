@@ -61,12 +61,17 @@ def test_a_registration_before_the_last_renewal_changes_nothing():
     assert v.state is NodeState.OVERDUE and v.grace == GRACE
 
 
-def test_a_listed_registration_is_dated_by_the_event_and_other_sources_count_for_nothing():
+@pytest.mark.parametrize("listing", [True, False])
+def test_a_registration_is_dated_by_the_event_and_other_sources_count_for_nothing(listing):
+    """Listed later, or delivered late on the watch (the controller writes its events asynchronously,
+    rate-limited): the event's own time says when the controller registered the node."""
     s = _stopped_at(T0 - 30)
     _registered(s, T0 - 45, component="kubelet", name="other")  # not the node controller's
-    _registered(s, T0 - 20, received=T0 + 5, listing=True)  # listed later: its own time says when
+    _registered(s, T0 - 20, received=T0 + 5, listing=listing)
     v = s.evaluate(T0 + 5).node("a")
     assert v.grace_remaining(T0 + 5) == pytest.approx(GRACE - 25, abs=1e-6)
+    _registered(s, T0 - 35, received=T0 + 6, listing=listing, name="reg-old")  # an old one again: before the renewal
+    assert s.evaluate(T0 + 6).node("a").grace_remaining(T0 + 6) == pytest.approx(GRACE - 26, abs=1e-6)
 
 
 def test_a_renewal_after_the_restart_is_judged_as_usual_again():
