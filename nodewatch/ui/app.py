@@ -13,9 +13,12 @@ can be remapped by binding id (``ui/keymap.py``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import gc
 import os
+import signal
 import time
 from collections.abc import Callable, Iterable
 
@@ -248,7 +251,21 @@ class NodewatchApp(SourceActions, App):
             yield ReplayBar(self.source.replay, id="replay")
         yield Footer()
 
+    def _exit_on_hang_up(self) -> None:
+        """SIGHUP (the terminal or the SSH session closed under the dashboard) and SIGTERM end the app
+        the way ``q`` does, so the command's own ending runs: the sources stop and the exit handlers
+        remove what the process wrote (``sources/credential_files``: a kubeconfig's client key).
+        Their default action killed the process on the spot. Not in a headless app (tests run
+        many in one process, whose signals are not theirs to take)."""
+        if self.is_headless:
+            return
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGHUP, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
+                loop.add_signal_handler(sig, self.exit)
+
     def on_mount(self) -> None:
+        self._exit_on_hang_up()
         if self.keymap:
             self.set_keymap(self.keymap)
         for problem in self.keymap_problems:
