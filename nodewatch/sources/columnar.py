@@ -511,14 +511,54 @@ def spliced_values(before: Any, after: bytes) -> list[str | None] | None:
     (a status report): each hole's new value, None where it is the same; None when anything else
     differs (the object is then a patch). Joining ``before``'s split with these values is ``after``,
     byte for byte (``splice``), because every other piece of the two splits is equal."""
+    return spliced_spans(before, after)[0]
+
+
+def spliced_spans(before: Any, after: bytes) -> tuple[list[str | None] | None, bytes]:
+    """``spliced_values``, and where ``after``'s hole values are (start, end offsets as an
+    ``array("I")``'s bytes: for ``splice_at``)."""
     a = _HOLES.split(before)
     b = _HOLES.split(after)
     if len(a) != len(b) or len(a) == 1 or a[0::3] != b[0::3] or a[1::3] != b[1::3]:
-        return None
+        return None, b""
     try:
-        return [None if va == vb else vb.decode() for va, vb in zip(a[2::3], b[2::3])]
+        values = [None if va == vb else vb.decode() for va, vb in zip(a[2::3], b[2::3])]
     except UnicodeDecodeError:  # (orjson writes UTF-8: not met)
-        return None
+        return None, b""
+    offsets: list[int] = []
+    pos = 0
+    for i, piece in enumerate(b):
+        if i % 3 == 2:
+            offsets += (pos, pos + len(piece))
+        pos += len(piece)
+    return values, array("I", offsets).tobytes()
+
+
+def splice_at(before: bytes, after: bytes, spans: bytes) -> list[str | None] | None:
+    """``spliced_values(before, after)`` for texts of the same length, given where ``before``'s hole
+    values are (``spans``, from ``spliced_spans`` of the version before it): ``after``'s bytes at the
+    same places are the new values when the text around them is ``before``'s, which is checked by
+    building ``after`` back as a reader would. None: not so (``spliced_spans`` decides). The places
+    stay the hole values' from one version to the next: a value holds no quote, so changing one
+    moves no string's bounds, and the lengths being equal, nothing moves at all."""
+    offsets = array("I")
+    offsets.frombytes(spans)
+    parts: list[bytes] = []
+    values: list[str | None] = []
+    pos = 0
+    for i in range(0, len(offsets), 2):
+        s, e = offsets[i], offsets[i + 1]
+        v = after[s:e]
+        if b'"' in v or b"\\" in v:
+            return None
+        parts += (before[pos:s], v)
+        try:
+            values.append(None if v == before[s:e] else v.decode())
+        except UnicodeDecodeError:
+            return None
+        pos = e
+    parts.append(before[pos:])
+    return values if b"".join(parts) == after else None
 
 
 def splice(before: Any, values: Any) -> bytes:
@@ -691,6 +731,10 @@ class ColumnarWriter:
         self._out = out
         self._z = zstandard.ZstdCompressor(level=level).compressobj()
         self._c = _Codec()
+        self._spans: dict[tuple, bytes] = {}
+        """Each object's last version's hole values as (start, end) offsets (an ``array("I")``'s bytes) when
+        its last row was a splice: the next status report of the same length is checked against them
+        (``splice_at``) without splitting either text."""
         self._reset()
         self.rows = 0
         self.lease_rows = 0
@@ -858,10 +902,18 @@ class ColumnarWriter:
             obj = line["object"]
             if data is None:
                 data = orjson.dumps(obj)
-            values = spliced_values(before, data) if before is not None else None
+            spans = self._spans.pop(key, None)
+            values = None
+            if before is not None:
+                if spans is not None and len(before) == len(data):
+                    values = splice_at(before, data, spans)
+                if values is None:
+                    values, spans = spliced_spans(before, data)
             payload = dict(payload)
             payload["object"] = None
             if values is not None:
+                if line.get("type") != "DELETED":
+                    self._spans[key] = spans
                 self._kinds.append(_ROW_SPLICED)
                 self._blobs.append([payload, values, key[2], key[3]])
             else:

@@ -407,6 +407,59 @@ def test_a_splice_gives_back_exactly_the_new_json_or_is_not_made(a, b, suffix):
         assert columnar.spliced_values(orjson.dumps(a), orjson.dumps(_rewrite(a, lambda v: v + suffix))) is not None
 
 
+def _back_plain(data: bytes) -> list[bytes]:
+    """The lines as a one-shot read's codec gives them (``plain``: objects kept as read, a spliced one
+    as its split text)."""
+    from nodewatch.sources.columnar_blocks import BlockReader
+
+    raw = io.BytesIO(data)
+    raw.read(len(columnar.MAGIC))
+    codec = columnar._Codec(plain=True)
+    reader = BlockReader(raw)
+    out = []
+    for body in reader:
+        if reader.blocks == 0:
+            out.append(body + b"\n")
+            continue
+        out += [line for line, _, _ in columnar._decode_block(body, codec)]
+    return out
+
+
+_beat = st.sampled_from(["2026-01-01T00:00:0%dZ" % i for i in range(10)] + ["2026-01-01T00:00:10.5Z", "", "x"])
+_rv = st.sampled_from(["100", "101", "999", "1000", "12", ""])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), _beat, _rv, st.integers(0, 9)), min_size=1, max_size=30))
+def test_status_reports_one_after_another_read_back_exactly(steps):
+    """A Node's status reports in a row (heartbeats, resourceVersions, its kubelet's managedFields
+    time; now and then a condition that changes, a value one character longer): each is written
+    as a splice or a patch, and both readers' codecs give every line back byte for byte."""
+    node = {"metadata": {"name": "n", "resourceVersion": "100",
+                         "managedFields": [{"manager": "kubelet", "time": "2026-01-01T00:00:00Z"},
+                                           {"manager": "kube-controller-manager", "time": "2026-01-01T00:00:00Z"}]},
+            "status": {"conditions": [{"type": t, "status": "True", "lastHeartbeatTime": "2026-01-01T00:00:00Z"}
+                                      for t in ("MemoryPressure", "DiskPressure", "Ready")]}}
+    lines = [orjson.dumps({"nodewatch_recording": 1, "started_at": "2026-01-01T00:00:00Z"}) + b"\n",
+             orjson.dumps({"t": 1_700_000_000.0, "resource": "nodes", "type": "ADDED", "object": node}) + b"\n"]
+    for i, (which, beat, rv, other) in enumerate(steps):
+        node = orjson.loads(orjson.dumps(node))
+        if which < 3:
+            node["status"]["conditions"][which]["lastHeartbeatTime"] = beat
+        elif which == 3:
+            node["metadata"]["managedFields"][0]["time"] = beat
+        node["metadata"]["resourceVersion"] = rv
+        ready = node["status"]["conditions"][2]
+        if other == 0:  # a change outside the holes, of the same length: a patch
+            ready["status"] = "Fals" if ready["status"] == "True" else "True"
+        elif other == 1:  # and of another length
+            ready["status"] = "Unknown" if ready["status"] == "True" else "True"
+        lines.append(orjson.dumps({"t": 1_700_000_001.0 + i, "resource": "nodes", "type": "MODIFIED", "object": node}) + b"\n")
+    data = _to_columnar(lines)
+    assert _back(data) == lines
+    assert _back_plain(data) == lines
+
+
 def test_a_splice_that_does_not_fit_is_refused():
     before = orjson.dumps({"metadata": {"resourceVersion": "1"}, "status": {"lastHeartbeatTime": "x"}})
     for values in ([None], [None, None, None], "ab", [None, 'a"'], [None, "a\\"], [1, None]):
