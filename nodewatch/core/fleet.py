@@ -76,10 +76,10 @@ class FleetState:
     def listed(self, resource: str, name: str) -> None:
         return self.ingest.listed(resource, name)
 
-    def registration(self, obj: Any, received_at: float | None, listing: bool = False) -> None:
+    def registration(self, obj: Any, received_at: float | None) -> None:
         """A ``RegisteredNode`` event from the fleet-wide stream: when the node controller registered
         the node (``Store.registered``), without keeping the event."""
-        self.ingest.registration(obj, received_at, listing)
+        self.ingest.registration(obj, received_at)
 
     def apply_lease_watch(self, events: list[Any], received_at: float) -> None:
         self.ingest.apply_lease_watch(events, received_at)

@@ -475,7 +475,7 @@ class Ingest:
             return
         self.store.events[key] = rec
         if _is_registration(rec):
-            self._registered(rec, received_at, listing)
+            self._registered(rec)
         for node in _event_nodes(rec):
             bucket = self.store.events_by_node.setdefault(node, set())
             bucket.add(key)
@@ -483,9 +483,9 @@ class Ingest:
                 oldest = min(bucket, key=lambda k: self.store.events[k].time or 0.0 if k in self.store.events else 0.0)
                 bucket.discard(oldest)
 
-    def registration(self, obj: Any, received_at: float | None, listing: bool) -> None:
+    def registration(self, obj: Any, received_at: float | None) -> None:
         """``FleetState.registration``: an event that may be the node controller's registration of a
-        node, applied for that alone."""
+        node, applied for that alone (``received_at``: when a problem with it is reported)."""
         with self.store.lock:
             try:
                 rec = event_from_dict(obj)
@@ -493,9 +493,9 @@ class Ingest:
                 self.problem(received_at, "events (registrations)", f"{type(exc).__name__}: {exc}")
                 return
             if _is_registration(rec):
-                self._registered(rec, received_at, listing)
+                self._registered(rec)
 
-    def _registered(self, rec: EventRecord, received_at: float | None, listing: bool) -> None:
+    def _registered(self, rec: EventRecord) -> None:
         """The node controller registered the node (``Store.registered``): at its start (a restart,
         a new leader) it does so for every node, and counts each one's grace from then. When: the
         event's own time (the controller's clock, whole seconds: at most a second early), however
@@ -503,7 +503,7 @@ class Ingest:
         seconds after the pass it records (on a loaded testbed, after the grace of a node cut right
         after its registration), and a watch may deliver an old event again. Dated by its arrival,
         such an event moved the node's probe past the controller's: Late where the controller had
-        already marked it Unknown (``received_at`` and ``listing`` are not read)."""
+        already marked it Unknown."""
         t = rec.time
         node = rec.object_name
         if t is None or t <= self.store.registered.get(node, -math.inf):

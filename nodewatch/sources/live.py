@@ -325,9 +325,9 @@ class LiveSource:
         which a replay reads the same way (``Ingest._on_event``)."""
         st = self.state
         with st.batch():
-            for _, etype, obj, t, listing in batch:
+            for _, etype, obj, t, _listing in batch:
                 if etype in ("ADDED", "MODIFIED"):
-                    st.registration(obj, t, listing)
+                    st.registration(obj, t)
         rec = self.recorder
         if rec is not None:
             for resource, etype, obj, t, listing in batch:
