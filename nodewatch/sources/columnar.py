@@ -56,6 +56,8 @@ from ..core.timeutil import parse_time
 from . import writer_lock
 from .columnar_blocks import FRAME, MAGIC, MAGIC_PREFIX, BlockReader, check_magic
 from .columnar_range import MAX_BUFFERED, MAX_WAIT, SHORT_RUN, FastRange
+from .columnar_reports import MAX_WAITING, Report, StatusReports
+from .columnar_reports import PENDING_SECONDS as REPORT_PENDING_SECONDS
 from .columnar_whole import Plain, Raw, decoded, plain, split
 from .line_stream import SegmentStream
 from .recording import (
@@ -689,19 +691,30 @@ class _Codec:
             elif type(obj) is list:  # kept as its split text (``spliced``)
                 obj = self.objects[key] = orjson.loads(b"".join(obj))
             return obj
-        data = self.previous_json(key)
+        data = self.json_of(key)
         return None if data is None else orjson.loads(data)
-
-    def previous_json(self, key: tuple) -> bytes | None:
-        """The JSON of the object's last version (the writer's codec: not ``plain``), or None."""
-        data = self.objects.get(key)
-        return None if data is None else self._z.decompress(data)
 
     def spliced(self, key: tuple, etype: Any, values: Any) -> bytes:
         """A spliced row's object JSON (``splice`` of the object's last version), learned
         (``learn_line``'s way). ValueError: no last version, or the values do not fit it. ``plain``
         keeps the object as its split text (a list): its next splice is made without the split, as
         a Node's status reports come one after the other."""
+        parts = self._filled(key, values)
+        data = b"".join(parts)
+        if etype == "DELETED":
+            del self.objects[key]
+        else:
+            self.objects[key] = parts if self.plain else self._z.compress(data)
+        return data
+
+    def splice_parts(self, key: tuple, values: Any) -> list:
+        """``spliced`` of a row that is not a DELETED, in a ``plain`` codec, its JSON not joined: the
+        text split at its holes (``columnar_reports`` joins it only for a report it keeps)."""
+        parts = self.objects[key] = self._filled(key, values)
+        return parts
+
+    def _filled(self, key: tuple, values: Any) -> list:
+        """The object's last version split at its holes, with ``values`` put in (a new list)."""
         obj = self.objects.get(key)
         if obj is None:
             raise ValueError("a splice of an object not in the file")
@@ -712,12 +725,16 @@ class _Codec:
         else:
             parts = _HOLES.split(memoryview(obj) if type(obj) is Raw else orjson.dumps(obj))
         _fill(parts, values)
-        data = b"".join(parts)
-        if etype == "DELETED":
-            del self.objects[key]
-        else:
-            self.objects[key] = parts if self.plain else self._z.compress(data)
-        return data
+        return parts
+
+    def json_of(self, key: tuple) -> bytes | None:
+        """The JSON of the object's last version (what a patch or a splice of it is made from), or None."""
+        obj = self.objects.get(key)
+        if obj is None or not self.plain:
+            return None if obj is None else self._z.decompress(obj)
+        if type(obj) is list:
+            return b"".join(obj)
+        return bytes(obj) if type(obj) is Raw else orjson.dumps(obj)
 
 
 # --- writing ----------------------------------------------------------------------------------------
@@ -898,7 +915,7 @@ class ColumnarWriter:
         self._start_row(t_us, resid)
         if prev is not None:
             assert key is not None
-            before = self._c.previous_json(key)
+            before = self._c.json_of(key)
             obj = line["object"]
             if data is None:
                 data = orjson.dumps(obj)
@@ -999,7 +1016,7 @@ class ColumnarRecorder(FlushedWriter):
         with self._lock:
             if self._w is None or self.error is not None:
                 return None
-            return self._w._c.previous_json((cluster, resource, None, name))
+            return self._w._c.json_of((cluster, resource, None, name))
 
     def write(self, resource: str, etype: str, obj: dict | None, t: float, listing: bool = False,
               cluster: str | None = None) -> None:
@@ -1396,7 +1413,9 @@ class Supersession:
     That holds while the lines of each Lease name come in time order (then the answer applies them
     in reading order, whatever it does with the others). A line of a name that steps back stops the
     drops on that name; if one of them was made already, ``unsure`` says so and the caller reads
-    again without this. One for a whole stream (a directory's segments share it); ``hidden``: the
+    again without this (and so does a line of any other object that steps back: ``object_in_order``).
+    With ``clean_node``, the Nodes' status reports a later one supersedes are left out too
+    (``columnar_reports``). One for a whole stream (a directory's segments share it); ``hidden``: the
     next lines are read but not the answer's (a later segment's keyframe), they only make dropping
     rarer. What differs from reading every line: the line numbers of problems after the first drop,
     and a renewal that duplicates an earlier line is not reported when it is left out.
@@ -1406,7 +1425,9 @@ class Supersession:
     made a renewal here when the run ends), the other blocks row by row (``_row_by_row``)."""
 
     def __init__(self, target: float, read_until: float, clean: Callable[[bytes], tuple[bool, float | None]],
-                 early_slack: float) -> None:
+                 early_slack: float, clean_node: Callable[[bytes], bool] | None = None) -> None:
+        """``clean_node``: Nodes' status reports are left out too, where a later one supersedes them
+        (``columnar_reports``; ``clean_node`` is its ``clean``)."""
         self.target = target
         self.read_until = read_until
         self._clean = clean
@@ -1425,6 +1446,8 @@ class Supersession:
         self._pending: dict[tuple, list] = {}
         self._last: dict[Any, float] = {}
         """The latest time of a line of each Lease name."""
+        self._object_last: dict[tuple, float] = {}
+        """The latest time of a line of each other object (``object_in_order``)."""
         self._dropped_names: set[Any] = set()
         self._hi = -math.inf
         self._run: FastRange | None = None
@@ -1435,6 +1458,7 @@ class Supersession:
         self._wait = 0
         """Blocks to read row by row before a run is tried again (``end_run``)."""
         self._backoff = 0
+        self.reports = StatusReports(clean_node) if clean_node is not None else None
 
     def header(self, header: Any) -> None:
         """A file's header: the first one anchors the recording (``line_guards.TimeFrame``)."""
@@ -1442,17 +1466,32 @@ class Supersession:
             started = header.get("started_at") if isinstance(header, dict) else None
             t = parse_time(started) if isinstance(started, str) else None
             self.anchor = self._floor = -math.inf if t is None else t - self._slack
+        if isinstance(header, dict) and "clusters" in header:
+            self.reports = None  # (of several clusters: ``columnar_reports`` leaves out reports of one)
 
-    def add(self, data: bytes, t: Any, line: dict | None) -> None:
-        """A line read (``renewal`` takes the renewal rows)."""
-        self.queue.append(data)
-        if line is not None:
-            self._line(data, t, line)
+    def whole(self, kind: int, blob: Any, c: _Codec, t: float, t_us: int) -> bytes | Report:
+        """A whole row read (a block's rows but the renewals'): its line, or a clean status report
+        waiting unbuilt for the next of its Node (``columnar_reports``), for the queue."""
+        item: bytes | Report | None = None
+        key = None
+        if kind == _ROW_SPLICED:
+            if type(blob) is Raw:
+                blob = decoded(blob)
+            if self.reports is not None:
+                item = self.reports.report(blob, c, t, self)
+        if item is None:
+            data, tt, line = _whole_row(kind, blob, c, t, t_us)
+            if kind == _ROW_SPLICED:  # (its object is a Fragment: keyed by the row, as the codec keys it)
+                payload, _, ns, name = blob
+                key = (payload.get("cluster"), payload.get("resource"), ns, name)
+            self._line(data, tt, line, key)
+            item = data
         if self.hidden:
             self.hidden -= 1
+        return item
 
     def block(self, body: bytes, c: _Codec) -> None:
-        """A data block read: its whole lines through ``add``, its renewal rows decoded here, each
+        """A data block read: its whole lines through ``whole``, its renewal rows decoded here, each
         one deciding the renewal of its Lease waiting (``_pending``) and waiting in turn. The rows are
         decoded as ``_decode_block`` decodes them (the same arithmetic, inline: a segment holds
         hundreds of thousands), and a renewal is a list, its line built only if it is kept. Runs of
@@ -1465,7 +1504,7 @@ class Supersession:
             elif self._run_fits != (c, self._lease_lines) and FastRange.may_read(self, c, parts):
                 ok, cluster = FastRange.fits(self, c)
                 if ok:
-                    self._run = FastRange(self, c, cluster, _whole_row, _time_of)
+                    self._run = FastRange(self, c, cluster, self.whole, _time_of)
                 else:
                     self._run_fits = (c, self._lease_lines)  # (not asked again before a Lease's next line)
         if self._run is not None:
@@ -1519,7 +1558,7 @@ class Supersession:
             if kind != _ROW_LEASE:
                 c.last_us = t_us
                 self.hidden, self._hi = hidden_n, hi
-                self.add(*_whole_row(kind, next(blobs), c, t, t_us))
+                append(self.whole(kind, next(blobs), c, t, t_us))
                 hidden_n, hi = self.hidden, self._hi
                 continue
             tpl = by_index[idx[li]]
@@ -1576,12 +1615,21 @@ class Supersession:
         self.hidden, self._hi = hidden_n, hi
         self.dropped += dropped
 
-    def _line(self, data: bytes, t: Any, line: dict) -> None:
-        """A whole line: a lease list done, or a Lease's line (it ends what was waiting of that Lease)."""
+    def _line(self, data: bytes, t: Any, line: dict, key: tuple | None = None) -> None:
+        """A whole line: a lease list done, or a Lease's line (it ends what was waiting of that Lease),
+        or another object's (``key``: its codec key, when the line's object is not a dict)."""
         hidden = self.hidden > 0
         if not hidden and type(t) is float and t > self._hi:
             self._hi = t
-        if line.get("resource") != "leases":
+        resource = line.get("resource")
+        if resource != "leases":
+            if key is None:
+                key = _object_key(line)
+            if key is not None:
+                if not hidden:
+                    self.object_in_order(key, t if type(t) is float else -math.inf)
+                if resource == "nodes" and self.reports is not None:
+                    self.reports.whole_line(key)
             return
         self._lease_lines += 1
         cluster = line.get("cluster")
@@ -1609,6 +1657,18 @@ class Supersession:
         if tpl is not None:
             tpl.droppable = clean
 
+    def object_in_order(self, key: tuple, t: float) -> None:
+        """A line of an object other than a Lease at ``t``. One that steps back before the object's
+        last line is applied before or after it depending on how far the lines read before it went
+        (``replay/instant.py``: a line more than its window late is applied where it comes), and
+        the lines left out change that: the answer is read again without leaving anything out
+        (``unsure``; an object's lines come in time order from its watch, so this is rare)."""
+        last = self._object_last.get(key)
+        if last is None or t >= last:
+            self._object_last[key] = t
+        else:
+            self.unsure = True
+
     def _in_order(self, name: Any, t: float) -> None:
         """A line of Lease ``name`` at ``t``: one that steps back stops the drops on that name."""
         last = self._last.get(name)
@@ -1627,18 +1687,28 @@ class Supersession:
         q = self.queue
         while q:
             x = q[0]
-            if type(x) is list and not x[_FINAL]:
+            kind = type(x)
+            if kind is list and not x[_FINAL]:
                 if x[_T] >= self._hi - PENDING_SECONDS:
                     return
                 x[_FINAL] = True
                 key = x[_TPL].key
                 if self._pending.get(key) is x:
                     del self._pending[key]
+            elif kind is Report and not x.final:
+                if (x.t >= self._hi - REPORT_PENDING_SECONDS and len(q) < MAX_WAITING
+                        and self._hi <= self.read_until):  # (past the read's end no report is left out)
+                    return
+                self.reports.decided(x)
             q.popleft()
-            if type(x) is not list:
+            if kind is list:
+                if not x[_DROP]:
+                    yield _renewal_line(x)
+            elif kind is Report:
+                if not x.drop:
+                    yield x.line()
+            else:
                 yield x
-            elif not x[_DROP]:
-                yield _renewal_line(x)
 
     def finish(self) -> Iterator[bytes]:
         """The end of a file: whatever waits is kept."""
@@ -1646,6 +1716,8 @@ class Supersession:
         for p in self._pending.values():
             p[_FINAL] = True
         self._pending.clear()
+        if self.reports is not None:
+            self.reports.end()
         yield from self.ready()
 
 

@@ -51,6 +51,9 @@ MARGIN_US = 8
 this many microseconds (a block whose residuals are larger is read row by row)."""
 MAX_BUFFERED = 256 * 1024 * 1024
 """Bytes of whole lines a run holds back (they wait for the Leases' last rows read before them)."""
+WAITING_BYTES = 512
+"""What a status report held back unbuilt counts for (``columnar_reports.Report``: its split text
+shares the Node's)."""
 SAFE = 1 << 61
 """Every value a run keeps is within +-SAFE, every delta it reads within +-DELTA: a sum of two kept
 values, or a kept value and a block's deltas (a block has fewer than 2**28 rows), stays inside int64."""
@@ -78,7 +81,8 @@ class FastRange:
     """A run of blocks read a block at a time, for one ``Supersession`` (``s``)."""
 
     def __init__(self, s: Any, c: Any, cluster: Any, whole_row: Callable, time_of: Callable[[int, int], float]) -> None:
-        """``whole_row``, ``time_of``: ``columnar``'s (a row kept as a whole line; a receive time's float)."""
+        """``whole_row``: ``s.whole`` (a whole row read, what the queue keeps of it); ``time_of``:
+        ``columnar._time_of`` (a receive time's float)."""
         import numpy as np
 
         self.whole_row = whole_row
@@ -118,7 +122,7 @@ class FastRange:
         self.mf = np.zeros(size, np.int64)
         self.stamp = np.zeros(size, np.int64)
         """Scratch: each Lease's row in the block, to find a Lease twice in one block."""
-        self.whole: list[tuple[int, bytes]] = []
+        self.whole: list[tuple[int, Any]] = []
         self.buffered = 0
         self.row = 0
         self.blocks = 0
@@ -224,10 +228,9 @@ class FastRange:
             for m in _WHOLE.finditer(kinds):
                 k = m.start()
                 t_us = ts_l[k]
-                data, tt, line = _whole_row(kinds[k], next(it), c, _time_of(t_us, res_all[k]), t_us)
-                s._line(data, tt, line)
-                self.whole.append((g + k, data))
-                self.buffered += len(data)
+                item = _whole_row(kinds[k], next(it), c, _time_of(t_us, res_all[k]), t_us)
+                self.whole.append((g + k, item))
+                self.buffered += len(item) if type(item) is bytes else WAITING_BYTES
         if n_lease:
             carry = self.carry
             dropped = 0

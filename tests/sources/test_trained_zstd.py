@@ -53,5 +53,5 @@ def test_the_codec_gives_back_each_objects_last_version(n):
             objs[(None, "nodes", None, f"n{i}")] = obj
     assert c._z.trained is (2 * n >= trained_zstd.TRAIN_AFTER)
     for key, obj in objs.items():
-        assert c.previous_json(key) == orjson.dumps(obj)
+        assert c.json_of(key) == orjson.dumps(obj)
         assert c.previous(key) == obj

@@ -54,7 +54,16 @@ from .clusters import (
 )
 from .index import OUT_OF_ORDER_REPORT, apply_entry, learn_version
 from .lines import object_fits, parse_decoded, plain_line
-from .superseded import Deferred, Listed, Superseded, deferred, deferred_ahead, deferred_entry, deferred_lease
+from .superseded import (
+    Deferred,
+    Listed,
+    Superseded,
+    clean_node_update,
+    deferred,
+    deferred_ahead,
+    deferred_entry,
+    deferred_lease,
+)
 
 REORDER_WINDOW = 30.0
 """Seconds a line may step back in time and still be applied in time order."""
@@ -147,9 +156,9 @@ def _read_at(path: str, when: str | None, settings: Settings | None, compact: bo
 def _one_instant(path: str, when: str) -> tuple[str, Supersession | None]:
     """What a one-shot answer at ``when`` (an absolute time) needs to read: a hub's directory from
     the keyframe of the segment that holds it (each segment starts with the fleet as it was: the
-    segments before change nothing it shows), and columnar data without the renewals a later one
-    supersedes (``columnar.Supersession``: the same ones ``Superseded`` would drop, never made
-    lines). A relative ``when`` is measured from the first event, not known yet: all is read."""
+    segments before change nothing it shows), and columnar data without the renewals and Node
+    status reports a later one supersedes (``columnar.Supersession``: the same ones ``Superseded``
+    would drop, never made lines). A relative ``when`` is measured from the first event, not known yet: all is read."""
     try:
         t = parse_when(when, None)
     except ValueError:
@@ -161,7 +170,7 @@ def _one_instant(path: str, when: str) -> tuple[str, Supersession | None]:
     until = t + REORDER_WINDOW  # reading stops after that (``_apply_until``), or after the window's end
     if isinstance(path, SegmentWindow) and path.end is not None:
         until = min(until, path.end)
-    return path, Supersession(t, until, _clean_lease, EARLY_SLACK)
+    return path, Supersession(t, until, _clean_lease, EARLY_SLACK, clean_node_update)
 
 
 def _clean_lease(line: bytes) -> tuple[bool, float | None]:

@@ -55,9 +55,10 @@ from .lines import _Line, parse, plain_fields
 NODE_LEASE_NAMESPACES = ("", "kube-node-lease")
 """Namespaces whose Leases are node heartbeats (``Ingest._on_lease`` ignores the others)."""
 
+_decode_node = msgspec.json.Decoder(_Node).decode
 _DECODE = {
     "leases": msgspec.json.Decoder(_Lease).decode,
-    "nodes": msgspec.json.Decoder(_Node).decode,
+    "nodes": _decode_node,
     "pods": msgspec.json.Decoder(_Pod).decode,
 }
 
@@ -188,6 +189,18 @@ def _seconds_of(raw: Any) -> Seconds:
             _SECONDS.clear()
         got = _SECONDS[key] = seconds_of(pod_tolerations(raw))
     return got
+
+
+def clean_node_update(obj: Any) -> bool:
+    """Whether a Node's JSON, the object of a plain ``MODIFIED`` line, is one ``deferred`` makes a
+    ``Deferred`` of that replaces the node's record whole (``columnar_reports`` leaves out the reports
+    before such an update, as ``Superseded`` does)."""
+    try:
+        node = _decode_node(obj)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    meta = node.metadata
+    return meta is not None and bool(meta.name) and _replaces(node.spec.taints if node.spec is not None else None)
 
 
 def _replaces(taints: Any) -> bool:
