@@ -570,13 +570,14 @@ def splice(before: Any, values: Any) -> bytes:
     return b"".join(parts)
 
 
-def _fill(parts: list, values: Any) -> None:
-    """``parts`` (a JSON text's ``_HOLES.split``) with the hole values of a spliced row put in."""
+def _fill(parts: list, values: Any, checked: bool = False) -> None:
+    """``parts`` (a JSON text's ``_HOLES.split``) with the hole values of a spliced row put in.
+    ``checked``: the caller found every value a plain string already (``columnar_reports``)."""
     if type(values) is not list or len(parts) != 3 * len(values) + 1:
         raise ValueError("a spliced row that does not fit its object's previous version")
     for i, v in enumerate(values):
         if v is not None:
-            if type(v) is not str or '"' in v or "\\" in v:
+            if not checked and (type(v) is not str or '"' in v or "\\" in v):
                 raise ValueError("a spliced value that is not a plain string")
             parts[3 * i + 2] = v.encode()
 
@@ -709,11 +710,12 @@ class _Codec:
 
     def splice_parts(self, key: tuple, values: Any) -> list:
         """``spliced`` of a row that is not a DELETED, in a ``plain`` codec, its JSON not joined: the
-        text split at its holes (``columnar_reports`` joins it only for a report it keeps)."""
-        parts = self.objects[key] = self._filled(key, values)
+        text split at its holes (``columnar_reports`` joins it only for a report it keeps, and has
+        checked that every value is a plain string)."""
+        parts = self.objects[key] = self._filled(key, values, True)
         return parts
 
-    def _filled(self, key: tuple, values: Any) -> list:
+    def _filled(self, key: tuple, values: Any, checked: bool = False) -> list:
         """The object's last version split at its holes, with ``values`` put in (a new list)."""
         obj = self.objects.get(key)
         if obj is None:
@@ -724,7 +726,7 @@ class _Codec:
             parts = list(obj)
         else:
             parts = _HOLES.split(memoryview(obj) if type(obj) is Raw else orjson.dumps(obj))
-        _fill(parts, values)
+        _fill(parts, values, checked)
         return parts
 
     def json_of(self, key: tuple) -> bytes | None:

@@ -51,7 +51,8 @@ MAX_WAITING = 400_000
 """Lines waiting behind a report before it is kept anyway (~60 s of renewals at 65,000 nodes read
 row by row, what a renewal's own ``PENDING_SECONDS`` holds back already)."""
 _PLAIN_VALUE = re.compile(r'[^\x00-\x1f"\\\ud800-\udfff]*')
-"""A value whose line a JSON decoder reads as the same string (and ``_fill`` takes)."""
+"""A value whose line a JSON decoder reads as the same string: stricter than ``columnar._fill``'s own
+check (no quote, no backslash), which a report's values then skip."""
 
 
 class Report:

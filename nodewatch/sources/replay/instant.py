@@ -158,7 +158,8 @@ def _one_instant(path: str, when: str) -> tuple[str, Supersession | None]:
     the keyframe of the segment that holds it (each segment starts with the fleet as it was: the
     segments before change nothing it shows), and columnar data without the renewals and Node
     status reports a later one supersedes (``columnar.Supersession``: the same ones ``Superseded``
-    would drop, never made lines). A relative ``when`` is measured from the first event, not known yet: all is read."""
+    would drop, never made lines). A relative ``when`` is measured from the first event, not known
+    yet: all is read."""
     try:
         t = parse_when(when, None)
     except ValueError:
