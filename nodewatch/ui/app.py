@@ -28,6 +28,7 @@ from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.css.query import NoMatches
+from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.widgets import Footer, Input
 from textual.worker import Worker, WorkerState
@@ -250,6 +251,16 @@ class NodewatchApp(SourceActions, App):
         if self.source.replay is not None:
             yield ReplayBar(self.source.replay, id="replay")
         yield Footer()
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's terminal driver, ending the app when the terminal goes away without a SIGHUP
+        (``ui/hangup_driver.py``); any other (a front door's web driver, ``TEXTUAL_DRIVER``) as it is."""
+        driver = super().get_driver_class()
+        if driver.__name__ != "LinuxDriver":
+            return driver
+        from .hangup_driver import HangupAwareDriver, LinuxDriver  # (POSIX only: imported where it is Textual's choice)
+
+        return HangupAwareDriver if driver is LinuxDriver else driver
 
     def _exit_on_hang_up(self) -> None:
         """SIGHUP (the terminal or the SSH session closed under the dashboard) and SIGTERM end the app

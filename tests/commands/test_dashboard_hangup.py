@@ -64,3 +64,34 @@ def test_a_hung_up_dashboard_closes_its_recording_whole(tmp_path, sig):
     with gzip.open(record, "rb") as f:
         data = f.read()  # EOFError on a file without its trailer
     assert data.endswith(b"\n") and data.count(b"\n") > 5
+
+
+def test_a_dashboard_whose_terminal_closes_without_a_sighup_ends_on_its_own(tmp_path):
+    """The dashboard holds the terminal without controlling it (a new session: as under ``make demo``
+    or a script that goes on after it, whose shell takes the SIGHUP): closing the terminal sends it no
+    signal. It ends all the same, as SIGHUP ends it, with its recording whole. The code before went on
+    at ~95 % of a core until killed (Textual's writer thread died on EIO and the loop blocked on its
+    full queue)."""
+    record = tmp_path / "demo.jsonl.gz"
+    primary, secondary = os.openpty()
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
+    proc = subprocess.Popen([sys.executable, "-m", "nodewatch", "demo", "--nodes", "8", "--record", str(record)],
+                            stdin=secondary, stdout=secondary, stderr=secondary, env=env, cwd=tmp_path,
+                            start_new_session=True)  # (no controlling terminal: the pty is inherited, not opened)
+    os.close(secondary)
+    try:
+        _drawn(primary, proc)
+        time.sleep(1.0)
+        os.close(primary)
+        primary = -1
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        if primary >= 0:
+            os.close(primary)
+    assert proc.returncode >= 0  # it ended, not killed
+    with gzip.open(record, "rb") as f:
+        data = f.read()
+    assert data.endswith(b"\n") and data.count(b"\n") > 5
