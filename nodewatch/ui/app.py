@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -72,6 +72,9 @@ STATE_FILTERS: tuple[str | NodeState | None, ...] = (None, NOT_READY) + tuple(so
 MAIN_ONLY_ACTIONS = {"sort_next", "sort_reverse", "filter_state", "filter_zone", "filter_cluster", "filter_cordoned",
                      "search"}
 MAX_NOTIFY_LINES = 12
+SHORT_LINES = 20
+"""A terminal of fewer lines folds the timeline away (the ``-short`` class): four lines of chart left a
+60x15 terminal a table of no rows at all, and the rows are what the screen is for."""
 """A notification shows at most this many lines (each one bounded by ``safe``)."""
 REPLAY_ACTIONS = {"replay_toggle", "replay_faster", "replay_slower", "replay_step", "replay_seek", "replay_next_change",
                   "replay_next_mark"}
@@ -307,6 +310,9 @@ class NodewatchApp(SourceActions, App):
         self.set_interval(LIST_CHECK_SECONDS, self._tick_if_listed, name="listed")
         if self.initial_focus:
             self.open_node(self.initial_focus)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.height < SHORT_LINES, "-short")
 
     def on_unmount(self) -> None:
         if self._history_job is not None:

@@ -699,3 +699,20 @@ async def test_help_and_problems_scroll_by_keys_on_a_short_terminal(key):
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, (HelpScreen, ProblemsScreen))
+
+
+@pytest.mark.parametrize("replay", [False, True])
+async def test_a_short_terminal_folds_the_timeline_away_for_the_rows(replay):
+    """At 60x15 the header, zones, summary, timeline and replay bar took every line and the table
+    showed its heading alone: below ``SHORT_LINES`` the timeline goes, and comes back with the lines."""
+    src, app = make_app(replay=replay)
+    async with app.run_test(size=(60, 15)) as pilot:
+        await pilot.pause()
+        assert not app.query_one("#timeline").display
+        assert len([line for line in table_lines(app)[1:] if line.strip()]) >= 3  # rows under the heading
+        await pilot.resize_terminal(80, app_module.SHORT_LINES)
+        await pilot.pause()
+        assert app.query_one("#timeline").display
+        await pilot.resize_terminal(80, app_module.SHORT_LINES - 1)
+        await pilot.pause()
+        assert not app.query_one("#timeline").display
