@@ -12,6 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..core.settings import Settings, check_setting
+from ..core.timeutil import duration_seconds
 
 if TYPE_CHECKING:
     from ..sources.live import LiveSource
@@ -251,19 +252,14 @@ def fail(message: str) -> int:
 
 
 SIZE_UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
-TIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def parse_age(text: str) -> float:
-    """An age like ``90s``, ``15m``, ``24h``, ``7d`` (argparse ``type``: a bad value is a usage error
-    naming its option, told before anything is built)."""
-    t = text.strip().lower()
-    unit = t[-1:] if t[-1:] in TIME_UNITS else "s"
-    num = t[:-1] if t[-1:] in TIME_UNITS else t
-    try:
-        v = float(num) * TIME_UNITS[unit]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected an age like 90s, 15m, 24h, 7d") from None
+    """An age like ``90s``, ``15m``, ``24h``, ``7d``, ``1h30m`` (``timeutil.duration_seconds``; argparse
+    ``type``: a bad value is a usage error naming its option, told before anything is built)."""
+    v = duration_seconds(text.strip())
+    if v is None:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected an age like 90s, 15m, 24h, 7d")
     if v <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: must be more than zero")
     return v
@@ -276,7 +272,7 @@ def parse_size(text: str) -> int:
     num = t[:-1] if unit else t
     try:
         v = int(float(num) * SIZE_UNITS[unit])
-    except ValueError:
+    except (ValueError, OverflowError):  # (not a number; nan; inf or beyond a float)
         raise argparse.ArgumentTypeError(f"{text!r}: expected a size like 500M or 2G") from None
     if v <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: must be more than zero")

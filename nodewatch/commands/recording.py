@@ -43,8 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="FILE.jsonl.gz (gzip), FILE.jsonl, FILE.nwcol (columnar) or - (stdout)")
     p.add_argument("--from", dest="start", metavar="T",
-                   help="a directory only: from the segment holding T (HH:MM[:SS] UTC, RFC 3339, +SECONDS)")
-    p.add_argument("--to", dest="end", metavar="T", help="up to T (HH:MM[:SS] UTC, RFC 3339, +SECONDS)")
+                   help="a directory only: from the segment holding T (HH:MM[:SS] UTC, RFC 3339, +OFFSET such as +90 or +15m)")
+    p.add_argument("--to", dest="end", metavar="T", help="up to T (HH:MM[:SS] UTC, RFC 3339, +OFFSET such as +90 or +15m)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,9 +13,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a nodewatch recording (.jsonl, .jsonl.gz, .nwcol), a hub's "
                         "directory (or its recordings), a kubectl `get -w --output-watch-events -o json` log, or - for stdin")
     parser.add_argument("--speed", type=speed, default=1.0, metavar="X", help="playback speed (default 1)")
-    parser.add_argument("--start", metavar="WHEN", help="RFC 3339, +SECONDS from the start, or HH:MM[:SS] (UTC)")
+    parser.add_argument("--start", metavar="WHEN", help="RFC 3339, +OFFSET from the start (+90, +15m, +1h30m), or HH:MM[:SS] (UTC)")
     parser.add_argument("--from", dest="from_", metavar="WHEN", help="a hub's recordings directory: from "
-                        "HH:MM (UTC), RFC 3339 or +SECONDS; only the segments needed are read")
+                        "HH:MM (UTC), RFC 3339 or +OFFSET (+90, +15m); only the segments needed are read")
     parser.add_argument("--to", metavar="WHEN", help="a hub's recordings directory: up to this time")
     add_dashboard_arguments(parser, record=False)
     add_settings_arguments(parser)

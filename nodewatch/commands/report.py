@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="RECORDING", type=recording_path,
                         help="a nodewatch recording (.jsonl, .jsonl.gz, .nwcol), a "
                         "hub's directory (or its recordings), or a kubectl `get -w --output-watch-events -o json` log")
-    parser.add_argument("--from", dest="start", metavar="T", help="start of the window: RFC 3339, +SECONDS "
+    parser.add_argument("--from", dest="start", metavar="T", help="start of the window: RFC 3339, +OFFSET (+90, +15m) "
                         "from the recording's start, or HH:MM[:SS] (UTC); of a hub's directory only the segments of "
                         "the window are read (default: its start)")
     parser.add_argument("--to", dest="end", metavar="T", help="end of the window: as --from (default: its end)")

@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="a recording, a hub's directory (or its recordings), or a kubectl "
                      "watch log ('-' for stdin)")
     src.add_argument("--at", metavar="WHEN",
-                     help="with --replay or --demo: RFC 3339, +SECONDS from the start, or HH:MM[:SS] (UTC) "
+                     help="with --replay or --demo: RFC 3339, +OFFSET from the start (+90, +15m, +1h30m), or HH:MM[:SS] (UTC) "
                      "(default: the end / +0)")
     src.add_argument("--nodes", type=sim_nodes, default=30, help="with --demo: number of nodes")
     src.add_argument("--scenario", type=scenario_name, default="incident", help="with --demo: scenario")

@@ -30,6 +30,11 @@ MAX_TIME = 253402300799.0
 """9999-12-31T23:59:59Z: the last second RFC 3339 (and ``datetime``) can write."""
 MAX_SECONDS = 100 * 365.25 * 86400
 """A century: the longest duration (toleration, lease duration, offset) taken as it is."""
+TIME_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+"""The units of a duration a user types (``duration_seconds``)."""
+_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)"  # (no two ways to read a digit: linear on any input)
+_DURATION = re.compile(rf"(?:{_NUMBER}[smhd])+|{_NUMBER}")
+_DURATION_PART = re.compile(rf"({_NUMBER})([smhd])")
 
 
 def valid_time(value: object) -> float | None:
@@ -144,10 +149,21 @@ def time_of_day(value: str) -> int | None:
     return h * 3600 + mi * 60 + sec
 
 
+def duration_seconds(text: str) -> float | None:
+    """A duration as a user types it, in seconds: ``90`` or ``2.5`` (seconds), ``90s``, ``15m``, ``24h``,
+    ``7d``, or parts together (``1h30m``), any case; None for anything else, and for what is not finite
+    (``nan``, ``inf``, 400 digits): ``--keep``, ``--segment`` and the offsets of ``--at``."""
+    t = text.lower()
+    if _DURATION.fullmatch(t) is None:
+        return None
+    v = sum(float(n) * TIME_UNITS[u] for n, u in _DURATION_PART.findall(t)) if t[-1] in TIME_UNITS else float(t)
+    return v if math.isfinite(v) else None
+
+
 def parse_when(value: str, start: float | None) -> float:
-    """A ``--at``/``--start`` argument: RFC 3339, ``+SECONDS`` / ``-SECONDS`` relative to ``start``,
-    or ``HH:MM[:SS]`` (UTC): that time on ``start``'s day, or on the next day when that is over 12 hours
-    before ``start`` (a recording that began at 23:00 and an ``--at 01:00``); a hub's directory of many
+    """A ``--at``/``--start`` argument: RFC 3339, ``+OFFSET`` / ``-OFFSET`` relative to ``start`` (a
+    ``duration_seconds``: ``+90``, ``+15m``, ``-1h30m``), or ``HH:MM[:SS]`` (UTC): that time on
+    ``start``'s day, or on the next day when that is over 12 hours before ``start`` (a recording that began at 23:00 and an ``--at 01:00``); a hub's directory of many
     days resolves it itself (``segments.resolve_when``).
 
     Raises ``ValueError`` with a message meant for the user: also for a relative offset beyond
@@ -161,10 +177,12 @@ def parse_when(value: str, start: float | None) -> float:
             raise ValueError(f"{shown!r} is a time of day, but the recording's day is unknown")
         t = start - start % 86400 + of_day
         return t if t >= start - 43200 else t + 86400
-    if text[:1] in "+-" and text[1:].replace(".", "", 1).isdigit():
+    if text[:1] in "+-" and _DURATION.fullmatch(text[1:].lower()):
         if start is None:
             raise ValueError(f"{shown!r} is relative, but the start time is unknown")
-        offset = float(text)  # digits only: finite (or inf for 400 digits, refused next)
+        size = duration_seconds(text[1:])
+        offset = math.inf if size is None else size  # (None: 400 digits, beyond a float: refused next)
+        offset = -offset if text[0] == "-" else offset
         if not abs(offset) <= MAX_SECONDS:
             raise ValueError(f"{shown!r}: an offset of more than a century (±{MAX_SECONDS:.0f} seconds)")
         t = start + offset
@@ -173,6 +191,7 @@ def parse_when(value: str, start: float | None) -> float:
         return t
     parsed = parse_time(text)
     if parsed is None:
-        raise ValueError(f"{shown!r} is neither RFC 3339 (2026-11-29T10:00:00Z), +SECONDS nor HH:MM[:SS] (UTC)")
+        raise ValueError(f"{shown!r} is neither RFC 3339 (2026-11-29T10:00:00Z), an offset from the start "
+                         "(+90, +15m, +1h30m) nor HH:MM[:SS] (UTC)")
     return parsed
 

@@ -456,7 +456,7 @@ class Span:
         """``HH:MM[:SS]`` (UTC) is that time of day on the latest day the recording covers it (a
         hub still recording: the latest one not after its newest line), or, on no day, the one
         nearest the recording (its answer is then "before" or "after the recording", dated); else
-        RFC 3339 or ``+SECONDS`` from the first segment."""
+        RFC 3339 or ``+OFFSET`` (``+90``, ``+15m``) from the first segment."""
         of_day = time_of_day(text)
         if of_day is None:
             return parse_when(text, self.first)

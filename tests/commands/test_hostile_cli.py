@@ -93,6 +93,10 @@ def test_at_outside_the_recording_is_an_error(tmp_path, capsys, at):
     ("--keep", "0", "argument --keep: '0': must be more than zero"),
     ("--keep-bytes", "12Q", "argument --keep-bytes: '12Q': expected a size like 500M or 2G"),
     ("--segment", "soon", "argument --segment: 'soon': expected an age like 90s"),
+    ("--keep", "nan", "argument --keep: 'nan': expected an age like 90s"),  # (was taken: a NaN retention)
+    ("--keep", "inf", "argument --keep: 'inf': expected an age like 90s"),
+    ("--keep-bytes", "inf", "argument --keep-bytes: 'inf': expected a size like 500M"),  # (was a traceback)
+    ("--keep-bytes", "nan", "argument --keep-bytes: 'nan': expected a size like 500M"),
 ])
 def test_a_hubs_bad_retention_names_its_option(tmp_path, capsys, option, value, says):
     """``--keep 0`` said only "'0': must be more than zero" (of which option?): now a usage error

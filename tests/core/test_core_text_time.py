@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 
 import pytest
 from hypothesis import given
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from nodewatch.core.certs import certificate_not_after
 from nodewatch.core.text import middle_cut, safe
-from nodewatch.core.timeutil import format_time, parse_time, parse_when
+from nodewatch.core.timeutil import duration_seconds, format_time, parse_time, parse_when
 from support.factories import make_cert_pem
 
 
@@ -41,6 +42,34 @@ def test_parse_when():
         parse_when("soon", 0.0)
     with pytest.raises(ValueError, match="start time is unknown"):
         parse_when("+5", None)
+
+
+@pytest.mark.parametrize("text, offset", [
+    ("+90", 90), ("-90", -90), ("+2.5", 2.5), ("+.5", 0.5), ("+5.", 5), (" +90 ", 90),
+    ("+90s", 90), ("+15m", 900), ("+24h", 86400), ("+7d", 7 * 86400), ("+1h30m", 5400), ("-1m30s", -90),
+    ("+1H30M", 5400), ("+0.5h", 1800), ("+1d2h3m4s", 93784),
+])
+def test_an_offset_from_the_start_is_seconds_or_a_duration(text, offset):
+    """What a user types after an incident ("+15m", "+1h30m") as well as seconds ("+900")."""
+    assert parse_when(text, 1000.0) == 1000.0 + offset
+
+
+@pytest.mark.parametrize("text", ["+1x", "+", "+m", "+1h 30m", "+nan", "+inf", "+1e3", "+\u00b2", "+h1", "+1.2.3s"])
+def test_what_is_no_offset_is_refused_with_the_forms_it_could_have(text):
+    with pytest.raises(ValueError, match=r"RFC 3339.*\+15m"):
+        parse_when(text, 1000.0)
+
+
+def test_an_offset_beyond_a_century_or_a_float_is_refused():
+    for text in ("+" + "9" * 400, "+" + "9" * 400 + "s", "+40000d"):
+        with pytest.raises(ValueError, match="more than a century"):
+            parse_when(text, 1000.0)
+
+
+@given(st.text(max_size=24))
+def test_duration_seconds_is_none_or_finite_and_never_raises(s):
+    v = duration_seconds(s)
+    assert v is None or (math.isfinite(v) and v >= 0)
 
 
 @pytest.mark.parametrize("text, start, expected", [

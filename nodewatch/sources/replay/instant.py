@@ -94,7 +94,7 @@ def state_at(path: str, when: str | None, settings: Settings | None = None,
              compact: bool = False, pods: bool = True,
              progress: Callable[[float, float], None] | None = None) -> tuple[ReplayState, Instant, list[str]]:
     """(the state at ``when``, the instant and what was seen of the recording, the problems met):
-    ``when`` is RFC 3339 or +SECONDS from the first event (``parse_when``); None: the end. A
+    ``when`` is RFC 3339 or +OFFSET (+90, +15m) from the first event (``parse_when``); None: the end. A
     recording of several clusters gives a ``MultiFleet`` (``clusters.py``). ``compact`` (what
     ``status`` asks for): leave out the lease renewals and node updates a later one supersedes
     (``superseded.py``); the state's renewal counts, heartbeat histories and node timelines are then
