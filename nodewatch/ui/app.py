@@ -76,7 +76,8 @@ SHORT_LINES = 20
 """A terminal of fewer lines folds the timeline away (the ``-short`` class): four lines of chart left a
 60x15 terminal a table of no rows at all, and the rows are what the screen is for."""
 """A notification shows at most this many lines (each one bounded by ``safe``)."""
-REPLAY_ACTIONS = {"replay_toggle", "replay_faster", "replay_slower", "replay_step", "replay_seek", "replay_next_change",
+REPLAY_ACTIONS = {"replay_toggle", "replay_faster", "replay_slower", "replay_step", "replay_seek", "replay_goto",
+                  "replay_next_change",
                   "replay_next_mark"}
 
 
@@ -147,6 +148,7 @@ class NodewatchApp(SourceActions, App):
         Binding("right_square_bracket", "replay_seek(10)", "+10s", show=False, id="replay.forward_10s"),
         Binding("left_curly_bracket", "replay_seek(-60)", "-1m", show=False, id="replay.back_1m"),
         Binding("right_curly_bracket", "replay_seek(60)", "+1m", show=False, id="replay.forward_1m"),
+        Binding("t", "replay_goto", "Go to time", show=False, id="replay.goto"),
         Binding("n", "replay_next_change", "Next change", id="replay.next_change"),
         Binding("m", "replay_next_mark", "Next mark", id="replay.next_mark",
                 tooltip="jump to the next mark of the fleet timeline: Z zone, T NoExecute taint, E eviction"),
@@ -250,6 +252,9 @@ class NodewatchApp(SourceActions, App):
                         disabled=True)
             yield FleetTable(columns=self.column_keys, id="table")
         yield WallView(id="wall")
+        if self.source.replay is not None:
+            yield Input(placeholder="go to: HH:MM[:SS] (UTC), +90 or +15m from the start, or RFC 3339 "
+                        "(Enter: go, Escape: close)", id="goto", disabled=True)
         yield FleetTimeline(self.history, live=self._history_job is None, id="timeline")
         if self.source.replay is not None:
             yield ReplayBar(self.source.replay, id="replay")
@@ -567,8 +572,38 @@ class NodewatchApp(SourceActions, App):
             box.disabled = True
         self.query_one("#table", FleetTable).focus()
 
+    def action_replay_goto(self) -> None:
+        """``t``: a box for the time to go to (``SourceActions.replay_go_to``)."""
+        box = self.query_one("#goto", Input)
+        box.disabled = False
+        box.add_class("-on")
+        box.focus()
+
+    @on(Input.Submitted, "#goto")
+    def _goto_done(self, event: Input.Submitted) -> None:
+        if event.value.strip():
+            why = self.replay_go_to(event.value.strip())
+            if why is not None:
+                self.notify(why, severity="warning", timeout=6, markup=False)
+                return  # (the box stays, to be mended)
+        self._close_goto()
+
+    def _close_goto(self) -> bool:
+        """Close the go-to box if it is open (its text cleared); whether it was."""
+        boxes = self.query("#goto")
+        if not boxes or not boxes.first(Input).has_class("-on"):
+            return False
+        box = boxes.first(Input)
+        box.value = ""
+        box.remove_class("-on")
+        box.disabled = True
+        self.query_one("#wall-table" if self.wall else "#table", FleetTable).focus()
+        return True
+
     def action_clear(self) -> None:
-        """Escape: close the search box and clear search and filters."""
+        """Escape: close the go-to box if it is open; else close the search box and clear search and filters."""
+        if self._close_goto():
+            return
         box = self.query_one("#search", Input)
         box.value = ""
         box.remove_class("-on")

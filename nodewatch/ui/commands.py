@@ -56,6 +56,7 @@ class NodewatchCommands(Provider):
                 ("Replay: jump to next state change", app.action_replay_next_change, ""),
                 ("Replay: back 1 minute", partial(app.action_replay_seek, -60.0), ""),
                 ("Replay: forward 1 minute", partial(app.action_replay_seek, 60.0), ""),
+                ("Replay: go to a time", app.action_replay_goto, "t"),
             ]
         if app.view is not None:
             for v in app.view.nodes[:MAX_NODE_COMMANDS]:

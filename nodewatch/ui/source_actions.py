@@ -1,5 +1,5 @@
-"""The dashboard's actions on its source: the replay controls (play, speed, step, seek, the next
-state change and the next mark) and, for a hub viewer, switching to the hub's last hour and back.
+"""The dashboard's actions on its source: the replay controls (play, speed, step, seek, go to a
+time, the next state change and the next mark) and, for a hub viewer, switching to the hub's last hour and back.
 
 A mixin of ``NodewatchApp`` (``ui/app.py``), apart so that the app module keeps to its layout, tick
 and panes; the bindings stay in the app's ``BINDINGS``, where Textual and the help screen find them.
@@ -14,6 +14,7 @@ from textual.widgets import Footer
 from ..core.history import BackgroundHistory, HistoryRecorder
 from ..core.search import LabelSearch
 from ..core.source import Source
+from ..core.timeutil import format_time, parse_when
 from .replay_bar import READING_ON, NextChange, ReplayBar, mark_text, next_speed
 from .timeline import FleetTimeline, history_for
 
@@ -113,6 +114,26 @@ class SourceActions(_AppBase):
         if r is not None:
             r.seek(min(max(r.position() + float(seconds), r.start), r.end))
             self.tick()
+
+    def replay_go_to(self, text: str) -> str | None:
+        """Seek the replay to ``text`` (``HH:MM[:SS]`` UTC on the recording's day, ``+OFFSET`` from its
+        start such as ``+90`` or ``+15m``, RFC 3339: ``timeutil.parse_when``, as ``--at`` reads it);
+        None when done, else why not (the replay stays where it is)."""
+        r = self.source.replay
+        if r is None:
+            return "not a replay"
+        try:
+            t = parse_when(text, r.start)
+        except ValueError as exc:
+            return str(exc)
+        if not r.start <= t <= r.end:
+            side = "before the recording's start" if t < r.start else "after the recording's end"
+            more = "" if t < r.start or r.complete else READING_ON
+            edge = r.start if t < r.start else r.end
+            return f"{format_time(t)} is {side} ({format_time(edge)}){more}"
+        r.seek(t)
+        self.tick()
+        return None
 
     def action_replay_next_change(self) -> None:
         r = self.source.replay

@@ -716,3 +716,40 @@ async def test_a_short_terminal_folds_the_timeline_away_for_the_rows(replay):
         await pilot.resize_terminal(80, app_module.SHORT_LINES - 1)
         await pilot.pause()
         assert not app.query_one("#timeline").display
+
+
+async def test_t_goes_to_a_time_typed_as_at_reads_it():
+    """After an incident one wants 08:02, or five minutes in: ``t``, the time, Enter. A time outside
+    the recording or one that is no time says why and moves nothing; Escape closes the box and
+    leaves the filters as they were."""
+    src, app = make_app(replay=True)
+    r = src.replay  # 07:55:00Z .. 08:10:00Z (T0 - 300 .. T0 + 600)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert not app.query_one("#goto").display
+        await pilot.press("t")
+        assert app.query_one("#goto").display and app.focused is app.query_one("#goto")
+        await pilot.press(*"08:02", "enter")
+        assert r.position() == T0 + 120 and app.now == T0 + 120
+        assert not app.query_one("#goto").display and isinstance(app.focused, FleetTable)
+        await pilot.press("t", *"+5m", "enter")
+        assert r.position() == r.start + 300
+        await pilot.press("f")  # a filter, which Escape out of the box must keep
+        kept = app.query_rows
+        for typed, says in (("+1h", "after the recording's end (2027-01-15T08:10:00Z)"),
+                            ("07:00", "before the recording's start"), ("soon", "neither RFC 3339")):
+            await pilot.press("t", *typed, "enter")
+            await pilot.pause()
+            assert r.position() == r.start + 300  # not moved
+            assert any(says in str(n.message) for n in app._notifications), typed
+            assert app.query_one("#goto").display  # the box stays, to be mended
+            await pilot.press("escape")
+            assert not app.query_one("#goto").display and app.query_rows == kept
+
+
+async def test_no_go_to_box_without_a_replay():
+    src, app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("t")
+        assert not app.query("#goto") and app.check_action("replay_goto", ()) is False
