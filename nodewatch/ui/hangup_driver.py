@@ -1,4 +1,5 @@
-"""A dashboard whose terminal goes away without telling it: it ends as SIGHUP would end it.
+"""The dashboard's terminal driver: one whose terminal goes away without telling it ends as SIGHUP
+would end it, and one whose standard error is not a terminal draws on its standard output.
 
 SIGHUP reaches a dashboard whose terminal closes only when it is that terminal's controlling
 process or in its foreground group (``NodewatchApp._exit_on_hang_up`` takes it then). Started under a
@@ -24,6 +25,7 @@ import contextlib
 import errno
 import os
 import select
+import sys
 import threading
 from typing import IO, Any, Callable, cast
 
@@ -76,6 +78,24 @@ class TerminalOutput:
         return self._file.isatty()
 
 
+def screen_file() -> IO[str]:
+    """Where the screen is drawn: Textual's choice, standard error, while it is a terminal; standard
+    output when only that one is (``nodewatch demo 2>debug.log`` drew the whole dashboard into the
+    log and left the terminal blank; the commands refuse a dashboard whose standard output is not a
+    terminal, so one of the two always is)."""
+    err, out = sys.__stderr__, sys.__stdout__
+    if err is not None and not _is_tty(err) and out is not None and _is_tty(out):
+        return out
+    return cast(IO[str], err)
+
+
+def _is_tty(f: IO[str]) -> bool:
+    try:
+        return f.isatty()
+    except (OSError, ValueError):  # (closed)
+        return False
+
+
 def hung_up(fd: int) -> bool:
     """Whether the terminal on ``fd`` has hung up (its other side closed), without waiting."""
     poller = select.poll()
@@ -88,7 +108,7 @@ class HangupAwareDriver(LinuxDriver):
 
     def __init__(self, app: Any, **kwargs: Any) -> None:
         super().__init__(app, **kwargs)  # (``Driver`` keeps the running loop: ``_loop``)
-        self.output = TerminalOutput(cast(IO[str], self._file), self._terminal_gone)
+        self.output = TerminalOutput(screen_file(), self._terminal_gone)
         self._file = cast(Any, self.output)  # what ``start_application_mode`` gives the writer thread
         self._gone = False
         self._stopping = threading.Event()

@@ -1,7 +1,8 @@
-"""A dashboard whose terminal goes away (SIGHUP: a closed terminal window, an SSH session that
-dropped, a front door closing a viewer) or that is asked to stop (SIGTERM) ends as ``q`` ends it:
-the command's own ending runs. Seen from outside: the recording it was writing is closed whole
-(a gzip trailer, the last line complete), where the signal's default action left it torn."""
+"""A dashboard and its terminal. One whose terminal goes away (SIGHUP: a closed terminal window, an
+SSH session that dropped, a front door closing a viewer; or no signal at all) or that is asked to
+stop (SIGTERM) ends as ``q`` ends it: the command's own ending runs. Seen from outside: the
+recording it was writing is closed whole (a gzip trailer, the last line complete), where the
+signal's default action left it torn. And one whose standard error is a file draws on the terminal."""
 
 from __future__ import annotations
 
@@ -95,3 +96,28 @@ def test_a_dashboard_whose_terminal_closes_without_a_sighup_ends_on_its_own(tmp_
     with gzip.open(record, "rb") as f:
         data = f.read()
     assert data.endswith(b"\n") and data.count(b"\n") > 5
+
+
+def test_a_dashboard_with_its_standard_error_in_a_file_draws_on_the_terminal(tmp_path):
+    """``nodewatch demo 2>debug.log``: Textual draws on standard error, so the whole dashboard went
+    into the log and the terminal stayed blank. It draws on standard output when only that one is a
+    terminal."""
+    log = tmp_path / "debug.log"
+    primary, secondary = os.openpty()
+    env = dict(os.environ, TERM="xterm-256color", COLUMNS="120", LINES="40")
+    with open(log, "wb") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "nodewatch", "demo", "--nodes", "8"], stdin=secondary,
+                                stdout=secondary, stderr=err, env=env, cwd=tmp_path, start_new_session=True)
+    os.close(secondary)
+    try:
+        _drawn(primary, proc)  # the header on the terminal (AssertionError otherwise)
+        os.close(primary)
+        primary = -1
+        proc.wait(timeout=20)  # (its terminal gone: it ends)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        if primary >= 0:
+            os.close(primary)
+    assert b"nodewatch" not in log.read_bytes()  # no screen in the log
