@@ -262,13 +262,13 @@ class NodewatchApp(SourceActions, App):
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's terminal driver, ending the app when the terminal goes away without a SIGHUP
-        (``ui/hangup_driver.py``); any other (a front door's web driver, ``TEXTUAL_DRIVER``) as it is."""
+        (``ui/terminal_driver.py``); any other (a front door's web driver, ``TEXTUAL_DRIVER``) as it is."""
         driver = super().get_driver_class()
         if driver.__name__ != "LinuxDriver":
             return driver
-        from .hangup_driver import HangupAwareDriver, LinuxDriver  # (POSIX only: imported where it is Textual's choice)
+        from .terminal_driver import DashboardDriver, LinuxDriver  # (POSIX only: imported where it is Textual's choice)
 
-        return HangupAwareDriver if driver is LinuxDriver else driver
+        return DashboardDriver if driver is LinuxDriver else driver
 
     def _exit_on_hang_up(self) -> None:
         """SIGHUP (the terminal or the SSH session closed under the dashboard) and SIGTERM end the app

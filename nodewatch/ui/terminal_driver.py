@@ -11,7 +11,7 @@ for good, while the input thread read end-of-file in a loop: a process at 94 % o
 killed (seen: ``make demo`` in tmux, the tmux server killed), holding all it held (a live source's
 watches on the API server, a recording never closed, the credentials it wrote for the session).
 
-``HangupAwareDriver`` is Textual's ``LinuxDriver`` with two changes: its output (``TerminalOutput``)
+``DashboardDriver`` is Textual's ``LinuxDriver`` with two changes: its output (``TerminalOutput``)
 drops what a gone terminal cannot take instead of raising into the writer thread, so the loop never
 blocks on a write; and a failed write, or a hung-up terminal on input (``poll`` every
 ``CHECK_SECONDS``: a paused replay may write nothing for minutes), asks the app to exit from the
@@ -103,7 +103,7 @@ def hung_up(fd: int) -> bool:
     return any(events & _HUNG_UP for _, events in poller.poll(0))
 
 
-class HangupAwareDriver(LinuxDriver):
+class DashboardDriver(LinuxDriver):
     """``LinuxDriver``, ending the app when its terminal is gone (see the module docstring)."""
 
     def __init__(self, app: Any, **kwargs: Any) -> None:

@@ -1,4 +1,4 @@
-"""The dashboard's driver when its terminal is gone (``ui/hangup_driver.py``): a failed write ends the
+"""The dashboard's driver (``ui/terminal_driver.py``) when its terminal is gone: a failed write ends the
 app instead of killing Textual's writer thread, and a hung-up terminal is seen without a write."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from textual.drivers.linux_driver import LinuxDriver
 
 from nodewatch.ui.app import NodewatchApp
-from nodewatch.ui.hangup_driver import HangupAwareDriver, TerminalOutput, hung_up
+from nodewatch.ui.terminal_driver import DashboardDriver, TerminalOutput, hung_up
 
 
 class _File:
@@ -79,9 +79,9 @@ def test_a_terminal_whose_other_side_closed_has_hung_up():
 
 def test_the_dashboard_takes_the_driver_where_textual_would_take_its_terminal_driver(monkeypatch):
     app = object.__new__(NodewatchApp)  # (only the class's choice is asked: no source needed)
-    assert issubclass(HangupAwareDriver, LinuxDriver)
+    assert issubclass(DashboardDriver, LinuxDriver)
     monkeypatch.setattr("textual.constants.DRIVER", None)
-    assert app.get_driver_class() is HangupAwareDriver
+    assert app.get_driver_class() is DashboardDriver
     monkeypatch.setattr("textual.constants.DRIVER", "textual.drivers.headless_driver:HeadlessDriver")
     assert app.get_driver_class().__name__ == "HeadlessDriver"  # another driver asked for: as it is
 
@@ -100,7 +100,7 @@ def test_a_hang_up_is_seen_without_a_write_and_the_app_asked_to_exit_on_its_loop
         def exit(self) -> None:
             exits.append(threading.current_thread().name)
 
-    driver = object.__new__(HangupAwareDriver)  # (its terminal is the pty, not this process's stdin)
+    driver = object.__new__(DashboardDriver)  # (its terminal is the pty, not this process's stdin)
     driver._app, driver.fileno, driver._loop, driver._gone = _App(), secondary, loop, False
     driver.output = TerminalOutput(_File(), driver._terminal_gone)
     stopping = threading.Event()
