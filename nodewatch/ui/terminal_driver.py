@@ -11,12 +11,13 @@ for good, while the input thread read end-of-file in a loop: a process at 94 % o
 killed (seen: ``make demo`` in tmux, the tmux server killed), holding all it held (a live source's
 watches on the API server, a recording never closed, the credentials it wrote for the session).
 
-``DashboardDriver`` is Textual's ``LinuxDriver`` with two changes: its output (``TerminalOutput``)
+``DashboardDriver`` is Textual's ``LinuxDriver`` with three changes: its output (``TerminalOutput``)
 drops what a gone terminal cannot take instead of raising into the writer thread, so the loop never
-blocks on a write; and a failed write, or a hung-up terminal on input (``poll`` every
+blocks on a write; a failed write, or a hung-up terminal on input (``poll`` every
 ``CHECK_SECONDS``: a paused replay may write nothing for minutes), asks the app to exit from the
 loop's own thread, which runs the command's usual ending (the sources stop, the recording is closed
-whole, the exit handlers remove what the process wrote).
+whole, the exit handlers remove what the process wrote); and it draws where a terminal is
+(``screen_file``).
 """
 
 from __future__ import annotations
