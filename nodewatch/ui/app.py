@@ -252,9 +252,8 @@ class NodewatchApp(SourceActions, App):
                         disabled=True)
             yield FleetTable(columns=self.column_keys, id="table")
         yield WallView(id="wall")
-        if self.source.replay is not None:
-            yield Input(placeholder="go to: HH:MM[:SS] (UTC), +90 or +15m from the start, or RFC 3339 "
-                        "(Enter: go, Escape: close)", id="goto", disabled=True)
+        yield Input(placeholder="go to: HH:MM[:SS] (UTC), +90 or +15m from the start, or RFC 3339 "
+                    "(Enter: go, Escape: close)", id="goto", disabled=True)  # (``t``: a replay's; a hub viewer's history too)
         yield FleetTimeline(self.history, live=self._history_job is None, id="timeline")
         if self.source.replay is not None:
             yield ReplayBar(self.source.replay, id="replay")
@@ -590,10 +589,9 @@ class NodewatchApp(SourceActions, App):
 
     def _close_goto(self) -> bool:
         """Close the go-to box if it is open (its text cleared); whether it was."""
-        boxes = self.query("#goto")
-        if not boxes or not boxes.first(Input).has_class("-on"):
+        box = self.query_one("#goto", Input)
+        if not box.has_class("-on"):
             return False
-        box = boxes.first(Input)
         box.value = ""
         box.remove_class("-on")
         box.disabled = True

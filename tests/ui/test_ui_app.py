@@ -747,9 +747,15 @@ async def test_t_goes_to_a_time_typed_as_at_reads_it():
             assert not app.query_one("#goto").display and app.query_rows == kept
 
 
-async def test_no_go_to_box_without_a_replay():
+async def test_no_go_to_box_without_a_replay_and_one_once_a_replay_is_shown():
+    """A hub viewer's ``h`` shows the hub's last hour (a replay) in the same app: ``t`` works there."""
     src, app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         await pilot.press("t")
-        assert not app.query("#goto") and app.check_action("replay_goto", ()) is False
+        assert not app.query_one("#goto").display and app.check_action("replay_goto", ()) is False
+        history = incident_source(replay=True)
+        app._show_source(history, src)
+        await pilot.pause()
+        await pilot.press("t", *"+1m", "enter")
+        assert history.replay.position() == history.replay.start + 60
