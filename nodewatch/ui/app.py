@@ -552,9 +552,12 @@ class NodewatchApp(SourceActions, App):
                                          self.query_rows.zone))
 
     def action_search(self) -> None:
-        if self.wall:
-            return
-        box = self.query_one("#search", Input)
+        if not self.wall:
+            self._open_box("#search")
+
+    def _open_box(self, selector: str) -> None:
+        """Show the input box ``selector`` (search, go to a time) and type into it."""
+        box = self.query_one(selector, Input)
         box.disabled = False
         box.add_class("-on")
         box.focus()
@@ -573,10 +576,7 @@ class NodewatchApp(SourceActions, App):
 
     def action_replay_goto(self) -> None:
         """``t``: a box for the time to go to (``SourceActions.replay_go_to``)."""
-        box = self.query_one("#goto", Input)
-        box.disabled = False
-        box.add_class("-on")
-        box.focus()
+        self._open_box("#goto")
 
     @on(Input.Submitted, "#goto")
     def _goto_done(self, event: Input.Submitted) -> None:

@@ -35,6 +35,23 @@ def _drawn(fd: int, proc: subprocess.Popen, timeout: float = 30.0) -> bytes:
     raise AssertionError(f"the dashboard drew no header (exit {proc.poll()}): {seen[-400:]!r}")
 
 
+def _close_after_drawing(primary: int, proc: subprocess.Popen, wait: float = 0.0) -> None:
+    """Once the dashboard has drawn its header (and ``wait`` seconds more), its terminal is closed:
+    it must end by itself within 20 s (else it is killed, and the test fails)."""
+    try:
+        _drawn(primary, proc)
+        time.sleep(wait)
+        os.close(primary)
+        primary = -1
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        if primary >= 0:
+            os.close(primary)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
 def test_a_hung_up_dashboard_closes_its_recording_whole(tmp_path, sig):
     record = tmp_path / "demo.jsonl.gz"
@@ -80,18 +97,7 @@ def test_a_dashboard_whose_terminal_closes_without_a_sighup_ends_on_its_own(tmp_
                             stdin=secondary, stdout=secondary, stderr=secondary, env=env, cwd=tmp_path,
                             start_new_session=True)  # (no controlling terminal: the pty is inherited, not opened)
     os.close(secondary)
-    try:
-        _drawn(primary, proc)
-        time.sleep(1.0)
-        os.close(primary)
-        primary = -1
-        proc.wait(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        if primary >= 0:
-            os.close(primary)
+    _close_after_drawing(primary, proc, wait=1.0)
     assert proc.returncode >= 0  # it ended, not killed
     with gzip.open(record, "rb") as f:
         data = f.read()
@@ -109,15 +115,5 @@ def test_a_dashboard_with_its_standard_error_in_a_file_draws_on_the_terminal(tmp
         proc = subprocess.Popen([sys.executable, "-m", "nodewatch", "demo", "--nodes", "8"], stdin=secondary,
                                 stdout=secondary, stderr=err, env=env, cwd=tmp_path, start_new_session=True)
     os.close(secondary)
-    try:
-        _drawn(primary, proc)  # the header on the terminal (AssertionError otherwise)
-        os.close(primary)
-        primary = -1
-        proc.wait(timeout=20)  # (its terminal gone: it ends)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        if primary >= 0:
-            os.close(primary)
+    _close_after_drawing(primary, proc)  # (the header on the terminal: AssertionError otherwise)
     assert b"nodewatch" not in log.read_bytes()  # no screen in the log
