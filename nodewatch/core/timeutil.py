@@ -163,8 +163,9 @@ def duration_seconds(text: str) -> float | None:
 def parse_when(value: str, start: float | None) -> float:
     """A ``--at``/``--start`` argument: RFC 3339, ``+OFFSET`` / ``-OFFSET`` relative to ``start`` (a
     ``duration_seconds``: ``+90``, ``+15m``, ``-1h30m``), or ``HH:MM[:SS]`` (UTC): that time on
-    ``start``'s day, or on the next day when that is over 12 hours before ``start`` (a recording that began at 23:00 and an ``--at 01:00``); a hub's directory of many
-    days resolves it itself (``segments.resolve_when``).
+    ``start``'s day, or on the next day when that is over 12 hours before ``start`` (a recording that
+    began at 23:00 and an ``--at 01:00``); a hub's directory of many days resolves it itself
+    (``segments.resolve_when``).
 
     Raises ``ValueError`` with a message meant for the user: also for a relative offset beyond
     :data:`MAX_SECONDS` and for a result that is not a :func:`valid_time`.

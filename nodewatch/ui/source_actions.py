@@ -1,5 +1,6 @@
 """The dashboard's actions on its source: the replay controls (play, speed, step, seek, go to a
-time, the next state change and the next mark) and, for a hub viewer, switching to the hub's last hour and back.
+time, the next state change and the next mark) and, for a hub viewer, switching to the hub's last
+hour and back.
 
 A mixin of ``NodewatchApp`` (``ui/app.py``), apart so that the app module keeps to its layout, tick
 and panes; the bindings stay in the app's ``BINDINGS``, where Textual and the help screen find them.
