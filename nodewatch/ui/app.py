@@ -72,13 +72,12 @@ STATE_FILTERS: tuple[str | NodeState | None, ...] = (None, NOT_READY) + tuple(so
 MAIN_ONLY_ACTIONS = {"sort_next", "sort_reverse", "filter_state", "filter_zone", "filter_cluster", "filter_cordoned",
                      "search"}
 MAX_NOTIFY_LINES = 12
+"""A notification shows at most this many lines (each one bounded by ``safe``)."""
 SHORT_LINES = 20
 """A terminal of fewer lines folds the timeline away (the ``-short`` class): four lines of chart left a
 60x15 terminal a table of no rows at all, and the rows are what the screen is for."""
-"""A notification shows at most this many lines (each one bounded by ``safe``)."""
 REPLAY_ACTIONS = {"replay_toggle", "replay_faster", "replay_slower", "replay_step", "replay_seek", "replay_goto",
-                  "replay_next_change",
-                  "replay_next_mark"}
+                  "replay_next_change", "replay_next_mark"}
 
 
 def filter_label(f: str | NodeState | None) -> str:
