@@ -561,16 +561,23 @@ class NodewatchApp(SourceActions, App):
         box.add_class("-on")
         box.focus()
 
+    def _close_box(self, selector: str, clear: bool = True) -> Input:
+        """Hide the input box ``selector`` (``clear``: its text emptied too); the box."""
+        box = self.query_one(selector, Input)
+        if clear:
+            box.value = ""
+        box.remove_class("-on")
+        box.disabled = True
+        return box
+
     @on(Input.Changed, "#search")
     def _search_changed(self, event: Input.Changed) -> None:
         self._set_query(search=event.value.strip())
 
     @on(Input.Submitted, "#search")
     def _search_done(self, event: Input.Submitted) -> None:
-        box = self.query_one("#search", Input)
         if not event.value.strip():
-            box.remove_class("-on")
-            box.disabled = True
+            self._close_box("#search", clear=False)
         self.query_one("#table", FleetTable).focus()
 
     def action_replay_goto(self) -> None:
@@ -588,12 +595,9 @@ class NodewatchApp(SourceActions, App):
 
     def _close_goto(self) -> bool:
         """Close the go-to box if it is open (its text cleared); whether it was."""
-        box = self.query_one("#goto", Input)
-        if not box.has_class("-on"):
+        if not self.query_one("#goto", Input).has_class("-on"):
             return False
-        box.value = ""
-        box.remove_class("-on")
-        box.disabled = True
+        self._close_box("#goto")
         self.query_one("#wall-table" if self.wall else "#table", FleetTable).focus()
         return True
 
@@ -601,10 +605,7 @@ class NodewatchApp(SourceActions, App):
         """Escape: close the go-to box if it is open; else close the search box and clear search and filters."""
         if self._close_goto():
             return
-        box = self.query_one("#search", Input)
-        box.value = ""
-        box.remove_class("-on")
-        box.disabled = True
+        self._close_box("#search")
         self.query_rows = RowQuery(sort=self.query_rows.sort, reverse=self.query_rows.reverse)
         if not self.wall:
             self.query_one("#table", FleetTable).focus()

@@ -13,8 +13,8 @@ watches on the API server, a recording never closed, the credentials it wrote fo
 
 ``DashboardDriver`` is Textual's ``LinuxDriver`` with three changes: its output (``TerminalOutput``)
 drops what a gone terminal cannot take instead of raising into the writer thread, so the loop never
-blocks on a write; a failed write, or a hung-up terminal on input (``poll`` every
-``CHECK_SECONDS``: a paused replay may write nothing for minutes), asks the app to exit from the
+blocks on a write; a failed write, or a hung-up terminal on input (a ``poll`` that wakes on
+nothing else: a paused replay may write nothing for minutes), asks the app to exit from the
 loop's own thread, which runs the command's usual ending (the sources stop, the recording is closed
 whole, the exit handlers remove what the process wrote); and it draws where a terminal is
 (``screen_file``).
@@ -36,7 +36,7 @@ GONE_ERRNOS = frozenset({errno.EIO, errno.EPIPE, errno.ENXIO, errno.ENODEV, errn
 """What a write to a terminal that is no longer there fails with (a hung-up pty: EIO; a closed pipe:
 EPIPE). Any other error is raised as before."""
 CHECK_SECONDS = 0.5
-"""How often the terminal is asked whether it hung up (one ``poll`` that returns at once)."""
+"""How long the watch waits in one ``poll`` for a hang-up before it looks whether the app has stopped."""
 _HUNG_UP = select.POLLHUP | select.POLLERR | select.POLLNVAL
 
 
@@ -97,11 +97,13 @@ def _is_tty(f: IO[str]) -> bool:
         return False
 
 
-def hung_up(fd: int) -> bool:
-    """Whether the terminal on ``fd`` has hung up (its other side closed), without waiting."""
+def hung_up(fd: int, wait: float = 0.0) -> bool:
+    """Whether the terminal on ``fd`` has hung up (its other side closed), waiting up to ``wait``
+    seconds for it: a keystroke does not wake the wait (no POLLIN asked; ``frontdoor/child_guard``
+    watches a door viewer's terminal the same way, and ends it at once)."""
     poller = select.poll()
     poller.register(fd, select.POLLHUP)  # (POLLHUP, POLLERR and POLLNVAL are reported whatever is asked)
-    return any(events & _HUNG_UP for _, events in poller.poll(0))
+    return any(events & _HUNG_UP for _, events in poller.poll(int(wait * 1000)))
 
 
 class DashboardDriver(LinuxDriver):
@@ -126,12 +128,12 @@ class DashboardDriver(LinuxDriver):
         super().stop_application_mode()
 
     def _watch(self, stopping: threading.Event) -> None:
-        while not stopping.wait(CHECK_SECONDS):
+        while not stopping.is_set():
             try:
-                gone = hung_up(self.fileno)
+                gone = hung_up(self.fileno, CHECK_SECONDS)
             except (OSError, ValueError):
                 return
-            if gone:
+            if gone and not stopping.is_set():
                 self._terminal_gone()
                 return
 
