@@ -29,6 +29,7 @@ from urllib.parse import urlencode
 
 import urllib3
 
+from ..core.text import safe
 from . import credential_files, tls_stream
 
 USER_AGENT = "nodewatch/0.1 (read-only)"
@@ -130,7 +131,7 @@ def load_configuration(kubeconfig: str | None, context: str | None) -> tuple[Any
     except ConfigException as exc:
         raise KubeconfigError(f"kubeconfig {joined}: {_clean(exc)}") from None
     except Exception as exc:  # noqa: BLE001 - unreadable YAML and the like
-        raise KubeconfigError(f"kubeconfig {joined}: cannot read it ({type(exc).__name__})") from None
+        raise KubeconfigError(f"kubeconfig {joined}: {_unreadable(exc)}") from None
     names = [c.get("name") for c in contexts or []]
     chosen = context or (current or {}).get("name")
     if not chosen:
@@ -245,6 +246,26 @@ def _ca_source(paths: list[str], cluster: str, cfg: Any) -> str:
                     return f"certificate-authority-data of cluster {cluster!r} in {path}"
                 return "the system CAs"
     return f"CA file {cfg.ssl_ca_cert}" if getattr(cfg, "ssl_ca_cert", None) else "the system CAs"
+
+
+def _unreadable(exc: BaseException) -> str:
+    """What is wrong with a kubeconfig the client could not read, for the user: where its YAML
+    breaks (line, column, and the parser's words, never the file's text around it: it may hold a
+    token), or that it is YAML but not a kubeconfig (a list, a string: the client's own error is a
+    ``TypeError`` or an ``AttributeError`` from deep inside)."""
+    import yaml
+
+    if isinstance(exc, yaml.YAMLError):
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        if isinstance(exc, yaml.reader.ReaderError):
+            where = f"byte {exc.position}"
+        detail = ": ".join(str(x) for x in (where, problem) if x)
+        return f"not valid YAML ({safe(detail)})" if detail else "not valid YAML"
+    if isinstance(exc, (TypeError, AttributeError, KeyError, ValueError)):
+        return "not a kubeconfig (YAML, but not the clusters, contexts and users a kubeconfig lists)"
+    return f"cannot read it ({type(exc).__name__})"
 
 
 def _clean(exc: BaseException) -> str:

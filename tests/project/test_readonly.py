@@ -126,6 +126,25 @@ def test_no_kubeconfig_names_the_demo(tmp_path, monkeypatch):
         LiveSource(Settings(), kubeconfig=str(tmp_path / "absent"))
 
 
+@pytest.mark.parametrize("text, says", [
+    ("apiVersion: v1\nclusters: [\n  - {name: a\n", r"not valid YAML \(line 3, column 3: expected the node content"),
+    ("users:\n- name: u\n  user: {token: s3cr3t\n", r"not valid YAML \(line 4, column 1: "),
+    ("\x00\x01binary", r"not valid YAML \(byte 0: special characters are not allowed\)"),
+    ("- a list\n", r"not a kubeconfig \(YAML, but not the clusters"),
+    ("just a string\n", r"not a kubeconfig"),
+    ("clusters: 5\ncontexts: 7\n", r"not a kubeconfig"),
+])
+def test_a_kubeconfig_that_is_not_one_says_why_and_shows_none_of_it(tmp_path, text, says):
+    """A broken file names where its YAML breaks, or that it is YAML but no kubeconfig; before, the
+    user read "cannot read it (ParserError)". The file's own text is never quoted (a token may be
+    next to the break)."""
+    bad = tmp_path / "config"
+    bad.write_bytes(text.encode())
+    with pytest.raises(KubeconfigError, match=f"^kubeconfig {bad}: {says}") as err:
+        LiveSource(Settings(), kubeconfig=str(bad))
+    assert "s3cr3t" not in str(err.value) and "\x00" not in str(err.value)
+
+
 EXEC_PLUGIN = textwrap.dedent("""
     import datetime, json, sys
     token = open(sys.argv[1]).read().strip()
