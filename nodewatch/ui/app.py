@@ -74,8 +74,9 @@ MAIN_ONLY_ACTIONS = {"sort_next", "sort_reverse", "filter_state", "filter_zone",
 MAX_NOTIFY_LINES = 12
 """A notification shows at most this many lines (each one bounded by ``safe``)."""
 SHORT_LINES = 20
-"""A terminal of fewer lines folds the timeline away (the ``-short`` class): four lines of chart left a
-60x15 terminal a table of no rows at all, and the rows are what the screen is for."""
+"""A terminal of fewer lines folds the timeline away (the ``-short`` class), and wall mode's counts to
+a line each (``ui/wall.py``): four lines of chart, or three of big digits, left a 60x15 terminal a
+table of no rows at all, and the rows are what the screen is for."""
 REPLAY_ACTIONS = {"replay_toggle", "replay_faster", "replay_slower", "replay_step", "replay_seek", "replay_goto",
                   "replay_next_change", "replay_next_mark"}
 

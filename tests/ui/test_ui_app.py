@@ -718,6 +718,27 @@ async def test_a_short_terminal_folds_the_timeline_away_for_the_rows(replay):
         assert not app.query_one("#timeline").display
 
 
+async def test_wall_mode_on_a_small_terminal_keeps_rows_and_counts():
+    """At 60x15 the wall's big digits left its table the heading alone, and at 40 columns one count
+    box showed, the others cut off. Below ``SHORT_LINES`` a count is on its word's line; boxes that
+    do not fit side by side go (the header has every count); at 80x24 the digits are back."""
+    src, app = make_app(wall=True)
+    async with app.run_test(size=(60, 15)) as pilot:
+        await pilot.pause()
+        evicting = app.query_one("#count-evicting")
+        assert app.query_one("#wall-counts").display and evicting.region.height == 3
+        assert static_text(evicting.query_one(".inline")).strip() == str(app.view.counts[NodeState.EVICTING]) != "0"
+        assert len([line for line in table_lines(app, "#wall-table")[1:] if line.strip()]) >= 3
+        await pilot.resize_terminal(40, 12)
+        await pilot.pause()
+        assert not app.query_one("#wall-counts").display
+        assert len([line for line in table_lines(app, "#wall-table")[1:] if line.strip()]) >= 2
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert app.query_one("#wall-counts").display and evicting.region.height == 6
+        assert not evicting.query_one(".inline").display and evicting.query_one("Digits").display
+
+
 async def test_t_goes_to_a_time_typed_as_at_reads_it():
     """After an incident one wants 08:02, or five minutes in: ``t``, the time, Enter. A time outside
     the recording or one that is no time says why and moves nothing; Escape closes the box and
