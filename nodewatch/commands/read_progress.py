@@ -68,13 +68,24 @@ class ReadProgress:
             return
         if self._first is None and math.isfinite(read_to):
             self._first = read_to
+        self._draw(lambda: self.text(read_to, target))
+
+    def opening(self, read: int, of: int) -> None:
+        """A report while a hub segment's keyframe is read (``state_at``'s ``opening``): lines read,
+        of how many. The share of recorded time is counted from after it."""
+        if self._on:
+            self._draw(lambda: f"nodewatch: {self._verb} the fleet at the segment's opening, "
+                               f"{min(1.0, read / max(1, of)):.0%} ({read:,} of {of:,} lines): {self._label}")
+
+    def _draw(self, text: Callable[[], str]) -> None:
+        """Show ``text()`` once the delay has passed, at most every interval."""
         now = self._clock()
         if now - self._started < self._delay or now - self._shown_at < self._interval:
             return
         with self._lock:  # (a background reader's report, against ``done`` from the command's thread)
             if self._on:
                 self._shown_at = now
-                self._show(self.text(read_to, target))
+                self._show(text())
 
     def text(self, read_to: float, target: float) -> str:
         """The line for a report (without the carriage return)."""

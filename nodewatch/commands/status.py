@@ -253,7 +253,7 @@ def _evaluate_source(args: argparse.Namespace, settings):
 
                 path, _, args.at = window(path, None, args.at, "--at")
             state, seen, problems = state_at(path, args.at, settings, compact=True, pods=args.node is not None,
-                                             progress=shown)
+                                             progress=shown, opening=shown.opening)
         except (RecordingError, OSError) as exc:  # the file's trouble, named once (not --at's)
             raise ValueError(naming(str(args.replay), exc)) from None
         finally:

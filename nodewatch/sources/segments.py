@@ -156,8 +156,7 @@ def iter_segment_lines(segments: list[Segment], problems: list[str], end: float 
                                 beyond.append(t)
                             continue
                         yield line
-                k = (_segment_entry(header) or {}).get("keyframe_lines")
-                skip = k if isinstance(k, int) and k > 0 else 0
+                skip = keyframe_lines(header)
                 if supersede is not None:
                     supersede.hidden = skip
             else:
@@ -400,6 +399,13 @@ def _segment_entry(header: Any) -> dict | None:
     src = header.get("source") if isinstance(header, dict) else None
     segment = src.get("segment") if isinstance(src, dict) else None
     return segment if isinstance(segment, dict) else None
+
+
+def keyframe_lines(header: Any) -> int:
+    """How many lines a hub's segment opens with (its keyframe: the fleet as it was); 0 for any other
+    header."""
+    k = (_segment_entry(header) or {}).get("keyframe_lines")
+    return k if type(k) is int and k > 0 else 0
 
 
 def _run_opened(header: Any) -> bool:

@@ -46,6 +46,32 @@ def test_the_line_comes_after_a_second_at_most_four_times_a_second_and_is_erased
     assert out.getvalue().count("\r") == 4
 
 
+def test_a_segments_opening_is_shown_by_its_lines_and_the_time_share_counts_from_after_it():
+    """A keyframe's lines span little recorded time: its progress is its lines (same delay and
+    interval), and the share of time after it starts at 0 % from where the reading then is."""
+    out, clock = _Terminal(), ManualClock(0.0)
+    shown = ReadProgress("rec", out, clock.now, columns=200)
+    shown.opening(4096, 130_005)
+    assert out.getvalue() == ""  # within the first second
+    clock.set(1.0)
+    shown.opening(61_440, 130_005)
+    clock.set(1.1)
+    shown.opening(65_536, 130_005)  # within the interval: nothing
+    clock.set(1.5)
+    shown(T0 + 40, T0 + 100)
+    clock.set(2.0)
+    shown(T0 + 70, T0 + 100)
+    lines = out.getvalue().split("\r")[1:]
+    assert [line.rstrip() for line in lines] == [
+        "nodewatch: reading the fleet at the segment's opening, 47% (61,440 of 130,005 lines): rec",
+        "nodewatch: reading 0%, at 2026-11-29T10:00:40Z of 2026-11-29T10:01:40Z: rec",
+        "nodewatch: reading 50%, at 2026-11-29T10:01:10Z of 2026-11-29T10:01:40Z: rec"]
+    assert len({len(line) for line in lines}) == 1  # each covers the longer one before it
+    shown.done()
+    shown.opening(1, 2)
+    assert out.getvalue().endswith("\r")  # nothing after done
+
+
 def test_to_the_end_it_says_how_far_it_has_read():
     out, clock = _Terminal(), ManualClock(5.0)
     shown = ReadProgress("r.nwcol", out, clock.now, delay=0)
