@@ -129,7 +129,7 @@ def _blocks_read(monkeypatch) -> dict[str, int]:
     counts: dict[str, int] = {}
     real = instant._read_at
 
-    def read_at(path, when, settings, compact, pods, supersede, progress=None):
+    def read_at(path, when, settings, compact, pods, supersede, *reports):
         if supersede is not None:
             block = supersede.block
             counts[when] = 0
@@ -139,7 +139,7 @@ def _blocks_read(monkeypatch) -> dict[str, int]:
                 return block(body, c)
 
             supersede.block = counted
-        return real(path, when, settings, compact, pods, supersede, progress)
+        return real(path, when, settings, compact, pods, supersede, *reports)
 
     monkeypatch.setattr(instant, "_read_at", read_at)
     return counts
@@ -188,9 +188,9 @@ def test_a_report_that_steps_back_has_the_answer_read_again_in_full(recording, m
     reads = []
     real = instant._read_at
 
-    def read_at(path, when, settings, compact, pods, supersede, progress=None):
+    def read_at(path, when, settings, compact, pods, supersede, *reports):
         reads.append(supersede is not None)
-        return real(path, when, settings, compact, pods, supersede, progress)
+        return real(path, when, settings, compact, pods, supersede, *reports)
 
     monkeypatch.setattr(instant, "_read_at", read_at)
     for s, again in ((358, False), (498, True)):
