@@ -157,6 +157,10 @@ class TestbedFleet:
         self.nodes: dict[str, SimNode] = {}
         self.node_order: list[str] = []
         self.pods: dict[tuple[str, str], SimPod] = {}
+        self.deletions_seen: dict[tuple[str, str], dict] = {}
+        """Each pod's metadata as this fleet first saw it with a deletionTimestamp (namespace, name):
+        what a test reads of a deletion once the pod is gone (these kubelets confirm one within
+        ``DELETION_POLL``, maybe before the test's next look)."""
         self.workloads: list[Workload] = []
         self.renewed_at: dict[str, float] = {}
         """Wall time each node's last Lease renewal was acknowledged by the API server."""
@@ -483,6 +487,7 @@ class TestbedFleet:
                 continue
             if pod.deletion_at is None:
                 pod.deletion_at = now
+                self.deletions_seen[key] = meta
             node = self.nodes.get(pod.node)
             if node is None or not node.can_talk(now) or node.runtime_down:
                 continue

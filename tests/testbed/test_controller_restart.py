@@ -14,6 +14,7 @@ import pytest
 from campaign import GRACE, LATENCY, MONITOR, SAMPLE, TRUNC, parse_time, ready_condition, watching, zone_of_its_own
 
 from nodewatch.core.rules import NodeState
+from nodewatch.testbed.api import ApiStatus
 from nodewatch.testbed.controlplane import restart_controller_manager
 from nodewatch.testbed.kubelets import start_fleet
 from support.simserver import wait_until
@@ -92,10 +93,15 @@ def test_a_restart_times_a_pods_eviction_anew_and_so_does_nodewatch(testbed):
             assert pod_eviction() == pytest.approx(registered + 30, abs=1e-6)
 
             def deleted() -> float | None:
-                pod = admin.get("/api/v1/namespaces/restart/pods/restart-0")
-                stamp = pod["metadata"].get("deletionTimestamp")
-                return None if stamp is None else parse_time(stamp) - pod["metadata"].get(
-                    "deletionGracePeriodSeconds", 0)
+                try:
+                    meta = admin.get("/api/v1/namespaces/restart/pods/restart-0")["metadata"]
+                except ApiStatus as exc:  # deleted and confirmed between two looks: as the kubelets saw it
+                    if exc.status != 404:
+                        raise
+                    meta = fleet.deletions_seen.get(("restart", "restart-0"))
+                    assert meta is not None, "restart-0 is gone, and no kubelet saw it Terminating"
+                stamp = meta.get("deletionTimestamp")
+                return None if stamp is None else parse_time(stamp) - meta.get("deletionGracePeriodSeconds", 0)
 
             real = wait_until(deleted, timeout=60, interval=SAMPLE)
             assert real > added + 30 + LATENCY + TRUNC, (real - added)  # not by the taint's time
