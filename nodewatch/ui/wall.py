@@ -50,6 +50,7 @@ class CountBox(Vertical):
     def __init__(self, state: NodeState) -> None:
         super().__init__(id=f"count-{state.name.lower()}")
         self.state = state
+        self.inline_width = BOX_MIN_WIDTH
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"{self.state.symbol} {self.state.word}"), classes="label")
@@ -61,6 +62,9 @@ class CountBox(Vertical):
         self.query_one(".label", Static).update(Text(f"{self.state.symbol} {self.state.word}", style))
         self.query_one(".inline", Static).update(Text(f" {n:,}", style))
         self.query_one(Digits).update(str(n))
+        # what the box needs on a short terminal: symbol, word and count on one line, its border and
+        # padding (narrower, the count docked right covers the word)
+        self.inline_width = len(self.state.word) + len(f"{n:,}") + 7
         bad = self.state.rank <= NodeState.NOT_READY.rank and n > 0
         self.set_class(bad, "-bad")
         self.set_class(not bad and self.state is not NodeState.READY and n > 0, "-warn")
@@ -100,7 +104,8 @@ class WallView(Vertical):
         self._fit()
 
     def _fit(self) -> None:
-        """The count boxes shown, only if they fit side by side (a paused replay draws no new
-        counts: a resize fits them too)."""
-        shown = sum(1 for box in self.query(CountBox) if box.display)
-        self.query_one("#wall-counts").display = self.size.width >= shown * BOX_MIN_WIDTH
+        """The count boxes shown, only if they fit side by side, each with its word (a paused
+        replay draws no new counts: a resize fits them too)."""
+        shown = [box for box in self.query(CountBox) if box.display]
+        least = max((box.inline_width for box in shown), default=0) if self.app.has_class("-short") else BOX_MIN_WIDTH
+        self.query_one("#wall-counts").display = self.size.width >= len(shown) * max(least, BOX_MIN_WIDTH)

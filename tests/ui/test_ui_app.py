@@ -29,6 +29,7 @@ from nodewatch.ui.problems import ProblemsScreen
 from nodewatch.ui.replay_bar import ReplayBar
 from nodewatch.ui.rows import COLUMN_KEYS, NOT_READY
 from nodewatch.ui.theme import palette_16
+from nodewatch.ui.wall import CountBox
 from nodewatch.ui.zone_strip import zone_items
 from support.factories import T0, node, taint
 from support.ui_support import FakeSource, big_state, incident_source
@@ -721,13 +722,19 @@ async def test_a_short_terminal_folds_the_timeline_away_for_the_rows(replay):
 async def test_wall_mode_on_a_small_terminal_keeps_rows_and_counts():
     """At 60x15 the wall's big digits left its table the heading alone, and at 40 columns one count
     box showed, the others cut off. Below ``SHORT_LINES`` a count is on its word's line; boxes that
-    do not fit side by side go (the header has every count); at 80x24 the digits are back."""
+    do not fit side by side with their words go (the header has every count); at 80x24 the digits
+    are back."""
     src, app = make_app(wall=True)
-    async with app.run_test(size=(60, 15)) as pilot:
+    async with app.run_test(size=(120, 15)) as pilot:
         await pilot.pause()
         evicting = app.query_one("#count-evicting")
         assert app.query_one("#wall-counts").display and evicting.region.height == 3
         assert static_text(evicting.query_one(".inline")).strip() == str(app.view.counts[NodeState.EVICTING]) != "0"
+        shown = [box for box in app.query(CountBox) if box.display]
+        assert len(shown) >= 4 and all(box.region.width >= box.inline_width for box in shown)  # each word readable
+        await pilot.resize_terminal(60, 15)  # too narrow for every word beside its count
+        await pilot.pause()
+        assert not app.query_one("#wall-counts").display
         assert len([line for line in table_lines(app, "#wall-table")[1:] if line.strip()]) >= 3
         await pilot.resize_terminal(40, 12)
         await pilot.pause()
